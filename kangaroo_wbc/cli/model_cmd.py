@@ -1,0 +1,59 @@
+"""``kangaroo-wbc model info|check``: counts and self-consistency of any closed-loop model."""
+
+from __future__ import annotations
+
+import argparse
+
+from kangaroo_wbc.cli.common import add_json_flag, print_json
+
+
+def _load(args: argparse.Namespace):
+    from kangaroo_wbc.model import ClosedLoopModel
+
+    return ClosedLoopModel.from_files(args.urdf, args.closures, floating_base=args.floating_base)
+
+
+def _info(args: argparse.Namespace) -> int:
+    clm = _load(args)
+    info = clm.info()
+    if not args.json:
+        print(f"model        {info['source']}")
+        print(f"joints       {info['n_joints']} ({info['n_actuated']} actuated, {info['n_passive']} passive DOF"
+              f"{', locked: ' + str(info['locked_joints']) if info['locked_joints'] else ''})")
+        print(f"constraints  {info['n_constraints']} independent of {info['n_constraints_declared']} declared")
+        print(f"mass         {info['mass_kg']:.3f} kg")
+        print(f"{'sub-mechanism':<28}{'actuated':>9}{'passive':>9}{'rows':>6}")
+        for name, s in info["submechanisms"].items():
+            print(f"{name:<28}{s['n_actuated']:>9}{s['n_passive']:>9}{s['n_constraints']:>6}")
+    else:
+        print_json(info)
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from kangaroo_wbc.model.checks import run_checks
+
+    clm = _load(args)
+    report = run_checks(clm, seed=args.seed).as_dict()
+    if not args.json:
+        for k, v in report.items():
+            print(f"{k:<24}{v}")
+    else:
+        print_json(report)
+    return 0 if report["ok"] else 1
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("model", help="inspect and check a closed-loop model (URDF + closures)")
+    msub = p.add_subparsers(dest="model_command", metavar="ACTION")
+    msub.required = True
+    for name, func, helptext in (("info", _info, "counts, rank, mass, sub-mechanisms"),
+                                 ("check", _check, "closure FK, J_l vs finite differences, power balance")):
+        sp = msub.add_parser(name, help=helptext)
+        sp.add_argument("urdf", help="URDF spanning tree (or MJCF .xml with equality/connect)")
+        sp.add_argument("--closures", default=None,
+                        help="closure YAML (native or extended-URDF format)")
+        sp.add_argument("--floating-base", action="store_true", help="add a free-flyer root joint")
+        sp.add_argument("--seed", type=int, default=0, help="seed of the random configuration")
+        add_json_flag(sp)
+        sp.set_defaults(func=func)

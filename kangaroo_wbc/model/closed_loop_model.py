@@ -1,0 +1,641 @@
+"""Closed-linkage model: a pinocchio spanning tree plus loop closures (Kangaroo paper, Section III).
+
+Notation follows the paper: ``theta = [theta_u, theta_a]`` (passive, actuated), the closure error
+``e_l`` (eq. (2)), the constraint Jacobian ``J_l`` (eq. (3)-(4)) split into ``J_lu``/``J_la``
+(eq. (5)-(6)), the mapping Jacobian ``J_m = -J_lu^{-1} J_la`` (eq. (7)) and the acceleration bias
+``Jdot_l v`` (eq. (8), App. A-B).
+
+Per loop, with ``F_a``/``F_u`` the frames on each side of the cut, positions ``p`` and rotations
+``R`` in the world, ``d = p_u - p_a`` and ``R_au = R_a^T R_u``:
+
+.. math::
+
+    e = \\begin{bmatrix} R_a^T d \\\\ \\log_3(R_{au}) \\end{bmatrix}, \\qquad
+    J = \\begin{bmatrix} R_a^T (J^v_u - J^v_a + [d]_\\times J^\\omega_a) \\\\
+         J_{\\log_3}(R_{au})\\, R_u^T (J^\\omega_u - J^\\omega_a) \\end{bmatrix}
+
+where ``J^v``/``J^\\omega`` are the frame Jacobians in ``LOCAL_WORLD_ALIGNED`` (linear velocity of the
+frame origin and angular velocity, both in the world). ``J`` is the exact derivative of ``e`` on
+the configuration manifold; at a closed configuration it is the relative Jacobian of ``F_u`` w.r.t.
+``F_a`` expressed in ``F_a`` (App. A, eq. (48)-(51)). Only the rows of the declared directions are
+kept, minus the redundant rows found by :func:`select_independent_rows`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from kangaroo_wbc.errors import (
+    ClosureFkError,
+    FrameNotFound,
+    InputError,
+    JointNotFound,
+    ModelError,
+    suggest,
+)
+from kangaroo_wbc.model.closures import DIRECTIONS, ClosureFile, ClosureSpec, load_closure_file
+
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+#: Relative tolerance of the rank-revealing QR used to drop redundant closure rows: a row is
+#: dependent when its pivot is below ``RANK_RTOL`` times the largest pivot.
+RANK_RTOL = 1e-7
+
+#: Entries of ``|J_l|`` below this are treated as structural zeros (sub-mechanism membership).
+STRUCTURAL_ZERO = 1e-9
+
+
+def skew(w: np.ndarray) -> np.ndarray:
+    """Skew-symmetric matrix ``[w]x`` with ``[w]x y = w x y``."""
+    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+
+
+def _skew_batch(w: np.ndarray) -> np.ndarray:
+    """``[w_k]x`` for a batch ``w`` of shape (K, 3) → (K, 3, 3)."""
+    out = np.zeros((w.shape[0], 3, 3))
+    out[:, 0, 1], out[:, 0, 2] = -w[:, 2], w[:, 1]
+    out[:, 1, 0], out[:, 1, 2] = w[:, 2], -w[:, 0]
+    out[:, 2, 0], out[:, 2, 1] = -w[:, 1], w[:, 0]
+    return out
+
+
+def select_independent_rows(J: np.ndarray, rtol: float = RANK_RTOL) -> np.ndarray:
+    """Indices (sorted) of a maximal set of linearly independent rows of ``J``.
+
+    Rank-revealing QR with column pivoting on ``J^T``: the pivot order ranks the rows of ``J``;
+    the rank is the number of ``|R_ii| > rtol * |R_00|``.
+    """
+    import scipy.linalg
+
+    if J.shape[0] == 0:
+        return np.zeros(0, dtype=int)
+    _, R, piv = scipy.linalg.qr(J.T, mode="economic", pivoting=True)
+    diag = np.abs(np.diag(R))
+    if diag.size == 0 or diag[0] == 0.0:
+        return np.zeros(0, dtype=int)
+    rank = int(np.sum(diag > rtol * diag[0]))
+    return np.sort(piv[:rank])
+
+
+@dataclass
+class Closure:
+    """A loop closure resolved against a pinocchio model."""
+
+    spec: ClosureSpec
+    frame_a_id: int
+    frame_u_id: int
+    rows: np.ndarray  # selected direction indices (0..5) after redundancy removal
+
+
+@dataclass
+class SubMechanism:
+    """A closed sub-mechanism: its loops, constraint rows and the joints they involve."""
+
+    name: str
+    closures: list[str]
+    rows: np.ndarray  # indices into e_l / J_l rows
+    passive_joints: list[str] = field(default_factory=list)
+    actuated_joints: list[str] = field(default_factory=list)
+
+    n_passive_dofs: int = 0
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {
+            "n_actuated": len(self.actuated_joints),
+            "n_passive": self.n_passive_dofs,
+            "n_constraints": int(len(self.rows)),
+        }
+
+
+@dataclass
+class ClosureFkInfo:
+    """Result of :meth:`ClosedLoopModel.closure_fk`."""
+
+    iterations: int
+    residual: float
+    converged: bool
+
+
+class ClosedLoopModel:
+    """A spanning-tree pinocchio model with loop closures and an actuated/passive split.
+
+    Args:
+        model: pinocchio model of the spanning tree (fixed base or with a free-flyer root).
+        closure_file: the parsed closure specification.
+        q_ref: configuration at which redundant rows are detected (default: neutral, then
+            re-checked at the closed configuration found from it).
+
+    Index sets (numpy int arrays) follow the paper's split: ``idx_v_a``/``idx_v_u`` are the
+    velocity indices of the actuated/passive joints (``theta_dot_a``, ``theta_dot_u``),
+    ``idx_q_a`` the configuration indices of the actuated joints (1-DOF each), ``idx_v_base`` the
+    six floating-base velocity indices (empty for a fixed base).
+    """
+
+    def __init__(self, model: pin.Model, closure_file: ClosureFile, q_ref: np.ndarray | None = None,
+                 source: str = "<memory>") -> None:
+        self.model = model
+        self.data = model.createData()
+        self.source = source
+        self.closure_file = closure_file
+        self.floating_base = model.njoints > 1 and model.joints[1].shortname() == "JointModelFreeFlyer"
+        self.joint_names: list[str] = [n for n in list(model.names)[1:]
+                                       if not (self.floating_base and n == model.names[1])]
+        self.mass_kg = float(sum(inertia.mass for inertia in model.inertias))
+        self.locked_joint_names: list[str] = []
+        self._resolve_joints(closure_file)
+        self._resolve_frames(closure_file)
+        self.absolute_encoders = self._check_joint_names(closure_file.absolute_encoders, "absolute_encoders")
+        self.absolute_actuators = self._check_joint_names(closure_file.absolute_actuators, "absolute_actuators")
+        self._q_last: np.ndarray | None = None
+        self._select_rows(q_ref)
+        self._build_submechanisms()
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_files(cls, urdf_path: str | Path, closures_path: str | Path | None,
+                   floating_base: bool = False) -> ClosedLoopModel:
+        """Load a URDF spanning tree and its closure file (native or extended-URDF YAML).
+
+        An MJCF file (``.xml``) without a closure file is read with pinocchio's MJCF parser; its
+        ``equality/connect`` elements become 3D closures (see :mod:`kangaroo_wbc.model.importers`).
+        """
+        urdf_path = Path(urdf_path)
+        if not urdf_path.is_file():
+            raise ModelError(f"{urdf_path}: URDF file not found")
+        from kangaroo_wbc.model.importers import joint_replacements, load_mjcf, replace_joints
+
+        if urdf_path.suffix.lower() == ".xml" and closures_path is None:
+            model, closure_file = load_mjcf(urdf_path, floating_base=floating_base)
+            return cls(model, closure_file, source=str(urdf_path))
+        if closures_path is None:
+            raise ModelError(f"{urdf_path}: a closure file is required for a URDF spanning tree")
+        closure_file = load_closure_file(closures_path)
+        try:
+            if floating_base:
+                model = pin.buildModelFromUrdf(str(urdf_path), pin.JointModelFreeFlyer())
+            else:
+                model = pin.buildModelFromUrdf(str(urdf_path))
+        except (RuntimeError, ValueError) as exc:
+            raise ModelError(f"{urdf_path}: pinocchio could not parse the URDF: {exc}") from exc
+        replacements = joint_replacements(closure_file)
+        if replacements:
+            model = replace_joints(model, replacements, closure_file.source)
+        return cls(model, closure_file, source=str(urdf_path))
+
+    def _joint_id(self, name: str, key: str) -> int:
+        if name not in self.joint_names:
+            raise JointNotFound(f"{self.closure_file.source}: {key}: unknown joint {name!r}."
+                                + suggest(name, self.joint_names))
+        return int(self.model.getJointId(name))
+
+    def _check_joint_names(self, names: list[str], key: str) -> list[str]:
+        for n in names:
+            self._joint_id(n, key)
+        return list(names)
+
+    def _resolve_joints(self, cf: ClosureFile) -> None:
+        m = self.model
+        if len(set(cf.actuated_joints)) != len(cf.actuated_joints):
+            raise ModelError(f"{cf.source}: actuated_joints: duplicated names in {cf.actuated_joints}")
+        ids_a = [self._joint_id(n, "actuated_joints") for n in cf.actuated_joints]
+        for n, j in zip(cf.actuated_joints, ids_a):
+            if m.joints[j].nq != 1 or m.joints[j].nv != 1:
+                raise ModelError(f"{cf.source}: actuated joint {n!r} must be 1-DOF (prismatic or "
+                                 f"revolute), it has nq={m.joints[j].nq}, nv={m.joints[j].nv}")
+        self.actuated_joint_names = list(cf.actuated_joints)
+        skip = set(cf.actuated_joints) | set(self.locked_joint_names)
+        self.passive_joint_names = [n for n in self.joint_names if n not in skip]
+        ids_u = [int(m.getJointId(n)) for n in self.passive_joint_names]
+        self.idx_q_a = np.array([m.joints[j].idx_q for j in ids_a], dtype=int)
+        self.idx_v_a = np.array([m.joints[j].idx_v for j in ids_a], dtype=int)
+        self.idx_v_u = np.array([m.joints[j].idx_v + k for j in ids_u for k in range(m.joints[j].nv)],
+                                dtype=int)
+        self.idx_q_u = np.array([m.joints[j].idx_q + k for j in ids_u for k in range(m.joints[j].nq)],
+                                dtype=int)
+        self.idx_v_base = np.arange(6) if self.floating_base else np.zeros(0, dtype=int)
+        self.n_a = len(self.idx_v_a)
+        self.n_u = len(self.idx_v_u)
+        self.n_b = len(self.idx_v_base)
+
+    def _resolve_frames(self, cf: ClosureFile) -> None:
+        frame_names = [f.name for f in self.model.frames]
+        self.closures: list[Closure] = []
+        for c in cf.closures:
+            ids = []
+            for key, name in (("frame_a", c.frame_a), ("frame_u", c.frame_u)):
+                if not self.model.existFrame(name):
+                    raise FrameNotFound(f"{cf.source}: closure {c.name!r}: {key}: unknown frame {name!r}."
+                                        + suggest(name, frame_names))
+                ids.append(int(self.model.getFrameId(name)))
+            self.closures.append(Closure(c, ids[0], ids[1], np.array(c.direction_indices, dtype=int)))
+        self._frame_ids = np.array(sorted({i for c in self.closures for i in (c.frame_a_id, c.frame_u_id)}),
+                                   dtype=int)
+        slot = {fid: k for k, fid in enumerate(self._frame_ids)}
+        self._slot_a = np.array([slot[c.frame_a_id] for c in self.closures], dtype=int)
+        self._slot_u = np.array([slot[c.frame_u_id] for c in self.closures], dtype=int)
+
+    def _set_rows(self) -> None:
+        """Flat index of each kept row into the (K*6) stacked full closure error."""
+        self._flat_rows = np.concatenate(
+            [6 * k + c.rows for k, c in enumerate(self.closures)] + [np.zeros(0, dtype=int)]).astype(int)
+        self._rot_needed = np.array([bool(np.any(c.rows >= 3)) for c in self.closures], dtype=bool)
+        self.n_c = int(len(self._flat_rows))
+        self.row_closure = np.concatenate(
+            [np.full(len(c.rows), k) for k, c in enumerate(self.closures)] + [np.zeros(0, dtype=int)]).astype(int)
+
+    def _select_rows(self, q_ref: np.ndarray | None) -> None:
+        """Drop redundant rows (rank-revealing QR), at ``q_ref`` then at the closed configuration."""
+        declared = [np.array(c.spec.direction_indices, dtype=int) for c in self.closures]
+        self.n_c_declared = int(sum(len(r) for r in declared))
+        for c, r in zip(self.closures, declared):
+            c.rows = r
+        self._set_rows()
+        if not self.closures:
+            self.constraint_rank = 0
+            return
+        q = pin.neutral(self.model) if q_ref is None else np.asarray(q_ref, dtype=float).copy()
+        for attempt in range(2):
+            for c, r in zip(self.closures, declared):
+                c.rows = r
+            self._set_rows()
+            J = self.constraint_jacobian(q)[:, np.concatenate([self.idx_v_u, self.idx_v_a])]
+            keep = select_independent_rows(J)
+            keep_set = set(keep.tolist())
+            start = 0
+            for c, r in zip(self.closures, declared):
+                c.rows = np.array([d for i, d in enumerate(r) if start + i in keep_set], dtype=int)
+                start += len(r)
+            self._set_rows()
+            if attempt == 0:
+                q, info = self._newton(q, max_iter=100, tol=1e-12, least_squares=True)
+                if not info.converged:
+                    break
+        self.constraint_rank = self.n_c
+        self.q_ref = q
+        if self.n_c < self.n_u:
+            self._lock_idle_joints(q)
+        if self.n_c != self.n_u:
+            raise ModelError(self._square_message())
+
+    def _lock_idle_joints(self, q: np.ndarray) -> None:
+        """Lock passive joints that the closures leave undetermined (idle DOFs).
+
+        Some descriptions (e.g. a cut joint split into two half-joints with a 6D closure, or a
+        rod free to spin about its own axis) leave passive motions that no actuator drives: the
+        null space ``N`` of ``J_lu`` at the closed reference configuration. Pivoted QR on ``N^T``
+        picks the joints whose locking makes the remaining ``J_lu`` square and invertible; they keep
+        their reference value and are reported in ``locked_joints``.
+        """
+        import scipy.linalg
+
+        J_lu = self.constraint_jacobian(q)[:, self.idx_v_u]
+        _, sv, Vt = np.linalg.svd(J_lu)
+        rank = int(np.sum(sv > RANK_RTOL * sv[0])) if sv.size else 0
+        N = Vt[rank:].T  # (n_u, k)
+        k = N.shape[1]
+        if k == 0:
+            return
+        _, _, piv = scipy.linalg.qr(N.T, mode="economic", pivoting=True)
+        chosen = sorted(piv[:k].tolist())
+        m = self.model
+        dof_owner = {}
+        for n in self.passive_joint_names:
+            jm = m.joints[m.getJointId(n)]
+            for i in range(jm.nv):
+                dof_owner[jm.idx_v + i] = n
+        names = [dof_owner[int(self.idx_v_u[i])] for i in chosen]
+        multi = [n for n in names if m.joints[m.getJointId(n)].nv != 1]
+        if multi:
+            raise ModelError(f"{self.closure_file.source}: undetermined passive motion on multi-DOF joints {multi}")
+        self.locked_joint_names = sorted(set(names))
+        self._resolve_joints(self.closure_file)
+
+    def _square_message(self) -> str:
+        per = {}
+        for k, c in enumerate(self.closures):
+            s = per.setdefault(c.spec.submechanism, [0, 0])
+            s[0] += len(c.rows)
+            s[1] += len(c.spec.directions)
+        detail = ", ".join(f"{n}: {kept} independent rows of {decl} declared" for n, (kept, decl) in per.items())
+        return (f"{self.closure_file.source}: passive block J_l,u is not square after row selection: "
+                f"{self.n_c} independent constraint rows vs {self.n_u} passive joints "
+                f"({len(self.passive_joint_names)} passive joint names). Per sub-mechanism: {detail}. "
+                f"Every non-actuated joint must be determined by the closures (Assumption 1).")
+
+    def _build_submechanisms(self) -> None:
+        J = np.abs(self.constraint_jacobian(self.q_ref))
+        names: list[str] = []
+        for c in self.closures:
+            if c.spec.submechanism not in names:
+                names.append(c.spec.submechanism)
+        self.submechanisms: dict[str, SubMechanism] = {}
+        m = self.model
+        for name in names:
+            ks = [k for k, c in enumerate(self.closures) if c.spec.submechanism == name]
+            rows = np.flatnonzero(np.isin(self.row_closure, ks))
+            used = np.max(J[rows], axis=0) > STRUCTURAL_ZERO if len(rows) else np.zeros(m.nv, bool)
+            passive = [n for n in self.passive_joint_names
+                       if used[m.joints[m.getJointId(n)].idx_v]]
+            actuated = [n for n in self.actuated_joint_names
+                        if used[m.joints[m.getJointId(n)].idx_v]]
+            dofs = int(sum(m.joints[m.getJointId(n)].nv for n in passive))
+            self.submechanisms[name] = SubMechanism(name, [self.closures[k].spec.name for k in ks], rows,
+                                                    passive, actuated, dofs)
+
+    # ------------------------------------------------------------------ helpers
+    def check_configuration(self, q: np.ndarray) -> np.ndarray:
+        """Return ``q`` as a float array after checking its size and finiteness."""
+        q = np.asarray(q, dtype=float)
+        if q.shape != (self.model.nq,):
+            raise InputError(f"configuration has shape {q.shape}, expected ({self.model.nq},)")
+        if not np.all(np.isfinite(q)):
+            raise InputError("configuration contains non-finite values")
+        return q
+
+    def _check_vector(self, x: np.ndarray, n: int, what: str) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        if x.shape != (n,):
+            raise InputError(f"{what} has shape {x.shape}, expected ({n},)")
+        if not np.all(np.isfinite(x)):
+            raise InputError(f"{what} contains non-finite values")
+        return x
+
+    def neutral(self) -> np.ndarray:
+        """pinocchio's neutral configuration of the spanning tree (generally not closed)."""
+        return pin.neutral(self.model)
+
+    def actuator_positions(self, q: np.ndarray) -> np.ndarray:
+        """Actuated joint positions ``theta_a`` [m or rad] read from ``q``."""
+        return np.asarray(q)[self.idx_q_a].copy()
+
+    # ------------------------------------------------------------------ kinematics (eq. 2-10)
+    def _placements(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """World rotations (F,3,3) and positions (F,3) of the closure frames (FK must be done)."""
+        oMf = self.data.oMf
+        R = np.array([oMf[int(i)].rotation for i in self._frame_ids])
+        p = np.array([oMf[int(i)].translation for i in self._frame_ids])
+        return R, p
+
+    def _full_error(self, R: np.ndarray, p: np.ndarray) -> np.ndarray:
+        Ra, Ru = R[self._slot_a], R[self._slot_u]
+        d = p[self._slot_u] - p[self._slot_a]
+        e = np.zeros((len(self.closures), 6))
+        e[:, :3] = np.einsum("kji,kj->ki", Ra, d)
+        for k in np.flatnonzero(self._rot_needed):
+            e[k, 3:] = pin.log3(Ra[k].T @ Ru[k])
+        return e
+
+    def closure_error(self, q: np.ndarray) -> np.ndarray:
+        """Closure error ``e_l(theta)`` (eq. (2)) [m, rad], one entry per kept constraint row."""
+        q = self.check_configuration(q)
+        pin.framesForwardKinematics(self.model, self.data, q)
+        R, p = self._placements(q)
+        return self._full_error(R, p).reshape(-1)[self._flat_rows]
+
+    def _jacobians(self, q: np.ndarray) -> np.ndarray:
+        """Frame Jacobians (F, 6, nv) in LOCAL_WORLD_ALIGNED; runs FK and frame placements."""
+        pin.computeJointJacobians(self.model, self.data, q)
+        pin.updateFramePlacements(self.model, self.data)
+        return np.array([pin.getFrameJacobian(self.model, self.data, int(i), LWA) for i in self._frame_ids])
+
+    def _error_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        Jf = self._jacobians(q)
+        R, p = self._placements(q)
+        e = self._full_error(R, p)
+        sa, su = self._slot_a, self._slot_u
+        Ra, Ru = R[sa], R[su]
+        d = p[su] - p[sa]
+        Jva, Jwa, Jvu, Jwu = Jf[sa, :3], Jf[sa, 3:], Jf[su, :3], Jf[su, 3:]
+        K = len(self.closures)
+        J = np.zeros((K, 6, self.model.nv))
+        J[:, :3] = np.einsum("kji,kjn->kin", Ra, Jvu - Jva + np.einsum("kij,kjn->kin", _skew_batch(d), Jwa))
+        for k in np.flatnonzero(self._rot_needed):
+            Rau = Ra[k].T @ Ru[k]
+            J[k, 3:] = pin.Jlog3(Rau) @ Ru[k].T @ (Jwu[k] - Jwa[k])
+        return e.reshape(-1)[self._flat_rows], J.reshape(K * 6, -1)[self._flat_rows]
+
+    def constraint_jacobian(self, q: np.ndarray) -> np.ndarray:
+        """Constraint Jacobian ``J_l = d e_l / d theta`` (eq. (3)-(4), App. A eq. (51)), (n_c, nv)."""
+        q = self.check_configuration(q)
+        if not self.closures:
+            return np.zeros((0, self.model.nv))
+        return self._error_and_jacobian(q)[1]
+
+    def error_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(e_l, J_l)`` in one pass (one forward-kinematics and Jacobian sweep)."""
+        q = self.check_configuration(q)
+        if not self.closures:
+            return np.zeros(0), np.zeros((0, self.model.nv))
+        return self._error_and_jacobian(q)
+
+    def constraint_bias(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Acceleration bias ``Jdot_l v`` (eq. (8); App. A-B eq. (52)-(57)), (n_c,).
+
+        Second time derivative of ``e_l`` along ``v`` with zero acceleration. With ``w = d_dot +
+        d x omega_a``: position part ``R_a^T (w_dot - omega_a x w)``; rotation part
+        ``dJlog3/dt omega_rel + Jlog3 R_u^T (omega_dot_u - omega_dot_a + omega_u x omega_a)`` with
+        ``omega_rel = R_u^T (omega_u - omega_a)``.
+        """
+        q = self.check_configuration(q)
+        v = self._check_vector(v, self.model.nv, "velocity")
+        if not self.closures:
+            return np.zeros(0)
+        m, data = self.model, self.data
+        pin.forwardKinematics(m, data, q, v, np.zeros(m.nv))
+        pin.updateFramePlacements(m, data)
+        R, p = self._placements(q)
+        vel = [pin.getFrameVelocity(m, data, int(i), LWA) for i in self._frame_ids]
+        acc = [pin.getFrameClassicalAcceleration(m, data, int(i), LWA) for i in self._frame_ids]
+        lin_v = np.array([x.linear for x in vel])
+        ang_v = np.array([x.angular for x in vel])
+        lin_a = np.array([x.linear for x in acc])
+        ang_a = np.array([x.angular for x in acc])
+        sa, su = self._slot_a, self._slot_u
+        K = len(self.closures)
+        out = np.zeros((K, 6))
+        d = p[su] - p[sa]
+        d_dot = lin_v[su] - lin_v[sa]
+        d_ddot = lin_a[su] - lin_a[sa]
+        wa, wu, wa_dot, wu_dot = ang_v[sa], ang_v[su], ang_a[sa], ang_a[su]
+        w = d_dot + np.cross(d, wa)
+        w_dot = d_ddot + np.cross(d_dot, wa) + np.cross(d, wa_dot)
+        out[:, :3] = np.einsum("kji,kj->ki", R[sa], w_dot - np.cross(wa, w))
+        h = 1e-6
+        for k in np.flatnonzero(self._rot_needed):
+            Ra, Ru = R[sa][k], R[su][k]
+            Rau = Ra.T @ Ru
+            w_rel = Ru.T @ (wu[k] - wa[k])
+            w_rel_dot = Ru.T @ (wu_dot[k] - wa_dot[k] + np.cross(wu[k], wa[k]))
+            dJlog = (pin.Jlog3(Rau @ pin.exp3(h * w_rel)) - pin.Jlog3(Rau @ pin.exp3(-h * w_rel))) / (2 * h)
+            out[k, 3:] = dJlog @ w_rel + pin.Jlog3(Rau) @ w_rel_dot
+        return out.reshape(-1)[self._flat_rows]
+
+    def split(self, J_l: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(J_lu, J_la)``: passive and actuated columns of ``J_l`` (eq. (5))."""
+        return J_l[:, self.idx_v_u], J_l[:, self.idx_v_a]
+
+    def mapping_jacobian(self, q: np.ndarray) -> np.ndarray:
+        """Mapping Jacobian ``J_m = -J_lu^{-1} J_la`` (eq. (7)), (n_u, n_a): ``theta_dot_u = J_m theta_dot_a``."""
+        J_lu, J_la = self.split(self.constraint_jacobian(q))
+        return -self._solve(J_lu, J_la)
+
+    def _solve(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        try:
+            return np.linalg.solve(A, B)
+        except np.linalg.LinAlgError as exc:
+            raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity") from exc
+
+    def passive_velocity(self, q: np.ndarray, v_a: np.ndarray) -> np.ndarray:
+        """Differential forward kinematics (eq. (7)): ``theta_dot_u = J_m theta_dot_a`` [rad/s]."""
+        v_a = self._check_vector(v_a, self.n_a, "actuated velocity")
+        return self.mapping_jacobian(q) @ v_a
+
+    def complete_velocity(self, q: np.ndarray, v_a: np.ndarray, v_base: np.ndarray | None = None) -> np.ndarray:
+        """Full generalized velocity ``v`` with passive entries from DFK (and base twist if floating)."""
+        v = np.zeros(self.model.nv)
+        v[self.idx_v_a] = self._check_vector(v_a, self.n_a, "actuated velocity")
+        if self.floating_base and v_base is not None:
+            v[self.idx_v_base] = self._check_vector(v_base, 6, "base velocity")
+        v[self.idx_v_u] = self.passive_velocity(q, v_a)
+        return v
+
+    def passive_acceleration(self, q: np.ndarray, v: np.ndarray, a_a: np.ndarray) -> np.ndarray:
+        """Passive accelerations (eq. (10)): ``theta_ddot_u = J_m theta_ddot_a - J_lu^{-1} Jdot_l v``."""
+        a_a = self._check_vector(a_a, self.n_a, "actuated acceleration")
+        J_lu, J_la = self.split(self.constraint_jacobian(q))
+        rhs = -(J_la @ a_a + self.constraint_bias(q, v))
+        return self._solve(J_lu, rhs)
+
+    def complete_acceleration(self, q: np.ndarray, v: np.ndarray, a_a: np.ndarray,
+                              a_base: np.ndarray | None = None) -> np.ndarray:
+        """Full generalized acceleration with passive entries from eq. (10)."""
+        a = np.zeros(self.model.nv)
+        a[self.idx_v_a] = a_a
+        if self.floating_base and a_base is not None:
+            a[self.idx_v_base] = self._check_vector(a_base, 6, "base acceleration")
+        a[self.idx_v_u] = self.passive_acceleration(q, v, a_a)
+        return a
+
+    # ------------------------------------------------------------------ closure FK
+    def _newton(self, q: np.ndarray, max_iter: int, tol: float,
+                least_squares: bool = False) -> tuple[np.ndarray, ClosureFkInfo]:
+        """Damped Newton on the passive coordinates, on the manifold (``pin.integrate``)."""
+        m = self.model
+        dv = np.zeros(m.nv)
+        e, J = self.error_and_jacobian(q)
+        err = float(np.linalg.norm(e, np.inf)) if e.size else 0.0
+        it = 0
+        while err > tol and it < max_iter:
+            it += 1
+            J_u = J[:, self.idx_v_u]
+            if least_squares or J_u.shape[0] != J_u.shape[1]:
+                step = -np.linalg.lstsq(J_u, e, rcond=None)[0]
+            else:
+                try:
+                    step = -np.linalg.solve(J_u, e)
+                except np.linalg.LinAlgError:
+                    step = -np.linalg.lstsq(J_u, e, rcond=None)[0]
+            # Backtracking: accept the first step length that reduces the residual.
+            alpha = 1.0
+            norm0 = float(np.linalg.norm(e))
+            while True:
+                dv[:] = 0.0
+                dv[self.idx_v_u] = alpha * step
+                q_new = pin.integrate(m, q, dv)
+                e_new, J_new = self.error_and_jacobian(q_new)
+                if np.linalg.norm(e_new) < norm0 or alpha < 1e-3:
+                    break
+                alpha *= 0.5
+            q, e, J = q_new, e_new, J_new
+            err = float(np.linalg.norm(e, np.inf))
+        return q, ClosureFkInfo(it, err, err <= tol)
+
+    def closure_fk(self, theta_a: np.ndarray, q_guess: np.ndarray | None = None, tol: float = 1e-12,
+                   max_iter: int = 50, raise_on_failure: bool = True) -> tuple[np.ndarray, ClosureFkInfo]:
+        """Closure forward kinematics: passive coordinates such that ``e_l = 0`` for ``theta_a``.
+
+        Damped Newton on ``J_lu`` (eq. (2), (5)), warm-started from ``q_guess`` (default: the last
+        solution, else the reference closed configuration). Base coordinates of ``q_guess`` are kept.
+
+        Raises:
+            ClosureFkError: no convergence to ``tol`` (inf-norm, [m]/[rad]) in ``max_iter`` steps.
+        """
+        theta_a = self._check_vector(theta_a, self.n_a, "actuator positions theta_a")
+        if q_guess is None:
+            q_guess = self._q_last if self._q_last is not None else self.q_ref
+        q = self.check_configuration(q_guess).copy()
+        q[self.idx_q_a] = theta_a
+        q, info = self._newton(q, max_iter=max_iter, tol=tol)
+        if not info.converged:
+            if raise_on_failure:
+                raise ClosureFkError(
+                    f"closure FK did not converge in {info.iterations} iterations: residual "
+                    f"{info.residual:.3e} > {tol:.1e} (actuators {np.array2string(theta_a, precision=4)}; "
+                    f"unreachable input or singular J_lu)")
+            return q, info
+        self._q_last = q.copy()
+        return q, info
+
+    # ------------------------------------------------------------------ DIK / torque maps (eq. 14-23)
+    def torque_map(self, q: np.ndarray, tau_u: np.ndarray) -> np.ndarray:
+        """Map passive torques to equivalent actuated forces (eq. (18)): ``tau_a = J_m^T tau_u``."""
+        tau_u = self._check_vector(tau_u, self.n_u, "passive torque")
+        return self.mapping_jacobian(q).T @ tau_u
+
+    def _selection(self, joints: list[str]) -> np.ndarray:
+        S = np.zeros((len(joints), self.n_u))
+        pos = {n: i for i, n in enumerate(self.passive_joint_names)}
+        for r, n in enumerate(joints):
+            if n not in pos:
+                raise JointNotFound(f"{n!r} is not a passive joint." + suggest(n, self.passive_joint_names))
+            S[r, pos[n]] = 1.0
+        return S
+
+    def differential_ik(self, q: np.ndarray, joints: list[str], v_s: np.ndarray) -> np.ndarray:
+        """DIK (eq. (21)-(22)): actuated velocities giving selected passive velocities ``v_s``.
+
+        ``theta_dot_a = (S J_m)^+ theta_dot_s`` (exact when ``S J_m`` is square and invertible).
+        """
+        A = self._selection(joints) @ self.mapping_jacobian(q)
+        v_s = self._check_vector(v_s, len(joints), "selected passive velocity")
+        return np.linalg.lstsq(A, v_s, rcond=None)[0]
+
+    def inverse_torque_map(self, q: np.ndarray, joints: list[str], tau_a: np.ndarray) -> np.ndarray:
+        """Inverse torque map (eq. (23)): virtual torques on selected passive joints equivalent to ``tau_a``.
+
+        Solves ``tau_a = (S J_m)^T tau_s`` in the least-squares sense.
+        """
+        A = self._selection(joints) @ self.mapping_jacobian(q)
+        tau_a = self._check_vector(tau_a, self.n_a, "actuated force")
+        return np.linalg.lstsq(A.T, tau_a, rcond=None)[0]
+
+    # ------------------------------------------------------------------ info
+    def info(self) -> dict:
+        """Counts and sub-mechanism table (the ``model info`` command)."""
+        return {
+            "source": self.source,
+            "floating_base": self.floating_base,
+            "nq": int(self.model.nq),
+            "nv": int(self.model.nv),
+            "n_joints": len(self.joint_names),
+            "n_actuated": self.n_a,
+            "n_passive": self.n_u,
+            "n_closures": len(self.closures),
+            "n_constraints_declared": self.n_c_declared,
+            "n_constraints": self.n_c,
+            "constraint_rank": self.constraint_rank,
+            "mass_kg": round(self.mass_kg, 6),
+            "submechanisms": {n: s.counts for n, s in self.submechanisms.items()},
+            "actuated_joints": self.actuated_joint_names,
+            "absolute_encoders": self.absolute_encoders,
+            "locked_joints": self.locked_joint_names,
+        }
+
+
+__all__ = ["ClosedLoopModel", "Closure", "ClosureFkInfo", "SubMechanism", "select_independent_rows",
+           "DIRECTIONS", "skew"]

@@ -1,0 +1,187 @@
+"""Loop-closure specification: data classes and YAML loaders.
+
+Two formats are read (see ``docs/closures_format.md``):
+
+* the native ``kangaroo_wbc/closures/1`` format: per loop the frames ``F_a``/``F_u`` on each side of
+  the cut and the constrained directions (eq. (2) of the Kangaroo paper) expressed in ``F_a``;
+* the "extended URDF" YAML (``closed_loop``, ``type: 3d|6d``, ``name_mot``) used by the
+  example-parallel-robots collection.
+
+Validation against a pinocchio model (frame and joint names) happens in
+:class:`kangaroo_wbc.model.ClosedLoopModel`; this module checks the file itself and names the file
+and the key in every error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kangaroo_wbc.errors import ConfigError
+
+#: Order of the six directions of a closure error / spatial vector (linear first, as pinocchio).
+DIRECTIONS: tuple[str, ...] = ("x", "y", "z", "rx", "ry", "rz")
+NATIVE_FORMAT = "kangaroo_wbc/closures/1"
+
+
+@dataclass(frozen=True)
+class ClosureSpec:
+    """One cut loop.
+
+    Attributes:
+        name: unique loop name.
+        submechanism: name of the closed sub-mechanism the loop belongs to.
+        frame_a: frame ``F_a`` on one side of the cut (errors are expressed in it).
+        frame_u: frame ``F_u`` on the other side of the cut.
+        directions: constrained directions, a subset of :data:`DIRECTIONS`, in canonical order.
+    """
+
+    name: str
+    submechanism: str
+    frame_a: str
+    frame_u: str
+    directions: tuple[str, ...]
+
+    @property
+    def direction_indices(self) -> tuple[int, ...]:
+        """Indices of :attr:`directions` in the 6-vector ``[x, y, z, rx, ry, rz]``."""
+        return tuple(DIRECTIONS.index(d) for d in self.directions)
+
+
+@dataclass
+class ClosureFile:
+    """Contents of a closure specification file."""
+
+    closures: list[ClosureSpec]
+    actuated_joints: list[str]
+    absolute_encoders: list[str] = field(default_factory=list)
+    absolute_actuators: list[str] = field(default_factory=list)
+    actuators: dict[str, dict[str, Any]] = field(default_factory=dict)
+    source: str = "<memory>"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _err(path: str, key: str, msg: str) -> ConfigError:
+    return ConfigError(f"{path}: key '{key}': {msg}")
+
+
+def _as_str_list(value: Any, path: str, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _err(path, key, f"expected a list of names, got {value!r}")
+    return list(value)
+
+
+def _parse_directions(value: Any, path: str, key: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        raise _err(path, key, f"expected a non-empty list drawn from {list(DIRECTIONS)}, got {value!r}")
+    dirs = [str(v).lower() for v in value]
+    unknown = [d for d in dirs if d not in DIRECTIONS]
+    if unknown:
+        raise _err(path, key, f"unknown direction(s) {unknown}; valid: {list(DIRECTIONS)}")
+    if len(set(dirs)) != len(dirs):
+        raise _err(path, key, f"duplicated direction in {dirs}")
+    return tuple(d for d in DIRECTIONS if d in dirs)
+
+
+def parse_native(doc: dict[str, Any], path: str) -> ClosureFile:
+    """Parse a native ``kangaroo_wbc/closures/1`` document."""
+    fmt = doc.get("format", NATIVE_FORMAT)
+    if fmt != NATIVE_FORMAT:
+        raise _err(path, "format", f"unsupported format {fmt!r}; expected {NATIVE_FORMAT!r}")
+    if "actuated_joints" not in doc:
+        raise _err(path, "actuated_joints", "missing (list the actuated joint names)")
+    actuated = _as_str_list(doc["actuated_joints"], path, "actuated_joints")
+    raw = doc.get("closures")
+    if raw is None:
+        raise _err(path, "closures", "missing (list of loops; use [] for a serial robot)")
+    if not isinstance(raw, list):
+        raise _err(path, "closures", f"expected a list, got {type(raw).__name__}")
+    closures: list[ClosureSpec] = []
+    names: set[str] = set()
+    for i, item in enumerate(raw):
+        key = f"closures[{i}]"
+        if not isinstance(item, dict):
+            raise _err(path, key, f"expected a mapping, got {item!r}")
+        for req in ("name", "frame_a", "frame_u", "directions"):
+            if req not in item:
+                raise _err(path, f"{key}.{req}", "missing")
+        name = str(item["name"])
+        if name in names:
+            raise _err(path, f"{key}.name", f"duplicated loop name {name!r}")
+        names.add(name)
+        closures.append(
+            ClosureSpec(
+                name=name,
+                submechanism=str(item.get("submechanism", name)),
+                frame_a=str(item["frame_a"]),
+                frame_u=str(item["frame_u"]),
+                directions=_parse_directions(item["directions"], path, f"{key}.directions"),
+            )
+        )
+    actuators = doc.get("actuators", {}) or {}
+    if not isinstance(actuators, dict):
+        raise _err(path, "actuators", "expected a mapping actuator name -> parameters")
+    known = {"format", "actuated_joints", "closures", "absolute_encoders", "absolute_actuators", "actuators"}
+    return ClosureFile(
+        closures=closures,
+        actuated_joints=actuated,
+        absolute_encoders=_as_str_list(doc.get("absolute_encoders", []) or [], path, "absolute_encoders"),
+        absolute_actuators=_as_str_list(doc.get("absolute_actuators", []) or [], path, "absolute_actuators"),
+        actuators=actuators,
+        source=path,
+        extra={k: v for k, v in doc.items() if k not in known},
+    )
+
+
+def parse_extended_urdf(doc: dict[str, Any], path: str) -> ClosureFile:
+    """Parse the "extended URDF" YAML (``closed_loop``, ``type``, ``name_mot``).
+
+    ``3d`` pairs constrain the three positions, ``6d`` pairs the full placement. Redundant rows
+    (e.g. a 6d closure on a planar loop) are removed later by the rank analysis of the model.
+    Each loop is its own sub-mechanism (``loop<i>``).
+    """
+    pairs = doc.get("closed_loop")
+    if not isinstance(pairs, list):
+        raise _err(path, "closed_loop", f"expected a list of [frame_A, frame_B] pairs, got {pairs!r}")
+    types = doc.get("type", ["6d"] * len(pairs))
+    if not isinstance(types, list) or len(types) != len(pairs):
+        raise _err(path, "type", f"expected {len(pairs)} entries (one per closed_loop pair), got {types!r}")
+    if "name_mot" not in doc:
+        raise _err(path, "name_mot", "missing (list of actuated joints)")
+    closures = []
+    for i, (pair, kind) in enumerate(zip(pairs, types)):
+        if not (isinstance(pair, list) and len(pair) == 2):
+            raise _err(path, f"closed_loop[{i}]", f"expected a pair of frame names, got {pair!r}")
+        kind_l = str(kind).lower()
+        if kind_l not in ("3d", "6d"):
+            raise _err(path, f"type[{i}]", f"expected '3d' or '6d', got {kind!r}")
+        dirs = DIRECTIONS[:3] if kind_l == "3d" else DIRECTIONS
+        closures.append(ClosureSpec(f"loop{i + 1}", f"loop{i + 1}", str(pair[0]), str(pair[1]), dirs))
+    extra = {k: v for k, v in doc.items() if k not in ("closed_loop", "type", "name_mot")}
+    return ClosureFile(
+        closures=closures,
+        actuated_joints=_as_str_list(doc["name_mot"], path, "name_mot"),
+        source=path,
+        extra=extra,
+    )
+
+
+def load_closure_file(path: str | Path) -> ClosureFile:
+    """Read a closure file in either supported format (detected from its keys)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: closure file not found")
+    try:
+        doc = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{p}: expected a mapping at the top level, got {type(doc).__name__}")
+    if "closed_loop" in doc:
+        return parse_extended_urdf(doc, str(p))
+    return parse_native(doc, str(p))

@@ -1,0 +1,115 @@
+"""Importers: models written for other closed-chain conventions.
+
+* Extended URDF (example-parallel-robots convention): the closure YAML may mark revolute joints
+  of the URDF as standing for spherical or universal joints (``joint_name`` / ``joint_type``
+  with ``SPHERICAL``, ``UJOINT_XY`` …); :func:`replace_joints` rebuilds the pinocchio model with
+  those joints substituted.
+* MJCF: :func:`load_mjcf` reads a MuJoCo model with pinocchio's MJCF parser, which turns
+  ``equality/connect`` into 3D loop constraints (and ``weld`` into 6D ones) expressed as
+  :class:`~kangaroo_wbc.model.closures.ClosureSpec` on frames that it adds to the model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from kangaroo_wbc.errors import ConfigError, ModelError, suggest
+from kangaroo_wbc.model.closures import DIRECTIONS, ClosureFile, ClosureSpec
+
+_SUBSTITUTES = {
+    "SPHERICAL": lambda: pin.JointModelSpherical(),
+    "UJOINT_XY": lambda: pin.JointModelUniversal(np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])),
+    "UJOINT_YX": lambda: pin.JointModelUniversal(np.array([0.0, 1.0, 0.0]), np.array([1.0, 0.0, 0.0])),
+    "UJOINT_XZ": lambda: pin.JointModelUniversal(np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])),
+    "UJOINT_ZX": lambda: pin.JointModelUniversal(np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0])),
+    "UJOINT_YZ": lambda: pin.JointModelUniversal(np.array([0.0, 1.0, 0.0]), np.array([0.0, 0.0, 1.0])),
+    "UJOINT_ZY": lambda: pin.JointModelUniversal(np.array([0.0, 0.0, 1.0]), np.array([0.0, 1.0, 0.0])),
+}
+
+
+def replace_joints(model: pin.Model, replacements: dict[str, str], source: str = "<memory>") -> pin.Model:
+    """Rebuild ``model`` with the named joints replaced by spherical/universal joints.
+
+    Joint placements, inertias, frames and the limits of untouched joints are kept; joint ids do
+    not change, so frame parents stay valid.
+    """
+    names = list(model.names)
+    for n, kind in replacements.items():
+        if n not in names:
+            raise ConfigError(f"{source}: joint_name: unknown joint {n!r}." + suggest(n, names[1:]))
+        if kind.upper() not in _SUBSTITUTES:
+            raise ConfigError(f"{source}: joint_type: unsupported {kind!r}; valid: {sorted(_SUBSTITUTES)}")
+    new = pin.Model()
+    new.name = model.name
+    new.gravity = model.gravity
+    for j in range(1, model.njoints):
+        jm = model.joints[j]
+        name = names[j]
+        if name in replacements:
+            sub = _SUBSTITUTES[replacements[name].upper()]()
+            jid = new.addJoint(int(model.parents[j]), sub, model.jointPlacements[j], name)
+        else:
+            sl_q = slice(jm.idx_q, jm.idx_q + jm.nq)
+            sl_v = slice(jm.idx_v, jm.idx_v + jm.nv)
+            jid = new.addJoint(int(model.parents[j]), jm, model.jointPlacements[j], name,
+                               model.effortLimit[sl_v], model.velocityLimit[sl_v],
+                               model.lowerPositionLimit[sl_q], model.upperPositionLimit[sl_q])
+        new.appendBodyToJoint(jid, model.inertias[j], pin.SE3.Identity())
+    for f in list(model.frames)[1:]:
+        new.addFrame(pin.Frame(f.name, int(f.parentJoint), int(f.parentFrame), f.placement, f.type, f.inertia),
+                     False)
+    return new
+
+
+def joint_replacements(closure_file: ClosureFile) -> dict[str, str]:
+    """The ``joint_name``/``joint_type`` pairs of an extended-URDF closure file."""
+    names = closure_file.extra.get("joint_name", []) or []
+    types = closure_file.extra.get("joint_type", []) or []
+    if len(names) != len(types):
+        raise ConfigError(f"{closure_file.source}: joint_name/joint_type: {len(names)} names but "
+                          f"{len(types)} types")
+    return {str(n): str(t) for n, t in zip(names, types)}
+
+
+def load_mjcf(mjcf_path: str | Path, actuated_joints: list[str] | None = None,
+              floating_base: bool = False) -> tuple[pin.Model, ClosureFile]:
+    """Read an MJCF file with pinocchio's parser; ``equality/connect`` → 3D closures.
+
+    Pinocchio returns one rigid constraint model per equality; each becomes a closure between two
+    frames added at the constraint anchors (``<name>_a`` on the first body, ``<name>_u`` on the
+    second). Actuated joints default to the joints driven by the MJCF ``actuator`` section.
+    """
+    path = Path(mjcf_path)
+    if not path.is_file():
+        raise ModelError(f"{path}: MJCF file not found")
+    try:
+        if floating_base:
+            model, constraints = pin.buildModelAndLegacyConstraintsFromMJCF(
+                str(path), pin.JointModelFreeFlyer(), "root_joint")
+        else:
+            model, constraints = pin.buildModelAndLegacyConstraintsFromMJCF(str(path))
+    except (RuntimeError, ValueError) as exc:
+        raise ModelError(f"{path}: pinocchio could not parse the MJCF: {exc}") from exc
+    closures = []
+    for k, cm in enumerate(constraints):
+        cname = cm.name or f"equality{k}"
+        model.addFrame(pin.Frame(f"{cname}_a", int(cm.joint1_id), cm.joint1_placement, pin.FrameType.OP_FRAME))
+        model.addFrame(pin.Frame(f"{cname}_u", int(cm.joint2_id), cm.joint2_placement, pin.FrameType.OP_FRAME))
+        dirs = DIRECTIONS[:3] if cm.type == pin.ContactType.CONTACT_3D else DIRECTIONS
+        closures.append(ClosureSpec(cname, cname, f"{cname}_a", f"{cname}_u", dirs))
+    if actuated_joints is None:
+        actuated_joints = _mjcf_actuated_joints(path)
+    return model, ClosureFile(closures=closures, actuated_joints=list(actuated_joints), source=str(path))
+
+
+def _mjcf_actuated_joints(path: Path) -> list[str]:
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(path).getroot()
+    act = root.find("actuator")
+    if act is None:
+        return []
+    return [el.get("joint") for el in act if el.get("joint")]
