@@ -277,7 +277,7 @@ class ClosedLoopModel:
                     break
         self.constraint_rank = self.n_c
         self.q_ref = q
-        if self.n_c < self.n_u:
+        if self.n_c < self.n_u and self.closure_file.lock_idle_joints:
             self._lock_idle_joints(q)
         if self.n_c != self.n_u:
             raise ModelError(self._square_message())

@@ -62,6 +62,10 @@ class ClosureFile:
     actuators: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: str = "<memory>"
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Lock passive motions that no closure determines (idle half-joints of a cut). Only the
+    #: extended-URDF convention needs it; the native format is strict and reports a non-square
+    #: passive block instead.
+    lock_idle_joints: bool = False
 
 
 def _err(path: str, key: str, msg: str) -> ConfigError:
@@ -168,6 +172,7 @@ def parse_extended_urdf(doc: dict[str, Any], path: str) -> ClosureFile:
         actuated_joints=_as_str_list(doc["name_mot"], path, "name_mot"),
         source=path,
         extra=extra,
+        lock_idle_joints=True,
     )
 
 

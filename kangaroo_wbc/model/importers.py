@@ -102,7 +102,8 @@ def load_mjcf(mjcf_path: str | Path, actuated_joints: list[str] | None = None,
         closures.append(ClosureSpec(cname, cname, f"{cname}_a", f"{cname}_u", dirs))
     if actuated_joints is None:
         actuated_joints = _mjcf_actuated_joints(path)
-    return model, ClosureFile(closures=closures, actuated_joints=list(actuated_joints), source=str(path))
+    return model, ClosureFile(closures=closures, actuated_joints=list(actuated_joints), source=str(path),
+                              lock_idle_joints=True)
 
 
 def _mjcf_actuated_joints(path: Path) -> list[str]:
