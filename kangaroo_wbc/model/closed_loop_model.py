@@ -38,6 +38,7 @@ from kangaroo_wbc.errors import (
     suggest,
 )
 from kangaroo_wbc.model.closures import DIRECTIONS, ClosureFile, ClosureSpec, load_closure_file
+from kangaroo_wbc.model.so3 import exp3_batch, jlog3_batch, log3_batch, skew_batch
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -54,13 +55,9 @@ def skew(w: np.ndarray) -> np.ndarray:
     return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
 
 
-def _skew_batch(w: np.ndarray) -> np.ndarray:
-    """``[w_k]x`` for a batch ``w`` of shape (K, 3) → (K, 3, 3)."""
-    out = np.zeros((w.shape[0], 3, 3))
-    out[:, 0, 1], out[:, 0, 2] = -w[:, 2], w[:, 1]
-    out[:, 1, 0], out[:, 1, 2] = w[:, 2], -w[:, 0]
-    out[:, 2, 0], out[:, 2, 1] = -w[:, 1], w[:, 0]
-    return out
+def _tmul(R: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``R_k^T x_k`` for batches ``R`` (K,3,3) and ``x`` (K,3)."""
+    return (np.swapaxes(R, 1, 2) @ x[:, :, None])[:, :, 0]
 
 
 def select_independent_rows(J: np.ndarray, rtol: float = RANK_RTOL) -> np.ndarray:
@@ -238,13 +235,14 @@ class ClosedLoopModel:
         slot = {fid: k for k, fid in enumerate(self._frame_ids)}
         self._slot_a = np.array([slot[c.frame_a_id] for c in self.closures], dtype=int)
         self._slot_u = np.array([slot[c.frame_u_id] for c in self.closures], dtype=int)
+        self._setup_frame_masks()
 
     def _set_rows(self) -> None:
         """Flat index of each kept row into the (K*6) stacked full closure error."""
         self._flat_rows = np.concatenate(
             [6 * k + c.rows for k, c in enumerate(self.closures)] + [np.zeros(0, dtype=int)]).astype(int)
-        self._rot_needed = np.array([bool(np.any(c.rows >= 3)) for c in self.closures], dtype=bool)
         self.n_c = int(len(self._flat_rows))
+        self._rot_idx = np.array([k for k, c in enumerate(self.closures) if np.any(c.rows >= 3)], dtype=int)
         self.row_closure = np.concatenate(
             [np.full(len(c.rows), k) for k, c in enumerate(self.closures)] + [np.zeros(0, dtype=int)]).astype(int)
 
@@ -257,6 +255,9 @@ class ClosedLoopModel:
         self._set_rows()
         if not self.closures:
             self.constraint_rank = 0
+            self.q_ref = pin.neutral(self.model) if q_ref is None else np.asarray(q_ref, dtype=float).copy()
+            if self.n_u:
+                raise ModelError(self._square_message())
             return
         q = pin.neutral(self.model) if q_ref is None else np.asarray(q_ref, dtype=float).copy()
         for attempt in range(2):
@@ -374,50 +375,80 @@ class ClosedLoopModel:
         return np.asarray(q)[self.idx_q_a].copy()
 
     # ------------------------------------------------------------------ kinematics (eq. 2-10)
+    def _setup_frame_masks(self) -> None:
+        """Per closure frame, a 0/1 mask of the velocity indices that move it (its support)."""
+        m = self.model
+        # pinocchio's Jacobian time variation leaves out the motion-subspace derivative of joints
+        # whose subspace depends on their own configuration (e.g. universal joints): those models
+        # take the per-joint spatial accelerations instead.
+        constant_subspace = ("JointModelR", "JointModelP", "JointModelFreeFlyer", "JointModelSpherical",
+                             "JointModelPlanar", "JointModelTranslation")
+        self._dJ_exact = all(m.joints[j].shortname().startswith(constant_subspace)
+                             and m.joints[j].shortname() != "JointModelSphericalZYX"
+                             for j in range(1, m.njoints))
+        self._parent_joints = [int(m.frames[int(f)].parentJoint) for f in self._frame_ids]
+        self._mask = np.zeros((len(self._frame_ids), m.nv))
+        for k, fid in enumerate(self._frame_ids):
+            for j in m.supports[int(m.frames[int(fid)].parentJoint)]:
+                if j:
+                    jm = m.joints[j]
+                    self._mask[k, jm.idx_v:jm.idx_v + jm.nv] = 1.0
+
+    def _frame_state(self, q: np.ndarray, v: np.ndarray | None = None):
+        """Placements and world Jacobians of all closure frames in one pinocchio sweep.
+
+        Returns ``R`` (F,3,3), ``p`` (F,3), ``J`` (F,6,nv) in LOCAL_WORLD_ALIGNED, and with ``v``
+        the frames' spatial velocity ``(v_O, omega)`` and ``Jdot v`` in the world frame (F,6).
+        ``data.J`` holds the joint Jacobians in the world frame (spatial velocity at the world
+        origin); a frame's columns are its support's, and the velocity of the frame origin is
+        ``v_O + omega x p``.
+        """
+        m, d = self.model, self.data
+        if v is None:
+            pin.computeJointJacobians(m, d, q)
+        else:
+            pin.computeJointJacobiansTimeVariation(m, d, q, v)
+        pin.updateFramePlacements(m, d)
+        H = np.array([d.oMf[int(i)].homogeneous for i in self._frame_ids])
+        R, p = H[:, :3, :3], H[:, :3, 3]
+        Jw = d.J[None, :, :] * self._mask[:, None, :]
+        J = Jw.copy()
+        J[:, :3] -= skew_batch(p) @ Jw[:, 3:]
+        if v is None:
+            return R, p, J, None, None
+        V = Jw @ v
+        if self._dJ_exact:
+            A = (d.dJ[None, :, :] * self._mask[:, None, :]) @ v
+        else:
+            pin.forwardKinematics(m, d, q, v, np.zeros(m.nv))
+            A = np.array([d.oMi[j].act(d.a[j]).vector for j in self._parent_joints])
+        return R, p, J, V, A
+
     def _placements(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """World rotations (F,3,3) and positions (F,3) of the closure frames (FK must be done)."""
-        oMf = self.data.oMf
-        R = np.array([oMf[int(i)].rotation for i in self._frame_ids])
-        p = np.array([oMf[int(i)].translation for i in self._frame_ids])
-        return R, p
+        H = np.array([self.data.oMf[int(i)].homogeneous for i in self._frame_ids])
+        return H[:, :3, :3], H[:, :3, 3]
 
     def _full_error(self, R: np.ndarray, p: np.ndarray) -> np.ndarray:
         Ra, Ru = R[self._slot_a], R[self._slot_u]
         d = p[self._slot_u] - p[self._slot_a]
-        e = np.zeros((len(self.closures), 6))
-        e[:, :3] = np.einsum("kji,kj->ki", Ra, d)
-        for k in np.flatnonzero(self._rot_needed):
-            e[k, 3:] = pin.log3(Ra[k].T @ Ru[k])
+        e = np.empty((len(self.closures), 6))
+        e[:, :3] = _tmul(Ra, d)
+        e[:, 3:] = log3_batch(np.swapaxes(Ra, 1, 2) @ Ru)
         return e
 
     def closure_error(self, q: np.ndarray) -> np.ndarray:
         """Closure error ``e_l(theta)`` (eq. (2)) [m, rad], one entry per kept constraint row."""
         q = self.check_configuration(q)
+        if not self.closures:
+            return np.zeros(0)
         pin.framesForwardKinematics(self.model, self.data, q)
         R, p = self._placements(q)
         return self._full_error(R, p).reshape(-1)[self._flat_rows]
 
-    def _jacobians(self, q: np.ndarray) -> np.ndarray:
-        """Frame Jacobians (F, 6, nv) in LOCAL_WORLD_ALIGNED; runs FK and frame placements."""
-        pin.computeJointJacobians(self.model, self.data, q)
-        pin.updateFramePlacements(self.model, self.data)
-        return np.array([pin.getFrameJacobian(self.model, self.data, int(i), LWA) for i in self._frame_ids])
-
     def _error_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        Jf = self._jacobians(q)
-        R, p = self._placements(q)
-        e = self._full_error(R, p)
-        sa, su = self._slot_a, self._slot_u
-        Ra, Ru = R[sa], R[su]
-        d = p[su] - p[sa]
-        Jva, Jwa, Jvu, Jwu = Jf[sa, :3], Jf[sa, 3:], Jf[su, :3], Jf[su, 3:]
-        K = len(self.closures)
-        J = np.zeros((K, 6, self.model.nv))
-        J[:, :3] = np.einsum("kji,kjn->kin", Ra, Jvu - Jva + np.einsum("kij,kjn->kin", _skew_batch(d), Jwa))
-        for k in np.flatnonzero(self._rot_needed):
-            Rau = Ra[k].T @ Ru[k]
-            J[k, 3:] = pin.Jlog3(Rau) @ Ru[k].T @ (Jwu[k] - Jwa[k])
-        return e.reshape(-1)[self._flat_rows], J.reshape(K * 6, -1)[self._flat_rows]
+        e, J, _ = self._kinematics(q, None)
+        return e, J
 
     def constraint_jacobian(self, q: np.ndarray) -> np.ndarray:
         """Constraint Jacobian ``J_l = d e_l / d theta`` (eq. (3)-(4), App. A eq. (51)), (n_c, nv)."""
@@ -433,6 +464,14 @@ class ClosedLoopModel:
             return np.zeros(0), np.zeros((0, self.model.nv))
         return self._error_and_jacobian(q)
 
+    def kinematics(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(e_l, J_l, Jdot_l v)`` in one pinocchio sweep (the estimator's and controller's call)."""
+        q = self.check_configuration(q)
+        v = self._check_vector(v, self.model.nv, "velocity")
+        if not self.closures:
+            return np.zeros(0), np.zeros((0, self.model.nv)), np.zeros(0)
+        return self._kinematics(q, v)
+
     def constraint_bias(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Acceleration bias ``Jdot_l v`` (eq. (8); App. A-B eq. (52)-(57)), (n_c,).
 
@@ -441,39 +480,51 @@ class ClosedLoopModel:
         ``dJlog3/dt omega_rel + Jlog3 R_u^T (omega_dot_u - omega_dot_a + omega_u x omega_a)`` with
         ``omega_rel = R_u^T (omega_u - omega_a)``.
         """
-        q = self.check_configuration(q)
-        v = self._check_vector(v, self.model.nv, "velocity")
-        if not self.closures:
-            return np.zeros(0)
-        m, data = self.model, self.data
-        pin.forwardKinematics(m, data, q, v, np.zeros(m.nv))
-        pin.updateFramePlacements(m, data)
-        R, p = self._placements(q)
-        vel = [pin.getFrameVelocity(m, data, int(i), LWA) for i in self._frame_ids]
-        acc = [pin.getFrameClassicalAcceleration(m, data, int(i), LWA) for i in self._frame_ids]
-        lin_v = np.array([x.linear for x in vel])
-        ang_v = np.array([x.angular for x in vel])
-        lin_a = np.array([x.linear for x in acc])
-        ang_a = np.array([x.angular for x in acc])
+        return self.kinematics(q, v)[2]
+
+    def _kinematics(self, q: np.ndarray, v: np.ndarray | None):
+        """Shared body of the kinematic quantities; rotation terms only for loops with rotation rows."""
+        R, p, Jf, V, A = self._frame_state(q, v)
         sa, su = self._slot_a, self._slot_u
-        K = len(self.closures)
-        out = np.zeros((K, 6))
+        K, nv = len(self.closures), self.model.nv
+        Ra, Ru = R[sa], R[su]
+        RaT = np.swapaxes(Ra, 1, 2)
         d = p[su] - p[sa]
-        d_dot = lin_v[su] - lin_v[sa]
-        d_ddot = lin_a[su] - lin_a[sa]
-        wa, wu, wa_dot, wu_dot = ang_v[sa], ang_v[su], ang_a[sa], ang_a[su]
+        e = np.zeros((K, 6))
+        J = np.zeros((K, 6, nv))
+        e[:, :3] = (RaT @ d[:, :, None])[:, :, 0]
+        Jwa = Jf[sa, 3:]
+        J[:, :3] = RaT @ (Jf[su, :3] - Jf[sa, :3] + skew_batch(d) @ Jwa)
+        rot = self._rot_idx
+        if rot.size:
+            RuT_r = np.swapaxes(Ru[rot], 1, 2)
+            Rau = RaT[rot] @ Ru[rot]
+            r = log3_batch(Rau)
+            Jlog = jlog3_batch(r)
+            e[rot, 3:] = r
+            J[rot, 3:] = (Jlog @ RuT_r) @ (Jf[su[rot], 3:] - Jwa[rot])
+        rows = self._flat_rows
+        if v is None:
+            return e.reshape(-1)[rows], J.reshape(K * 6, nv)[rows], None
+        # bias: frame-origin velocities and classical accelerations from world spatial quantities
+        w_all, alpha_all = V[:, 3:], A[:, 3:]
+        pdot = V[:, :3] + np.cross(w_all, p)
+        pddot = A[:, :3] + np.cross(alpha_all, p) + np.cross(w_all, pdot)
+        wa, wu, wa_dot, wu_dot = w_all[sa], w_all[su], alpha_all[sa], alpha_all[su]
+        d_dot = pdot[su] - pdot[sa]
+        d_ddot = pddot[su] - pddot[sa]
         w = d_dot + np.cross(d, wa)
         w_dot = d_ddot + np.cross(d_dot, wa) + np.cross(d, wa_dot)
-        out[:, :3] = np.einsum("kji,kj->ki", R[sa], w_dot - np.cross(wa, w))
-        h = 1e-6
-        for k in np.flatnonzero(self._rot_needed):
-            Ra, Ru = R[sa][k], R[su][k]
-            Rau = Ra.T @ Ru
-            w_rel = Ru.T @ (wu[k] - wa[k])
-            w_rel_dot = Ru.T @ (wu_dot[k] - wa_dot[k] + np.cross(wu[k], wa[k]))
-            dJlog = (pin.Jlog3(Rau @ pin.exp3(h * w_rel)) - pin.Jlog3(Rau @ pin.exp3(-h * w_rel))) / (2 * h)
-            out[k, 3:] = dJlog @ w_rel + pin.Jlog3(Rau) @ w_rel_dot
-        return out.reshape(-1)[self._flat_rows]
+        bias = np.zeros((K, 6))
+        bias[:, :3] = (RaT @ (w_dot - np.cross(wa, w))[:, :, None])[:, :, 0]
+        if rot.size:
+            w_rel = (RuT_r @ (wu - wa)[rot][:, :, None])[:, :, 0]
+            w_rel_dot = (RuT_r @ (wu_dot - wa_dot + np.cross(wu, wa))[rot][:, :, None])[:, :, 0]
+            h = 1e-6
+            dJlog = (jlog3_batch(log3_batch(Rau @ exp3_batch(h * w_rel)))
+                     - jlog3_batch(log3_batch(Rau @ exp3_batch(-h * w_rel)))) / (2 * h)
+            bias[rot, 3:] = (dJlog @ w_rel[:, :, None] + Jlog @ w_rel_dot[:, :, None])[:, :, 0]
+        return e.reshape(-1)[rows], J.reshape(K * 6, nv)[rows], bias.reshape(-1)[rows]
 
     def split(self, J_l: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(J_lu, J_la)``: passive and actuated columns of ``J_l`` (eq. (5))."""

@@ -1,0 +1,196 @@
+"""Mechanism analysis of a closed-chain leg (Kangaroo paper Section IV).
+
+Each function takes a fixed-base :class:`ClosedLoopModel` and a :class:`LegSpec` naming the
+leg's actuators, output joints and sole frame, so it applies to any leg built the same way.
+
+* :func:`singularity_scan` — condition number of ``J_lu`` over a grid of the actuator box.
+* :func:`joint_limit_shape` — reachable output-joint region by the QP IK of eq. (IV): for each
+  direction in the output plane, bounded least-squares steps (a box-constrained QP on the actuator
+  velocities) push the output joints until the actuator limits stop them.
+* :func:`manipulability_map` — normalised manipulability of the foot (Fig. 5).
+* :func:`transmission_sweep` — foot-orientation deviation over the leg-length stroke with the
+  other actuators fixed (Figs. 12-13) and the sole normal force produced by the leg-length
+  actuator's maximum force along the squat (Fig. 15), by virtual work.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pinocchio as pin
+from scipy.optimize import lsq_linear
+
+from kangaroo_wbc.errors import ClosureFkError
+from kangaroo_wbc.model import ClosedLoopModel
+
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+
+@dataclass
+class LegSpec:
+    """Names that describe one leg of a closed-chain biped."""
+
+    side: str
+    actuators: dict[str, list[str]]  # sub-mechanism → actuated joints (e.g. "knee": [...])
+    hip_outputs: list[str]  # passive joints (roll, pitch) of the hip
+    ankle_outputs: list[str]  # passive joints (roll, pitch) of the ankle
+    knee_actuator: str
+    sole_frame: str
+    base_frame: str = "base_link"
+    max_force_n: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def all_actuators(self) -> list[str]:
+        return [a for acts in self.actuators.values() for a in acts]
+
+
+def _limits(clm: ClosedLoopModel, names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    idx = np.array([clm.actuated_joint_names.index(n) for n in names])
+    lo = clm.model.lowerPositionLimit[clm.idx_q_a[idx]]
+    hi = clm.model.upperPositionLimit[clm.idx_q_a[idx]]
+    return idx, lo, hi
+
+
+def _passive_index(clm: ClosedLoopModel, name: str) -> int:
+    return clm.passive_joint_names.index(name)
+
+
+def _q_value(clm: ClosedLoopModel, q: np.ndarray, joint: str) -> float:
+    return float(q[clm.model.joints[clm.model.getJointId(joint)].idx_q])
+
+
+def singularity_scan(clm: ClosedLoopModel, q_nominal: np.ndarray, actuators: list[str], levels: int = 4,
+                     progress: Callable | None = None) -> dict:
+    """Max and median condition number of ``J_lu`` over a ``levels^n`` grid of the actuators' box."""
+    idx, lo, hi = _limits(clm, actuators)
+    grids = [np.linspace(a, b, levels) for a, b in zip(lo, hi)]
+    points = list(itertools.product(*grids))
+    theta0 = q_nominal[clm.idx_q_a].copy()
+    conds, failures = [], 0
+    q_guess = q_nominal.copy()
+    it = progress(points, total=len(points), desc="singularity scan") if progress else points
+    for p in it:
+        theta = theta0.copy()
+        theta[idx] = p
+        try:
+            q, _ = clm.closure_fk(theta, q_guess, max_iter=100)
+        except ClosureFkError:
+            try:
+                q, _ = clm.closure_fk(theta, q_nominal, max_iter=200)
+            except ClosureFkError:
+                failures += 1
+                continue
+        q_guess = q
+        J = clm.constraint_jacobian(q)[:, clm.idx_v_u]
+        conds.append(float(np.linalg.cond(J)))
+    conds_a = np.array(conds)
+    return {"max_condition_number": float(conds_a.max()) if conds else float("inf"),
+            "median_condition_number": float(np.median(conds_a)) if conds else float("inf"),
+            "samples": len(points), "fk_failures": failures, "conditions": conds_a}
+
+
+def joint_limit_shape(clm: ClosedLoopModel, q_nominal: np.ndarray, actuators: list[str], outputs: list[str],
+                      directions: int = 48, step: float = 0.02, max_steps: int = 200) -> np.ndarray:
+    """Boundary of the reachable (output_0, output_1) region [rad] by the QP IK of eq. (IV).
+
+    For each direction ``d`` in the output plane: repeat ``min ||S J_m dtheta - step d||^2`` subject
+    to ``lo <= theta + dtheta <= hi`` (bounded least squares), then closure FK, until the output
+    stops moving. Returns an array (directions, 2) of boundary points.
+    """
+    idx, lo, hi = _limits(clm, actuators)
+    sel = [_passive_index(clm, o) for o in outputs]
+    pts = []
+    for phi in np.linspace(0.0, 2 * np.pi, directions, endpoint=False):
+        d = np.array([np.cos(phi), np.sin(phi)])
+        q = q_nominal.copy()
+        for _ in range(max_steps):
+            J_m = clm.mapping_jacobian(q)
+            A = J_m[np.ix_(sel, idx)]
+            th = q[clm.idx_q_a]
+            res = lsq_linear(A, step * d, bounds=(lo - th[idx] - 1e-12, hi - th[idx] + 1e-12))
+            if np.linalg.norm(A @ res.x) < 1e-5:
+                break
+            theta = th.copy()
+            theta[idx] = np.clip(th[idx] + res.x, lo, hi)
+            try:
+                q, _ = clm.closure_fk(theta, q, max_iter=60)
+            except ClosureFkError:
+                break
+        pts.append([_q_value(clm, q, o) for o in outputs])
+    return np.array(pts)
+
+
+def foot_jacobian(clm: ClosedLoopModel, q: np.ndarray, frame: str, actuators: list[str]) -> np.ndarray:
+    """6 x k Jacobian of ``frame`` (LOCAL_WORLD_ALIGNED) w.r.t. the named actuators, closures included."""
+    m, d = clm.model, clm.data
+    pin.computeJointJacobians(m, d, q)
+    pin.updateFramePlacements(m, d)
+    J = pin.getFrameJacobian(m, d, m.getFrameId(frame), LWA)
+    J_m = clm.mapping_jacobian(q)
+    idx = [clm.actuated_joint_names.index(a) for a in actuators]
+    return J[:, clm.idx_v_a[idx]] + J[:, clm.idx_v_u] @ J_m[:, idx]
+
+
+def manipulability_map(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, levels: int = 5,
+                       progress: Callable | None = None) -> dict:
+    """Foot positions and normalised manipulability ``sqrt(det(J J^T)) / max`` (Fig. 5).
+
+    The hip pitch/roll and knee actuators are sampled on a grid; ``J`` is the linear part of the
+    sole Jacobian w.r.t. those three actuators.
+    """
+    acts = leg.actuators["hip_pitch_roll"] + [leg.knee_actuator]
+    idx, lo, hi = _limits(clm, acts)
+    points = list(itertools.product(*[np.linspace(a, b, levels) for a, b in zip(lo, hi)]))
+    theta0 = q_nominal[clm.idx_q_a].copy()
+    pos, w = [], []
+    q_guess = q_nominal.copy()
+    it = progress(points, total=len(points), desc="manipulability") if progress else points
+    for p in it:
+        theta = theta0.copy()
+        theta[idx] = p
+        try:
+            q, _ = clm.closure_fk(theta, q_guess, max_iter=100)
+        except ClosureFkError:
+            continue
+        q_guess = q
+        J = foot_jacobian(clm, q, leg.sole_frame, acts)[:3]
+        w.append(float(np.sqrt(max(np.linalg.det(J @ J.T), 0.0))))
+        pos.append(clm.data.oMf[clm.model.getFrameId(leg.sole_frame)].translation.copy())
+    w_a = np.array(w)
+    return {"positions": np.array(pos), "manipulability": w_a / w_a.max() if w else w_a}
+
+
+def transmission_sweep(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, samples: int = 41,
+                       max_force_n: float | None = None) -> dict:
+    """Sweep the leg-length actuator over its stroke with the other actuators fixed.
+
+    Returns the stroke values [m], the knee output angle, the foot-orientation deviation w.r.t. the
+    base [deg] (angle of ``R_base_sole(s) R_base_sole(s0)^T``), and the sole normal force [N] from the
+    actuator's maximum force by virtual work, ``F_z = F_max / |dz_sole / ds|``.
+    """
+    idx, lo, hi = _limits(clm, [leg.knee_actuator])
+    strokes = np.linspace(lo[0], hi[0], samples)
+    theta = q_nominal[clm.idx_q_a].copy()
+    m, d = clm.model, clm.data
+    sole, base = m.getFrameId(leg.sole_frame), m.getFrameId(leg.base_frame)
+    if max_force_n is None:
+        max_force_n = float(m.effortLimit[clm.idx_v_a[idx[0]]])
+    rots, fz = [], []
+    q = q_nominal.copy()
+    for s in strokes:
+        theta[idx[0]] = s
+        q, _ = clm.closure_fk(theta, q, max_iter=100)
+        pin.framesForwardKinematics(m, d, q)
+        rots.append(d.oMf[base].rotation.T @ d.oMf[sole].rotation)
+        Jz = foot_jacobian(clm, q, leg.sole_frame, [leg.knee_actuator])[2, 0]
+        fz.append(max_force_n / max(abs(Jz), 1e-9))
+    R0 = rots[0]
+    dev = np.degrees([np.linalg.norm(pin.log3(R @ R0.T)) for R in rots])
+    fz_a = np.array(fz)
+    peak = int(np.argmax(fz_a))
+    return {"stroke_m": strokes, "orientation_deviation_deg": dev, "sole_force_n": fz_a,
+            "max_orientation_deviation_deg": float(dev.max()) if dev.size else 0.0,
+            "sole_force_peak_stroke_fraction": float((strokes[peak] - lo[0]) / (hi[0] - lo[0]))}

@@ -1,0 +1,178 @@
+"""The ``kangaroo-wbc analyze`` report: Markdown + PNG figures in an output folder."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from kangaroo_wbc.analysis.mechanism import (
+    LegSpec,
+    joint_limit_shape,
+    manipulability_map,
+    singularity_scan,
+    transmission_sweep,
+)
+from kangaroo_wbc.analysis.table3 import PAPER_TABLE3, inertia_report, serial_model, table3
+from kangaroo_wbc.analysis.talos import talos_lower_body
+from kangaroo_wbc.model import ClosedLoopModel
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out: Path,
+                 progress: Callable | None = None, levels: int = 4, quick: bool = False) -> dict:
+    """Run the five analyses of the paper's Sections IV-V on one leg and write the report."""
+    out.mkdir(parents=True, exist_ok=True)
+    plt = _plt()
+    t0 = time.perf_counter()
+    summary: dict = {}
+    figures: list[tuple[str, str]] = []
+
+    # 1. singularity scan over the leg's actuator box
+    sing = singularity_scan(clm, q_nominal, leg.all_actuators, levels=2 if quick else levels, progress=progress)
+    summary["max_condition_number"] = round(sing["max_condition_number"], 3)
+    summary["median_condition_number"] = round(sing["median_condition_number"], 3)
+    summary["singularity_samples"] = sing["samples"]
+    summary["closure_fk_failures"] = sing["fk_failures"]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.hist(sing["conditions"], bins=40, color="tab:blue")
+    ax.set_xlabel("condition number of J_l,u")
+    ax.set_ylabel("samples")
+    ax.set_title(f"{leg.side} leg: {sing['samples']} configurations of the actuator box")
+    fig.tight_layout()
+    fig.savefig(out / "singularity_condition_numbers.png", dpi=110)
+    plt.close(fig)
+    figures.append(("Condition number of J_l,u over the actuator box", "singularity_condition_numbers.png"))
+
+    # 2. joint-limit shapes (hip, ankle) by the QP IK of eq. (IV)
+    shapes = {}
+    for name, acts, outs in (("hip", leg.actuators["hip_pitch_roll"], leg.hip_outputs),
+                             ("ankle", leg.actuators["ankle"], leg.ankle_outputs)):
+        pts = joint_limit_shape(clm, q_nominal, acts, outs, directions=16 if quick else 48)
+        shapes[name] = pts
+        deg = np.degrees(pts)
+        summary[f"{name}_roll_range_deg"] = [round(float(deg[:, 0].min()), 2), round(float(deg[:, 0].max()), 2)]
+        summary[f"{name}_pitch_range_deg"] = [round(float(deg[:, 1].min()), 2), round(float(deg[:, 1].max()), 2)]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+    for ax, (name, pts) in zip(axes, shapes.items()):
+        deg = np.degrees(np.vstack([pts, pts[:1]]))
+        ax.plot(deg[:, 0], deg[:, 1], "-o", ms=2)
+        ax.set_xlabel(f"{name} roll [deg]")
+        ax.set_ylabel(f"{name} pitch [deg]")
+        ax.set_title(f"{name} joint-limit shape (QP IK)")
+        ax.grid(True, alpha=0.3)
+        ax.set_aspect("equal", adjustable="datalim")
+    fig.tight_layout()
+    fig.savefig(out / "joint_limit_shapes.png", dpi=110)
+    plt.close(fig)
+    figures.append(("Joint-limit shapes of hip and ankle (analogues of Figs. 7 and 11)", "joint_limit_shapes.png"))
+
+    # 3. manipulability of the foot (Fig. 5)
+    man = manipulability_map(clm, q_nominal, leg, levels=3 if quick else 6, progress=progress)
+    fig = plt.figure(figsize=(6, 5))
+    ax = fig.add_subplot(projection="3d")
+    p = man["positions"]
+    sc = ax.scatter(p[:, 0], p[:, 1], p[:, 2], c=man["manipulability"], cmap="viridis", s=8)
+    fig.colorbar(sc, ax=ax, label="normalised manipulability")
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.set_zlabel("z [m]")
+    ax.set_title(f"{leg.sole_frame} workspace")
+    fig.tight_layout()
+    fig.savefig(out / "foot_manipulability.png", dpi=110)
+    plt.close(fig)
+    figures.append(("Normalised manipulability of the foot over the workspace (Fig. 5)", "foot_manipulability.png"))
+    summary["manipulability_samples"] = int(len(man["manipulability"]))
+
+    # 4. transmission: orientation over the leg-length stroke, sole force along the squat
+    tr = transmission_sweep(clm, q_nominal, leg)
+    summary["foot_orientation_deviation_deg"] = round(tr["max_orientation_deviation_deg"], 4)
+    summary["sole_force_peak_stroke_fraction"] = round(tr["sole_force_peak_stroke_fraction"], 3)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    axes[0].plot(tr["stroke_m"] * 1e3, tr["orientation_deviation_deg"])
+    axes[0].set_xlabel("leg-length actuator stroke [mm]")
+    axes[0].set_ylabel("foot orientation change w.r.t. pelvis [deg]")
+    axes[0].set_title("Knee + ankle transmission (Figs. 12-13)")
+    axes[1].plot(tr["stroke_m"] * 1e3, tr["sole_force_n"])
+    axes[1].set_xlabel("leg-length actuator stroke [mm]")
+    axes[1].set_ylabel("sole normal force at max actuator force [N]")
+    axes[1].set_title("Force transmission along the squat (Fig. 15)")
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out / "transmission.png", dpi=110)
+    plt.close(fig)
+    figures.append(("Knee/ankle transmission and squat force", "transmission.png"))
+
+    # 5. Table III against TALOS
+    talos_model, q_talos = talos_lower_body()
+    rep_t = inertia_report(serial_model(talos_model), q_talos, "left_sole_link")
+    rep_k = inertia_report(clm, q_nominal, leg.sole_frame)
+    t3 = table3(rep_t, rep_k)
+    summary["table3"] = t3
+    summary["table3_paper"] = PAPER_TABLE3
+    summary["talos_legs_mass_kg"] = round(rep_t.mass_kg, 3)
+    summary["kangaroo_mass_kg"] = round(rep_k.mass_kg, 3)
+    summary["sole_inertia_diag_talos"] = np.round(np.diag(rep_t.Lambda), 4).tolist()
+    summary["sole_inertia_diag_kangaroo"] = np.round(np.diag(rep_k.Lambda), 4).tolist()
+    summary["analysis_seconds"] = round(time.perf_counter() - t0, 2)
+    _write_markdown(out, summary, figures)
+    return summary
+
+
+def _write_markdown(out: Path, s: dict, figures: list[tuple[str, str]]) -> None:
+    t3, paper = s["table3"], s["table3_paper"]
+    rows = "\n".join(
+        f"| {k} | {' / '.join(f'{x:.2f}' for x in t3[k])} | {' / '.join(f'{x:.1f}' for x in paper[k])} |"
+        for k in ("linear", "angular", "camm"))
+    figs = "\n\n".join(f"### {title}\n\n![{title}]({png})" for title, png in figures)
+    text = f"""# Kangaroo mechanism analysis
+
+Generated by `kangaroo-wbc analyze` from `urdf/kangaroo.urdf` + `urdf/kangaroo_closures.yaml`
+in {s['analysis_seconds']} s.
+
+## Summary
+
+| quantity | value |
+|---|---|
+| max condition number of J_l,u over the actuator box ({s['singularity_samples']} samples) | {s['max_condition_number']} |
+| median condition number | {s['median_condition_number']} |
+| hip roll / pitch range reached [deg] | {s['hip_roll_range_deg']} / {s['hip_pitch_range_deg']} |
+| ankle roll / pitch range reached [deg] | {s['ankle_roll_range_deg']} / {s['ankle_pitch_range_deg']} |
+| foot orientation change over the leg-length stroke [deg] | {s['foot_orientation_deviation_deg']} |
+| stroke fraction of the sole-force peak | {s['sole_force_peak_stroke_fraction']} |
+
+Table II of the paper gives hip roll ±27°, hip pitch −40…42°, ankle roll ±27°, ankle pitch −36…34°.
+
+## Table III: TALOS / Kangaroo ratios (x / y / z)
+
+| index | ours | paper |
+|---|---|---|
+{rows}
+
+Masses: TALOS legs {s['talos_legs_mass_kg']} kg, Kangaroo model {s['kangaroo_mass_kg']} kg.
+Sole inertia diagonal (linear x, y, z [kg], angular x, y, z [kg·m²]):
+TALOS {s['sole_inertia_diag_talos']}, Kangaroo {s['sole_inertia_diag_kangaroo']}.
+
+Why ours differ from the paper's: PAL's Kangaroo CAD masses and inertias are not public, so our model
+distributes the public link masses over simple shapes (see `urdf/README.md`), and the rods, cranks and
+actuator bodies of the linkages are our own estimates; the nominal poses (Fig. 17) are approximations;
+the paper does not define the CAMM index vectors exactly — we compare the rows of the angular part of
+the projected CMM over the 12 actuated coordinates (TALOS: 12 leg joints). The qualitative result holds
+when every ratio is above one: Kangaroo's actuators near the pelvis make the feet lighter to move.
+
+## Figures
+
+{figs}
+"""
+    (out / "report.md").write_text(text)

@@ -1,0 +1,56 @@
+"""Table III of the Kangaroo paper: TALOS / Kangaroo ratios of sole inertia and CAMM.
+
+* Equivalent Cartesian inertia at the sole w.r.t. the (fixed) base, eq. (31) with ``eps = 1e-5``,
+  projected onto the closures for Kangaroo (App. B). Index eq. (32):
+  ``chi_j = ||Lambda_T[:, j]|| / ||Lambda_K[:, j]||``, ``j`` = linear x, y, z then angular x, y, z.
+* Centroidal angular momentum matrix (CAMM), the angular rows of the centroidal momentum matrix
+  (eq. (33)), projected onto the actuated coordinates for Kangaroo. Index eq. (34):
+  ``gamma_j = ||alpha_T,j|| / ||alpha_K,j||``. The paper lists three values (x, y, z); we read
+  ``alpha_j`` as the CAMM row of the angular-momentum component ``j`` over the 12 leg joints
+  (TALOS) / 12 actuators (Kangaroo), which makes both robots' vectors comparable although their
+  joint sets differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from kangaroo_wbc.model import ClosedLoopModel, ClosureFile
+from kangaroo_wbc.model.dynamics import centroidal_momentum_matrix, equivalent_cartesian_inertia
+
+EPS = 1e-5
+PAPER_TABLE3 = {"linear": [3.6, 4.1, 4.6], "angular": [11.4, 4.9, 3.6], "camm": [2.6, 2.7, 2.0]}
+
+
+@dataclass
+class InertiaReport:
+    Lambda: np.ndarray  # 6x6 equivalent Cartesian inertia at the sole
+    camm: np.ndarray  # 3 x n angular rows of the (projected) CMM
+    mass_kg: float
+
+
+def serial_model(model: pin.Model) -> ClosedLoopModel:
+    """Wrap a serial pinocchio model (every joint actuated, no closure)."""
+    names = [n for n in list(model.names)[1:]]
+    return ClosedLoopModel(model, ClosureFile(closures=[], actuated_joints=names, source=model.name))
+
+
+def inertia_report(clm: ClosedLoopModel, q: np.ndarray, sole: str) -> InertiaReport:
+    """Sole inertia (eq. (31)) and CAMM (eq. (33)) of a fixed-base model at ``q``."""
+    Lam = equivalent_cartesian_inertia(clm, q, sole, eps=EPS, projected=True)
+    A = centroidal_momentum_matrix(clm, q, projected=True)
+    return InertiaReport(Lambda=Lam, camm=A[3:6], mass_kg=clm.mass_kg)
+
+
+def table3(talos: InertiaReport, kangaroo: InertiaReport) -> dict[str, list[float]]:
+    """TALOS / Kangaroo ratios (eq. (32), (34)); > 1 means Kangaroo is lighter in that direction."""
+    col_t = np.linalg.norm(talos.Lambda, axis=0)
+    col_k = np.linalg.norm(kangaroo.Lambda, axis=0)
+    chi = col_t / col_k
+    gamma = np.linalg.norm(talos.camm, axis=1) / np.linalg.norm(kangaroo.camm, axis=1)
+    return {"linear": [round(float(x), 3) for x in chi[:3]],
+            "angular": [round(float(x), 3) for x in chi[3:]],
+            "camm": [round(float(x), 3) for x in gamma]}
