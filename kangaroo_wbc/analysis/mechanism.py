@@ -16,8 +16,8 @@ leg's actuators, output joints and sole frame, so it applies to any leg built th
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import pinocchio as pin

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -30,8 +30,13 @@ def _plt():
 
 
 def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out: Path,
-                 progress: Callable | None = None, levels: int = 4, quick: bool = False) -> dict:
-    """Run the five analyses of the paper's Sections IV-V on one leg and write the report."""
+                 progress: Callable | None = None, levels: int = 4, quick: bool = False,
+                 q_table3: np.ndarray | None = None, output_joints: list[str] | None = None) -> dict:
+    """Run the five analyses of the paper's Sections IV-V on one leg and write the report.
+
+    ``q_table3`` is the closed configuration used for Table III (default ``q_nominal``) and
+    ``output_joints`` the serial joints in which Kangaroo's CAMM is expressed.
+    """
     out.mkdir(parents=True, exist_ok=True)
     plt = _plt()
     t0 = time.perf_counter()
@@ -114,10 +119,11 @@ def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out:
     plt.close(fig)
     figures.append(("Knee/ankle transmission and squat force", "transmission.png"))
 
-    # 5. Table III against TALOS
+    # 5. Table III against TALOS, both robots in TALOS's nominal walking posture
     talos_model, q_talos = talos_lower_body()
     rep_t = inertia_report(serial_model(talos_model), q_talos, "left_sole_link")
-    rep_k = inertia_report(clm, q_nominal, leg.sole_frame)
+    q_k = q_nominal if q_table3 is None else q_table3
+    rep_k = inertia_report(clm, q_k, leg.sole_frame, output_joints=output_joints)
     t3 = table3(rep_t, rep_k)
     summary["table3"] = t3
     summary["table3_paper"] = PAPER_TABLE3
@@ -145,7 +151,7 @@ in {s['analysis_seconds']} s.
 
 | quantity | value |
 |---|---|
-| max condition number of J_l,u over the actuator box ({s['singularity_samples']} samples) | {s['max_condition_number']} |
+| max condition number of J_l,u ({s['singularity_samples']} samples of the box) | {s['max_condition_number']} |
 | median condition number | {s['median_condition_number']} |
 | hip roll / pitch range reached [deg] | {s['hip_roll_range_deg']} / {s['hip_pitch_range_deg']} |
 | ankle roll / pitch range reached [deg] | {s['ankle_roll_range_deg']} / {s['ankle_pitch_range_deg']} |

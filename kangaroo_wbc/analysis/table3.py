@@ -6,9 +6,12 @@
 * Centroidal angular momentum matrix (CAMM), the angular rows of the centroidal momentum matrix
   (eq. (33)), projected onto the actuated coordinates for Kangaroo. Index eq. (34):
   ``gamma_j = ||alpha_T,j|| / ||alpha_K,j||``. The paper lists three values (x, y, z); we read
-  ``alpha_j`` as the CAMM row of the angular-momentum component ``j`` over the 12 leg joints
-  (TALOS) / 12 actuators (Kangaroo), which makes both robots' vectors comparable although their
-  joint sets differ.
+  ``alpha_j`` as the CAMM row of the angular-momentum component ``j``. Kangaroo's actuated
+  coordinates are ball-screw displacements [m] while TALOS's are joint angles [rad], so Kangaroo's
+  CAMM is expressed in its 12 serial output joints (hip yaw/roll/pitch, knee, ankle roll/pitch):
+  ``alpha_out = alpha_a (S J_m)^{-1}`` (DIK, eq. (22)), the same coordinates as TALOS's joints.
+
+Both robots are evaluated in the same serial posture (same hip, knee and ankle angles).
 """
 
 from __future__ import annotations
@@ -38,11 +41,20 @@ def serial_model(model: pin.Model) -> ClosedLoopModel:
     return ClosedLoopModel(model, ClosureFile(closures=[], actuated_joints=names, source=model.name))
 
 
-def inertia_report(clm: ClosedLoopModel, q: np.ndarray, sole: str) -> InertiaReport:
-    """Sole inertia (eq. (31)) and CAMM (eq. (33)) of a fixed-base model at ``q``."""
+def inertia_report(clm: ClosedLoopModel, q: np.ndarray, sole: str,
+                   output_joints: list[str] | None = None) -> InertiaReport:
+    """Sole inertia (eq. (31)) and CAMM (eq. (33)) of a fixed-base model at ``q``.
+
+    ``output_joints`` (passive joints, as many as actuators) re-expresses the CAMM columns in those
+    joints' velocities instead of the actuator velocities.
+    """
     Lam = equivalent_cartesian_inertia(clm, q, sole, eps=EPS, projected=True)
-    A = centroidal_momentum_matrix(clm, q, projected=True)
-    return InertiaReport(Lambda=Lam, camm=A[3:6], mass_kg=clm.mass_kg)
+    camm = centroidal_momentum_matrix(clm, q, projected=True)[3:6, clm.n_b:]
+    if output_joints is not None:
+        idx = [clm.passive_joint_names.index(n) for n in output_joints]
+        S_Jm = clm.mapping_jacobian(q)[idx]
+        camm = np.linalg.solve(S_Jm.T, camm.T).T
+    return InertiaReport(Lambda=Lam, camm=camm, mass_kg=clm.mass_kg)
 
 
 def table3(talos: InertiaReport, kangaroo: InertiaReport) -> dict[str, list[float]]:

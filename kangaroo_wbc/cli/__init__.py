@@ -14,6 +14,8 @@ import sys
 # Subcommand modules, in the order they appear in ``--help``.
 SUBCOMMAND_MODULES = [
     "kangaroo_wbc.cli.model_cmd",
+    "kangaroo_wbc.cli.analyze_cmd",
+    "kangaroo_wbc.cli.bench_cmd",
 ]
 
 

@@ -113,4 +113,4 @@ def _mjcf_actuated_joints(path: Path) -> list[str]:
     act = root.find("actuator")
     if act is None:
         return []
-    return [el.get("joint") for el in act if el.get("joint")]
+    return [str(el.get("joint")) for el in act if el.get("joint")]

@@ -45,9 +45,10 @@ from __future__ import annotations
 
 import math
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -61,6 +62,13 @@ CUT_JOINT_PREFIX = "cut__"
 #: Name of the free joint of a floating-base export.
 FLOATING_JOINT_NAME = "floating_base"
 
+#: Joints that an extended-URDF closure file marks as standing for spherical / universal joints:
+#: ball joint (no axes) or hinges about the listed axes of the joint frame, outermost first.
+_REPLACEMENT_AXES: dict[str, tuple[int, ...]] = {
+    "SPHERICAL": (), "UJOINT_XY": (0, 1), "UJOINT_YX": (1, 0), "UJOINT_XZ": (0, 2),
+    "UJOINT_ZX": (2, 0), "UJOINT_YZ": (1, 2), "UJOINT_ZY": (2, 1),
+}
+
 # Collision bits: floor ↔ robot only.
 _FLOOR_CONTYPE, _FLOOR_CONAFFINITY = 1, 0
 _ROBOT_CONTYPE, _ROBOT_CONAFFINITY = 0, 1
@@ -69,7 +77,7 @@ _ROBOT_CONTYPE, _ROBOT_CONAFFINITY = 0, 1
 # --------------------------------------------------------------------------------------------
 # small math helpers
 # --------------------------------------------------------------------------------------------
-def rpy_to_matrix(rpy: Sequence[float]) -> np.ndarray:
+def rpy_to_matrix(rpy: Sequence[float] | np.ndarray) -> np.ndarray:
     """URDF roll-pitch-yaw [rad] to a rotation matrix, ``R = Rz(yaw) Ry(pitch) Rx(roll)``."""
     r, p, y = (float(v) for v in rpy)
     cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
@@ -128,6 +136,20 @@ def log3(R: np.ndarray) -> np.ndarray:
     return th / (2.0 * math.sin(th)) * v
 
 
+#: Welded (fixed-joint) links lighter than this are exported without inertial [kg].
+MIN_WELDED_MASS_KG = 1e-6
+#: Smallest principal inertia written to MJCF [kg·m²] (MuJoCo needs positive eigenvalues).
+MIN_PRINCIPAL_INERTIA = 1e-10
+
+
+def _regularised_inertia(I: np.ndarray) -> np.ndarray:
+    """Inertia tensor with principal moments floored at :data:`MIN_PRINCIPAL_INERTIA` (unchanged if valid)."""
+    w, V = np.linalg.eigh(0.5 * (I + I.T))
+    if np.all(w >= MIN_PRINCIPAL_INERTIA):
+        return I
+    return (V * np.maximum(w, MIN_PRINCIPAL_INERTIA)) @ V.T
+
+
 def _fmt(x: float) -> str:
     """Shortest round-trip decimal of ``x`` (``-0`` and tiny round-off folded to ``0``)."""
     x = float(x)
@@ -140,8 +162,18 @@ def _fmt(x: float) -> str:
     return repr(x)
 
 
-def _vec(v: Sequence[float]) -> str:
+def _vec(v: Sequence[float] | np.ndarray) -> str:
     return " ".join(_fmt(x) for x in v)
+
+
+def _opt_float(el: ET.Element, key: str, where: str) -> float | None:
+    text = el.get(key)
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: <{el.tag} {key}=...> is not a number: {text!r}") from exc
 
 
 def _parse_floats(text: str | None, n: int, where: str, default: Sequence[float]) -> np.ndarray:
@@ -297,14 +329,14 @@ def parse_urdf(urdf_path: str | Path) -> UrdfTree:
         j = UrdfJoint(name, jtype, parent, child, xyz, rpy_to_matrix(rpy), axis)
         lim = el.find("limit")
         if lim is not None:
-            j.lower = float(lim.get("lower")) if lim.get("lower") is not None else None
-            j.upper = float(lim.get("upper")) if lim.get("upper") is not None else None
-            j.effort = float(lim.get("effort")) if lim.get("effort") is not None else None
-            j.velocity = float(lim.get("velocity")) if lim.get("velocity") is not None else None
+            j.lower = _opt_float(lim, "lower", where)
+            j.upper = _opt_float(lim, "upper", where)
+            j.effort = _opt_float(lim, "effort", where)
+            j.velocity = _opt_float(lim, "velocity", where)
         dyn = el.find("dynamics")
         if dyn is not None:
-            j.damping = float(dyn.get("damping")) if dyn.get("damping") is not None else None
-            j.friction = float(dyn.get("friction")) if dyn.get("friction") is not None else None
+            j.damping = _opt_float(dyn, "damping", where)
+            j.friction = _opt_float(dyn, "friction", where)
         joints.append(j)
     names = [j.name for j in joints]
     if len(set(names)) != len(names):
@@ -348,15 +380,19 @@ class ClosurePlan:
     free_axis: int = -1
 
 
-def _structural_constants(urdf_path: str, specs: list[ClosureSpec], n_samples: int = 8,
-                          tol: float = 1e-9) -> list[dict[str, float]]:
+def _structural_constants(urdf_path: str, specs: list[ClosureSpec], replacements: Mapping[str, str],
+                          n_samples: int = 8, tol: float = 1e-9) -> list[dict[str, float]]:
     """For each loop, the components of ``e`` that are equal on random tree configurations."""
     import pinocchio as pin
+
+    from kangaroo_wbc.model.importers import replace_joints
 
     try:
         model = pin.buildModelFromUrdf(urdf_path)
     except (RuntimeError, ValueError) as exc:
         raise ModelError(f"{urdf_path}: pinocchio could not parse the URDF: {exc}") from exc
+    if replacements:
+        model = replace_joints(model, dict(replacements), urdf_path)
     data = model.createData()
     frame_names = [f.name for f in model.frames]
     ids = []
@@ -385,6 +421,11 @@ def _structural_constants(urdf_path: str, specs: list[ClosureSpec], n_samples: i
                 elif jm.nq == 2 and jm.nv == 1:  # unbounded revolute (cos, sin)
                     a = rng.uniform(-math.pi, math.pi)
                     q[jm.idx_q:jm.idx_q + 2] = (math.cos(a), math.sin(a))
+                elif jm.nq == 4 and jm.nv == 3:  # spherical: random unit quaternion
+                    u = rng.normal(size=4)
+                    q[jm.idx_q:jm.idx_q + 4] = u / np.linalg.norm(u)
+                elif jm.nq == jm.nv:  # e.g. universal: angles
+                    q[jm.idx_q:jm.idx_q + jm.nq] = rng.uniform(-math.pi, math.pi, size=jm.nq)
         pin.framesForwardKinematics(model, data, q)
         errs = []
         for ia, iu in ids:
@@ -409,8 +450,11 @@ def classify_closure(spec: ClosureSpec, structural: Mapping[str, float]) -> Clos
     fixed = tuple(d for d in DIRECTIONS if d in fixed_set)
     needed = declared - set(structural)
     trans, rots = ("x", "y", "z"), ("rx", "ry", "rz")
-    t_off = tuple(float(structural.get(d, 0.0)) if d not in declared else 0.0 for d in trans)
-    r_const = tuple(float(structural.get(d, 0.0)) if d not in declared else 0.0 for d in rots)
+    def const(d: str) -> float:
+        return float(structural.get(d, 0.0)) if d not in declared else 0.0
+
+    t_off = (const("x"), const("y"), const("z"))
+    r_const = (const("rx"), const("ry"), const("rz"))
     all_trans = all(d in fixed_set for d in trans)
     free_rots = [i for i, d in enumerate(rots) if d not in fixed_set]
     zero_rot = all(abs(v) < 1e-9 for v in r_const)
@@ -444,6 +488,18 @@ def _set_pose(el: ET.Element, xyz: np.ndarray, R: np.ndarray) -> None:
         el.set("quat", _vec(matrix_to_quat_wxyz(R)))
 
 
+def _actuator_armature(params: Mapping[str, Any], linear: bool, default: float) -> float:
+    """Armature of an actuated joint: given, or the reflected rotor inertia of a ball screw.
+
+    .. math::  m_{refl} = J_{rotor} (2 \\pi / L)^2   [kg]
+    """
+    if "armature" in params:
+        return float(params["armature"])
+    if linear and "rotor_inertia_kgm2" in params and "screw_lead_m" in params:
+        return float(params["rotor_inertia_kgm2"]) * (2.0 * math.pi / float(params["screw_lead_m"])) ** 2
+    return float(default)
+
+
 def _actuator_settings(closure_file: ClosureFile, actuator_params: Mapping[str, Mapping[str, Any]] | None,
                        names: list[str]) -> dict[str, dict[str, Any]]:
     merged: dict[str, dict[str, Any]] = {n: {} for n in names}
@@ -473,12 +529,13 @@ def export_mjcf(
     base_position: Sequence[float] = (0.0, 0.0, 1.0),
     floor_friction: Sequence[float] = (1.0, 0.005, 0.0001),
     eq_solref: Sequence[float] = (0.002, 1.0),
-    eq_solimp: Sequence[float] = (0.99, 0.999, 0.0001, 0.5, 2.0),
+    eq_solimp: Sequence[float] = (0.9999, 0.9999, 0.001, 0.5, 2.0),
     contact_solref: Sequence[float] = (0.004, 1.0),
     joint_damping: float = 0.01,
     joint_armature: float = 1e-4,
     actuator_armature: float = 0.01,
     link_collisions: bool = False,
+    visual_collisions: bool = False,
     hinge_offset_m: float = 0.05,
     cut_body_mass_kg: float = 1e-3,
 ) -> str:
@@ -491,12 +548,14 @@ def export_mjcf(
             welded to the world at ``base_position``, "hanging on a crane").
         actuator_params: per actuated joint, overrides of the closure file ``actuators`` entry:
             ``screw_lead_m`` [m], ``screw_efficiency`` [-], ``max_force_n`` [N] (replaces the URDF
-            effort limit), ``armature`` (reflected inertia [kg] or [kg·m²]), ``damping``.
+            effort limit), ``armature`` (reflected inertia [kg] or [kg·m²]) or ``rotor_inertia_kgm2``
+            (reflected through the screw: ``J (2π/L)²``), ``damping``.
         model_name: MJCF model name (default: the URDF robot name).
         timestep: physics time step [s].
         integrator: MuJoCo integrator (``implicitfast`` is stable with joint damping).
-        soles: sole frame name → ``(length_x, width_y)`` [m] of its collision box; the box bottom face
-            lies in the sole frame's xy plane (the sole frame z axis points out of the ground).
+        soles: sole frame name → ``(length_x, width_y)`` or ``(length_x, width_y, center_x, center_y)``
+            [m] of its collision box (centre in the sole frame); the box bottom face lies in the sole
+            frame's xy plane (the sole frame z axis points out of the ground).
         sole_thickness_m: thickness of the sole boxes [m].
         imu_frame: frame carrying the IMU sensors; ``"imu"`` is optional (skipped when absent), any
             other name must exist.
@@ -510,6 +569,8 @@ def export_mjcf(
         joint_armature: default joint armature [kg·m²] or [kg].
         actuator_armature: armature of actuated joints (reflected rotor inertia) [kg] or [kg·m²].
         link_collisions: also let the URDF collision primitives touch the floor.
+        visual_collisions: also let the URDF visual primitives touch the floor (a fallen robot lands
+            on its links instead of sinking through the floor).
         hinge_offset_m: distance of the second site pair of a ``hinge`` closure [m].
         cut_body_mass_kg: mass of the auxiliary cut bodies [kg].
 
@@ -520,7 +581,6 @@ def export_mjcf(
     tree = parse_urdf(urdf_path)
     cf = load_closure_file(closures_path)
     jbn = tree.joint_by_name
-    jbc = tree.joint_by_child
     movable = [j.name for j in tree.joints if j.type != "fixed"]
 
     # ---- frame resolution: name -> (link, pose in link) --------------------------------------
@@ -547,11 +607,15 @@ def export_mjcf(
     for c in cf.closures:
         for key, fr in (("frame_a", c.frame_a), ("frame_u", c.frame_u)):
             site_frames.setdefault(fr, resolve(fr, f"{cf.source}: closure {c.name!r}: {key}"))
-    sole_map = dict(soles or {})
-    for s, dims in sole_map.items():
+    sole_map: dict[str, tuple[float, float, float, float]] = {}
+    for s, dims in (soles or {}).items():
         site_frames.setdefault(s, resolve(s, "soles"))
-        if len(tuple(dims)) != 2 or not all(float(v) > 0 for v in dims):
-            raise ConfigError(f"soles: {s!r}: expected (length_x, width_y) > 0 [m], got {dims!r}")
+        dim = [float(v) for v in dims]
+        if len(dim) not in (2, 4) or not (dim[0] > 0 and dim[1] > 0):
+            raise ConfigError(f"soles: {s!r}: expected (length_x, width_y[, center_x, center_y]) [m] "
+                              f"with positive sizes, got {dims!r}")
+        dim += [0.0, 0.0]
+        sole_map[s] = (dim[0], dim[1], dim[2], dim[3])
     imu_link = None
     if imu_frame is not None:
         if imu_frame in tree.links or imu_frame in jbn:
@@ -563,7 +627,16 @@ def export_mjcf(
         site_frames.setdefault(fr, resolve(fr, "extra_frames"))
 
     # ---- closures ------------------------------------------------------------------------------
-    structural = _structural_constants(str(urdf_path), cf.closures) if cf.closures else []
+    from kangaroo_wbc.model.importers import joint_replacements
+
+    replaced = joint_replacements(cf)
+    for n, kind in replaced.items():
+        if n not in jbn or jbn[n].type not in ("revolute", "continuous"):
+            raise JointNotFound(f"{cf.source}: joint_name: {n!r} is not a revolute URDF joint."
+                                + suggest(n, movable))
+        if kind.upper() not in _REPLACEMENT_AXES:
+            raise ConfigError(f"{cf.source}: joint_type: unsupported {kind!r}; valid: {sorted(_REPLACEMENT_AXES)}")
+    structural = _structural_constants(str(urdf_path), cf.closures, replaced) if cf.closures else []
     plans = [classify_closure(c, s) for c, s in zip(cf.closures, structural)]
     extra_sites: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] = {ln: [] for ln in tree.links}
     cut_bodies: dict[str, list[ClosurePlan]] = {ln: [] for ln in tree.links}
@@ -619,7 +692,7 @@ def export_mjcf(
 
     custom = _sub(root, "custom")
 
-    def meta(name: str, data: str) -> None:
+    def meta(name: str, data: str | None) -> None:
         _sub(custom, "text", {"name": META_PREFIX + name, "data": data if data else "-"})
 
     meta("format", "1")
@@ -628,15 +701,18 @@ def export_mjcf(
     meta("actuated_joints", " ".join(cf.actuated_joints))
     meta("absolute_actuators", " ".join(cf.absolute_actuators))
     meta("absolute_encoders", " ".join(cf.absolute_encoders))
-    meta("urdf_joints", " ".join(movable))
+    meta("urdf_joints", " ".join(n for n in movable if n not in replaced))
+    meta("replaced_joints", " ".join(f"{n}:{k.upper()}" for n, k in replaced.items()))
     meta("soles", " ".join(sole_map))
     meta("imu", imu_frame if imu_link is not None else "")
     meta("closures", ";".join(f"{pl.spec.name},{pl.spec.frame_a},{pl.spec.frame_u},{pl.kind},"
                                   f"{'/'.join(pl.spec.directions)}" for pl in plans))
     for n in cf.actuated_joints:
-        for key in ("screw_lead_m", "screw_efficiency", "stroke_m"):
+        for key in ("screw_lead_m", "screw_efficiency", "stroke_m", "max_velocity_m_s"):
             if key in act[n]:
-                _sub(custom, "numeric", {"name": f"{META_PREFIX}{key}:{n}", "data": float(act[n][key])})
+                arr = np.atleast_1d(np.asarray(act[n][key], dtype=float))
+                _sub(custom, "numeric", {"name": f"{META_PREFIX}{key}:{n}", "size": str(arr.size),
+                                         "data": _vec(arr)})
 
     world = _sub(root, "worldbody")
     _sub(world, "light", {"name": "sun", "pos": "0 0 4", "dir": "0 0 -1", "directional": "true"})
@@ -653,7 +729,14 @@ def export_mjcf(
                 _sub(body, "freejoint", {"name": FLOATING_JOINT_NAME})
         else:
             _set_pose(body, joint.xyz, joint.R)
-            if joint.type in ("revolute", "continuous", "prismatic"):
+            if joint.name in replaced:
+                axes = _REPLACEMENT_AXES[replaced[joint.name].upper()]
+                if not axes:
+                    _sub(body, "joint", {"name": joint.name, "type": "ball"})
+                for a in axes:
+                    _sub(body, "joint", {"name": f"{joint.name}__{'xyz'[a]}", "type": "hinge",
+                                         "axis": _vec(np.eye(3)[a])})
+            elif joint.type in ("revolute", "continuous", "prismatic"):
                 attrs: dict[str, Any] = {"name": joint.name, "type": "slide" if joint.type == "prismatic" else "hinge",
                                          "axis": _vec(joint.axis)}
                 if joint.type != "continuous" and joint.lower is not None and joint.upper is not None \
@@ -661,7 +744,8 @@ def export_mjcf(
                     attrs["range"] = _vec((joint.lower, joint.upper))
                     attrs["limited"] = "true"
                 if joint.name in act:
-                    attrs["armature"] = float(act[joint.name].get("armature", actuator_armature))
+                    attrs["armature"] = _actuator_armature(act[joint.name], joint.type == "prismatic",
+                                                           actuator_armature)
                     if "damping" in act[joint.name]:
                         attrs["damping"] = float(act[joint.name]["damping"])
                 if joint.damping is not None and "damping" not in attrs:
@@ -671,12 +755,14 @@ def export_mjcf(
                 _sub(body, "joint", attrs)
             elif joint.type == "floating":
                 _sub(body, "freejoint", {"name": joint.name})
-        if link.has_inertial and link.mass > 0:
-            I = link.inertia
+        welded = joint is None and not floating_base or joint is not None and joint.type == "fixed"
+        if link.has_inertial and link.mass > (MIN_WELDED_MASS_KG if welded else 0.0):
+            I = _regularised_inertia(link.inertia)
             _sub(body, "inertial", {"pos": _vec(link.com), "mass": link.mass,
                                     "fullinertia": _vec((I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]))})
-        elif joint is not None and joint.type not in ("fixed",):
-            raise ModelError(f"{tree.source}: link {link_name!r} moves (joint {joint.name!r}) but has no mass")
+        elif not welded:
+            jname = joint.name if joint is not None else FLOATING_JOINT_NAME
+            raise ModelError(f"{tree.source}: link {link_name!r} moves (joint {jname!r}) but has no mass")
         _sub(body, "site", {"name": link_name})
         for fr, ln in site_frames.items():
             if ln == link_name and fr != link_name:
@@ -691,17 +777,20 @@ def export_mjcf(
             elif kind == "visual":
                 g = _sub(body, "geom", {"name": f"{link_name}__visual{k}", "class": "visual",
                                         "type": shape, "size": _vec(size)})
+                if visual_collisions:
+                    g.set("contype", str(_ROBOT_CONTYPE))
+                    g.set("conaffinity", str(_ROBOT_CONAFFINITY))
             else:
                 continue
             _set_pose(g, xyz, R)
         for fr, ln in site_frames.items():
             if ln == link_name and fr in sole_map:
-                lx, wy = (float(v) for v in sole_map[fr])
+                lx, wy, cx, cy = sole_map[fr]
                 g = _sub(body, "geom", {"name": f"{fr}__box", "type": "box",
                                         "size": _vec((lx / 2, wy / 2, sole_thickness_m / 2)),
                                         "rgba": "0.2 0.2 0.2 1"})
                 # sole frame pose within the link is identity (frames are links or joint frames)
-                g.set("pos", _vec((0.0, 0.0, sole_thickness_m / 2)))
+                g.set("pos", _vec((cx, cy, sole_thickness_m / 2)))
         for pl in cut_bodies[link_name]:
             c = pl.spec
             cb = _sub(body, "body", {"name": f"{CUT_JOINT_PREFIX}{c.name}"})

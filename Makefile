@@ -1,0 +1,55 @@
+# kangaroo_wbc developer entry points. Every target runs inside .venv (see scripts/env.sh);
+# `make setup` creates it from nothing (scripts/bootstrap.sh).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+ENV := source scripts/env.sh &&
+PYTEST_ARGS ?=
+BENCH_ARGS ?= --json
+
+.PHONY: help setup test lint ruff mypy demo bench clean distclean
+
+help:
+	@echo "make setup   create/update .venv (pinned requirements, editable install, tf2_msgs)"
+	@echo "make test    setup, ruff, then the test suite (pytest -q test)"
+	@echo "make lint    ruff and mypy"
+	@echo "make demo    setup, then check the Kangaroo model"
+	@echo "make bench   setup, then the timing benchmarks"
+	@echo "make clean   remove build artefacts and caches (distclean also removes .venv)"
+
+setup:
+	@bash scripts/bootstrap.sh
+
+# Lint and tests both run; the target fails if either fails.
+test: setup
+	@$(ENV) rc=0; \
+	ruff check --output-format concise kangaroo_wbc test || rc=$$?; \
+	pytest -q test $(PYTEST_ARGS) || rc=$$?; \
+	exit $$rc
+
+lint: setup
+	@$(ENV) rc=0; \
+	ruff check --output-format concise kangaroo_wbc test || rc=$$?; \
+	mypy || rc=$$?; \
+	exit $$rc
+
+ruff: setup
+	$(ENV) ruff check --output-format concise kangaroo_wbc test
+
+mypy: setup
+	$(ENV) mypy
+
+demo: setup
+	$(ENV) kangaroo-wbc model check urdf/kangaroo.urdf --closures urdf/kangaroo_closures.yaml
+
+bench: setup
+	$(ENV) kangaroo-wbc bench $(BENCH_ARGS)
+
+clean:
+	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache reports out MUJOCO_LOG.TXT
+	find . -path ./.venv -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf .venv

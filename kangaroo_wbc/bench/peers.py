@@ -1,0 +1,185 @@
+"""Peer comparison in the same run: toolbox-parallel-robots on the same models and inputs.
+
+The peer runs in child processes (:mod:`kangaroo_wbc.bench.peer_worker`): one under this
+interpreter and, with ``--peer-python``, one under an interpreter whose pinocchio the toolbox was
+written for (pinocchio 3: its proximal solver uses ``ContactCholeskyDecomposition``). Both sides
+get the same actuator samples; the parent compares the closed configurations with ours.
+
+``fk_speedup`` is the peer's median time over ours at equal or stricter tolerance on our side
+(ours: ``|e_l|_inf <= 1e-12``; the proximal peer: ``eps = 1e-12``; SLSQP: ``acc = 1e-6``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from kangaroo_wbc.bench.timing import stats_ms
+from kangaroo_wbc.bench.workload import REPO_ROOT
+from kangaroo_wbc.model import ClosedLoopModel
+
+#: Preference order of the peer's FK methods for the headline speedup (valid results first).
+METHOD_ORDER = ("proximal", "casadi", "slsqp")
+
+#: A peer configuration counts as closed when our closure error at it is below this [m, rad].
+VALID_RESIDUAL = 1e-6
+
+
+@dataclass
+class PeerModelInput:
+    """What the peer gets for one model: the samples and our results to compare with."""
+
+    name: str
+    clm: ClosedLoopModel
+    urdf: str
+    closures: str
+    theta_a: np.ndarray  # (n, n_a), warm-up samples first
+    q0: np.ndarray
+    ours_q: list[np.ndarray]  # our closed configurations for the same samples
+    ours_fk_median_ms: float
+    ours_jacobian_median_ms: float | None = None
+    ours_chord_median_ms: float | None = None
+
+
+def run_worker(python: str, request: dict, timeout_s: float) -> dict:
+    """Run the peer worker under ``python``; its last stdout line is the JSON answer."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        proc = subprocess.run([python, "-m", "kangaroo_wbc.bench.peer_worker"], input=json.dumps(request),
+                              capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    if not lines:
+        tail = proc.stderr.strip().splitlines()[-3:]
+        return {"error": f"peer worker exited with {proc.returncode} and no answer: {' | '.join(tail)}"}
+    try:
+        return json.loads(lines[-1])
+    except json.JSONDecodeError:
+        return {"error": f"peer worker answer is not JSON: {lines[-1][:200]}"}
+
+
+def _compare_fk(inp: PeerModelInput, res: dict, warmup: int) -> dict:
+    m = inp.clm.model
+    keep_v = np.sort(np.concatenate([inp.clm.idx_v_a, inp.clm.idx_v_u]))
+    diffs, residuals, drifts = [], [], []
+    for k, q_list in enumerate(res["q"]):
+        q = np.asarray(q_list, dtype=float)
+        qn = pin.normalize(m, q)
+        drifts.append(float(np.max(np.abs(q - qn))))
+        residuals.append(float(np.max(np.abs(inp.clm.closure_error(qn)))) if inp.clm.n_c else 0.0)
+        diffs.append(float(np.max(np.abs(pin.difference(m, inp.ours_q[warmup + k], qn)[keep_v]))))
+    t = stats_ms(res["times_s"])
+    out = {"median_ms": t.as_dict()["median"], "p99_ms": t.as_dict()["p99"], "n": t.n,
+           "tolerance": res.get("tolerance"),
+           "speedup_vs_ours": float(f"{t.median / inp.ours_fk_median_ms:.3g}"),
+           "max_diff_vs_ours": float(f"{max(diffs):.3g}"),
+           "closure_residual_max": float(f"{max(residuals):.3g}"),
+           "valid": bool(max(residuals) <= VALID_RESIDUAL)}
+    if inp.ours_chord_median_ms:
+        out["speedup_vs_chord_prototype"] = float(f"{t.median / inp.ours_chord_median_ms:.3g}")
+    if max(drifts) > 1e-9:
+        out["quaternion_norm_drift_max"] = float(f"{max(drifts):.3g}")
+    if "freeze_times_s" in res:
+        tf = stats_ms(np.asarray(res["freeze_times_s"]) + np.asarray(res["times_s"]))
+        out["with_freeze_median_ms"] = tf.as_dict()["median"]
+        out["iterations_mean"] = res.get("iterations_mean")
+    if res.get("solver_messages"):
+        out["solver_messages"] = res["solver_messages"]
+    return out
+
+
+def _compare_jacobian(inp: PeerModelInput, res: dict, states: list[np.ndarray], warmup: int) -> dict:
+    clm = inp.clm
+    t = stats_ms(res["times_s"])
+    order = np.argsort(clm.idx_v_a)  # the toolbox orders motors by velocity index
+    rows = np.sort(np.concatenate([clm.idx_v_a, clm.idx_v_u]))
+    diffs = []
+    for k, dq in enumerate(res.get("dq_dqmot", [])):
+        q = states[warmup + k]
+        T = np.zeros((clm.model.nv, clm.n_a))
+        T[clm.idx_v_a, np.arange(clm.n_a)] = 1.0
+        T[clm.idx_v_u] = clm.mapping_jacobian(q)
+        diffs.append(float(np.max(np.abs(np.asarray(dq)[rows] - T[:, order][rows]))))
+    out = {"median_ms": t.as_dict()["median"], "p99_ms": t.as_dict()["p99"], "n": t.n,
+           "what": "computeClosedLoopFrameJacobian: constraint Jacobians, pinv(J_free) J_mot, frame Jacobian"}
+    if inp.ours_jacobian_median_ms:
+        out["ours_mapping_jacobian_median_ms"] = inp.ours_jacobian_median_ms
+        out["speedup_vs_ours"] = float(f"{t.median / inp.ours_jacobian_median_ms:.3g}")
+    if diffs:
+        out["max_diff_dq_dqmot_vs_ours"] = float(f"{max(diffs):.3g}")
+    if clm.locked_joint_names:
+        out["note"] = (f"not comparable: our model locks the idle joints {clm.locked_joint_names}; the toolbox's "
+                       "pseudo-inverse lets them move (minimum-norm passive velocities)")
+    return out
+
+
+def compare_with_peer(inputs: list[PeerModelInput], pythons: list[str], warmup: int,
+                      timeout_s: float = 900.0) -> dict:
+    """Run the peer under each interpreter and build the ``peer`` block of the report."""
+    block: dict = {"name": "toolbox-parallel-robots", "runs": [], "fk": {}, "jacobian": {}, "fk_speedup": None}
+    request = {"warmup": warmup, "models": [
+        {"name": i.name, "urdf": i.urdf, "closures": i.closures, "theta_a": i.theta_a.tolist(),
+         "q0": i.q0.tolist(), "states": [q.tolist() for q in i.ours_q]} for i in inputs]}
+    problems: list[str] = []
+    for python in pythons:
+        label = "this interpreter" if python == sys.executable else "--peer-python"
+        answer = run_worker(python, request, timeout_s)
+        run: dict = {"interpreter": label}
+        block["runs"].append(run)
+        if "error" in answer:
+            run["error"] = answer["error"]
+            problems.append(f"{label}: {answer['error']}")
+            continue
+        run.update(answer["info"])
+        block.setdefault("version", answer["info"].get("toolbox_version"))
+        for inp in inputs:
+            res = answer["models"].get(inp.name, {})
+            if "error" in res:
+                block["fk"].setdefault(inp.name, {})["error"] = res["error"]
+                continue
+            for method in ("slsqp", "proximal", "casadi"):
+                r = res.get(method)
+                if r is None:
+                    continue
+                key = f"{method} (pinocchio {answer['info']['pinocchio']})"
+                if "error" in r:
+                    block["fk"].setdefault(inp.name, {})[key] = {"error": r["error"]}
+                else:
+                    block["fk"].setdefault(inp.name, {})[key] = _compare_fk(inp, r, warmup)
+            r = res.get("jacobian")
+            if r is not None:
+                key = f"pinocchio {answer['info']['pinocchio']}"
+                block["jacobian"].setdefault(inp.name, {})[key] = (
+                    {"error": r["error"]} if "error" in r else _compare_jacobian(inp, r, inp.ours_q, warmup))
+    _headline(block, [i.name for i in inputs])
+    ok = any("error" not in r for r in block["runs"])
+    if not ok:
+        block["status"] = "unavailable: " + "; ".join(problems)
+    else:
+        failed = [f"{m}/{k}" for m, d in block["fk"].items() for k, v in d.items()
+                  if isinstance(v, dict) and "error" in v]
+        notes = problems + ([f"failed: {', '.join(failed)}"] if failed else [])
+        block["status"] = "ok" if not notes else "partial: " + "; ".join(notes)
+    return block
+
+
+def _headline(block: dict, model_order: list[str]) -> None:
+    """``fk_speedup``: the first model (Kangaroo, else the digit-like legs) and the best valid method."""
+    for name in model_order:
+        entries = block["fk"].get(name, {})
+        for method in METHOD_ORDER:
+            for key, v in entries.items():
+                if key.startswith(method) and isinstance(v, dict) and v.get("valid"):
+                    block["fk_speedup"] = v["speedup_vs_ours"]
+                    block["fk_speedup_model"] = name
+                    block["fk_speedup_method"] = key
+                    return
+    block["fk_speedup_reason"] = "no peer FK method returned closed configurations (see peer.fk)"

@@ -1,0 +1,115 @@
+"""The ``kangaroo-wbc bench`` run: core benchmarks, pipeline stages, peers, machine → one report."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+
+from kangaroo_wbc.bench import core, peers, stages
+from kangaroo_wbc.bench.machine import machine_info
+from kangaroo_wbc.bench.workload import available_models, load_model, reachable_trajectory
+
+#: Reference numbers from the papers (C++), for the table in ``docs/performance.md`` [ms].
+PAPER_REFERENCES_MS = {
+    "kangaroo_paper_estimator_model_update_id": 0.38,
+    "kangaroo_paper_contact_wrench": 0.03,
+    "centroidal_wbc_tocabi_33dof_single_support": 0.613,
+    "centroidal_wbc_tocabi_33dof_double_support": 0.981,
+}
+
+#: Context targets (medians unless said) [ms]; reported, never asserted.
+TARGETS_MS = {"estimator_step": 0.25, "wrench_step": 0.03, "wbc_step_median": 0.5, "wbc_step_p99": 1.0,
+              "pipeline_p99": 1.0, "closure_fk_peer_speedup_min": 10.0}
+
+#: Keys of the stages that need the Kangaroo model and the estimation / control / sim packages.
+STAGE_KEYS = ("estimator_step_ms", "wrench_step_ms", "wbc_step_ms_double", "wbc_step_ms_single", "pipeline_ms",
+              "sim_rtf_all_nodes")
+
+
+@dataclass
+class BenchConfig:
+    """Options of a run (see ``kangaroo-wbc bench --help``)."""
+
+    iterations: int = 2000
+    warmup: int = 200
+    peer_iterations: int = 60
+    peer_warmup: int = 5
+    peer_pythons: list[str] = field(default_factory=list)
+    peers: bool = True
+    fixtures: str | None = None
+    kangaroo_dir: str | None = None
+    rate_hz: float = 1000.0
+    quick: bool = False
+    verbose: bool = True
+
+
+def _log(cfg: BenchConfig, msg: str) -> None:
+    if cfg.verbose:
+        print(msg, file=sys.stderr, flush=True)
+
+
+def run(cfg: BenchConfig) -> dict:
+    """Run every benchmark and return the report (the JSON object of ``bench --json``)."""
+    t_start = time.perf_counter()
+    report: dict = {"machine": machine_info(),
+                    "config": {"iterations": cfg.iterations, "warmup": cfg.warmup, "rate_hz": cfg.rate_hz,
+                               "peer_iterations": cfg.peer_iterations, "quick": cfg.quick,
+                               "fk_tol": core.FK_TOL},
+                    "closure_fk_ms": None, "closure_fk_model": None, "rnea_ms": None, "crba_ms": None}
+    reasons: dict[str, str] = {}
+    specs, missing = available_models(cfg.fixtures, cfg.kangaroo_dir)
+    report["models_missing"] = missing
+    report["models"] = {}
+    n = cfg.iterations + cfg.warmup
+    peer_inputs: list[peers.PeerModelInput] = []
+    kangaroo = None
+    for spec in specs:
+        _log(cfg, f"bench: {spec.name}: loading and tracing {n} samples")
+        clm = load_model(spec)
+        traj, states = reachable_trajectory(clm, n, cfg.rate_hz)
+        _log(cfg, f"bench: {spec.name}: core benchmarks")
+        res = core.bench_model(clm, traj, states, cfg.warmup)
+        entry = {"nq": int(clm.model.nq), "nv": int(clm.model.nv), "n_actuated": clm.n_a, "n_passive": clm.n_u,
+                 "n_constraints": clm.n_c, "n_closures": len(clm.closures),
+                 "trajectory": {"amplitude": [float(f"{a:.3g}") for a in traj.amplitude],
+                                "frequency_hz": [round(float(f), 3) for f in traj.frequency_hz]}}
+        entry.update(res.as_dict())
+        report["models"][spec.name] = entry
+        if report["closure_fk_ms"] is None:  # models come Kangaroo first, then the digit-like legs
+            report["closure_fk_ms"] = entry["closure_fk_ms"]
+            report["closure_fk_model"] = spec.name
+            report["rnea_ms"] = entry["rnea_ms"]
+            report["crba_ms"] = entry["crba_ms"]
+        if spec.kind == "kangaroo":
+            kangaroo = (spec, clm)
+        m_peer = min(cfg.peer_iterations + cfg.peer_warmup, n)
+        peer_inputs.append(peers.PeerModelInput(
+            name=spec.name, clm=clm, urdf=str(spec.urdf), closures=str(spec.closures),
+            theta_a=traj.theta_a[:m_peer], q0=clm.q_ref.copy(), ours_q=states[:m_peer],
+            ours_fk_median_ms=res.timings["closure_fk"].median,
+            ours_jacobian_median_ms=res.timings["mapping_jacobian"].median,
+            ours_chord_median_ms=res.timings["closure_fk_chord_prototype"].median))
+    if report["closure_fk_ms"] is None:
+        reasons["closure_fk_ms"] = "no benchmark model found: " + "; ".join(f"{k}: {v}" for k, v in missing.items())
+
+    _log(cfg, "bench: pipeline stages")
+    stage_results = stages.run_stages(kangaroo, cfg.iterations, cfg.warmup, cfg.rate_hz, quick=cfg.quick)
+    for key in STAGE_KEYS:
+        value, reason = stage_results.get(key, (None, "not measured"))
+        report[key] = value
+        if value is None:
+            reasons[key] = reason
+    report["stages_detail"] = stage_results.get("detail", {})
+
+    if cfg.peers and peer_inputs:
+        _log(cfg, f"bench: peer toolbox-parallel-robots ({cfg.peer_iterations} samples per model and method)")
+        pythons = [sys.executable] + [p for p in cfg.peer_pythons if p != sys.executable]
+        report["peer"] = peers.compare_with_peer(peer_inputs, pythons, cfg.peer_warmup)
+    else:
+        report["peer"] = {"name": "toolbox-parallel-robots", "status": "skipped (--no-peers)" if not cfg.peers
+                          else "skipped: no model", "fk_speedup": None}
+    report["references_ms"] = {"paper": PAPER_REFERENCES_MS, "targets": TARGETS_MS}
+    report["null_reasons"] = reasons
+    report["wall_time_s"] = round(time.perf_counter() - t_start, 1)
+    return report

@@ -1,0 +1,54 @@
+"""``kangaroo-wbc analyze``: the mechanism analysis of the paper's Sections IV-V, as a report."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kangaroo_wbc.cli.common import add_json_flag, print_json, progress
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from kangaroo_wbc.analysis.report import run_analysis
+    from kangaroo_wbc.analysis.talos import TALOS_NOMINAL_LEG
+    from kangaroo_wbc.robots.kangaroo.robot import (
+        configuration_from_outputs,
+        leg_spec,
+        load_kangaroo,
+        output_joint_names,
+        standing_configuration,
+    )
+
+    clm = load_kangaroo(floating_base=False, urdf_dir=args.urdf_dir)
+    q = standing_configuration(clm)
+    # TALOS's nominal walking posture, joint by joint (TALOS order: yaw, roll, pitch, knee, ankle pitch, roll)
+    yaw, roll, pitch, knee, ankle_pitch, ankle_roll = TALOS_NOMINAL_LEG
+    posture = {}
+    for side in ("left", "right"):
+        posture.update({f"{side}_hip_yaw_joint": yaw, f"{side}_hip_roll_joint": roll,
+                        f"{side}_hip_pitch_joint": pitch, f"{side}_knee_joint": knee,
+                        f"{side}_ankle_pitch_joint": ankle_pitch, f"{side}_ankle_roll_joint": ankle_roll})
+    q_t3 = configuration_from_outputs(clm, posture, q)
+    summary = run_analysis(clm, q, leg_spec(args.side), Path(args.out), levels=args.levels, quick=args.quick,
+                           progress=lambda it, total, desc: progress(it, total, desc, enabled=not args.json),
+                           q_table3=q_t3, output_joints=output_joint_names())
+    summary["report"] = str(Path(args.out) / "report.md")
+    if args.json:
+        print_json(summary)
+    else:
+        print(f"report written to {summary['report']}")
+        for k in ("max_condition_number", "foot_orientation_deviation_deg", "sole_force_peak_stroke_fraction",
+                  "table3"):
+            print(f"  {k}: {summary[k]}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("analyze", help="mechanism analysis of the Kangaroo leg (report: Markdown + PNG)")
+    p.add_argument("--out", default="reports/analysis", help="output folder of the report")
+    p.add_argument("--side", default="left", choices=["left", "right"])
+    p.add_argument("--levels", type=int, default=4, help="grid levels per actuator of the singularity scan")
+    p.add_argument("--quick", action="store_true", help="coarse grids (for smoke tests)")
+    p.add_argument("--urdf-dir", default=None, help="folder holding kangaroo.urdf and kangaroo_closures.yaml")
+    add_json_flag(p)
+    p.set_defaults(func=_analyze)

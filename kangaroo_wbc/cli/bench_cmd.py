@@ -1,0 +1,84 @@
+"""``kangaroo-wbc bench``: timings of the core, the pipeline stages and a peer, in one run.
+
+Median and 99th percentile [ms] over ``--iterations`` calls after a warm-up, on a smooth
+actuator trajectory (new inputs every call). See ``docs/performance.md`` for the table and how to
+reproduce it.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from kangaroo_wbc.cli.common import add_json_flag, print_json
+
+QUICK_ITERATIONS = 50
+QUICK_PEER_ITERATIONS = 3
+
+
+def _fmt(t: dict | None) -> str:
+    if not t:
+        return "n/a"
+    return f"{t['median']:.4g} ms (p99 {t['p99']:.4g})"
+
+
+def _print_text(r: dict) -> None:
+    mach = r["machine"]
+    print(f"machine      {mach['cpu_model']}, {mach['cores_usable']} cores, python {mach['python']}, "
+          f"numpy {mach['numpy']}, pinocchio {mach['pinocchio']}")
+    print(f"closure FK   {_fmt(r['closure_fk_ms'])} on {r['closure_fk_model']}")
+    for name, m in r["models"].items():
+        print(f"[{name}] nq={m['nq']} actuated={m['n_actuated']} passive={m['n_passive']} rows={m['n_constraints']}")
+        for key, t in m.items():
+            if key.endswith("_ms") and isinstance(t, dict):
+                print(f"  {key[:-3]:<30}{_fmt(t)}")
+    for key in ("estimator_step_ms", "wrench_step_ms", "wbc_step_ms_double", "wbc_step_ms_single", "pipeline_ms"):
+        val = r.get(key)
+        label = key.replace("_ms_", "_").removesuffix("_ms")
+        print(f"{label:<32}{_fmt(val) if val else 'null: ' + r['null_reasons'].get(key, '')}")
+    rtf = r.get("sim_rtf_all_nodes")
+    reason = r["null_reasons"].get("sim_rtf_all_nodes", "")
+    print(f"{'sim_rtf_all_nodes':<32}{rtf if rtf is not None else 'null: ' + reason}")
+    peer = r.get("peer", {})
+    line = f"peer         {peer.get('name')}: {peer.get('status')}; fk_speedup {peer.get('fk_speedup')}"
+    if peer.get("fk_speedup") is not None:
+        line += f" ({peer['fk_speedup_method']} on {peer['fk_speedup_model']})"
+    print(line)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from kangaroo_wbc.bench.runner import BenchConfig, run
+
+    iterations = QUICK_ITERATIONS if args.quick and args.iterations is None else (args.iterations or 2000)
+    peer_iterations = args.peer_iterations
+    if peer_iterations is None:
+        peer_iterations = QUICK_PEER_ITERATIONS if args.quick else 60
+    cfg = BenchConfig(iterations=iterations, warmup=max(5, min(200, iterations // 10)),
+                      peer_iterations=peer_iterations, peer_warmup=1 if args.quick else 5,
+                      peer_pythons=list(args.peer_python or []), peers=not args.no_peers,
+                      fixtures=args.fixtures, kangaroo_dir=args.kangaroo_dir,
+                      quick=args.quick, verbose=not args.json)
+    report = run(cfg)
+    if args.json:
+        print_json(report)
+    else:
+        _print_text(report)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="timings of the closure FK, dynamics, pipeline stages and a peer library")
+    p.add_argument("--iterations", type=int, default=None, help="timed calls per benchmark (default 2000)")
+    p.add_argument("--quick", action="store_true",
+                   help=f"CI smoke run: {QUICK_ITERATIONS} iterations, {QUICK_PEER_ITERATIONS} peer samples")
+    p.add_argument("--peer-iterations", type=int, default=None,
+                   help="samples per model and method for the peer library (default 60; it is slow)")
+    p.add_argument("--peer-python", action="append", metavar="PYTHON",
+                   help="also run the peer under this interpreter (e.g. a venv with pin 3.x for the "
+                        "toolbox's proximal solver); repeatable")
+    p.add_argument("--no-peers", action="store_true", help="skip the peer comparison")
+    p.add_argument("--fixtures", default=None,
+                   help="folder of third-party closed-chain models (<dir>/<name>/robot.urdf|yaml)")
+    p.add_argument("--kangaroo-dir", default=None,
+                   help="folder with kangaroo.urdf and kangaroo_closures.yaml (default: the repository's urdf/)")
+    add_json_flag(p)
+    p.set_defaults(func=_run)

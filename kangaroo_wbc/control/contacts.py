@@ -1,0 +1,208 @@
+"""Contacts and the decision vector of the whole-body QPs.
+
+**Decision vector** (the one layout every task and constraint of :mod:`kangaroo_wbc.control` uses):
+
+.. math::
+
+    x = \\begin{bmatrix} \\dot v_{base} \\\\ \\ddot\\theta_a \\\\ f_{1,1} \\\\ \\vdots \\\\ f_{K,P} \\end{bmatrix}
+    \\in \\mathbb{R}^{n_b + n_a + 3 \\sum_k P_k}
+
+* ``v_dot_base`` (6): floating-base acceleration in pinocchio's free-flyer convention (linear then
+  angular, base frame) [m/s², rad/s²]; ``nu_dot = [v_dot_base, theta_ddot_a]`` (App. B);
+* ``theta_ddot_a`` (n_a): actuator accelerations [m/s² for the ball screws, rad/s² for revolute];
+* ``f_{k,i}`` (3 each): force at corner ``i`` of contact ``k``, world axes [N].
+
+**Contact model.** Each sole touches the ground through its ``P`` corner points (4 for a
+rectangular sole), each with a unilateral point force inside a linearised friction cone; this is
+the Kangaroo paper's own formulation (III-B, ``F_i ∈ R³`` at ``c = 8`` points in double support).
+Chosen over a 6D wrench with CoP bounds because (a) "all corner forces push" *is* "the CoP lies in
+the sole polygon" with exact linear rows and no sole-size parameters beyond the corner positions,
+(b) the yaw torque and friction coupling of the wrench cone are captured by the per-corner cones
+(a conservative inner approximation of the full contact wrench cone), and (c) it matches how the
+simulator's box-shaped soles make contact. Corners are given in the sole frame, so only the sole
+frame's Jacobian is evaluated: corner ``i`` at ``r_i`` has Jacobian ``[I, -[R r_i]_×] J_sole`` and the
+corner forces act on the sole as the wrench ``W f`` with ``W = [I ... I; [R r_1]_× ... [R r_P]_×]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+
+from kangaroo_wbc.errors import FrameNotFound, InputError, suggest
+
+
+@dataclass(frozen=True)
+class ContactSpec:
+    """A sole in contact through corner points.
+
+    Attributes:
+        name: contact name used in references and messages (e.g. ``"left"``).
+        frame: sole frame name (URDF link or frame); the contact is stationary in this frame.
+        corners: (P, 3) corner positions in the sole frame [m].
+        mu: Coulomb friction coefficient [-].
+        normal_force_min_n: minimum normal force per corner when in contact [N].
+        normal_force_max_n: maximum normal force per corner [N].
+    """
+
+    name: str
+    frame: str
+    corners: np.ndarray
+    mu: float = 0.7
+    normal_force_min_n: float = 0.0
+    normal_force_max_n: float = 2000.0
+
+    def __post_init__(self) -> None:
+        c = np.asarray(self.corners, dtype=float)
+        if c.ndim != 2 or c.shape[1] != 3 or c.shape[0] < 1:
+            raise InputError(f"contact {self.name!r}: corners must have shape (P, 3), got {c.shape}")
+        if not (self.mu > 0 and np.isfinite(self.mu)):
+            raise InputError(f"contact {self.name!r}: mu must be positive, got {self.mu}")
+        if not 0.0 <= self.normal_force_min_n < self.normal_force_max_n:
+            raise InputError(f"contact {self.name!r}: need 0 <= normal_force_min_n < normal_force_max_n")
+        object.__setattr__(self, "corners", c)
+
+    @property
+    def n_points(self) -> int:
+        return int(self.corners.shape[0])
+
+    @classmethod
+    def rectangle(cls, name: str, frame: str, length_m: float, width_m: float,
+                  center_m: Sequence[float] = (0.0, 0.0, 0.0), **kwargs) -> ContactSpec:
+        """Rectangular sole of ``length_m`` (x) by ``width_m`` (y) centred at ``center_m`` in the sole frame."""
+        cx, cy, cz = center_m
+        hx, hy = 0.5 * length_m, 0.5 * width_m
+        corners = np.array([[cx + hx, cy + hy, cz], [cx + hx, cy - hy, cz],
+                            [cx - hx, cy + hy, cz], [cx - hx, cy - hy, cz]])
+        return cls(name=name, frame=frame, corners=corners, **kwargs)
+
+    @classmethod
+    def from_corner_frames(cls, model: pin.Model, name: str, frame: str, corner_frames: Sequence[str],
+                           **kwargs) -> ContactSpec:
+        """Corners read from frames rigidly attached to the sole (e.g. ``left_sole_corner_fl``)."""
+        names = [f.name for f in model.frames]
+        for n in [frame, *corner_frames]:
+            if not model.existFrame(n):
+                raise FrameNotFound(f"contact {name!r}: unknown frame {n!r}." + suggest(n, names))
+        data = model.createData()
+        pin.framesForwardKinematics(model, data, pin.neutral(model))
+        oMs = data.oMf[model.getFrameId(frame)]
+        sole_joint = model.frames[model.getFrameId(frame)].parentJoint
+        corners = []
+        for n in corner_frames:
+            f = model.frames[model.getFrameId(n)]
+            if f.parentJoint != sole_joint:
+                raise InputError(f"contact {name!r}: corner frame {n!r} is not on the body of {frame!r}")
+            corners.append((oMs.inverse() * data.oMf[model.getFrameId(n)]).translation)
+        return cls(name=name, frame=frame, corners=np.array(corners), **kwargs)
+
+
+def wrench_map(R_sole: np.ndarray, corners: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``W`` (6, 3P): corner forces (world axes) → wrench at the sole origin (linear first, world axes)."""
+    P = corners.shape[0]
+    W = np.zeros((6, 3 * P)) if out is None else out
+    r = corners @ R_sole.T  # (P, 3) world-axes offsets R r_i
+    for i in range(P):
+        c = 3 * i
+        W[0, c], W[1, c + 1], W[2, c + 2] = 1.0, 1.0, 1.0
+        x, y, z = r[i]
+        W[3:, c:c + 3] = ((0.0, -z, y), (z, 0.0, -x), (-y, x, 0.0))
+    return W
+
+
+@dataclass(frozen=True)
+class DecisionLayout:
+    """Index layout of the decision vector ``x = [v_dot_base, theta_ddot_a, f_1, ..., f_K]``."""
+
+    n_b: int
+    n_a: int
+    contacts: tuple[ContactSpec, ...] = field(default_factory=tuple)
+
+    @property
+    def n_nu(self) -> int:
+        return self.n_b + self.n_a
+
+    @property
+    def n_f(self) -> int:
+        return 3 * sum(c.n_points for c in self.contacts)
+
+    @property
+    def n(self) -> int:
+        return self.n_nu + self.n_f
+
+    @property
+    def nu(self) -> slice:
+        return slice(0, self.n_nu)
+
+    @property
+    def base(self) -> slice:
+        return slice(0, self.n_b)
+
+    @property
+    def actuated(self) -> slice:
+        return slice(self.n_b, self.n_nu)
+
+    @property
+    def forces(self) -> slice:
+        return slice(self.n_nu, self.n)
+
+    @property
+    def contact_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.contacts)
+
+    def contact(self, name: str) -> ContactSpec:
+        for c in self.contacts:
+            if c.name == name:
+                return c
+        raise InputError(f"unknown contact {name!r}; contacts are {list(self.contact_names)}")
+
+    def force_slice(self, name: str) -> slice:
+        """Slice of ``x`` holding the corner forces of contact ``name`` (3P entries)."""
+        start = self.n_nu
+        for c in self.contacts:
+            if c.name == name:
+                return slice(start, start + 3 * c.n_points)
+            start += 3 * c.n_points
+        raise InputError(f"unknown contact {name!r}; contacts are {list(self.contact_names)}")
+
+    def describe(self) -> str:
+        parts = [f"v_dot_base[{self.n_b}]", f"theta_ddot_a[{self.n_a}]"]
+        parts += [f"f_{c.name}[{3 * c.n_points}]" for c in self.contacts]
+        return "x = [" + ", ".join(parts) + f"] (n = {self.n})"
+
+
+__all__ = ["ContactSpec", "DecisionLayout", "wrench_map"]
+
+
+@dataclass
+class ContactTerms:
+    """Per-tick contact quantities shared by the constraints (filled by the controller).
+
+    Attributes:
+        spec: the contact.
+        active: whether the sole is in contact this tick.
+        R: sole rotation in the world (3, 3).
+        J: projected sole Jacobian ``J_sole T`` (6, n_nu), linear first, world axes.
+        drift: sole acceleration at ``nu_dot = 0`` (6,) [m/s², rad/s²].
+        twist: sole velocity (6,) [m/s, rad/s].
+        W: corner-force → sole-wrench map (6, 3P).
+    """
+
+    spec: ContactSpec
+    active: bool
+    R: np.ndarray
+    J: np.ndarray
+    drift: np.ndarray
+    twist: np.ndarray
+    W: np.ndarray
+
+    @property
+    def force_jacobian(self) -> np.ndarray:
+        """``(W^T J)^T`` = ``J^T W`` (n_nu, 3P): generalized force of the corner forces."""
+        return self.J.T @ self.W
+
+
+__all__ += ["ContactTerms"]

@@ -1,0 +1,307 @@
+"""Real-time evaluation of the projected floating-base quantities the WBC needs (App. B).
+
+:func:`kangaroo_wbc.model.projected_dynamics` is the reference implementation; this class computes
+the same quantities for one tick with a fixed, small number of pinocchio calls and batched numpy
+(no per-frame pinocchio Jacobian/acceleration calls):
+
+1. ``computeJointJacobians`` + ``updateFramePlacements``: all joint Jacobians ``data.J`` (spatial,
+   world axes, reference point at the world origin) and the placements of the frames used.
+2. Frame Jacobians in ``LOCAL_WORLD_ALIGNED`` for every frame at once:
+   ``J_f = S_f ∘ [J^v - [p_f]_× J^ω ; J^ω]`` with ``S_f`` the frame's support mask.
+3. Closure Jacobian ``J_l`` and bias ``Jdot_l v`` (eq. (3)-(8), App. A eq. (48)-(57)) from the
+   frame Jacobians and the joint-Jacobian time variation ``data.dJ``; mapping Jacobian
+   ``J_m = -J_lu^{-1} J_la`` (eq. (7)) and ``k_u = -J_lu^{-1} Jdot_l v`` (eq. (10)).
+4. ``v = T nu`` (the velocity is made consistent with the closures), ``crba``, ``nonLinearEffects``:
+   ``M_p = T^T M T``, ``h_p = T^T (h + M k)`` (eq. (62)-(73)).
+5. Centroidal map ``A_G`` (``ccrba``) and its drift ``A_G k + Adot_G v``.
+
+Every task quantity is then a projection: Jacobian ``J T`` and drift ``Jdot v + J k`` (eq. (65)).
+
+Rotation rows of the closures use the relative angular velocity ``R_u^T (ω_u - ω_a)`` instead of
+``J_log3(R_au) R_u^T (ω_u - ω_a)``: both are identical at a closed configuration (``R_au = I``,
+``J_log3 = I`` and its time derivative applied to ``ω_rel`` vanishes), which is where the WBC
+evaluates them (the estimator's closure FK keeps ``‖e_l‖∞`` at the 1e-10 level).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pinocchio as pin
+from scipy.linalg.lapack import dgetrf, dgetrs
+
+from kangaroo_wbc.errors import FrameNotFound, InputError, ModelError, suggest
+from kangaroo_wbc.model import ClosedLoopModel, ProjectedDynamics
+
+
+#: Joint types whose motion subspace is constant in the joint frame (zero joint bias ``c_J``).
+CONSTANT_SUBSPACE_JOINTS = frozenset(
+    f"JointModel{n}" for n in ("RX", "RY", "RZ", "PX", "PY", "PZ", "RevoluteUnaligned", "PrismaticUnaligned",
+                               "RUBX", "RUBY", "RUBZ", "RevoluteUnboundedUnaligned", "FreeFlyer", "Spherical",
+                               "Translation", "HX", "HY", "HZ", "HelicalUnaligned"))
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cross product of (N, 3) arrays (cheaper than ``np.cross`` for small N)."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
+
+
+class ProjectedModel:
+    """Projected quantities of a :class:`ClosedLoopModel` at ``(q, nu)``, updated each tick.
+
+    Args:
+        clm: the closed-loop model (floating base or fixed base).
+        frames: frames whose kinematics are needed (contacts, tasks); checked at construction.
+
+    After :meth:`update`, attributes hold (``n_nu = n_b + n_a``):
+
+    * ``q``, ``v`` (closure-consistent, ``v = T nu``), ``nu``;
+    * ``T`` (nv, n_nu), ``k`` (nv), ``J_m`` (n_u, n_a), ``J_l`` (n_c, nv), ``bias_l`` (n_c);
+    * ``M`` (nv, nv), ``h`` (nv) of the spanning tree; ``M_p`` (n_nu, n_nu), ``h_p`` (n_nu);
+    * per frame: :meth:`placement`, :meth:`jacobian` (6, n_nu), :meth:`drift` (6), :meth:`twist` (6),
+      all linear-first in world axes at the frame origin (``LOCAL_WORLD_ALIGNED``);
+    * ``com`` (3), ``com_velocity`` (3), ``J_com`` (3, n_nu), ``com_drift`` (3) [m, m/s, m/s²];
+    * ``A_G`` (6, n_nu), ``h_G`` (6), ``A_G_drift`` (6): centroidal momentum matrix (eq. (33)),
+      momentum [kg·m/s, kg·m²/s] and ``Adot_G v + A_G k``.
+    """
+
+    def __init__(self, clm: ClosedLoopModel, frames: Sequence[str] = ()) -> None:
+        self.clm = clm
+        self.model = clm.model
+        self.data = clm.model.createData()
+        m = self.model
+        self.nv = m.nv
+        self.n_b, self.n_a, self.n_u = clm.n_b, clm.n_a, clm.n_u
+        self.n_nu = self.n_b + self.n_a
+        self.mass = float(pin.computeTotalMass(m))
+        names = [f.name for f in m.frames]
+        self.frame_names = list(dict.fromkeys(frames))
+        for name in self.frame_names:
+            if not m.existFrame(name):
+                raise FrameNotFound(f"unknown frame {name!r}." + suggest(name, names))
+        K, U = len(clm.closures), len(self.frame_names)
+        self.n_closures, self.n_frames = K, U
+        # Frames whose placement is read each tick: closure sides a, u, then the user frames.
+        fids = ([c.frame_a_id for c in clm.closures] + [c.frame_u_id for c in clm.closures]
+                + [int(m.getFrameId(n)) for n in self.frame_names])
+        self._fids = [int(i) for i in fids]
+        self._index = {n: i for i, n in enumerate(self.frame_names)}
+        self._rows = np.concatenate([6 * k + np.asarray(c.rows, dtype=int) for k, c in enumerate(clm.closures)]
+                                    + [np.zeros(0, dtype=int)]).astype(int)
+        self.n_c = int(self._rows.size)
+        if self.n_c != self.n_u:
+            raise ModelError(f"{self.n_c} closure rows for {self.n_u} passive DOFs: J_lu is not square")
+        # Support masks (one row per body: closure sides a, u, user frames).
+        self._mask = np.zeros((2 * K + U, m.nv))
+        for r, fid in enumerate(self._fids):
+            for j in m.supports[m.frames[fid].parentJoint]:
+                if j > 0:
+                    jm = m.joints[j]
+                    self._mask[r, jm.idx_v:jm.idx_v + jm.nv] = 1.0
+        self._dmask = (self._mask[K:2 * K] - self._mask[:K])[:, None, :]  # relative Jacobian support
+        self._umask = self._mask[2 * K:][:, None, :]
+        # Joints with a configuration-dependent motion subspace contribute their bias c_J to the
+        # zero-acceleration body accelerations (data.dJ only holds the v x S part).
+        self._bias_joints = [j for j in range(1, m.njoints)
+                             if m.joints[j].shortname() not in CONSTANT_SUBSPACE_JOINTS]
+        self._bias_sel = np.zeros((2 * K + U, len(self._bias_joints)))
+        for r, fid in enumerate(self._fids):
+            sup = set(m.supports[m.frames[fid].parentJoint])
+            for i, j in enumerate(self._bias_joints):
+                self._bias_sel[r, i] = float(j in sup)
+        # Point transforms X(p) = [[I, -[p]x], [0, I]] for the points p_u (closures) and user frames,
+        # and the body-to-point map: closure bodies u and a both at p_u, user bodies at their origin.
+        self._X = np.zeros((K + U, 6, 6))
+        self._X[:, np.arange(6), np.arange(6)] = 1.0
+        self._body_point = np.concatenate([np.arange(K), np.arange(K), K + np.arange(U)]).astype(int)
+        self._Q = np.zeros((K, 6, 6))  # blockdiag(R_a^T, R_u^T)
+        self._JJ = np.zeros((12, m.nv))
+        # Skew-matrix stack for the point transforms as one 2D product: rows (3 per point) @ J^ω.
+        self._S2 = np.zeros((3 * (K + U), 3))
+        # Proxies into data.oMf / data.oMi / data.joints: read in place each tick, no lookups.
+        self._oMf = [self.data.oMf[i] for i in self._fids]
+        self._bias_c = [self.data.joints[j] for j in self._bias_joints]
+        self._bias_oMi = [self.data.oMi[j] for j in self._bias_joints]
+        self._tril = np.tril_indices(m.nv, -1)
+        # Fixed parts of T.
+        self.T = np.zeros((m.nv, self.n_nu))
+        if self.n_b:
+            self.T[clm.idx_v_base, np.arange(self.n_b)] = 1.0
+        self.T[clm.idx_v_a, self.n_b + np.arange(self.n_a)] = 1.0
+        self._idx_u, self._idx_a, self._idx_b = clm.idx_v_u, clm.idx_v_a, clm.idx_v_base
+        self.k = np.zeros(m.nv)
+        self.q = np.zeros(m.nq)
+        self.v = np.zeros(m.nv)
+        self.nu = np.zeros(self.n_nu)
+        self._updated = False
+
+    # ------------------------------------------------------------------ update
+    def update(self, q: np.ndarray, nu: np.ndarray) -> None:
+        """Evaluate everything at configuration ``q`` and independent velocity ``nu``.
+
+        Args:
+            q: closed configuration (nq,) [m, rad; base quaternion x, y, z, w as pinocchio].
+            nu: ``[v_base (n_b, base frame as pinocchio's free-flyer), theta_dot_a (n_a)]``.
+
+        Raises:
+            InputError: wrong sizes or non-finite values.
+            ModelError: ``J_lu`` singular (kinematic singularity).
+        """
+        m, data = self.model, self.data
+        q = np.asarray(q, dtype=float)
+        nu = np.asarray(nu, dtype=float)
+        if q.shape != (m.nq,) or nu.shape != (self.n_nu,):
+            raise InputError(f"q has shape {q.shape} (expected ({m.nq},)), nu has shape {nu.shape} "
+                             f"(expected ({self.n_nu},))")
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(nu))):
+            raise InputError("non-finite configuration or velocity")
+        self.q[:] = q
+        self.nu[:] = nu
+        K = self.n_closures
+        # 1. Joint Jacobians (world, at the origin) and frame placements.
+        pin.computeJointJacobians(m, data, q)
+        pin.updateFramePlacements(m, data)
+        Hf = np.array([M.homogeneous for M in self._oMf])
+        self._R, self._p = Hf[:, :3, :3], Hf[:, :3, 3]
+        X = self._X
+        P = self._p[K:]  # p_u of the closures, then user frames
+        X[:, 0, 4], X[:, 0, 5] = P[:, 2], -P[:, 1]
+        X[:, 1, 3], X[:, 1, 5] = -P[:, 2], P[:, 0]
+        X[:, 2, 3], X[:, 2, 4] = P[:, 1], -P[:, 0]
+        J = data.J
+        # Jacobians of the body points (LOCAL_WORLD_ALIGNED, before masking): [J^v - [p]x J^ω; J^ω].
+        S2 = self._S2
+        S2[:] = X[:, :3, 3:].reshape(-1, 3)
+        XJ = np.empty((K + self.n_frames, 6, self.nv))
+        XJ[:, :3] = J[:3] + (S2 @ J[3:]).reshape(-1, 3, self.nv)
+        XJ[:, 3:] = J[3:]
+        # 2. Closure Jacobian (eq. (3)-(4), App. A): relative Jacobian at p_u, in F_a (position) / F_u (rotation).
+        if K:
+            Q = self._Q
+            Q[:, :3, :3] = self._R[:K].transpose(0, 2, 1)
+            Q[:, 3:, 3:] = self._R[K:2 * K].transpose(0, 2, 1)
+            J_l = (Q @ (XJ[:K] * self._dmask)).reshape(6 * K, self.nv)[self._rows]
+        else:
+            J_l = np.zeros((0, self.nv))
+        self.J_l = J_l
+        self._Jf = XJ[K:] * self._umask
+        J_lu = J_l[:, self._idx_u]
+        self._lu, self._piv, info = dgetrf(J_lu)
+        if info != 0 or not np.all(np.isfinite(self._lu)):
+            raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
+        self.J_m = -dgetrs(self._lu, self._piv, J_l[:, self._idx_a])[0]
+        self.T[self._idx_u, self.n_b:] = self.J_m
+        v = self.T @ nu
+        self.v[:] = v
+        # 3. Body velocities and zero-acceleration accelerations at the points.
+        pin.computeJointJacobiansTimeVariation(m, data, q, v)
+        JJ = self._JJ
+        JJ[:6], JJ[6:] = data.J, data.dJ
+        S = (self._mask * v) @ JJ.T  # (2K + U, 12): [V0, A0] spatial at the world origin
+        if self._bias_joints:
+            S[:, 6:] += self._bias_sel @ self._joint_bias_world()
+        VA = X[self._body_point] @ S.reshape(-1, 2, 6).transpose(0, 2, 1)  # (2K+U, 6, 2) at the points
+        vel, w = VA[:, :3, 0], VA[:, 3:, 0]
+        alpha = VA[:, 3:, 1]
+        acc = VA[:, :3, 1] + _cross(w, vel)  # classical linear accelerations
+        # 4. Closure bias Jdot_l v (eq. (8), App. A eq. (52)-(57)).
+        if K:
+            wa, wu = w[:K], w[K:2 * K]
+            rel = vel[K:2 * K] - vel[:K]
+            cr = _cross(np.concatenate([wa, wu]), np.concatenate([rel, wa]))
+            b = np.empty((K, 6, 1))
+            b[:, :3, 0] = acc[K:2 * K] - acc[:K] - 2.0 * cr[:K]
+            b[:, 3:, 0] = alpha[K:2 * K] - alpha[:K] + cr[K:]
+            self.bias_l = (self._Q @ b).reshape(-1)[self._rows]
+        else:
+            self.bias_l = np.zeros(0)
+        self.k[self._idx_u] = -dgetrs(self._lu, self._piv, self.bias_l)[0]
+        # 5. Dynamics (App. B): M_p = T^T M T, h_p = T^T (h + M k).
+        M = pin.crba(m, data, q)  # upper triangle filled
+        M[self._tril] = M.T[self._tril]
+        self.M = M
+        self.h = pin.nonLinearEffects(m, data, q, v).copy()
+        self.M_p = self.T.T @ (M @ self.T)
+        self.h_p = self.T.T @ (self.h + M @ self.k)
+        # 6. Centroidal quantities (eq. (33)).
+        Ag = pin.ccrba(m, data, q, v)
+        self.h_G = np.concatenate([data.hg.linear, data.hg.angular])
+        self.com = data.com[0].copy()
+        self.A_G = Ag @ self.T
+        pin.computeCentroidalMomentumTimeVariation(m, data, q, v, self.k)
+        self.A_G_drift = np.concatenate([data.dhg.linear, data.dhg.angular])
+        self.J_com = self.A_G[:3] / self.mass
+        self.com_velocity = self.h_G[:3] / self.mass
+        self.com_drift = self.A_G_drift[:3] / self.mass
+        # 7. User frames: projected Jacobians, drifts (Jdot v + J k), twists.
+        u = slice(2 * K, None)
+        self._Jf_T = self._Jf @ self.T
+        self._drift = np.concatenate([acc[u], alpha[u]], axis=1) + self._Jf @ self.k
+        self._twist = np.concatenate([vel[u], w[u]], axis=1)
+        self._updated = True
+
+    def _joint_bias_world(self) -> np.ndarray:
+        """Joint biases ``c_J`` (set by the last kinematics pass) as world spatial vectors at the origin."""
+        c = np.array([jd.c.vector for jd in self._bias_c])
+        H = np.array([M.homogeneous for M in self._bias_oMi])
+        ang = np.einsum("kij,kj->ki", H[:, :3, :3], c[:, 3:])
+        lin = np.einsum("kij,kj->ki", H[:, :3, :3], c[:, :3]) + _cross(H[:, :3, 3], ang)
+        return np.concatenate([lin, ang], axis=1)
+
+    # ------------------------------------------------------------------ accessors
+    def _user(self, name: str) -> int:
+        try:
+            return self._index[name]
+        except KeyError:
+            raise FrameNotFound(f"frame {name!r} was not registered with this ProjectedModel."
+                                + suggest(name, self.frame_names)) from None
+
+    def placement(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(R, p)`` of a registered frame in the world [-, m]."""
+        s = 2 * self.n_closures + self._user(name)
+        return self._R[s], self._p[s]
+
+    def jacobian(self, name: str) -> np.ndarray:
+        """Projected frame Jacobian ``J_f T`` (6, n_nu), linear rows first, world axes."""
+        return self._Jf_T[self._user(name)]
+
+    def drift(self, name: str) -> np.ndarray:
+        """Frame acceleration at ``nu_dot = 0``: ``Jdot_f v + J_f k`` (6,), classical, world axes."""
+        return self._drift[self._user(name)]
+
+    def twist(self, name: str) -> np.ndarray:
+        """Frame velocity ``(v, ω)`` (6,) [m/s, rad/s], world axes at the frame origin."""
+        return self._twist[self._user(name)]
+
+    def full_jacobian(self, name: str) -> np.ndarray:
+        """Frame Jacobian in full coordinates (6, nv), ``LOCAL_WORLD_ALIGNED``."""
+        return self._Jf[self._user(name)]
+
+    def dynamics(self, contact_frames: Sequence[str] = ()) -> ProjectedDynamics:
+        """The core :class:`ProjectedDynamics` (6D contact rows at the given frames, world axes)."""
+        if contact_frames:
+            J_c_full = np.vstack([self.full_jacobian(n) for n in contact_frames])
+            J_c = np.vstack([self.jacobian(n) for n in contact_frames])
+            gamma = np.concatenate([self.drift(n) for n in contact_frames])
+        else:
+            J_c_full, J_c, gamma = np.zeros((0, self.nv)), np.zeros((0, self.n_nu)), np.zeros(0)
+        return ProjectedDynamics(M=self.M_p, h=self.h_p, T=self.T.copy(), k=self.k.copy(), J_c=J_c,
+                                 gamma_c=gamma, J_c_full=J_c_full, J_m=self.J_m, n_b=self.n_b, n_a=self.n_a)
+
+    def lagrange_multipliers(self, nu_dot: np.ndarray, generalized_contact_force: np.ndarray) -> np.ndarray:
+        """Closure forces ``lambda`` (eq. (28)) from the passive rows of the tree dynamics.
+
+        ``J_lu^T lambda = M_u v_dot + h_u - (J_c^T F)_u`` with ``v_dot = T nu_dot + k`` and
+        ``generalized_contact_force = J_c^T F`` in full coordinates (nv,).
+        """
+        v_dot = self.T @ nu_dot + self.k
+        rhs = self.M[self._idx_u] @ v_dot + self.h[self._idx_u] - generalized_contact_force[self._idx_u]
+        return dgetrs(self._lu, self._piv, rhs, trans=1)[0]
+
+
+__all__ = ["ProjectedModel"]

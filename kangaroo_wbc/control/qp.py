@@ -1,0 +1,414 @@
+"""Quadratic programs: one problem contract and an OSQP wrapper that updates in place.
+
+Contract (the only one used by tasks, constraints and controllers):
+
+.. math::
+
+    \\min_x \\tfrac12 x^T H x + c^T x \\quad \\text{s.t.} \\quad
+    A x = b, \\qquad h_{lower} \\le G x \\le h, \\qquad lb \\le x \\le ub
+
+``h_lower`` defaults to ``-inf`` (plain ``G x <= h``); two-sided rows avoid duplicating ``G``.
+
+:class:`OsqpSolver` stacks the constraints as OSQP's ``l <= C x <= u`` with
+``C = [A; G; I]``, sets the solver up **once** on a fixed sparsity pattern (structural zeros kept
+as explicit zeros) and afterwards only calls ``update(q, l, u, Px, Ax)`` and warm-starts. A
+nonzero appearing outside the pattern triggers one new setup on the union pattern (counted in
+:attr:`OsqpSolver.n_setups`), so correctness never depends on the caller's pattern hints.
+
+Every :class:`QpSolution` can check itself: :meth:`QpSolution.kkt` returns the primal,
+dual (stationarity) and complementarity residuals of the KKT conditions, computed from the
+problem data in double precision, independently of the solver's own residuals.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import osqp
+import scipy.sparse as sp
+
+from kangaroo_wbc.errors import InputError, NoSolutionFound
+
+#: OSQP's infinity: bounds beyond it are treated as absent.
+OSQP_INFTY = 1e30
+
+
+@dataclass
+class QpProblem:
+    """``min ½xᵀHx + cᵀx  s.t.  A x = b,  h_lower ≤ G x ≤ h,  lb ≤ x ≤ ub``.
+
+    Matrices are dense numpy arrays (the problems of this package have tens of variables).
+    ``A``/``G`` may have zero rows; ``lb``/``ub`` may be ``None`` (no box rows).
+    """
+
+    H: np.ndarray
+    c: np.ndarray
+    A: np.ndarray | None = None
+    b: np.ndarray | None = None
+    G: np.ndarray | None = None
+    h: np.ndarray | None = None
+    h_lower: np.ndarray | None = None
+    lb: np.ndarray | None = None
+    ub: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        n = self.c.shape[0]
+        if self.A is None:
+            self.A, self.b = np.zeros((0, n)), np.zeros(0)
+        if self.G is None:
+            self.G, self.h = np.zeros((0, n)), np.zeros(0)
+        if self.h_lower is None:
+            self.h_lower = np.full(self.G.shape[0], -np.inf)
+
+    @property
+    def n(self) -> int:
+        return int(self.c.shape[0])
+
+    @property
+    def n_eq(self) -> int:
+        return int(self.A.shape[0])
+
+    @property
+    def n_in(self) -> int:
+        return int(self.G.shape[0])
+
+    @property
+    def has_box(self) -> bool:
+        return self.lb is not None or self.ub is not None
+
+    def box(self) -> tuple[np.ndarray, np.ndarray]:
+        lb = np.full(self.n, -np.inf) if self.lb is None else self.lb
+        ub = np.full(self.n, np.inf) if self.ub is None else self.ub
+        return lb, ub
+
+    def validate(self) -> None:
+        """Raise :class:`InputError` on inconsistent shapes or non-finite data."""
+        n = self.n
+        checks = [("H", self.H, (n, n)), ("A", self.A, (self.A.shape[0], n)), ("b", self.b, (self.A.shape[0],)),
+                  ("G", self.G, (self.G.shape[0], n)), ("h", self.h, (self.G.shape[0],)),
+                  ("h_lower", self.h_lower, (self.G.shape[0],))]
+        for name, arr, shape in checks:
+            if arr.shape != shape:
+                raise InputError(f"QP {name} has shape {arr.shape}, expected {shape}")
+        for name, arr in (("H", self.H), ("c", self.c), ("A", self.A), ("b", self.b), ("G", self.G)):
+            if not np.all(np.isfinite(arr)):
+                raise InputError(f"QP {name} contains non-finite values")
+        for name, arr in (("h", self.h), ("h_lower", self.h_lower), ("lb", self.lb), ("ub", self.ub)):
+            if arr is not None and np.any(np.isnan(arr)):
+                raise InputError(f"QP {name} contains NaN")
+
+    def kkt_residuals(self, x: np.ndarray, y_eq: np.ndarray, y_in: np.ndarray,
+                      y_box: np.ndarray | None) -> KktResiduals:
+        """KKT residuals (inf-norms) with OSQP's multiplier sign convention.
+
+        Multipliers ``y > 0`` act on upper bounds, ``y < 0`` on lower bounds. Residuals:
+
+        * primal: ``‖A x - b‖``, violations of ``h_lower <= G x <= h`` and of the box;
+        * dual: stationarity ``‖H x + c + Aᵀ y_eq + Gᵀ y_in + y_box‖`` and multipliers pushing on
+          an absent (infinite) bound;
+        * complementarity: ``max |y_i| · |slack_i|`` over the finite bounds.
+        """
+        r_eq = self.A @ x - self.b
+        gx = self.G @ x
+        primal = [np.abs(r_eq), np.maximum(gx - self.h, 0.0), np.maximum(self.h_lower - gx, 0.0)]
+        stat = self.H @ x + self.c + self.A.T @ y_eq + self.G.T @ y_in
+        sign, comp = _inequality_residuals(gx, self.h_lower, self.h, y_in)
+        signs, comps = [sign], [comp]
+        if self.has_box and y_box is not None:
+            lb, ub = self.box()
+            primal += [np.maximum(x - ub, 0.0), np.maximum(lb - x, 0.0)]
+            stat = stat + y_box
+            sign, comp = _inequality_residuals(x, lb, ub, y_box)
+            signs.append(sign)
+            comps.append(comp)
+        dual = max(float(np.max(np.abs(stat), initial=0.0)), _inf_norm(signs))
+        return KktResiduals(primal=_inf_norm(primal), dual=dual, complementarity=_inf_norm(comps))
+
+
+def _inf_norm(parts: list[np.ndarray]) -> float:
+    return float(max((np.max(p, initial=0.0) for p in parts), default=0.0))
+
+
+def _inequality_residuals(z: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                          y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: (multiplier on an infinite bound, ``|y⁺|·|hi - z| + |y⁻|·|z - lo|`` on finite bounds)."""
+    y_up, y_dn = np.maximum(y, 0.0), np.maximum(-y, 0.0)
+    fin_hi, fin_lo = np.isfinite(hi), np.isfinite(lo)
+    sign = np.where(fin_hi, 0.0, y_up) + np.where(fin_lo, 0.0, y_dn)
+    slack_hi = np.abs(np.where(fin_hi, hi, z) - z)
+    slack_lo = np.abs(z - np.where(fin_lo, lo, z))
+    return sign, y_up * slack_hi + y_dn * slack_lo
+
+
+@dataclass
+class KktResiduals:
+    """Inf-norm residuals of the KKT conditions of a :class:`QpProblem` at a primal-dual pair."""
+
+    primal: float  # constraint violation [units of the rows]
+    dual: float  # stationarity ‖Hx + c + Cᵀy‖∞
+    complementarity: float  # max |y_i · slack_i|
+
+    def ok(self, tol: float) -> bool:
+        return max(self.primal, self.dual, self.complementarity) <= tol
+
+
+@dataclass
+class QpSolution:
+    """Solution of a :class:`QpProblem` with solver diagnostics.
+
+    Attributes:
+        x: primal solution.
+        y_eq, y_in, y_box: multipliers of the equality, inequality and box rows (OSQP signs).
+        status: solver status string (``"solved"``, ``"primal infeasible"``, ...).
+        iterations: ADMM iterations.
+        setup_time_s: time spent in OSQP setup for this call (0 when updated in place) [s].
+        solve_time_s: wall time of update + solve for this call [s].
+        osqp_solve_time_s: OSQP's own solve time [s].
+        objective: ``½xᵀHx + cᵀx``.
+        warm_started: whether the iterate was warm-started from the previous solution.
+    """
+
+    x: np.ndarray
+    y_eq: np.ndarray
+    y_in: np.ndarray
+    y_box: np.ndarray | None
+    status: str
+    status_val: int
+    iterations: int
+    setup_time_s: float
+    solve_time_s: float
+    osqp_solve_time_s: float
+    objective: float
+    warm_started: bool
+    problem: QpProblem = field(repr=False)
+
+    @property
+    def solved(self) -> bool:
+        return self.status_val == osqp.SolverStatus.OSQP_SOLVED
+
+    def kkt(self) -> KktResiduals:
+        """KKT residuals of this solution for its problem (computed from the problem data)."""
+        return self.problem.kkt_residuals(self.x, self.y_eq, self.y_in, self.y_box)
+
+
+@dataclass
+class OsqpSettings:
+    """OSQP settings used by :class:`OsqpSolver` (see the OSQP documentation for each).
+
+    ``accept_inaccurate`` accepts the status ``solved inaccurate`` when the KKT primal residual is
+    below ``inaccurate_primal_tol`` (the controller prefers a slightly inaccurate answer to none).
+    """
+
+    eps_abs: float = 1e-6
+    eps_rel: float = 1e-6
+    max_iter: int = 4000
+    polish: bool = False
+    adaptive_rho: bool = True
+    check_termination: int = 5
+    rho: float = 0.1
+    sigma: float = 1e-6
+    scaling: int = 10
+    time_limit_s: float = 0.0  # 0: no limit
+    accept_inaccurate: bool = True
+    inaccurate_primal_tol: float = 1e-3
+
+    def osqp_kwargs(self) -> dict:
+        out = dict(eps_abs=self.eps_abs, eps_rel=self.eps_rel, max_iter=self.max_iter,
+                   polishing=self.polish, adaptive_rho=self.adaptive_rho,
+                   check_termination=self.check_termination, rho=self.rho, sigma=self.sigma,
+                   scaling=self.scaling, verbose=False, warm_starting=True)
+        if self.time_limit_s > 0:
+            out["time_limit"] = self.time_limit_s
+        return out
+
+
+class OsqpSolver:
+    """OSQP wrapper: set up once, then update values in place and warm-start.
+
+    Args:
+        settings: :class:`OsqpSettings`.
+        structure: optional problem whose nonzero entries (of ``H`` upper triangle, ``A``, ``G``)
+            define the sparsity pattern; entries that are structurally nonzero but happen to be
+            zero at the first call must be nonzero here. Defaults to the first problem solved.
+
+    Use :meth:`solve` every tick; it raises :class:`NoSolutionFound` (with the problem and the
+    solution attached) when OSQP does not return a usable solution.
+    """
+
+    def __init__(self, settings: OsqpSettings | None = None, structure: QpProblem | None = None) -> None:
+        self.settings = settings or OsqpSettings()
+        self._structure = structure
+        self._prob: osqp.OSQP | None = None
+        self._shape: tuple | None = None
+        self.n_setups = 0
+        self.n_solves = 0
+        self._warm = False
+        # pattern (filled at setup)
+        self._P_rows = self._P_cols = np.zeros(0, dtype=int)
+        self._C_src: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._nnz_C = 0
+        self._Cx = np.zeros(0)
+
+    # ------------------------------------------------------------------ pattern
+    @staticmethod
+    def _mask(problem: QpProblem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return (np.triu(problem.H) != 0.0), (problem.A != 0.0), (problem.G != 0.0)
+
+    def _setup(self, problem: QpProblem) -> None:
+        t0 = time.perf_counter()
+        n, m_eq, m_in = problem.n, problem.n_eq, problem.n_in
+        mH, mA, mG = self._mask(problem)
+        if self._structure is not None and self._structure.n == n and self._shape_of(self._structure) == \
+                self._shape_of(problem):
+            sH, sA, sG = self._mask(self._structure)
+            mH, mA, mG = mH | sH, mA | sA, mG | sG
+        if self._prob is not None and self._shape == self._shape_of(problem):
+            # Re-setup after a pattern miss: keep the union with the previous pattern.
+            mH[self._P_rows, self._P_cols] = True
+            for block, (rows, cols, _) in zip((mA, mG), self._C_src[:2]):
+                block[rows, cols] = True
+        np.fill_diagonal(mH, True)  # keeps P's diagonal (regularisation-friendly, fixed pattern)
+        # P: upper triangle, CSC order (column-major)
+        cols, rows = np.nonzero(mH.T)
+        self._P_rows, self._P_cols = rows, cols
+        P = sp.csc_matrix((problem.H[rows, cols].astype(float), rows, np.searchsorted(cols, np.arange(n + 1))),
+                          shape=(n, n))
+        # C = [A; G; I]: collect (row, col) per block, then sort into CSC order.
+        blocks = []
+        rA, cA = np.nonzero(mA)
+        rG, cG = np.nonzero(mG)
+        blocks.append((rA, cA, rA))
+        blocks.append((rG, cG, rG + m_eq))
+        n_box = n if problem.has_box else 0
+        rB = np.arange(n_box)
+        blocks.append((rB, rB, rB + m_eq + m_in))
+        all_rows = np.concatenate([b[2] for b in blocks])
+        all_cols = np.concatenate([b[1] for b in blocks])
+        order = np.lexsort((all_rows, all_cols))
+        inv = np.empty_like(order)
+        inv[order] = np.arange(order.size)
+        self._C_src = []
+        start = 0
+        for r, c, _ in blocks:
+            self._C_src.append((r, c, inv[start:start + r.size]))
+            start += r.size
+        self._nnz_C = order.size
+        self._Cx = np.empty(self._nnz_C)
+        self._fill_C(problem)
+        C = sp.csc_matrix((self._Cx.copy(), all_rows[order], np.searchsorted(all_cols[order], np.arange(n + 1))),
+                          shape=(m_eq + m_in + n_box, n))
+        l, u = self._bounds(problem)
+        self._prob = osqp.OSQP()
+        self._prob.setup(P, problem.c.astype(float), C, l, u, **self.settings.osqp_kwargs())
+        self._shape = self._shape_of(problem)
+        self._warm = False
+        self.n_setups += 1
+        self._last_setup_time = time.perf_counter() - t0
+
+    @staticmethod
+    def _shape_of(problem: QpProblem) -> tuple:
+        return problem.n, problem.n_eq, problem.n_in, problem.has_box
+
+    def _fill_C(self, problem: QpProblem) -> None:
+        (rA, cA, iA), (rG, cG, iG), (_, _, iB) = self._C_src
+        self._Cx[iA] = problem.A[rA, cA]
+        self._Cx[iG] = problem.G[rG, cG]
+        self._Cx[iB] = 1.0
+
+    def _bounds(self, problem: QpProblem) -> tuple[np.ndarray, np.ndarray]:
+        parts_l = [problem.b, problem.h_lower]
+        parts_u = [problem.b, problem.h]
+        if problem.has_box:
+            lb, ub = problem.box()
+            parts_l.append(lb)
+            parts_u.append(ub)
+        l = np.clip(np.concatenate(parts_l), -OSQP_INFTY, OSQP_INFTY)
+        u = np.clip(np.concatenate(parts_u), -OSQP_INFTY, OSQP_INFTY)
+        return l, u
+
+    def _pattern_miss(self, problem: QpProblem) -> bool:
+        """True when ``problem`` has a nonzero outside the set-up pattern."""
+        (rA, cA, _), (rG, cG, _), _ = self._C_src
+        nzA = np.count_nonzero(problem.A)
+        nzG = np.count_nonzero(problem.G)
+        nzH = np.count_nonzero(np.triu(problem.H))
+        return (nzA > np.count_nonzero(problem.A[rA, cA]) or nzG > np.count_nonzero(problem.G[rG, cG])
+                or nzH > np.count_nonzero(problem.H[self._P_rows, self._P_cols]))
+
+    # ------------------------------------------------------------------ solve
+    def reset(self) -> None:
+        """Forget the warm start (next solve starts cold); the set-up pattern is kept."""
+        self._warm = False
+        if self._prob is not None:
+            n = self._shape[0]
+            m = self._prob.m
+            self._prob.warm_start(x=np.zeros(n), y=np.zeros(m))
+
+    def solve(self, problem: QpProblem, check_pattern: bool = True) -> QpSolution:
+        """Solve ``problem`` (update in place when the pattern allows) and return the solution.
+
+        Raises:
+            InputError: inconsistent or non-finite problem data.
+            NoSolutionFound: OSQP did not reach a usable solution (infeasible, max iterations...).
+        """
+        problem.validate()
+        t0 = time.perf_counter()
+        setup_time = 0.0
+        l, u = self._bounds(problem)
+        if np.any(l > u):
+            rows = np.flatnonzero(l > u)
+            self.reset()
+            raise NoSolutionFound(f"lower bound above upper bound in constraint rows {rows.tolist()} "
+                                  f"(rows: {problem.n_eq} eq, {problem.n_in} ineq, then box)", problem=problem)
+        try:
+            if (self._prob is None or self._shape != self._shape_of(problem)
+                    or (check_pattern and self._pattern_miss(problem))):
+                self._setup(problem)
+                setup_time = self._last_setup_time
+            else:
+                self._fill_C(problem)
+                self._prob.update(q=problem.c, l=l, u=u, Px=problem.H[self._P_rows, self._P_cols], Ax=self._Cx)
+            warm = self._warm
+            res = self._prob.solve(raise_error=False)
+        except (osqp.OSQPException, ValueError) as exc:  # solver errors are wrapped, never leaked
+            self._prob = None
+            raise NoSolutionFound(f"OSQP error: {exc!r}", problem=problem) from exc
+        wall = time.perf_counter() - t0
+        self.n_solves += 1
+        m_eq, m_in = problem.n_eq, problem.n_in
+        y = np.array(res.y, dtype=float)
+        x = np.array(res.x, dtype=float)
+        info = res.info
+        sol = QpSolution(
+            x=x, y_eq=y[:m_eq], y_in=y[m_eq:m_eq + m_in],
+            y_box=y[m_eq + m_in:] if problem.has_box else None,
+            status=str(info.status), status_val=int(info.status_val), iterations=int(info.iter),
+            setup_time_s=setup_time, solve_time_s=wall, osqp_solve_time_s=float(info.solve_time),
+            objective=float(info.obj_val), warm_started=warm, problem=problem)
+        if not self._usable(sol):
+            self._warm = False
+            self.reset()
+            raise NoSolutionFound(f"OSQP returned status {sol.status!r} after {sol.iterations} iterations",
+                                  problem=problem, result=sol)
+        self._warm = True
+        return sol
+
+    def _usable(self, sol: QpSolution) -> bool:
+        if not np.all(np.isfinite(sol.x)):
+            return False
+        if sol.solved:
+            return True
+        if (self.settings.accept_inaccurate
+                and sol.status_val == osqp.SolverStatus.OSQP_SOLVED_INACCURATE):
+            return sol.kkt().primal <= self.settings.inaccurate_primal_tol
+        return False
+
+
+def solve_qp(problem: QpProblem, settings: OsqpSettings | None = None) -> QpSolution:
+    """One-shot convenience: set up and solve ``problem`` with a fresh :class:`OsqpSolver`."""
+    return OsqpSolver(settings).solve(problem)
+
+
+__all__ = ["QpProblem", "QpSolution", "KktResiduals", "OsqpSettings", "OsqpSolver", "solve_qp", "OSQP_INFTY"]

@@ -1,0 +1,44 @@
+"""Centroidal angular-momentum damping.
+
+.. math::
+
+    J = A_{G,ang} T, \\qquad
+    \\dot L_{des} = \\dot L_{ref} + K_d (L_{ref} - L), \\qquad
+    r = \\dot L_{des} - (\\dot A_{G,ang} v + A_{G,ang} k)
+
+``A_G`` is the centroidal momentum matrix (eq. (33) of the Kangaroo paper); ``L`` the angular
+momentum about the CoM in world axes [kg·m²/s]. With ``L_ref = 0`` the task damps whole-body
+rotation (the "angular momentum damping" of balance controllers); ``kp`` is unused.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kangaroo_wbc.control.projected_model import ProjectedModel
+from kangaroo_wbc.control.tasks.base import Task
+
+
+class AngularMomentumTask(Task):
+    """Angular momentum about the CoM (3 rows, world axes)."""
+
+    dim = 3
+
+    def __init__(self, weight=1e-2, kd=10.0, name: str = "angular_momentum") -> None:
+        super().__init__(name, weight, 0.0, kd)
+        self.momentum = np.zeros(3)  # [kg·m²/s]
+        self.rate = np.zeros(3)  # [N·m]
+
+    def set_reference(self, momentum=None, rate=None) -> None:
+        self.momentum = np.zeros(3) if momentum is None else np.asarray(momentum, dtype=float).copy()
+        self.rate = np.zeros(3) if rate is None else np.asarray(rate, dtype=float).copy()
+
+    def error(self, pm: ProjectedModel) -> np.ndarray:
+        return self.momentum - pm.h_G[3:]
+
+    def jacobian_and_target(self, pm: ProjectedModel) -> tuple[np.ndarray, np.ndarray]:
+        L_dot_des = self.rate + self.kd * self.error(pm)
+        return pm.A_G[3:], L_dot_des - pm.A_G_drift[3:]
+
+
+__all__ = ["AngularMomentumTask"]

@@ -1,0 +1,79 @@
+"""Base class of the acceleration-level tasks of the whole-body QP.
+
+A task asks ``J nu_dot = r`` with ``J`` (m, n_nu) a projected task Jacobian (``J_t T``, eq. (65))
+and ``r = a_des - drift`` the desired task acceleration minus the task acceleration at
+``nu_dot = 0`` (``Jdot_t v + J_t k``). Its cost on the decision vector ``x`` (see
+:mod:`kangaroo_wbc.control.contacts`) is the weighted least-squares residual
+
+.. math::
+
+    \\tfrac12 \\| J \\dot\\nu - r \\|^2_{W} = \\tfrac12 x^T H x + c^T x + \\text{const}, \\qquad
+    H_{\\nu\\nu} = J^T W J, \\quad c_\\nu = -J^T W r
+
+with ``W = diag(weight)``; the force block of ``H`` and ``c`` is zero.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from kangaroo_wbc.control.projected_model import ProjectedModel
+from kangaroo_wbc.errors import InputError
+
+
+def as_gain(value: float | np.ndarray, size: int, what: str) -> np.ndarray:
+    """A scalar or per-axis gain as a float array of ``size`` (checked finite and non-negative)."""
+    g = np.broadcast_to(np.asarray(value, dtype=float), (size,)).copy()
+    if not np.all(np.isfinite(g)) or np.any(g < 0):
+        raise InputError(f"{what} must be finite and non-negative, got {value}")
+    return g
+
+
+class Task(ABC):
+    """An acceleration-level task ``J nu_dot = r`` with a weight (scalar or per row).
+
+    Args:
+        name: task name (for references, logs and timing).
+        weight: weight of the squared residual (scalar or per row) [1/(task unit)²].
+        kp: proportional gain [1/s²]; kd: derivative gain [1/s].
+    """
+
+    dim: int = 0
+
+    def __init__(self, name: str, weight: float | np.ndarray = 1.0, kp: float | np.ndarray = 0.0,
+                 kd: float | np.ndarray = 0.0) -> None:
+        self.name = name
+        self.enabled = True
+        self.weight = as_gain(weight, self.dim, f"{name}: weight")
+        self.kp = as_gain(kp, self._gain_dim(), f"{name}: kp")
+        self.kd = as_gain(kd, self._gain_dim(), f"{name}: kd")
+
+    def _gain_dim(self) -> int:
+        return self.dim
+
+    @abstractmethod
+    def jacobian_and_target(self, pm: ProjectedModel) -> tuple[np.ndarray, np.ndarray]:
+        """``(J, r)``: projected task Jacobian (dim, n_nu) and ``r = a_des - drift`` (dim,)."""
+
+    @abstractmethod
+    def error(self, pm: ProjectedModel) -> np.ndarray:
+        """Position-level tracking error (reference minus current) in task units."""
+
+    def add_cost(self, H: np.ndarray, c: np.ndarray, pm: ProjectedModel) -> None:
+        """Accumulate this task's cost into the ``nu`` block of ``H`` and ``c`` (in place)."""
+        J, r = self.jacobian_and_target(pm)
+        WJ = J * self.weight[:, None]
+        n = J.shape[1]
+        H[:n, :n] += J.T @ WJ
+        c[:n] -= WJ.T @ r
+
+    def cost(self, pm: ProjectedModel, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(H, c)`` over a decision vector of size ``n`` (the ``nu`` block first)."""
+        H, c = np.zeros((n, n)), np.zeros(n)
+        self.add_cost(H, c, pm)
+        return H, c
+
+
+__all__ = ["Task", "as_gain"]

@@ -1,0 +1,45 @@
+"""Centre-of-mass position task.
+
+.. math::
+
+    J = J_{com} T = A_{G,lin} T / m, \\qquad
+    \\ddot c_{des} = \\ddot c_{ref} + K_p (c_{ref} - c) + K_d (\\dot c_{ref} - \\dot c), \\qquad
+    r = \\ddot c_{des} - (\\dot J_{com} v + J_{com} k)
+
+with ``A_G`` the centroidal momentum matrix (eq. (33) of the Kangaroo paper), all in world axes [m].
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kangaroo_wbc.control.projected_model import ProjectedModel
+from kangaroo_wbc.control.tasks.base import Task
+
+
+class ComTask(Task):
+    """CoM position tracking (3 rows, world axes)."""
+
+    dim = 3
+
+    def __init__(self, weight=1.0, kp=100.0, kd=20.0, name: str = "com") -> None:
+        super().__init__(name, weight, kp, kd)
+        self.position = np.zeros(3)  # [m]
+        self.velocity = np.zeros(3)  # [m/s]
+        self.acceleration = np.zeros(3)  # [m/s²]
+
+    def set_reference(self, position, velocity=None, acceleration=None) -> None:
+        self.position = np.asarray(position, dtype=float).copy()
+        self.velocity = np.zeros(3) if velocity is None else np.asarray(velocity, dtype=float).copy()
+        self.acceleration = np.zeros(3) if acceleration is None else np.asarray(acceleration, dtype=float).copy()
+
+    def error(self, pm: ProjectedModel) -> np.ndarray:
+        return self.position - pm.com
+
+    def jacobian_and_target(self, pm: ProjectedModel) -> tuple[np.ndarray, np.ndarray]:
+        a_des = (self.acceleration + self.kp * (self.position - pm.com)
+                 + self.kd * (self.velocity - pm.com_velocity))
+        return pm.J_com, a_des - pm.com_drift
+
+
+__all__ = ["ComTask"]

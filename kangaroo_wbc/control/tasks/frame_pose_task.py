@@ -1,0 +1,55 @@
+"""Pose task of a frame (a swing foot): position and orientation, world axes at the frame origin.
+
+.. math::
+
+    e = \\begin{bmatrix} p_{ref} - p \\\\ \\log_3(R_{ref} R^T) \\end{bmatrix}, \\quad
+    a_{des} = a_{ref} + K_p e + K_d (\\mathcal V_{ref} - \\mathcal V), \\quad
+    J = J_f T, \\quad r = a_{des} - (\\dot J_f v + J_f k)
+
+``J_f`` is the ``LOCAL_WORLD_ALIGNED`` frame Jacobian (linear rows first); ``a`` is the classical
+acceleration of the frame origin and the angular acceleration.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+from kangaroo_wbc.control.projected_model import ProjectedModel
+from kangaroo_wbc.control.tasks.base import Task
+
+
+class FramePoseTask(Task):
+    """6D pose of ``frame`` [m, rad]."""
+
+    dim = 6
+
+    def __init__(self, frame: str, weight=1.0, kp=200.0, kd=30.0, name: str | None = None) -> None:
+        super().__init__(name or f"{frame}_pose", weight, kp, kd)
+        self.frame = frame
+        self.position = np.zeros(3)
+        self.rotation = np.eye(3)
+        self.twist = np.zeros(6)  # [m/s, rad/s]
+        self.acceleration = np.zeros(6)  # [m/s², rad/s²]
+
+    def set_reference(self, position, rotation=None, twist=None, acceleration=None) -> None:
+        self.position = np.asarray(position, dtype=float).copy()
+        if rotation is not None:
+            self.rotation = np.asarray(rotation, dtype=float).copy()
+        self.twist = np.zeros(6) if twist is None else np.asarray(twist, dtype=float).copy()
+        self.acceleration = np.zeros(6) if acceleration is None else np.asarray(acceleration, dtype=float).copy()
+
+    def set_reference_from_current(self, pm: ProjectedModel) -> None:
+        R, p = pm.placement(self.frame)
+        self.set_reference(p, R)
+
+    def error(self, pm: ProjectedModel) -> np.ndarray:
+        R, p = pm.placement(self.frame)
+        return np.concatenate([self.position - p, pin.log3(self.rotation @ R.T)])
+
+    def jacobian_and_target(self, pm: ProjectedModel) -> tuple[np.ndarray, np.ndarray]:
+        a_des = self.acceleration + self.kp * self.error(pm) + self.kd * (self.twist - pm.twist(self.frame))
+        return pm.jacobian(self.frame), a_des - pm.drift(self.frame)
+
+
+__all__ = ["FramePoseTask"]

@@ -1,0 +1,377 @@
+"""Whole-body controller on the projected closed-chain dynamics (Kangaroo paper eq. (27)-(29), App. B).
+
+One weighted QP per tick over the decision vector (documented in :mod:`kangaroo_wbc.control.contacts`)
+
+.. math::
+
+    x = [\\dot v_{base},\\; \\ddot\\theta_a,\\; f_{1,1} \\dots f_{K,P}]
+
+.. math::
+
+    \\min_x \\sum_t \\tfrac12 \\| J_t T \\dot\\nu - r_t \\|^2_{W_t}
+        + \\tfrac{\\epsilon}{2} \\|\\dot\\nu\\|^2 + \\tfrac{\\gamma}{2} \\|f\\|^2
+    \\quad \\text{s.t.} \\quad
+    \\begin{cases}
+      M_{p,b} \\dot\\nu + h_{p,b} = (J_{c} T)_b^T W f & \\text{eq. (62), floating base} \\\\
+      J_{c} T \\dot\\nu + \\dot J_c v + J_c k = 0 & \\text{eq. (25b)/(65), stance soles} \\\\
+      |t^T f_i| \\le \\tilde\\mu\\, n^T f_i,\\; f_{min} \\le n^T f_i \\le f_{max} & \\text{friction cones} \\\\
+      \\tau_{min} \\le \\tau_a(x) \\le \\tau_{max} & \\text{eq. (69), actuator forces} \\\\
+      \\ddot\\theta_{min} \\le \\ddot\\theta_a \\le \\ddot\\theta_{max} & \\text{stroke limits}
+    \\end{cases}
+
+then the actuator forces (eq. (29)/(69)) ``tau_a = M_{p,a} nu_dot + h_{p,a} - (J_c T)_a^T W f`` and,
+optionally, the closure forces ``lambda`` (eq. (28)). The closure constraint (25c) is satisfied by
+construction: ``v = T nu`` and ``v_dot = T nu_dot + k``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kangaroo_wbc.control.constraints import (
+    ActuatorForceLimits,
+    ActuatorStrokeLimits,
+    Constraint,
+    ContactForceBox,
+    FloatingBaseDynamics,
+    FrictionCones,
+    StationaryContacts,
+)
+from kangaroo_wbc.control.contacts import ContactSpec, ContactTerms, DecisionLayout, wrench_map
+from kangaroo_wbc.control.projected_model import ProjectedModel
+from kangaroo_wbc.control.qp import OsqpSettings, OsqpSolver, QpProblem, QpSolution
+from kangaroo_wbc.control.tasks import (
+    AngularMomentumTask,
+    ComTask,
+    FramePoseTask,
+    OrientationTask,
+    PostureTask,
+    Task,
+)
+from kangaroo_wbc.errors import FrameNotFound, InputError, NoSolutionFound, suggest
+from kangaroo_wbc.model import ClosedLoopModel
+
+
+@dataclass
+class ActuatorLimits:
+    """Actuator limits [N, m, m/s] (or [N·m, rad, rad/s] for revolute actuators)."""
+
+    force_min: np.ndarray
+    force_max: np.ndarray
+    position_min: np.ndarray
+    position_max: np.ndarray
+    velocity_max: np.ndarray
+
+    @classmethod
+    def from_model(cls, clm: ClosedLoopModel) -> ActuatorLimits:
+        """Limits from the URDF: ``effort`` (max axial force), ``lower``/``upper`` stroke, ``velocity``."""
+        m = clm.model
+        effort = np.asarray(m.effortLimit)[clm.idx_v_a].astype(float)
+        effort = np.where(effort > 0, effort, np.inf)
+        vel = np.asarray(m.velocityLimit)[clm.idx_v_a].astype(float)
+        vel = np.where(vel > 0, vel, np.inf)
+        lo = np.asarray(m.lowerPositionLimit)[clm.idx_q_a].astype(float)
+        hi = np.asarray(m.upperPositionLimit)[clm.idx_q_a].astype(float)
+        bad = ~(np.isfinite(lo) & np.isfinite(hi) & (hi > lo))
+        lo, hi = np.where(bad, -np.inf, lo), np.where(bad, np.inf, hi)
+        return cls(force_min=-effort, force_max=effort, position_min=lo, position_max=hi, velocity_max=vel)
+
+
+@dataclass
+class WbcSettings:
+    """Weights [1/(task unit)²], gains [1/s², 1/s] and limits of :class:`WholeBodyController`."""
+
+    base_frame: str = "base_link"
+    com_weight: float = 10.0
+    com_kp: float = 100.0
+    com_kd: float = 20.0
+    base_weight: float = 1.0
+    base_kp: float = 100.0
+    base_kd: float = 20.0
+    foot_weight: float = 10.0
+    foot_kp: float = 300.0
+    foot_kd: float = 35.0
+    posture_weight: float = 1e-2
+    posture_kp: float = 50.0
+    posture_kd: float = 14.0
+    angular_momentum_weight: float = 1e-2
+    angular_momentum_kd: float = 5.0
+    acceleration_regularisation: float = 1e-6  # epsilon of eq. (27)
+    force_regularisation: float = 1e-6  # gamma of eq. (27)
+    contact_velocity_gain: float = 0.0  # [1/s]
+    inner_pyramid: bool = True
+    enforce_force_limits: bool = True
+    stroke_horizon_s: float = 0.05
+    acceleration_max: float = 500.0  # [m/s²] on theta_ddot_a
+    compute_lambda: bool = False
+    osqp: OsqpSettings = field(default_factory=OsqpSettings)
+
+
+@dataclass
+class FrameReference:
+    """Pose reference of a frame (swing foot) [m, rad, m/s, rad/s, m/s², rad/s²], world axes."""
+
+    position: np.ndarray
+    rotation: np.ndarray | None = None
+    twist: np.ndarray | None = None
+    acceleration: np.ndarray | None = None
+
+
+@dataclass
+class WbcReferences:
+    """References for one tick; ``None`` keeps the previous value (initialised to "hold")."""
+
+    active_contacts: tuple[str, ...] | None = None
+    com_position: np.ndarray | None = None
+    com_velocity: np.ndarray | None = None
+    com_acceleration: np.ndarray | None = None
+    base_rotation: np.ndarray | None = None
+    base_angular_velocity: np.ndarray | None = None
+    foot_poses: dict[str, FrameReference] = field(default_factory=dict)
+    posture: np.ndarray | None = None
+
+
+@dataclass
+class WbcOutput:
+    """Result of one :meth:`WholeBodyController.step`.
+
+    Attributes:
+        tau_a: actuator forces (eq. (29)/(69)) [N] (n_a,), in ``clm.actuated_joint_names`` order.
+        nu_dot: ``[v_dot_base, theta_ddot_a]`` solution.
+        forces: corner forces per contact (P, 3) [N], world axes.
+        wrenches: contact wrench at each sole origin (6,) [N, N·m], world axes.
+        lam: closure forces (eq. (28)) or None.
+        qp: the QP solution (status, iterations, KKT residuals via ``qp.kkt()``).
+        timing: seconds per phase: ``model``, ``build``, ``solve``, ``total``.
+        active_contacts: contacts treated as stance this tick.
+    """
+
+    tau_a: np.ndarray
+    nu_dot: np.ndarray
+    forces: dict[str, np.ndarray]
+    wrenches: dict[str, np.ndarray]
+    lam: np.ndarray | None
+    qp: QpSolution
+    timing: dict[str, float]
+    active_contacts: tuple[str, ...]
+
+
+class WholeBodyController:
+    """Weighted-QP whole-body controller on the projected dynamics (see module docstring).
+
+    Args:
+        clm: closed-loop model with a floating base.
+        contacts: candidate contacts (soles); each gets a swing pose task used when it is inactive.
+        settings: :class:`WbcSettings`.
+        limits: actuator limits (default: from the URDF).
+        q_nominal: configuration used to fix the QP sparsity pattern (default: ``clm.q_ref``).
+    """
+
+    def __init__(self, clm: ClosedLoopModel, contacts: Sequence[ContactSpec], settings: WbcSettings | None = None,
+                 limits: ActuatorLimits | None = None, q_nominal: np.ndarray | None = None) -> None:
+        if not clm.floating_base:
+            raise InputError("the whole-body controller needs a floating-base model")
+        self.clm = clm
+        self.settings = s = settings or WbcSettings()
+        names = [c.name for c in contacts]
+        if len(set(names)) != len(names):
+            raise InputError(f"duplicated contact names {names}")
+        if not clm.model.existFrame(s.base_frame):
+            raise FrameNotFound(f"unknown base frame {s.base_frame!r}."
+                                + suggest(s.base_frame, [f.name for f in clm.model.frames]))
+        self.contacts = tuple(contacts)
+        self.layout = L = DecisionLayout(clm.n_b, clm.n_a, self.contacts)
+        self.pm = ProjectedModel(clm, [s.base_frame] + [c.frame for c in contacts])
+        self.limits = limits or ActuatorLimits.from_model(clm)
+        # Tasks.
+        self.com_task = ComTask(s.com_weight, s.com_kp, s.com_kd)
+        self.base_task = OrientationTask(s.base_frame, s.base_weight, s.base_kp, s.base_kd)
+        self.posture_task = PostureTask(clm.n_b, clm.n_a, clm.idx_q_a, s.posture_weight, s.posture_kp, s.posture_kd)
+        self.momentum_task = AngularMomentumTask(s.angular_momentum_weight, s.angular_momentum_kd)
+        self.foot_tasks = {c.name: FramePoseTask(c.frame, s.foot_weight, s.foot_kp, s.foot_kd, name=f"foot_{c.name}")
+                           for c in contacts}
+        self.tasks: list[Task] = [self.com_task, self.base_task, self.posture_task, self.momentum_task,
+                                  *self.foot_tasks.values()]
+        # Constraints.
+        self.equalities: list[Constraint] = [FloatingBaseDynamics(L), StationaryContacts(L, s.contact_velocity_gain)]
+        self.inequalities: list[Constraint] = [FrictionCones(L, s.inner_pyramid)]
+        if s.enforce_force_limits:
+            self.inequalities.append(ActuatorForceLimits(L, self.limits.force_min, self.limits.force_max))
+        self.boxes: list[Constraint] = [
+            ContactForceBox(L),
+            ActuatorStrokeLimits(L, clm.idx_q_a, self.limits.position_min, self.limits.position_max,
+                                 self.limits.velocity_max, s.stroke_horizon_s, s.acceleration_max)]
+        # Preallocated problem data.
+        n = L.n
+        m_eq = sum(c.n_rows() for c in self.equalities)
+        m_in = sum(c.n_rows() for c in self.inequalities)
+        self._H0 = np.diag(np.concatenate([np.full(L.n_nu, s.acceleration_regularisation),
+                                           np.full(L.n_f, s.force_regularisation)]))
+        self.problem = QpProblem(H=self._H0.copy(), c=np.zeros(n), A=np.zeros((m_eq, n)), b=np.zeros(m_eq),
+                                 G=np.zeros((m_in, n)), h=np.full(m_in, np.inf), h_lower=np.full(m_in, -np.inf),
+                                 lb=np.full(n, -np.inf), ub=np.full(n, np.inf))
+        self._eq_rows = self._row_slices(self.equalities)
+        self._in_rows = self._row_slices(self.inequalities)
+        self._W = {c.name: np.zeros((6, 3 * c.n_points)) for c in contacts}
+        self._initialised = False
+        self._active: tuple[str, ...] = tuple(names)
+        self.solver = OsqpSolver(s.osqp, structure=self._structure(q_nominal))
+        self.last_output: WbcOutput | None = None
+
+    @staticmethod
+    def _row_slices(constraints: Iterable[Constraint]) -> list[slice]:
+        out, start = [], 0
+        for c in constraints:
+            out.append(slice(start, start + c.n_rows()))
+            start += c.n_rows()
+        return out
+
+    def _structure(self, q_nominal: np.ndarray | None) -> QpProblem:
+        """Sparsity pattern: the problem at ``q_nominal`` with every contact and task active."""
+        q = self.clm.q_ref if q_nominal is None else np.asarray(q_nominal, dtype=float)
+        rng = np.random.default_rng(0)
+        self.pm.update(q, 1e-3 * rng.standard_normal(self.layout.n_nu))
+        self._init_references()
+        terms = self._contact_terms(tuple(self.layout.contact_names))
+        self._fill(terms, all_tasks=True)
+        p = self.problem
+        structure = QpProblem(H=p.H + np.eye(p.n), c=p.c.copy(), A=p.A.copy(), b=p.b.copy(), G=p.G.copy(),
+                              h=p.h.copy(), h_lower=p.h_lower.copy(), lb=p.lb.copy(), ub=p.ub.copy())
+        structure.H[self.layout.nu, self.layout.nu] = 1.0  # the nu block is dense in general
+        self._initialised = False
+        return structure
+
+    # ------------------------------------------------------------------ references
+    def _init_references(self) -> None:
+        pm = self.pm
+        self.com_task.set_reference(pm.com)
+        R, _ = pm.placement(self.settings.base_frame)
+        self.base_task.set_reference(R)
+        self.posture_task.set_reference(pm.q[self.clm.idx_q_a])
+        self.momentum_task.set_reference()
+        for task in self.foot_tasks.values():
+            task.set_reference_from_current(pm)
+        self._initialised = True
+
+    def set_references(self, ref: WbcReferences) -> None:
+        """Apply the non-``None`` fields of ``ref`` to the tasks."""
+        if ref.com_position is not None:
+            self.com_task.set_reference(ref.com_position, ref.com_velocity, ref.com_acceleration)
+        if ref.base_rotation is not None:
+            self.base_task.set_reference(ref.base_rotation, ref.base_angular_velocity)
+        if ref.posture is not None:
+            self.posture_task.set_reference(ref.posture)
+        for name, fr in ref.foot_poses.items():
+            if name not in self.foot_tasks:
+                raise InputError(f"foot reference for unknown contact {name!r}; contacts are {list(self.foot_tasks)}")
+            self.foot_tasks[name].set_reference(fr.position, fr.rotation, fr.twist, fr.acceleration)
+
+    # ------------------------------------------------------------------ per tick
+    def _contact_terms(self, active: tuple[str, ...]) -> dict[str, ContactTerms]:
+        pm, out = self.pm, {}
+        for c in self.contacts:
+            R, _ = pm.placement(c.frame)
+            out[c.name] = ContactTerms(spec=c, active=c.name in active, R=R, J=pm.jacobian(c.frame),
+                                       drift=pm.drift(c.frame), twist=pm.twist(c.frame),
+                                       W=wrench_map(R, c.corners, self._W[c.name]))
+        return out
+
+    def _fill(self, terms: Mapping[str, ContactTerms], all_tasks: bool = False) -> None:
+        p, pm = self.problem, self.pm
+        p.H[:] = self._H0
+        p.c[:] = 0.0
+        for name, task in self.foot_tasks.items():
+            task.enabled = all_tasks or not terms[name].active
+        for task in self.tasks:
+            if task.enabled:
+                task.add_cost(p.H, p.c, pm)
+        for con, rows in zip(self.equalities, self._eq_rows):
+            con.fill(p.A[rows], p.b[rows], p.b[rows], pm, terms)
+        for con, rows in zip(self.inequalities, self._in_rows):
+            con.fill(p.G[rows], p.h_lower[rows], p.h[rows], pm, terms)
+        for con in self.boxes:
+            con.fill(None, p.lb, p.ub, pm, terms)
+
+    def step(self, q: np.ndarray, v: np.ndarray, active_contacts: Iterable[str] | None = None,
+             references: WbcReferences | None = None) -> WbcOutput:
+        """One control tick.
+
+        Args:
+            q: closed configuration (nq,) (base position [m] and quaternion, joints [m, rad]).
+            v: generalized velocity (nv,); only the base twist (pinocchio free-flyer convention) and
+                the actuator velocities are used, the passive ones are recomputed (``v = T nu``).
+            active_contacts: names of the soles in contact (default: the references', else all).
+            references: task references (``None`` fields keep the previous value).
+
+        Returns:
+            :class:`WbcOutput` with the actuator forces ``tau_a`` [N].
+
+        Raises:
+            InputError: non-finite or mis-sized state, unknown contact names.
+            NoSolutionFound: the QP has no usable solution (the caller picks the fallback).
+            ModelError: singular closure Jacobian.
+        """
+        t0 = time.perf_counter()
+        clm = self.clm
+        v = np.asarray(v, dtype=float)
+        if v.shape != (clm.model.nv,):
+            raise InputError(f"velocity has shape {v.shape}, expected ({clm.model.nv},)")
+        nu = np.concatenate([v[clm.idx_v_base], v[clm.idx_v_a]])
+        self.pm.update(q, nu)
+        if not self._initialised:
+            self._init_references()
+        if references is not None:
+            self.set_references(references)
+            if references.active_contacts is not None and active_contacts is None:
+                active_contacts = references.active_contacts
+        active = self._active if active_contacts is None else tuple(active_contacts)
+        unknown = set(active) - set(self.layout.contact_names)
+        if unknown:
+            raise InputError(f"unknown contacts {sorted(unknown)}; contacts are {list(self.layout.contact_names)}")
+        for name in self.layout.contact_names:  # a sole that lifts off holds its pose by default
+            if name in self._active and name not in active and (references is None
+                                                                   or name not in references.foot_poses):
+                self.foot_tasks[name].set_reference_from_current(self.pm)
+        self._active = active
+        t1 = time.perf_counter()
+        terms = self._contact_terms(active)
+        self._fill(terms)
+        t2 = time.perf_counter()
+        sol = self.solver.solve(self.problem)
+        t3 = time.perf_counter()
+        out = self._output(sol, terms, active)
+        t4 = time.perf_counter()
+        out.timing = {"model": t1 - t0, "build": t2 - t1, "solve": t3 - t2, "output": t4 - t3, "total": t4 - t0}
+        self.last_output = out
+        return out
+
+    def _output(self, sol: QpSolution, terms: Mapping[str, ContactTerms], active: tuple[str, ...]) -> WbcOutput:
+        L, pm = self.layout, self.pm
+        x = sol.x
+        nu_dot = x[L.nu].copy()
+        a = L.actuated
+        tau = pm.M_p[a] @ nu_dot + pm.h_p[a]
+        forces, wrenches = {}, {}
+        gen_force = np.zeros(pm.nv) if self.settings.compute_lambda else None
+        for c in self.contacts:
+            t = terms[c.name]
+            # ADMM iterates meet bounds only to the solver tolerance: swing soles carry exactly zero force.
+            f = x[L.force_slice(c.name)] if t.active else np.zeros(3 * c.n_points)
+            wrench = t.W @ f
+            tau -= t.J[:, a].T @ wrench
+            forces[c.name] = f.reshape(-1, 3).copy()
+            wrenches[c.name] = wrench
+            if gen_force is not None:
+                gen_force += pm.full_jacobian(c.frame).T @ wrench
+        lam = pm.lagrange_multipliers(nu_dot, gen_force) if gen_force is not None else None
+        if not np.all(np.isfinite(tau)):
+            raise NoSolutionFound("non-finite actuator forces from the QP solution", problem=self.problem, result=sol)
+        return WbcOutput(tau_a=tau, nu_dot=nu_dot, forces=forces, wrenches=wrenches, lam=lam, qp=sol,
+                         timing={}, active_contacts=active)
+
+
+__all__ = ["WholeBodyController", "WbcSettings", "WbcReferences", "WbcOutput", "FrameReference", "ActuatorLimits"]

@@ -1,0 +1,366 @@
+"""Quasi-static contact wrenches, centres of pressure and ZMP (Kangaroo paper, Section VI-B, eq. (43)-(47)).
+
+**Actuator forces** from the measured motor torques, eq. (47): ``tau_bar = tau_m 2 pi eta / L``
+with the screw lead ``L`` [m] and efficiency ``eta`` per actuator (:class:`ScrewTransmission`).
+
+**Wrenches.** Sign convention of the model (:mod:`kangaroo_wbc.model.dynamics`):
+``M v_dot + h = S_a^T tau_a + J_l^T lambda + sum_i J_{c,i}^T f_i`` with ``f_i`` the wrench the
+ground applies *on the robot*. The projected dynamics (App. B) with ``nu = [v_base, theta_dot_a]``,
+``v = T nu`` and zero velocity and acceleration keep only gravity, ``T^T g = [0; tau_a] + (J_c T)^T f``.
+Its actuated rows are the paper's eq. (44)-(46), since the actuated rows of ``T`` are the identity
+and its passive rows ``J_m``:
+
+.. math::
+
+    \\underbrace{g_a + J_m^T g_u}_{g_{p,a}} - \\bar\\tau
+      = \\underbrace{(J_{c,a} + J_{c,u} J_m)^T}_{J_{c,m}^T} f
+    \\quad\\Longrightarrow\\quad
+    f = (J_{c,m}^T)^{\\dagger} (g_{p,a} - \\bar\\tau)
+
+The paper's ``F`` (eq. (46)) is the wrench the robot applies on the ground, ``F = -f``; here ``f``
+(ground reaction, ``f_z > 0`` when standing) is reported. With a floating base ``g`` depends on
+the base orientation, taken from the estimated configuration. Each sole contributes a 6D wrench in
+its own frame (``LOCAL`` Jacobian: force then torque about the sole origin). ``J_m^T`` is never
+formed: ``J_m^T x = -J_la^T J_lu^{-T} x``, so one LU solve of ``J_lu^T`` with ``1 + 6 c`` right-hand
+sides gives both ``g_{p,a}`` and ``J_{c,m}^T``. Optional velocity terms (``include_velocity_terms``)
+replace ``g_{p,a}`` by the actuated rows of the projected bias ``T^T (h + M k)`` (slow path through
+:func:`projected_dynamics`).
+
+**CoP** of a sole wrench ``(f, tau)`` about the sole origin, in the sole frame (z normal):
+``p = (-tau_y / f_z, tau_x / f_z, 0)``. **ZMP** of the summed wrench ``(F, T)`` about the world
+origin, on the horizontal plane at height ``h`` (force-weighted sole height):
+``p_x = (h F_x - T_y) / F_z``, ``p_y = (T_x + h F_y) / F_z``. Both are undefined (flagged
+invalid, NaN) when the normal force is below ``min_normal_force_n``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+
+from kangaroo_wbc.errors import ConfigError, EstimationError, FrameNotFound, InputError, suggest
+from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics, lu_solve
+from kangaroo_wbc.estimation.filters import ButterworthFilter
+from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
+from kangaroo_wbc.model.dynamics import projected_dynamics
+
+#: Paper values (Section VI-B): ball-screw efficiency, leads of the leg-length and hip/ankle actuators.
+PAPER_SCREW_EFFICIENCY = 0.95
+PAPER_LEAD_LEG_LENGTH_M = 0.1
+PAPER_LEAD_HIP_ANKLE_M = 0.05
+
+
+@dataclass
+class ScrewTransmission:
+    """Motor torque → axial force of ball-screw actuators, eq. (47).
+
+    Attributes:
+        actuator_names: actuated joints (order of every array).
+        screw_lead_m: lead ``L`` per actuator [m].
+        screw_efficiency: efficiency ``eta`` per actuator [-].
+        is_linear: False for revolute actuators, whose effort is already a joint torque [N·m].
+    """
+
+    actuator_names: list[str]
+    screw_lead_m: np.ndarray
+    screw_efficiency: np.ndarray
+    is_linear: np.ndarray
+
+    def __post_init__(self) -> None:
+        n = len(self.actuator_names)
+        self.screw_lead_m = np.asarray(self.screw_lead_m, dtype=float)
+        self.screw_efficiency = np.asarray(self.screw_efficiency, dtype=float)
+        self.is_linear = np.asarray(self.is_linear, dtype=bool)
+        if not (self.screw_lead_m.shape == self.screw_efficiency.shape == self.is_linear.shape == (n,)):
+            raise InputError("ScrewTransmission: one lead, efficiency and type per actuator")
+        lin = self.is_linear
+        if np.any(~(self.screw_lead_m[lin] > 0)) or np.any(~((self.screw_efficiency[lin] > 0)
+                                                            & (self.screw_efficiency[lin] <= 1))):
+            raise InputError(f"ScrewTransmission: leads must be > 0 [m] and efficiencies in (0, 1]; got "
+                             f"{self.screw_lead_m}, {self.screw_efficiency}")
+        gain = np.ones(n)
+        gain[lin] = 2.0 * math.pi * self.screw_efficiency[lin] / self.screw_lead_m[lin]
+        self.gain = gain  # [N / (N·m)], 1 for revolute actuators
+
+    @classmethod
+    def from_model(cls, clm: ClosedLoopModel, default_screw_lead_m: float = PAPER_LEAD_HIP_ANKLE_M,
+                   default_screw_efficiency: float = PAPER_SCREW_EFFICIENCY,
+                   overrides: Mapping[str, Mapping[str, float]] | None = None) -> ScrewTransmission:
+        """Per-actuator parameters: defaults < the closure file's ``actuators`` entries < ``overrides``.
+
+        ``overrides`` maps an actuator name to ``{"screw_lead_m": ..., "screw_efficiency": ...}``.
+        """
+        m = clm.model
+        names = list(clm.actuated_joint_names)
+        lead = np.full(len(names), float(default_screw_lead_m))
+        eff = np.full(len(names), float(default_screw_efficiency))
+        prismatic = ("JointModelPX", "JointModelPY", "JointModelPZ", "JointModelPrismaticUnaligned")
+        linear = np.array([m.joints[m.getJointId(n)].shortname() in prismatic for n in names], dtype=bool)
+        sources = [(clm.closure_file.actuators or {}, clm.closure_file.source), (overrides or {}, "overrides")]
+        for table, where in sources:
+            for name, entry in table.items():
+                if name not in names:
+                    raise ConfigError(f"{where}: actuators: unknown actuator {name!r}." + suggest(name, names))
+                i = names.index(name)
+                if not isinstance(entry, Mapping):
+                    raise ConfigError(f"{where}: actuators.{name}: expected a mapping, got {entry!r}")
+                if entry.get("screw_lead_m") is not None:
+                    lead[i] = float(entry["screw_lead_m"])
+                if entry.get("screw_efficiency") is not None:
+                    eff[i] = float(entry["screw_efficiency"])
+        return cls(names, lead, eff, linear)
+
+    def force(self, motor_torque_nm: np.ndarray) -> np.ndarray:
+        """Axial forces ``tau_bar = tau_m 2 pi eta / L`` [N] (eq. (47)); torques pass through."""
+        return self.gain * motor_torque_nm
+
+    def motor_torque(self, force_n: np.ndarray) -> np.ndarray:
+        """Inverse of :meth:`force`: motor torques [N·m] producing ``force_n`` [N]."""
+        return np.asarray(force_n, dtype=float) / self.gain
+
+
+@dataclass
+class ContactWrenchConfig:
+    """Parameters of :class:`ContactWrenchEstimator`.
+
+    Attributes:
+        cutoff_hz: Butterworth cutoff [Hz] (paper: 5 Hz).
+        sample_rate_hz: update rate [Hz] (1 kHz).
+        filter_order: Butterworth order (paper: 2).
+        filter_enabled: filter the wrenches before CoP/ZMP.
+        min_normal_force_n: CoP/ZMP are defined above this normal force [N].
+        include_velocity_terms: add Coriolis/centrifugal and closure-bias terms (slow).
+        rcond: relative singular-value cut-off of the pseudo-inverse when ``J_c,m`` is not square.
+    """
+
+    cutoff_hz: float = 5.0
+    sample_rate_hz: float = 1000.0
+    filter_order: int = 2
+    filter_enabled: bool = True
+    min_normal_force_n: float = 10.0
+    include_velocity_terms: bool = False
+    rcond: float = 1e-8
+
+    def __post_init__(self) -> None:
+        if not self.min_normal_force_n > 0:
+            raise InputError(f"ContactWrenchConfig.min_normal_force_n must be > 0 [N], got {self.min_normal_force_n}")
+
+
+@dataclass
+class ContactWrenchEstimate:
+    """Output of :meth:`ContactWrenchEstimator.update` (buffers reused between calls).
+
+    Attributes:
+        sole_frames: the soles, order of every per-sole array.
+        actuator_force: actuator forces used [N] (or [N·m]).
+        wrench_sole_in_sole_raw: unfiltered ground wrench on each sole, ``[f; tau]`` about the
+            sole origin in the sole frame, (c, 6) [N, N·m].
+        wrench_sole_in_sole: filtered version (what CoP/ZMP use), (c, 6).
+        wrench_sole_in_world: filtered, rotated to world axes (still about the sole origin), (c, 6).
+        cop_sole_in_sole: CoP in the sole frame (c, 3) [m], NaN where invalid.
+        cop_in_world: CoP in the world frame (c, 3) [m], NaN where invalid.
+        cop_valid: normal force above the threshold, (c,).
+        zmp_in_world: ZMP [m], NaN if invalid; zmp_valid.
+        total_force_in_world: sum of the filtered sole forces [N].
+        residual: ``||J_cm^T f - (g_pa - tau_bar)||`` [N] (0 when the actuators determine ``f``).
+    """
+
+    sole_frames: list[str]
+    actuator_force: np.ndarray
+    wrench_sole_in_sole_raw: np.ndarray
+    wrench_sole_in_sole: np.ndarray
+    wrench_sole_in_world: np.ndarray
+    cop_sole_in_sole: np.ndarray
+    cop_in_world: np.ndarray
+    cop_valid: np.ndarray
+    zmp_in_world: np.ndarray
+    zmp_valid: bool = False
+    total_force_in_world: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    residual: float = 0.0
+
+
+class ContactWrenchEstimator:
+    """Contact wrenches from actuator forces, eq. (43)-(47), plus CoPs and ZMP.
+
+    Args:
+        clm: the closed-loop model (floating or fixed base).
+        sole_frames: contact frames (z axis = sole normal, origin on the sole surface).
+        transmission: motor torque → force map (default: :meth:`ScrewTransmission.from_model`).
+        config: filter and threshold parameters.
+    """
+
+    def __init__(self, clm: ClosedLoopModel, sole_frames: Sequence[str],
+                 transmission: ScrewTransmission | None = None,
+                 config: ContactWrenchConfig | None = None) -> None:
+        self.clm = clm
+        self.model, self.data = clm.model, clm.data
+        self.config = cfg = config or ContactWrenchConfig()
+        self.sole_frames = list(sole_frames)
+        if not self.sole_frames:
+            raise InputError("ContactWrenchEstimator: at least one sole frame is required")
+        names = [f.name for f in self.model.frames]
+        self.frame_ids = []
+        for s in self.sole_frames:
+            if not self.model.existFrame(s):
+                raise FrameNotFound(f"unknown sole frame {s!r}." + suggest(s, names))
+            self.frame_ids.append(int(self.model.getFrameId(s)))
+        self.transmission = transmission or ScrewTransmission.from_model(clm)
+        if self.transmission.actuator_names != list(clm.actuated_joint_names):
+            raise InputError("ContactWrenchEstimator: transmission actuators differ from the model's")
+        self.kin = ClosureKinematics(clm)
+        c = len(self.sole_frames)
+        self.n_soles = c
+        nv, n_u, n_a = self.model.nv, clm.n_u, clm.n_a
+        self._Jc = np.zeros((6 * c, nv))
+        self._rhs = np.zeros((n_u, 1 + 6 * c))
+        self._square = n_a == 6 * c
+        self.filter = ButterworthFilter(cfg.cutoff_hz, cfg.sample_rate_hz, 6 * c, cfg.filter_order)
+        self.estimate = ContactWrenchEstimate(
+            sole_frames=list(self.sole_frames), actuator_force=np.zeros(n_a),
+            wrench_sole_in_sole_raw=np.zeros((c, 6)), wrench_sole_in_sole=np.zeros((c, 6)),
+            wrench_sole_in_world=np.zeros((c, 6)), cop_sole_in_sole=np.full((c, 3), np.nan),
+            cop_in_world=np.full((c, 3), np.nan), cop_valid=np.zeros(c, dtype=bool),
+            zmp_in_world=np.full(3, np.nan))
+        self.J_cm_T = np.zeros((n_a, 6 * c))  # last J_c,m^T, for diagnostics and tests
+        self.g_pa = np.zeros(n_a)  # last g_a + J_m^T g_u [N]
+
+    def reset_filter(self) -> None:
+        """Forget the filter state (the next sample initialises it)."""
+        self.filter.reset(None)
+
+    # ------------------------------------------------------------------ core of eq. (46)
+    def _raw_wrenches(self, q: np.ndarray, tau_bar: np.ndarray, v: np.ndarray | None) -> np.ndarray:
+        clm, m, data = self.clm, self.model, self.data
+        c = self.n_soles
+        self.kin.update(q)
+        _, J_lu, J_la = self.kin.evaluate()
+        Jc = self._Jc
+        for i, fid in enumerate(self.frame_ids):
+            Jc[6 * i:6 * i + 6] = pin.getFrameJacobian(m, data, fid, pin.LOCAL)
+        Jc_u, Jc_a = Jc[:, clm.idx_v_u], Jc[:, clm.idx_v_a]
+        if self.config.include_velocity_terms and v is not None:
+            pd = projected_dynamics(clm, q, v, self.sole_frames, 6, pin.LOCAL)
+            g_u = None
+            g_pa = pd.h[pd.actuated_rows]
+        else:
+            g = pin.computeGeneralizedGravity(m, data, q)
+            g_u = g[clm.idx_v_u]
+            g_a = g[clm.idx_v_a]
+        rhs = self._rhs
+        rhs[:, 0] = 0.0 if g_u is None else g_u
+        rhs[:, 1:] = Jc_u.T
+        if clm.n_u:
+            Y = lu_solve(J_lu.T, rhs)
+            if Y is None:
+                raise EstimationError("J_lu is singular: the configuration is at a kinematic singularity")
+            JlaT = J_la.T
+            if g_u is not None:
+                g_pa = g_a - JlaT @ Y[:, 0]
+            J_cm_T = Jc_a.T - JlaT @ Y[:, 1:]
+        else:
+            if g_u is not None:
+                g_pa = g_a
+            J_cm_T = Jc_a.T
+        self.J_cm_T[:] = J_cm_T
+        self.g_pa[:] = g_pa
+        b = g_pa - tau_bar
+        f = None
+        if self._square:
+            f = lu_solve(J_cm_T, b)
+            if f is not None and not np.isfinite(f).all():
+                f = None
+        if f is None:
+            f = np.linalg.lstsq(J_cm_T, b, rcond=self.config.rcond)[0]
+            self.estimate.residual = float(np.linalg.norm(J_cm_T @ f - b))
+        else:
+            self.estimate.residual = 0.0
+        return f.reshape(c, 6)
+
+    # ------------------------------------------------------------------ public
+    def update(self, q: np.ndarray, motor_torque: np.ndarray | None = None,
+               actuator_force: np.ndarray | None = None, v: np.ndarray | None = None) -> ContactWrenchEstimate:
+        """One estimation tick.
+
+        Args:
+            q: estimated configuration (base orientation included for a floating base).
+            motor_torque: measured motor torques ``tau_m`` [N·m] (eq. (47) converts them), or
+            actuator_force: actuator forces ``tau_bar`` directly [N] (one of the two).
+            v: velocity, used only with ``include_velocity_terms``.
+
+        Returns:
+            The estimate (internal buffers, overwritten at the next call).
+
+        Raises:
+            EstimationError: non-finite or wrongly sized input, singular configuration.
+        """
+        clm, est = self.clm, self.estimate
+        n_a = clm.n_a
+        q = np.asarray(q, dtype=float)
+        if q.shape != (self.model.nq,) or not np.isfinite(q).all():
+            raise EstimationError(f"configuration must be finite with shape ({self.model.nq},), got {q.shape}")
+        if (motor_torque is None) == (actuator_force is None):
+            raise InputError("give exactly one of motor_torque and actuator_force")
+        x = np.asarray(motor_torque if actuator_force is None else actuator_force, dtype=float)
+        if x.shape != (n_a,) or not np.isfinite(x).all():
+            raise EstimationError(f"actuator efforts must be finite with shape ({n_a},), got {x.shape}")
+        est.actuator_force[:] = x if motor_torque is None else self.transmission.force(x)
+        raw = self._raw_wrenches(q, est.actuator_force, v)
+        est.wrench_sole_in_sole_raw[:] = raw
+        if self.config.filter_enabled:
+            est.wrench_sole_in_sole[:] = self.filter(raw.reshape(-1)).reshape(self.n_soles, 6)
+        else:
+            est.wrench_sole_in_sole[:] = raw
+        self._cop_and_zmp()
+        return est
+
+    def _cop_and_zmp(self) -> None:
+        """CoPs and ZMP from the filtered sole wrenches (formulas in the module docstring).
+
+        A handful of soles: plain float arithmetic is faster than small numpy operations here.
+        """
+        est, f_min = self.estimate, self.config.min_normal_force_n
+        oMf = self.data.oMf  # frame placements at q (full-model update of _raw_wrenches)
+        Fx = Fy = Fz = Tx = Ty = 0.0
+        h_num = h_den = 0.0
+        nan = math.nan
+        for i, fid in enumerate(self.frame_ids):
+            M = oMf[fid]
+            (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = M.rotation.tolist()
+            px, py, pz = M.translation.tolist()
+            fx, fy, fz, tx, ty, tz = est.wrench_sole_in_sole[i].tolist()
+            fwx, fwy, fwz = r00 * fx + r01 * fy + r02 * fz, r10 * fx + r11 * fy + r12 * fz, r20 * fx + r21 * fy + r22 * fz
+            twx, twy, twz = r00 * tx + r01 * ty + r02 * tz, r10 * tx + r11 * ty + r12 * tz, r20 * tx + r21 * ty + r22 * tz
+            est.wrench_sole_in_world[i] = (fwx, fwy, fwz, twx, twy, twz)
+            Fx += fwx
+            Fy += fwy
+            Fz += fwz
+            Tx += twx + py * fwz - pz * fwy  # moment about the world origin: tau + p x f
+            Ty += twy + pz * fwx - px * fwz
+            if fz > f_min:
+                cx, cy = -ty / fz, tx / fz
+                est.cop_valid[i] = True
+                est.cop_sole_in_sole[i] = (cx, cy, 0.0)
+                est.cop_in_world[i] = (r00 * cx + r01 * cy + px, r10 * cx + r11 * cy + py, r20 * cx + r21 * cy + pz)
+                if fwz > 0.0:
+                    h_num += fwz * pz
+                    h_den += fwz
+            else:
+                est.cop_valid[i] = False
+                est.cop_sole_in_sole[i] = nan
+                est.cop_in_world[i] = nan
+        est.total_force_in_world[:] = (Fx, Fy, Fz)
+        if Fz > f_min and h_den > 0.0:
+            h = h_num / h_den
+            est.zmp_in_world[:] = ((h * Fx - Ty) / Fz, (Tx + h * Fy) / Fz, h)
+            est.zmp_valid = True
+        else:
+            est.zmp_in_world[:] = nan
+            est.zmp_valid = False
+
+
+__all__ = ["ContactWrenchConfig", "ContactWrenchEstimate", "ContactWrenchEstimator", "ScrewTransmission",
+           "PAPER_LEAD_HIP_ANKLE_M", "PAPER_LEAD_LEG_LENGTH_M", "PAPER_SCREW_EFFICIENCY"]

@@ -1,0 +1,101 @@
+"""Causal low-pass filters for per-sample (1 kHz) estimation.
+
+The Kangaroo paper filters the estimated contact wrenches with a second-order Butterworth low-pass
+at 5 Hz (Section VI-B). :class:`ButterworthFilter` designs the filter with
+``scipy.signal.butter(..., output="sos")`` (bilinear transform, cutoff pre-warped, so the -3 dB
+point is exactly ``cutoff_hz``) and runs it sample by sample, vectorised over channels, as a
+cascade of biquads in transposed direct form II:
+
+.. math::
+
+    y_k = b_0 x_k + z_{1,k}, \\qquad
+    z_{1,k+1} = b_1 x_k - a_1 y_k + z_{2,k}, \\qquad
+    z_{2,k+1} = b_2 x_k - a_2 y_k
+
+(``a_0 = 1``). This is the recursion of ``scipy.signal.sosfilt``; a hand-rolled loop avoids its
+per-call overhead for one sample. :meth:`ButterworthFilter.reset` sets the state to the steady
+state of a constant input (``sosfilt_zi``), so the output starts at the first sample without a
+transient.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.signal
+
+from kangaroo_wbc.errors import InputError
+
+
+class ButterworthFilter:
+    """Causal Butterworth low-pass, stateful, one sample (a vector of channels) at a time.
+
+    Args:
+        cutoff_hz: -3 dB frequency [Hz] (paper: 5 Hz); must be below ``sample_rate_hz / 2``.
+        sample_rate_hz: sampling rate [Hz] (1 kHz on Kangaroo).
+        n_channels: number of independent channels filtered in parallel.
+        order: filter order (paper: 2).
+    """
+
+    def __init__(self, cutoff_hz: float = 5.0, sample_rate_hz: float = 1000.0, n_channels: int = 1,
+                 order: int = 2) -> None:
+        if not (sample_rate_hz > 0 and 0 < cutoff_hz < 0.5 * sample_rate_hz):
+            raise InputError(f"ButterworthFilter: need 0 < cutoff_hz ({cutoff_hz}) < sample_rate_hz / 2 "
+                             f"({sample_rate_hz} / 2)")
+        if order < 1 or n_channels < 1:
+            raise InputError(f"ButterworthFilter: order ({order}) and n_channels ({n_channels}) must be >= 1")
+        self.cutoff_hz, self.sample_rate_hz, self.order = float(cutoff_hz), float(sample_rate_hz), int(order)
+        self.n_channels = int(n_channels)
+        self.sos = scipy.signal.butter(order, cutoff_hz, btype="low", fs=sample_rate_hz, output="sos")
+        self._zi_unit = scipy.signal.sosfilt_zi(self.sos)  # (n_sections, 2) for a unit step
+        # Per section coefficients as Python floats (the fastest scalars in the inner loop).
+        self._coef = [tuple(float(c) for c in (s[0], s[1], s[2], s[4], s[5])) for s in self.sos]
+        self._z = np.zeros((len(self.sos), 2, self.n_channels))
+        self._y = np.zeros(self.n_channels)
+        self._tmp = np.zeros(self.n_channels)
+        self._u = np.zeros(self.n_channels)
+        self.initialized = False
+
+    def reset(self, x0: np.ndarray | float | None = None) -> None:
+        """Steady state at the constant input ``x0`` (zero state when None)."""
+        if x0 is None:
+            self._z[:] = 0.0
+            self.initialized = False
+            return
+        x0 = np.broadcast_to(np.asarray(x0, dtype=float), (self.n_channels,))
+        self._z[:] = self._zi_unit[:, :, None] * x0[None, None, :]
+        self._y[:] = x0
+        self.initialized = True
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """Filter one sample (shape ``(n_channels,)``); returns an internal buffer (copy to keep).
+
+        The first sample after construction or ``reset(None)`` initialises the state to its
+        steady state (output = input).
+        """
+        x = np.asarray(x, dtype=float)
+        if not self.initialized:
+            self.reset(x)
+            return self._y
+        y, tmp, u = self._y, self._tmp, self._u
+        u[:] = x
+        for (b0, b1, b2, a1, a2), z in zip(self._coef, self._z):
+            z1, z2 = z[0], z[1]
+            np.multiply(u, b0, out=y)  # y = b0 u + z1
+            y += z1
+            np.multiply(u, b1, out=z1)  # z1 = b1 u - a1 y + z2
+            np.multiply(y, a1, out=tmp)
+            z1 -= tmp
+            z1 += z2
+            np.multiply(u, b2, out=z2)  # z2 = b2 u - a2 y
+            np.multiply(y, a2, out=tmp)
+            z2 -= tmp
+            u[:] = y  # input of the next section
+        return y
+
+    @property
+    def output(self) -> np.ndarray:
+        """The last filtered sample."""
+        return self._y
+
+
+__all__ = ["ButterworthFilter"]

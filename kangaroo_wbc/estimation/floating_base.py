@@ -1,0 +1,310 @@
+"""Floating-base state from the IMU and contact-aided leg kinematics.
+
+**Orientation and angular velocity** come from the IMU (its own attitude filter), moved to the
+base with the fixed IMU mounting ``R_base_imu`` read from the model:
+``R_world_base = R_world_imu R_base_imu^T``, ``omega_base_in_base = R_base_imu omega_imu_in_imu``.
+
+**Linear velocity** (leg odometry). A sole in contact does not move. With ``r`` the sole position
+relative to the base origin and ``u = J^lin_joints(q) theta_dot`` the sole velocity due to the
+joints, both in base axes, ``0 = v_base + omega x r + u`` gives one measurement per sole in contact:
+
+.. math::  v_{base,i} = -\\omega \\times r_i - u_i   \\quad\\text{(base frame)}
+
+**Position.** When a sole touches down its world position is stored (*anchor*, height optionally
+snapped to a known flat ground). While it stays in contact, ``p_base = anchor_i - R_world_base r_i``
+is a position measurement, so the base does not drift during stance; in flight the position is
+dead-reckoned.
+
+**Filter.** A linear Kalman filter per world axis on ``x = [p, v]`` (the three axes share the same
+model, so they share one 2×2 covariance):
+
+.. math::
+
+    x_{k+1} = \\begin{bmatrix} 1 & dt \\\\ 0 & 1 \\end{bmatrix} x_k
+              + \\begin{bmatrix} dt^2/2 \\\\ dt \\end{bmatrix} a_k, \\qquad
+    Q = \\sigma_a^2 \\begin{bmatrix} dt^4/4 & dt^3/2 \\\\ dt^3/2 & dt^2 \\end{bmatrix}
+
+with ``a = R_world_imu f_imu + g`` (accelerometer specific force, lever arm neglected) or ``a = 0``
+without accelerometer, then the leg-odometry velocity update (variance ``sigma_v^2 / n``) and the
+anchored-position update (``sigma_p^2 / n``), ``n`` the number of soles in contact. It is a
+complementary filter with a covariance-tuned crossover: the IMU carries the high frequencies,
+the legs the low ones.
+
+**Contacts** come from the estimated normal forces with hysteresis (:class:`ContactDetector`),
+or are given directly by the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from kangaroo_wbc.errors import EstimationError, FrameNotFound, InputError, ModelError, suggest
+from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel, skew
+
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+
+class ContactDetector:
+    """Per-sole contact flags from normal forces with hysteresis.
+
+    A sole enters contact when its normal force rises above ``force_on_n`` and leaves it when the
+    force falls below ``force_off_n`` (``force_off_n < force_on_n``).
+
+    Args:
+        n_soles: number of soles.
+        force_on_n, force_off_n: thresholds [N].
+        initial: initial state of every sole (standing robot: True).
+    """
+
+    def __init__(self, n_soles: int, force_on_n: float = 60.0, force_off_n: float = 30.0,
+                 initial: bool = True) -> None:
+        if not 0.0 <= force_off_n < force_on_n:
+            raise InputError(f"ContactDetector: need 0 <= force_off_n ({force_off_n}) < force_on_n ({force_on_n}) [N]")
+        self.force_on_n, self.force_off_n = float(force_on_n), float(force_off_n)
+        self.state = np.full(n_soles, bool(initial))
+
+    def update(self, normal_forces_n: np.ndarray) -> np.ndarray:
+        """New contact flags from the sole normal forces [N] (NaN keeps the previous state)."""
+        f = np.asarray(normal_forces_n, dtype=float)
+        if f.shape != self.state.shape:
+            raise InputError(f"ContactDetector: {f.shape[0] if f.ndim else 0} forces for {self.state.size} soles")
+        self.state = np.where(f > self.force_on_n, True, np.where(f < self.force_off_n, False, self.state))
+        return self.state
+
+
+@dataclass
+class FloatingBaseConfig:
+    """Noise model and options of :class:`FloatingBaseEstimator`.
+
+    Attributes:
+        accel_noise_std: process noise on the base acceleration [m/s²].
+        leg_velocity_std: leg-odometry velocity noise, per sole [m/s].
+        foot_position_std: anchored-foot position noise, per sole [m].
+        use_accelerometer: predict with the accelerometer (else constant velocity).
+        ground_height_m: height of a flat ground; anchors of soles touching down are snapped to
+            it (None: keep the estimated sole height).
+        gravity_m_s2: gravity magnitude [m/s²] (world z up).
+        initial_position_std: initial position standard deviation [m].
+    """
+
+    accel_noise_std: float = 1.0
+    leg_velocity_std: float = 0.02
+    foot_position_std: float = 0.005
+    use_accelerometer: bool = True
+    ground_height_m: float | None = 0.0
+    gravity_m_s2: float = 9.81
+    initial_position_std: float = 0.01
+
+    def __post_init__(self) -> None:
+        for k in ("accel_noise_std", "leg_velocity_std", "foot_position_std", "initial_position_std"):
+            if not getattr(self, k) > 0:
+                raise InputError(f"FloatingBaseConfig.{k} must be > 0, got {getattr(self, k)}")
+
+
+class FloatingBaseEstimator:
+    """Base pose and twist from the IMU and the legs (see the module docstring).
+
+    Args:
+        clm: closed-loop model with a floating base.
+        sole_frames: contact frames (origin on the sole).
+        imu_frame: frame of the IMU, rigidly attached to the base link.
+        config: noise model.
+    """
+
+    def __init__(self, clm: ClosedLoopModel, sole_frames: Sequence[str], imu_frame: str = "imu",
+                 config: FloatingBaseConfig | None = None) -> None:
+        if not clm.floating_base:
+            raise ModelError("FloatingBaseEstimator needs a model with a floating base")
+        self.clm, self.model, self.data = clm, clm.model, clm.data
+        self.config = config or FloatingBaseConfig()
+        m = self.model
+        names = [f.name for f in m.frames]
+        for f in [*sole_frames, imu_frame]:
+            if not m.existFrame(f):
+                raise FrameNotFound(f"unknown frame {f!r}." + suggest(f, names))
+        self.sole_frames = list(sole_frames)
+        self.sole_ids = [int(m.getFrameId(f)) for f in sole_frames]
+        imu = m.frames[m.getFrameId(imu_frame)]
+        if imu.parentJoint != 1:
+            raise ModelError(f"IMU frame {imu_frame!r} must be attached to the base link (the floating-base "
+                             f"joint), it moves with joint {m.names[imu.parentJoint]!r}")
+        self.imu_frame = imu_frame
+        self.R_base_imu = imu.placement.rotation.copy()
+        self.p_base_imu = imu.placement.translation.copy()
+        self.idx_v_joints = np.arange(6, m.nv)
+        c = len(self.sole_ids)
+        self.contact = np.ones(c, dtype=bool)
+        self.anchor_in_world = np.zeros((c, 3))
+        self.sole_in_base = np.zeros((c, 3))  # r_i [m]
+        self.x = np.zeros((2, 3))  # [p_world; v_world]
+        self.P = np.eye(2)
+        self.R_world_base = np.eye(3)
+        self.angular_velocity_base_in_base = np.zeros(3)
+        self.initialized = False
+        self.q_base = np.zeros(7)
+        self.q_base[6] = 1.0
+        self.v_base = np.zeros(6)
+
+    # ------------------------------------------------------------------ helpers
+    def _orientation(self, quat_imu_xyzw: np.ndarray) -> np.ndarray:
+        qn = np.asarray(quat_imu_xyzw, dtype=float)
+        n = float(np.linalg.norm(qn))
+        if qn.shape != (4,) or not np.isfinite(qn).all() or n < 0.5:
+            raise EstimationError(f"invalid IMU orientation quaternion {qn}")
+        x, y, z, w = qn / n
+        R_world_imu = pin.Quaternion(w, x, y, z).toRotationMatrix()
+        return R_world_imu @ self.R_base_imu.T
+
+    def _sole_kinematics(self, v: np.ndarray) -> np.ndarray:
+        """``r_i`` (stored) and ``u_i`` in base axes, from the model data at the current joints."""
+        m, data = self.model, self.data
+        oMb = data.oMi[1]
+        Rb, pb = oMb.rotation, oMb.translation
+        u = np.zeros((len(self.sole_ids), 3))
+        vj = v[6:]
+        for i, fid in enumerate(self.sole_ids):
+            self.sole_in_base[i] = Rb.T @ (data.oMf[fid].translation - pb)
+            J = pin.getFrameJacobian(m, data, fid, LWA)
+            u[i] = Rb.T @ (J[:3, 6:] @ vj)
+        return u
+
+    # ------------------------------------------------------------------ public
+    def reset(self, q: np.ndarray, orientation_imu_xyzw: np.ndarray | None = None,
+              contact: np.ndarray | None = None, kinematics_updated: bool = False) -> None:
+        """Initialise the pose: orientation from the IMU (default identity), ``x = y = 0`` and a
+        height that puts the soles in contact on the ground (``ground_height_m``, else 0)."""
+        if not kinematics_updated:
+            pin.computeJointJacobians(self.model, self.data, q)
+            pin.updateFramePlacements(self.model, self.data)
+        self.R_world_base = np.eye(3) if orientation_imu_xyzw is None else self._orientation(orientation_imu_xyzw)
+        self._sole_kinematics(np.zeros(self.model.nv))
+        if contact is not None:
+            self.contact = np.asarray(contact, dtype=bool).copy()
+        soles_w = self.sole_in_base @ self.R_world_base.T  # R r_i, (c, 3)
+        ground = self.config.ground_height_m or 0.0
+        sel = self.contact if self.contact.any() else np.ones_like(self.contact)
+        self.x[:] = 0.0
+        self.x[0, 2] = ground - float(np.mean(soles_w[sel, 2]))
+        self.anchor_in_world[:] = self.x[0] + soles_w
+        s = self.config.initial_position_std
+        self.P = np.diag([s * s, self.config.leg_velocity_std ** 2])
+        self.initialized = True
+        self._write_outputs()
+
+    def update(self, q: np.ndarray, v: np.ndarray, orientation_imu_xyzw: np.ndarray,
+               angular_velocity_imu_in_imu: np.ndarray, linear_acceleration_imu_in_imu: np.ndarray | None,
+               contact: np.ndarray, dt_s: float, kinematics_updated: bool = False) -> None:
+        """One tick.
+
+        Args:
+            q, v: joint state (base entries ignored); the model data must hold the full-model update
+                at ``q`` when ``kinematics_updated`` (as after :meth:`PassiveStateEstimator.update`).
+            orientation_imu_xyzw: IMU orientation in the world, ROS order ``x, y, z, w``.
+            angular_velocity_imu_in_imu: gyro [rad/s].
+            linear_acceleration_imu_in_imu: specific force [m/s²] (None: no accelerometer).
+            contact: per-sole contact flags.
+            dt_s: time step [s].
+
+        Raises:
+            EstimationError: invalid IMU sample or time step.
+        """
+        cfg = self.config
+        if not 0.0 < dt_s < 1.0:
+            raise EstimationError(f"dt_s = {dt_s} s outside (0, 1)")
+        gyro = np.asarray(angular_velocity_imu_in_imu, dtype=float)
+        if gyro.shape != (3,) or not np.isfinite(gyro).all():
+            raise EstimationError("invalid IMU angular velocity")
+        if not self.initialized:
+            self.reset(q, orientation_imu_xyzw, contact, kinematics_updated)
+        if not kinematics_updated:
+            pin.computeJointJacobians(self.model, self.data, q)
+            pin.updateFramePlacements(self.model, self.data)
+        R = self._orientation(orientation_imu_xyzw)
+        self.R_world_base = R
+        omega_b = self.R_base_imu @ gyro
+        self.angular_velocity_base_in_base = omega_b
+        u = self._sole_kinematics(v)
+        contact = np.asarray(contact, dtype=bool)
+        touchdown = contact & ~self.contact
+        self.contact = contact.copy()
+
+        # --- predict
+        a = np.zeros(3)
+        if cfg.use_accelerometer and linear_acceleration_imu_in_imu is not None:
+            acc = np.asarray(linear_acceleration_imu_in_imu, dtype=float)
+            if acc.shape != (3,) or not np.isfinite(acc).all():
+                raise EstimationError("invalid IMU linear acceleration")
+            a = R @ (self.R_base_imu @ acc)
+            a[2] -= cfg.gravity_m_s2
+        dt = dt_s
+        x = self.x
+        x[0] += dt * x[1] + 0.5 * dt * dt * a
+        x[1] += dt * a
+        (p00, p01), (p10, p11) = self.P
+        p00, p01, p11 = p00 + dt * (2 * p01 + dt * p11), p01 + dt * p11, p11
+        s2 = cfg.accel_noise_std ** 2
+        p00 += s2 * dt ** 4 / 4
+        p01 += s2 * dt ** 3 / 2
+        p11 += s2 * dt * dt
+
+        n = int(contact.sum())
+        if n:
+            soles_w = self.sole_in_base @ R.T  # R r_i
+            # --- leg-odometry velocity update (H = [0 1])
+            wx = skew(omega_b)
+            v_b = -(self.sole_in_base[contact] @ wx.T) - u[contact]  # (n, 3), base frame
+            z_v = R @ v_b.mean(axis=0)
+            S = p11 + cfg.leg_velocity_std ** 2 / n
+            k0, k1 = p01 / S, p11 / S
+            y = z_v - x[1]
+            x[0] += k0 * y
+            x[1] += k1 * y
+            p00, p01, p11 = p00 - k0 * p01, p01 - k0 * p11, p11 - k1 * p11
+            # --- anchors of new contacts, then position update (H = [1 0])
+            for i in np.flatnonzero(touchdown):
+                self.anchor_in_world[i] = x[0] + soles_w[i]
+                if cfg.ground_height_m is not None:
+                    self.anchor_in_world[i, 2] = cfg.ground_height_m
+            z_p = (self.anchor_in_world[contact] - soles_w[contact]).mean(axis=0)
+            S = p00 + cfg.foot_position_std ** 2 / n
+            k0, k1 = p00 / S, p01 / S
+            y = z_p - x[0]
+            x[0] += k0 * y
+            x[1] += k1 * y
+            p00, p01, p11 = p00 - k0 * p00, p01 - k0 * p01, p11 - k1 * p01
+        self.P = np.array([[p00, p01], [p01, p11]])
+        self._write_outputs()
+
+    def _write_outputs(self) -> None:
+        R = self.R_world_base
+        self.q_base[:3] = self.x[0]
+        self.q_base[3:] = pin.Quaternion(R).coeffs()  # x, y, z, w
+        self.v_base[:3] = R.T @ self.x[1]
+        self.v_base[3:] = self.angular_velocity_base_in_base
+
+    @property
+    def position_in_world(self) -> np.ndarray:
+        """Base position [m] in the world (odom) frame."""
+        return self.x[0]
+
+    @property
+    def linear_velocity_in_world(self) -> np.ndarray:
+        """Base linear velocity [m/s] in world axes."""
+        return self.x[1]
+
+    @property
+    def position_variance(self) -> float:
+        """Variance of each position coordinate [m²]."""
+        return float(self.P[0, 0])
+
+    @property
+    def velocity_variance(self) -> float:
+        """Variance of each velocity coordinate [m²/s²]."""
+        return float(self.P[1, 1])
+
+
+__all__ = ["ContactDetector", "FloatingBaseConfig", "FloatingBaseEstimator"]

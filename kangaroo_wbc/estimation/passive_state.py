@@ -1,0 +1,221 @@
+"""Passive-state estimator of a closed-linkage robot (Kangaroo paper, Section VI-A, eq. (35)-(40)).
+
+Only the actuated joints are measured (``theta_bar_a``, ``theta_dot_bar_a``); the passive joints
+``theta_u`` follow from the closures. At every tick ``k`` (1 kHz on Kangaroo):
+
+.. math::
+
+    \\dot\\theta_{a,k} &= \\bar{\\dot\\theta}_a + \\beta (\\bar\\theta_a - \\theta_{a,k})
+        && \\text{(below eq. (38))} \\\\
+    \\dot\\theta^*_{u,k+1} &= J_m(\\theta_k)\\, \\dot\\theta_{a,k} - \\alpha\\, J_{lu}(\\theta_k)^{-1} e_l(\\theta_k)
+        && \\text{(38)} \\\\
+    \\theta_{k+1} &= \\theta_k \\oplus dt\\, [\\dot\\theta^*_{u,k+1};\\ \\dot\\theta_{a,k}]
+        && \\text{(39)-(40), } \\oplus = \\texttt{pin.integrate} \\\\
+    \\dot\\theta_{k+1} &= [J_m(\\theta_k)\\, \\bar{\\dot\\theta}_a;\\ \\bar{\\dot\\theta}_a]
+        && \\text{(35)-(36)}
+
+with ``J_m = -J_lu^{-1} J_la`` (eq. (7)). Sign: ``e_l`` here is the closure error of
+:meth:`ClosedLoopModel.closure_error` (current minus closed), so the correction that gives the
+error dynamics ``de_l/dt = -alpha e_l`` of eq. (37) carries a minus sign (the paper writes ``+alpha``
+for an error defined the other way round). Per tick the closure error then contracts by
+``(1 - alpha dt)`` and the actuated tracking error by ``(1 - beta dt)``; both products must stay
+in ``(0, 1]`` (the paper's "bounded by the rate of the estimation loop"): ``beta = 1000`` at 1 kHz
+is dead-beat.
+
+Cost per tick: one ``computeJointJacobians`` + frame placements at ``theta_{k+1}`` (the
+"full-model update", reused by the next tick and by the floating-base estimator), the batched
+closure Jacobian of :class:`ClosureKinematics`, one LU solve of ``J_lu`` with two right-hand
+sides and one ``pin.integrate``. Floating-base coordinates are not integrated here: the
+floating-base estimator writes them with :meth:`PassiveStateEstimator.set_base_state`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from kangaroo_wbc.errors import EstimationError, InputError
+from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics, lu_solve
+from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
+
+
+@dataclass
+class PassiveStateConfig:
+    """Gains and limits of :class:`PassiveStateEstimator`.
+
+    Attributes:
+        alpha: closure-error gain ``alpha`` of eq. (37)-(38) [1/s] (paper: 1).
+        beta: actuated-position gain ``beta`` of eq. (38) [1/s] (paper: 1000).
+        dt_s: nominal period [s] (paper: 1e-3).
+        reproject_above: closure error (inf-norm, [m] or [rad]) above which the estimate is
+            re-projected onto the closures with closure FK (a recovery, counted in
+            ``reprojections``); ``inf`` disables it.
+        max_dt_s: a ``dt_s`` argument above this is rejected [s] (a stale input).
+    """
+
+    alpha: float = 1.0
+    beta: float = 1000.0
+    dt_s: float = 1e-3
+    reproject_above: float = 0.05
+    max_dt_s: float = 0.1
+
+    def __post_init__(self) -> None:
+        if not (self.dt_s > 0 and np.isfinite(self.dt_s)):
+            raise InputError(f"PassiveStateConfig.dt_s must be > 0 [s], got {self.dt_s}")
+        for name in ("alpha", "beta"):
+            g = getattr(self, name)
+            if not (np.isfinite(g) and 0 <= g * self.dt_s <= 1.0):
+                raise InputError(f"PassiveStateConfig.{name} = {g} [1/s]: need 0 <= {name} * dt_s <= 1 "
+                                 f"(dt_s = {self.dt_s} s), else the discrete correction overshoots")
+        if not self.reproject_above > 0:
+            raise InputError(f"PassiveStateConfig.reproject_above must be > 0, got {self.reproject_above}")
+        if not self.max_dt_s >= self.dt_s:
+            raise InputError(f"PassiveStateConfig.max_dt_s ({self.max_dt_s}) must be >= dt_s ({self.dt_s})")
+
+
+class PassiveStateEstimator:
+    """Full joint state ``(q, v)`` from actuator measurements, eq. (35)-(40).
+
+    Args:
+        clm: the closed-loop model; its ``data`` holds the full-model update at :attr:`q`
+            after every :meth:`update` (frames, joint Jacobians).
+        config: gains and limits.
+        q0: initial configuration (default: the model's closed reference ``clm.q_ref``).
+
+    The arrays returned by :attr:`q`, :attr:`v` and :attr:`closure_error` are internal buffers,
+    overwritten at the next tick; copy them to keep them.
+    """
+
+    def __init__(self, clm: ClosedLoopModel, config: PassiveStateConfig | None = None,
+                 q0: np.ndarray | None = None) -> None:
+        self.clm = clm
+        self.config = config or PassiveStateConfig()
+        self.model = clm.model
+        self.kin = ClosureKinematics(clm)
+        nv = self.model.nv
+        self.idx_q_a, self.idx_v_a, self.idx_v_u = clm.idx_q_a, clm.idx_v_a, clm.idx_v_u
+        self.idx_v_base = clm.idx_v_base
+        self._q = np.zeros(self.model.nq)
+        self._v = np.zeros(nv)
+        self._v_step = np.zeros(nv)  # theta_dot*_{k+1} of eq. (40), times dt
+        self._rhs = np.zeros((2, clm.n_c))
+        self._e = np.zeros(clm.n_c)
+        self._theta_dot_a_k = np.zeros(clm.n_a)
+        self.closure_error_norm = 0.0  # inf-norm of e_l(theta_k) [m or rad]
+        self.steps = 0
+        self.reprojections = 0
+        self.reset(clm.q_ref if q0 is None else q0)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def q(self) -> np.ndarray:
+        """Estimated configuration ``theta_{k+1}`` (pinocchio order, base included if floating)."""
+        return self._q
+
+    @property
+    def v(self) -> np.ndarray:
+        """Estimated velocity, eq. (35)-(36) (base twist as set by :meth:`set_base_state`)."""
+        return self._v
+
+    @property
+    def closure_error(self) -> np.ndarray:
+        """Closure error ``e_l(theta_k)`` evaluated at the last tick [m, rad]."""
+        return self._e
+
+    def reset(self, q0: np.ndarray, v0: np.ndarray | None = None) -> None:
+        """Restart from ``q0`` (e.g. the calibrated configuration) with velocity ``v0`` (default 0)."""
+        q0 = self.clm.check_configuration(q0)
+        self._q[:] = q0
+        self._v[:] = 0.0 if v0 is None else np.asarray(v0, dtype=float)
+        self.kin.update(self._q)
+        self.steps = 0
+
+    def set_base_state(self, q_base: np.ndarray, v_base: np.ndarray | None = None) -> None:
+        """Write the floating-base pose ``[p (3) [m], quat x,y,z,w (4)]`` and twist
+        ``[v (3) [m/s], omega (3) [rad/s]]`` (base frame, pinocchio's free-flyer convention).
+
+        Takes effect in the model data at the next full-model update (next :meth:`update`).
+        """
+        if not self.clm.floating_base:
+            raise InputError("set_base_state: the model has a fixed base")
+        self._q[:7] = q_base
+        if v_base is not None:
+            self._v[self.idx_v_base] = v_base
+
+    # ------------------------------------------------------------------ tick
+    def update(self, theta_a: np.ndarray, theta_dot_a: np.ndarray, dt_s: float | None = None) -> None:
+        """One estimator tick, eq. (35)-(40).
+
+        Args:
+            theta_a: measured (calibrated) actuator positions ``theta_bar_a`` [m or rad].
+            theta_dot_a: measured actuator velocities ``theta_dot_bar_a`` [m/s or rad/s].
+            dt_s: time since the previous tick [s] (default: the nominal ``dt_s``).
+
+        Raises:
+            EstimationError: non-finite or wrongly sized input, bad ``dt_s``, or ``J_lu``
+                singular; the state is left unchanged.
+        """
+        cfg = self.config
+        n_a = self.clm.n_a
+        if theta_a.shape != (n_a,) or theta_dot_a.shape != (n_a,):
+            raise EstimationError(f"actuator measurements have shapes {theta_a.shape}, {theta_dot_a.shape}; "
+                                  f"expected ({n_a},)")
+        if not (np.isfinite(theta_a).all() and np.isfinite(theta_dot_a).all()):
+            raise EstimationError("actuator measurements contain non-finite values")
+        dt = cfg.dt_s if dt_s is None else float(dt_s)
+        if not 0.0 < dt <= cfg.max_dt_s:
+            raise EstimationError(f"dt_s = {dt} s outside (0, {cfg.max_dt_s}]")
+        alpha = min(cfg.alpha, 1.0 / dt)
+        beta = min(cfg.beta, 1.0 / dt)
+        q, v = self._q, self._v
+        # e_l, J_lu, J_la at theta_k (the data holds the full-model update at theta_k).
+        e, J_lu, J_la = self.kin.evaluate()
+        self._e[:] = e
+        self.closure_error_norm = float(np.max(np.abs(e))) if e.size else 0.0
+        theta_dot_a_k = self._theta_dot_a_k
+        np.subtract(theta_a, q[self.idx_q_a], out=theta_dot_a_k)
+        theta_dot_a_k *= beta
+        theta_dot_a_k += theta_dot_a
+        if e.size:
+            rhs = self._rhs
+            np.dot(J_la, theta_dot_a_k, out=rhs[0])
+            rhs[0] += alpha * e
+            np.dot(J_la, theta_dot_a, out=rhs[1])
+            sol = lu_solve(J_lu, rhs.T)
+            if sol is None or not np.isfinite(sol).all():
+                raise EstimationError("J_lu is singular: the estimate is at a kinematic singularity")
+        step = self._v_step
+        step[:] = 0.0
+        step[self.idx_v_a] = theta_dot_a_k
+        if e.size:
+            step[self.idx_v_u] = -sol[:, 0]  # eq. (38)
+            v[self.idx_v_u] = -sol[:, 1]  # eq. (35)
+        step *= dt
+        q[:] = pin.integrate(self.model, q, step)  # eq. (39)
+        v[self.idx_v_a] = theta_dot_a  # eq. (36)
+        if self.closure_error_norm > cfg.reproject_above:
+            self._reproject()
+        self.kin.update(q)  # full-model update at theta_{k+1}
+        self.steps += 1
+
+    def _reproject(self) -> None:
+        """Closure FK from the current estimate (recovery from a large disturbance)."""
+        q_fk, info = self.clm.closure_fk(self._q[self.idx_q_a], self._q, raise_on_failure=False, max_iter=50)
+        if info.converged:
+            self._q[:] = q_fk
+            self.reprojections += 1
+
+    # ------------------------------------------------------------------ optional outputs
+    def acceleration(self, a_a: np.ndarray, a_base: np.ndarray | None = None) -> np.ndarray:
+        """Full acceleration with passive entries from eq. (10) at the current ``(q, v)``.
+
+        ``theta_ddot_u = J_m theta_ddot_a - J_lu^{-1} Jdot_l v`` [rad/s²]; ``a_a`` [m/s² or rad/s²]
+        comes from the caller (e.g. a filtered derivative of the actuator velocity). Not part of
+        the 1 kHz budget (it calls the core's bias computation).
+        """
+        return self.clm.complete_acceleration(self._q, self._v, a_a, a_base)
+
+
+__all__ = ["PassiveStateConfig", "PassiveStateEstimator"]

@@ -1,0 +1,1 @@
+"""Robot descriptions (generators and parameters) built on the robot-agnostic core."""

@@ -1,0 +1,415 @@
+"""Build the Kangaroo full closed-chain description (76 joints, 64 closure rows) from ``params.yaml``.
+
+Per leg the serial *output* chain is hip yaw → hip roll → hip pitch (femur) → knee (tibia) → ankle
+roll → ankle pitch (foot), and four closed sub-mechanisms (paper Table II) drive it:
+
+=====================  ============  ===================  ==========================================
+sub-mechanism           actuated      passive in tree       loops (cut, constrained directions in F_a)
+=====================  ============  ===================  ==========================================
+``<side>_hip_yaw``       1             2                    RRPR, planar: rod end / yaw lever [x, y]
+``<side>_hip_pitch_roll`` 2            8                    2 × RRPU: rod-end universal [x, y, z, rz]
+``<side>_knee``           1            6                    3 planar: drive (RRRP), relay, output (RRRR)
+``<side>_ankle``          2            16                   per side: drive (RRRP) [x, z], transfer
+                                                            (RRRR) [x, z], lower rod [x, y, z, rz]
+=====================  ============  ===================  ==========================================
+
+The planar loops are cut at a revolute joint and constrain the two in-plane positions of ``F_a``.
+The RRPU legs and the lower ankle rods are cut at the rod-end universal joint: three positions plus
+the rotation about the rod axis (``z`` of ``F_a``), which fixes the passive *spin* of the rod
+(the third revolute of the leg in the tree); the two free rotations are the universal joint.
+
+All link frames are placed at the zero configuration, which is closed: straight leg (knee 0), all
+actuators at stroke 0 except where Table II's stroke starts at 0 (leg length: knee straight).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kangaroo_wbc.robots.kangaroo.description import (
+    Closure,
+    Description,
+    TreeBuilder,
+    frame_from_z,
+    rot_x,
+    rot_y,
+    rot_z,
+)
+from kangaroo_wbc.robots.kangaroo.params import ACTUATORS, OUTPUTS, KangarooParams, load_params
+
+SIDES = ("left", "right")
+EY = np.array([0.0, 1.0, 0.0])
+EX = np.array([1.0, 0.0, 0.0])
+
+#: Sub-mechanism suffixes in the order of the serial chain.
+SUBMECHANISMS = ("hip_yaw", "hip_pitch_roll", "knee", "ankle")
+
+
+def actuator_joint(side: str, key: str) -> str:
+    """URDF name of an actuated (prismatic) joint, e.g. ``left_leg_length_actuator``."""
+    return f"{side}_{key}_actuator"
+
+
+def output_joint(side: str, key: str) -> str:
+    """URDF name of an output joint, e.g. ``left_knee_joint``."""
+    return f"{side}_{key}_joint"
+
+
+def circle_intersection_xz(c0: np.ndarray, r0: float, c1: np.ndarray, r1: float, upper: bool) -> np.ndarray:
+    """Intersection of two circles in a plane ``y = const``; ``upper`` picks the point of larger z.
+
+    Raises:
+        ValueError: the circles do not intersect (unreachable design).
+    """
+    d = c1 - c0
+    L = float(np.hypot(d[0], d[2]))
+    a = (r0**2 - r1**2 + L**2) / (2.0 * L)
+    h2 = r0**2 - a**2
+    if h2 < 0.0:
+        raise ValueError(f"circles do not intersect (distance {L:.4f}, radii {r0:.4f}, {r1:.4f})")
+    u = np.array([d[0], 0.0, d[2]]) / L
+    n = np.array([-u[2], 0.0, u[0]])
+    p = c0 + a * u
+    cands = [p + np.sqrt(h2) * n, p - np.sqrt(h2) * n]
+    cands.sort(key=lambda x: x[2])
+    out = cands[1] if upper else cands[0]
+    out[1] = c0[1]
+    return out
+
+
+def _lever(angle: float, sign: float = 1.0) -> np.ndarray:
+    """Unit vector ``R_y(angle) (sign, 0, 0)`` in the sagittal plane."""
+    return rot_y(angle) @ np.array([sign, 0.0, 0.0])
+
+
+class KneeGeometry:
+    """Planar knee linkage of the left leg in femur coordinates (world at the zero configuration)."""
+
+    def __init__(self, prm: KangarooParams, K: np.ndarray) -> None:
+        g = "knee."
+        self.K = K
+        self.r_t = prm.num(g + "tibia_lever_m", True)
+        self.l_push = prm.num(g + "pushrod_length_m", True)
+        self.r2c = prm.num(g + "rocker2_output_arm_m", True)
+        self.r_relay = prm.num(g + "rocker_relay_arm_m", True)
+        self.d_relay = prm.num(g + "relay_length_m", True)
+        self.r1a = prm.num(g + "rocker1_actuator_arm_m", True)
+        self.l_mid = prm.num(g + "actuator_length_m", True)
+        self.mid = np.radians(prm.num(g + "mid_range_deg"))
+        T_mid = K + self.r_t * EX
+        Q2_mid = T_mid + np.array([0.0, 0.0, self.l_push])
+        self.R2 = Q2_mid - self.r2c * EX
+        self.R1 = self.R2 + np.array([0.0, 0.0, self.d_relay])
+        self.Pk = self.R1 + self.r1a * EX + np.array([0.0, 0.0, self.l_mid])
+
+    def at(self, knee: float) -> KneePose:
+        """Pin positions and rocker angle for a knee angle [rad]."""
+        T = self.K + self.r_t * _lever(knee - self.mid)
+        Q2 = circle_intersection_xz(self.R2, self.r2c, T, self.l_push, upper=True)
+        d = Q2 - self.R2
+        beta = float(np.arctan2(-d[2], d[0]))
+        a_pin = self.R1 + self.r1a * _lever(beta)
+        return KneePose(T=T, Q2=Q2, beta=beta, a_pin=a_pin, b1=self.R1 + self.r_relay * _lever(beta, -1.0),
+                        b2=self.R2 + self.r_relay * _lever(beta, -1.0),
+                        length=float(np.linalg.norm(a_pin - self.Pk)))
+
+
+@dataclass
+class KneePose:
+    """Knee linkage at one knee angle: pins [m] (femur coordinates) and rocker angle [rad].
+
+    ``T`` tibia lever pin, ``Q2`` rocker-2 / push-rod pin, ``a_pin`` actuator rod end on rocker 1,
+    ``b1``/``b2`` relay pins on rockers 1/2, ``beta`` rocker rotation, ``length`` actuator pin-to-pin.
+    """
+
+    T: np.ndarray
+    Q2: np.ndarray
+    beta: float
+    a_pin: np.ndarray
+    b1: np.ndarray
+    b2: np.ndarray
+    length: float
+
+
+def build(prm: KangarooParams | None = None, cage: bool = False) -> Description:
+    """Full closed-chain description of the Kangaroo lower body.
+
+    Args:
+        prm: parameters (default: the packaged ``params.yaml``).
+        cage: add the torso protection cage (about +6 kg, paper Section IV).
+    """
+    prm = prm or load_params()
+    b = TreeBuilder(str(prm.raw("name")))
+    base = b.add_root("base_link")
+    b.set_box("base_link", prm.num("pelvis.mass_kg", True), np.zeros(3),
+              tuple(prm.vec("pelvis.size_m", 3)), mirrored=False)
+    base.segment = "base"
+    b.add_frame("imu", "base_link", prm.vec("pelvis.imu_xyz_m", 3), mirrored=False)
+    if cage:
+        b.add("torso_cage", "base_link", "torso_cage_joint", "fixed", np.zeros(3), mirrored=False)
+        b.set_box("torso_cage", prm.num("cage.mass_kg", True), prm.vec("cage.center_xyz_m", 3),
+                  tuple(prm.vec("cage.size_m", 3)), mirrored=False)
+    for side in SIDES:
+        b.mirror = side == "right"
+        _build_leg(b, prm, side)
+    b.mirror = False
+    d = b.desc
+    d.actuators = {actuator_joint(s, k): prm.actuator(k) for s in SIDES for k in ACTUATORS}
+    d.absolute_actuators = [actuator_joint(s, k) for s in SIDES for k in prm.raw("absolute_actuators")]
+    d.absolute_encoders = [output_joint(s, k) for s in SIDES for k in prm.raw("absolute_encoders")]
+    _ownership(d)
+    return d
+
+
+def _ownership(d: Description) -> None:
+    """Per sub-mechanism, the actuated and passive tree joints it owns (Table II counts)."""
+    for j in d.joints:
+        if j.role in ("actuated", "passive", "output"):
+            entry = d.submechanism_joints.setdefault(j.submechanism, {"actuated": [], "passive": []})
+            entry["actuated" if j.role == "actuated" else "passive"].append(j.name)
+
+
+def _limits(prm: KangarooParams, key: str) -> tuple[float, float]:
+    return prm.deg_range(f"passive_limits_deg.{key}")
+
+
+def _build_leg(b: TreeBuilder, prm: KangarooParams, side: str) -> None:
+    n = f"{side}_"
+    vel = prm.num("passive_velocity_rad_s", True)
+    hy = prm.num("pelvis.hip_yaw_axis_y_m", True)
+    Y = np.array([0.0, hy, 0.0])
+    C = Y - np.array([0.0, 0.0, prm.num("leg.hip_yaw_to_pitch_m", True)])
+    K = C - np.array([0.0, 0.0, prm.num("leg.femur_length_m", True)])
+    A = K - np.array([0.0, 0.0, prm.num("leg.tibia_length_m", True)])
+    m = prm.mass
+    closures = b.desc.closures
+
+    def out_joint(key: str) -> dict:
+        return {"role": "output", "limits": prm.deg_range(f"output_limits_deg.{key}"), "velocity": vel}
+
+    def act_joint(key: str) -> dict:
+        a = prm.actuator(key)
+        return {"role": "actuated", "limits": tuple(a["stroke_m"]), "effort": a["max_force_n"],
+                "velocity": a["max_velocity_m_s"]}
+
+    def pas(key: str) -> dict:
+        return {"role": "passive", "limits": _limits(prm, key), "velocity": vel}
+
+    def loop(name: str, sub: str, a: str, u: str, dirs: tuple[str, ...], cut_kind: str,
+             cut_axes: tuple[tuple[float, float, float], ...]) -> None:
+        closures.append(Closure(n + name, n + sub, a, u, dirs, cut_kind, cut_axes))
+
+    # ------------------------------------------------------------ hip yaw (RRPR, horizontal plane)
+    sub = "hip_yaw"
+    r_y = prm.num("hip_yaw.lever_radius_m", True)
+    l_y = prm.num("hip_yaw.actuator_length_m", True)
+    L = Y + r_y * EX
+    P = L - l_y * EY
+    yaw = n + "hip_yaw_link"
+    b.add(yaw, "base_link", n + "hip_yaw_joint", "revolute", Y, axis=(0, 0, 1), segment=n + "hip_yaw",
+          submechanism=n + sub, **out_joint("hip_yaw"))
+    b.set_box(yaw, m("hip_yaw_link"), 0.5 * (Y + C), (0.09, 0.08, 0.14))
+    R_act = rot_z(np.pi / 2)  # local x along +y (towards the hip)
+    cyl = n + "hip_yaw_actuator_cylinder"
+    b.add(cyl, "base_link", n + "hip_yaw_actuator_pivot", "revolute", P, R_act, axis=(0, 0, 1),
+          segment="base", submechanism=n + sub, **pas("hip_yaw_actuator_pivot"))
+    b.set_rod(cyl, m("hip_yaw_actuator_cylinder"), P, P + 0.6 * l_y * EY, 0.018)
+    rod = n + "hip_yaw_actuator_rod"
+    b.add(rod, cyl, actuator_joint(side, "hip_yaw"), "prismatic", P, R_act, axis=(1, 0, 0),
+          segment="base", submechanism=n + sub, **act_joint("hip_yaw"))
+    b.set_rod(rod, m("hip_yaw_actuator_rod"), P + 0.4 * l_y * EY, L, 0.008)
+    b.add_frame(n + "hip_yaw_cut_a", rod, L, R_act)
+    b.add_frame(n + "hip_yaw_cut_u", yaw, L, R_act)
+    loop("hip_yaw_loop", sub, n + "hip_yaw_cut_a", n + "hip_yaw_cut_u", ("x", "y"), "revolute", ((0, 0, 1),))
+
+    # ------------------------------------------------------------ hip pitch/roll (U-2RRPU)
+    sub = "hip_pitch_roll"
+    roll = n + "hip_roll_link"
+    b.add(roll, yaw, n + "hip_roll_joint", "revolute", C, axis=(1, 0, 0), segment=n + "hip_roll",
+          submechanism=n + sub, **out_joint("hip_roll"))
+    b.set_box(roll, m("hip_roll_link"), C, (0.08, 0.08, 0.06))
+    femur = n + "femur_link"
+    b.add(femur, roll, n + "hip_pitch_joint", "revolute", C, axis=(0, 1, 0), segment=n + "femur",
+          submechanism=n + sub, **out_joint("hip_pitch"))
+    b.set_box(femur, m("femur"), 0.5 * (C + K), (0.06, 0.07, float(C[2] - K[2])))
+    h_top = prm.num("hip_pitch_roll.anchor_height_m", True)
+    x_h = prm.num("hip_pitch_roll.attach_forward_m")
+    w_h = prm.num("hip_pitch_roll.attach_lateral_m", True)
+    z_b = prm.num("hip_pitch_roll.attach_height_m")
+    for part, sgn in (("inner", -1.0), ("outer", 1.0)):
+        Aa = C + np.array([x_h, sgn * w_h, h_top])
+        Bb = C + np.array([x_h, sgn * w_h, z_b])
+        Rc = frame_from_z(Bb - Aa, EY)
+        pre = f"{n}hip_{part}_actuator"
+        cross = pre + "_cross"
+        b.add(cross, yaw, pre + "_base_x", "revolute", Aa, axis=(1, 0, 0), submechanism=n + sub,
+              segment=n + "hip_yaw", **pas("hip_actuator_base_x"))
+        b.set_box(cross, m("hip_actuator_cross"), Aa, (0.03, 0.03, 0.03))
+        cyl = pre + "_cylinder"
+        b.add(cyl, cross, pre + "_base_y", "revolute", Aa, Rc, axis=(0, 1, 0), submechanism=n + sub,
+              **pas("hip_actuator_base_y"))
+        b.set_rod(cyl, m("hip_actuator_cylinder"), Aa, Aa + 0.55 * (Bb - Aa), 0.025)
+        rod = pre + "_rod"
+        b.add(rod, cyl, actuator_joint(side, f"hip_{part}"), "prismatic", Aa, Rc, axis=(0, 0, 1),
+              submechanism=n + sub, segment=n + "hip_roll", **act_joint(f"hip_{part}"))
+        b.set_rod(rod, m("hip_actuator_rod"), Aa + 0.45 * (Bb - Aa), Bb, 0.01)
+        end = pre + "_rod_end"
+        b.add(end, rod, pre + "_spin", "revolute", Bb, Rc, axis=(0, 0, 1), submechanism=n + sub,
+              **pas("hip_actuator_spin"))
+        b.set_box(end, m("hip_actuator_rod_end"), Bb, (0.02, 0.02, 0.02))
+        cut = f"{n}hip_{part}_cut"
+        b.add_frame(cut + "_a", end, Bb, Rc)
+        b.add_frame(cut + "_u", femur, Bb, Rc)
+        loop(f"hip_{part}_loop", sub, cut + "_a", cut + "_u", ("x", "y", "z", "rz"), "universal",
+             ((1, 0, 0), (0, 1, 0)))
+
+    # ------------------------------------------------------------ knee (RRRR-RRRP-R, sagittal plane)
+    sub = "knee"
+    tibia = n + "tibia_link"
+    b.add(tibia, femur, n + "knee_joint", "revolute", K, axis=(0, 1, 0), segment=n + "tibia",
+          submechanism=n + sub, **out_joint("knee"))
+    b.set_box(tibia, m("tibia"), 0.5 * (K + A), (0.05, 0.05, float(K[2] - A[2])))
+    kg = KneeGeometry(prm, K)
+    k0 = kg.at(0.0)
+    Rk = frame_from_z(k0.a_pin - kg.Pk, EY)
+    cyl = n + "leg_length_actuator_cylinder"
+    b.add(cyl, femur, n + "leg_length_actuator_pivot", "revolute", kg.Pk, Rk, axis=(0, 1, 0),
+          submechanism=n + sub, **pas("knee_actuator_pivot"))
+    b.set_rod(cyl, m("knee_actuator_cylinder"), kg.Pk, kg.Pk + 0.6 * (k0.a_pin - kg.Pk), 0.02)
+    rod = n + "leg_length_actuator_rod"
+    b.add(rod, cyl, actuator_joint(side, "leg_length"), "prismatic", kg.Pk, Rk, axis=(0, 0, 1),
+          submechanism=n + sub, **act_joint("leg_length"))
+    b.set_rod(rod, m("knee_actuator_rod"), kg.Pk + 0.4 * (k0.a_pin - kg.Pk), k0.a_pin, 0.01)
+    r1 = n + "knee_rocker1"
+    b.add(r1, femur, n + "knee_rocker1_joint", "revolute", kg.R1, axis=(0, 1, 0), submechanism=n + sub,
+          **pas("knee_rocker1"))
+    b.set_box(r1, m("knee_rocker1"), 0.5 * (k0.a_pin + k0.b1), (kg.r1a + kg.r_relay, 0.02, 0.02),
+              R_shape=rot_y(k0.beta))
+    b.add_frame(n + "knee_drive_cut_a", rod, k0.a_pin, Rk)
+    b.add_frame(n + "knee_drive_cut_u", r1, k0.a_pin, Rk)
+    loop("knee_drive_loop", sub, n + "knee_drive_cut_a", n + "knee_drive_cut_u", ("x", "z"), "revolute",
+         ((0, 1, 0),))
+    relay = n + "knee_relay"
+    b.add(relay, r1, n + "knee_relay_joint", "revolute", k0.b1, axis=(0, 1, 0), submechanism=n + sub,
+          **pas("knee_relay"))
+    b.set_rod(relay, m("knee_relay"), k0.b1, k0.b2, 0.008)
+    r2 = n + "knee_rocker2"
+    b.add(r2, femur, n + "knee_rocker2_joint", "revolute", kg.R2, axis=(0, 1, 0), submechanism=n + sub,
+          **pas("knee_rocker2"))
+    b.set_box(r2, m("knee_rocker2"), 0.5 * (k0.Q2 + k0.b2), (kg.r2c + kg.r_relay, 0.02, 0.02),
+              R_shape=rot_y(k0.beta))
+    b.add_frame(n + "knee_relay_cut_a", relay, k0.b2)
+    b.add_frame(n + "knee_relay_cut_u", r2, k0.b2)
+    loop("knee_relay_loop", sub, n + "knee_relay_cut_a", n + "knee_relay_cut_u", ("x", "z"), "revolute",
+         ((0, 1, 0),))
+    push = n + "knee_pushrod"
+    b.add(push, r2, n + "knee_pushrod_joint", "revolute", k0.Q2, axis=(0, 1, 0), submechanism=n + sub,
+          **pas("knee_pushrod"))
+    b.set_rod(push, m("knee_pushrod"), k0.Q2, k0.T, 0.008)
+    b.add_frame(n + "knee_output_cut_a", push, k0.T)
+    b.add_frame(n + "knee_output_cut_u", tibia, k0.T)
+    loop("knee_output_loop", sub, n + "knee_output_cut_a", n + "knee_output_cut_u", ("x", "z"), "revolute",
+         ((0, 1, 0),))
+
+    # ------------------------------------------------------------ ankle (U-2(RRRP-RRR-UU))
+    sub = "ankle"
+    # Roll axis on the tibia, pitch axis on the cross: with the knee transmission the ankle pitch
+    # joint sweeps about minus the knee angle (through -90 deg); a pitch-first universal joint
+    # would there lose the roll transmission of the rods (singular J_l,u).
+    cross = n + "ankle_cross_link"
+    b.add(cross, tibia, n + "ankle_roll_joint", "revolute", A, axis=(1, 0, 0), segment=n + "ankle_cross",
+          submechanism=n + sub, **out_joint("ankle_roll"))
+    b.set_box(cross, m("ankle_cross"), A, (0.05, 0.04, 0.03))
+    foot = n + "foot_link"
+    b.add(foot, cross, n + "ankle_pitch_joint", "revolute", A, axis=(0, 1, 0), segment=n + "foot",
+          submechanism=n + sub, **out_joint("ankle_pitch"))
+    h_a = prm.num("leg.ankle_height_m", True)
+    s_len = prm.num("leg.sole_length_m", True)
+    s_wid = prm.num("leg.sole_width_m", True)
+    sole = A + np.array([prm.num("leg.sole_forward_m"), 0.0, -h_a])
+    b.set_box(foot, m("foot"), sole + np.array([0.0, 0.0, 0.5 * h_a]), (s_len, s_wid, h_a), collision=True)
+    b.add_frame(n + "sole", foot, sole)
+    for tag, sx, sy in (("fl", 1, 1), ("fr", 1, -1), ("rl", -1, 1), ("rr", -1, -1)):  # front/rear, left/right
+        b.add_frame(f"{n}sole_corner_{tag}", foot, b.P(sole) + np.array([0.5 * sx * s_len, 0.5 * sy * s_wid, 0.0]),
+                    mirrored=False)
+
+    w_a = prm.num("ankle.chain_lateral_m", True)
+    d_c = prm.num("ankle.crank_height_m", True)
+    r_a = prm.num("ankle.actuator_arm_m", True)
+    r_b = prm.num("ankle.transfer_arm_m", True)
+    r_c = prm.num("ankle.heel_lever_m", True)
+    lam = np.radians(prm.num("ankle.heel_lever_deg"))
+    l_a = prm.num("ankle.actuator_length_m", True)
+    lever = rot_y(lam) @ np.array([0.0, 0.0, -1.0])
+    # The lower rod's rotation about its axis is measured against a foot frame turned by the knee
+    # mid range, so that the relative rotation stays well inside (-pi, pi) over the whole box.
+    R_rod = rot_x(np.pi)
+    R_rod_u = rot_y(np.radians(prm.num("knee.mid_range_deg"))) @ R_rod
+    for part, sgn in (("inner", -1.0), ("outer", 1.0)):
+        off = np.array([0.0, sgn * w_a, 0.0])
+        Kc = K + off
+        C1 = Kc + np.array([0.0, 0.0, d_c])
+        E = C1 - r_a * EX
+        Pa = E + np.array([0.0, 0.0, l_a])
+        Kb = Kc + r_b * EX
+        Cb = C1 + r_b * EX
+        Tc = Kc + r_c * lever
+        F = A + off + r_c * lever
+        pre = f"{n}ankle_{part}"
+        Ra = frame_from_z(E - Pa, EY)
+        cyl = pre + "_actuator_cylinder"
+        b.add(cyl, femur, pre + "_actuator_pivot", "revolute", Pa, Ra, axis=(0, 1, 0), submechanism=n + sub,
+              **pas("ankle_actuator_pivot"))
+        b.set_rod(cyl, m("ankle_actuator_cylinder"), Pa, Pa + 0.6 * (E - Pa), 0.016)
+        rod = pre + "_actuator_rod"
+        b.add(rod, cyl, actuator_joint(side, f"ankle_{part}"), "prismatic", Pa, Ra, axis=(0, 0, 1),
+              submechanism=n + sub, **act_joint(f"ankle_{part}"))
+        b.set_rod(rod, m("ankle_actuator_rod"), Pa + 0.4 * (E - Pa), E, 0.007)
+        crank = pre + "_crank"
+        b.add(crank, femur, pre + "_crank_joint", "revolute", C1, axis=(0, 1, 0), submechanism=n + sub,
+              **pas("ankle_crank"))
+        b.set_box(crank, m("ankle_crank"), 0.5 * (E + Cb), (r_a + r_b, 0.015, 0.02))
+        b.add_frame(pre + "_drive_cut_a", rod, E, Ra)
+        b.add_frame(pre + "_drive_cut_u", crank, E, Ra)
+        loop(f"ankle_{part}_drive_loop", sub, pre + "_drive_cut_a", pre + "_drive_cut_u", ("x", "z"),
+             "revolute", ((0, 1, 0),))
+        lrod = pre + "_long_rod"
+        b.add(lrod, crank, pre + "_long_rod_joint", "revolute", Cb, axis=(0, 1, 0), submechanism=n + sub,
+              **pas("ankle_long_rod"))
+        b.set_rod(lrod, m("ankle_long_rod"), Cb, Kb, 0.006)
+        kcrank = pre + "_knee_crank"
+        b.add(kcrank, femur, pre + "_knee_crank_joint", "revolute", Kc, axis=(0, 1, 0), submechanism=n + sub,
+              **pas("ankle_knee_crank"))
+        b.set_box(kcrank, m("ankle_knee_crank"), (Kb + Tc + Kc) / 3.0, (0.05, 0.015, 0.05))
+        b.add_frame(pre + "_transfer_cut_a", lrod, Kb)
+        b.add_frame(pre + "_transfer_cut_u", kcrank, Kb)
+        loop(f"ankle_{part}_transfer_loop", sub, pre + "_transfer_cut_a", pre + "_transfer_cut_u", ("x", "z"),
+             "revolute", ((0, 1, 0),))
+        lcross = pre + "_lower_rod_cross"
+        b.add(lcross, kcrank, pre + "_lower_rod_pitch", "revolute", Tc, axis=(0, 1, 0), submechanism=n + sub,
+              segment=n + "tibia", **pas("ankle_lower_rod_pitch"))
+        b.set_box(lcross, m("ankle_lower_rod_cross"), Tc, (0.015, 0.015, 0.015))
+        lower = pre + "_lower_rod"
+        b.add(lower, lcross, pre + "_lower_rod_roll", "revolute", Tc, R_rod, axis=(1, 0, 0),
+              submechanism=n + sub, **pas("ankle_lower_rod_roll"))
+        b.set_rod(lower, m("ankle_lower_rod"), Tc, F, 0.006)
+        end = pre + "_lower_rod_end"
+        b.add(end, lower, pre + "_lower_rod_spin", "revolute", F, R_rod, axis=(0, 0, 1), submechanism=n + sub,
+              **pas("ankle_lower_rod_spin"))
+        b.set_box(end, m("ankle_lower_rod_end"), F, (0.015, 0.015, 0.015))
+        b.add_frame(pre + "_rod_cut_a", end, F, R_rod)
+        b.add_frame(pre + "_rod_cut_u", foot, F, R_rod_u)
+        loop(f"ankle_{part}_rod_loop", sub, pre + "_rod_cut_a", pre + "_rod_cut_u", ("x", "y", "z", "rz"),
+             "universal", ((1, 0, 0), (0, 1, 0)))
+
+
+def output_joints(side: str) -> list[str]:
+    """Output joints of one leg in the serial order (hip yaw, roll, pitch, knee, ankle roll, pitch)."""
+    return [output_joint(side, k) for k in OUTPUTS]
+
+
+def actuated_joints(side: str) -> list[str]:
+    """Actuated joints of one leg in the order of :data:`ACTUATORS`."""
+    return [actuator_joint(side, k) for k in ACTUATORS]

@@ -1,0 +1,154 @@
+"""Parameters of the Kangaroo model generator (``params.yaml``), with validation.
+
+Every number of the generated model comes from this file; see its header for the sources (paper
+Table II, the paper's text, PAL's public description, our own choices). Malformed files raise
+:class:`~kangaroo_wbc.errors.ConfigError` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from kangaroo_wbc.errors import ConfigError
+
+#: The parameter file shipped with the package.
+DEFAULT_PARAMS = Path(__file__).with_name("params.yaml")
+
+#: Actuator keys (per leg) in the order of the actuated joints.
+ACTUATORS = ("hip_yaw", "hip_inner", "hip_outer", "leg_length", "ankle_inner", "ankle_outer")
+
+#: Output (serial) joint keys per leg, in the order of the chain: hip yaw, roll, pitch, knee, ankle
+#: roll (axis on the tibia), ankle pitch (axis on the ankle cross).
+OUTPUTS = ("hip_yaw", "hip_roll", "hip_pitch", "knee", "ankle_roll", "ankle_pitch")
+
+
+class KangarooParams:
+    """Validated view of ``params.yaml``.
+
+    Args:
+        data: the parsed YAML mapping.
+        source: file name used in error messages.
+    """
+
+    def __init__(self, data: dict[str, Any], source: str = "<memory>") -> None:
+        if not isinstance(data, dict):
+            raise ConfigError(f"{source}: expected a mapping at the top level")
+        self.data = data
+        self.source = source
+        self._validate()
+
+    # ------------------------------------------------------------------ access
+    def raw(self, key: str) -> Any:
+        """Value at a dotted ``key`` (e.g. ``"leg.femur_length_m"``)."""
+        node: Any = self.data
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                raise ConfigError(f"{self.source}: key '{key}': missing")
+            node = node[part]
+        return node
+
+    def num(self, key: str, positive: bool = False) -> float:
+        """A finite number at ``key`` (strictly positive if ``positive``)."""
+        v = self.raw(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
+            raise ConfigError(f"{self.source}: key '{key}': expected a finite number, got {v!r}")
+        if positive and v <= 0.0:
+            raise ConfigError(f"{self.source}: key '{key}': expected a positive number, got {v!r}")
+        return float(v)
+
+    def vec(self, key: str, n: int) -> np.ndarray:
+        """A list of ``n`` finite numbers at ``key``."""
+        v = self.raw(key)
+        if not isinstance(v, list) or len(v) != n:
+            raise ConfigError(f"{self.source}: key '{key}': expected a list of {n} numbers, got {v!r}")
+        out = np.array([float(x) for x in v])
+        if not np.all(np.isfinite(out)):
+            raise ConfigError(f"{self.source}: key '{key}': non-finite value in {v!r}")
+        return out
+
+    def deg_range(self, key: str) -> tuple[float, float]:
+        """A ``[min, max]`` range in [deg] at ``key``, returned in [rad]."""
+        lo, hi = self.vec(key, 2)
+        if lo > hi:
+            raise ConfigError(f"{self.source}: key '{key}': min {lo} > max {hi}")
+        return float(np.radians(lo)), float(np.radians(hi))
+
+    def mass(self, body: str) -> float:
+        return self.num(f"masses_kg.{body}", positive=True)
+
+    def actuator(self, key: str) -> dict[str, Any]:
+        """Stroke [m], max force [N], max velocity [m/s], screw lead [m] and efficiency of one actuator."""
+        base = f"actuators.{key}"
+        stroke = self.vec(f"{base}.stroke_m", 2)
+        if stroke[0] >= stroke[1]:
+            raise ConfigError(f"{self.source}: key '{base}.stroke_m': min must be below max, got {stroke}")
+        screw = self.raw(f"{base}.screw")
+        model = self.raw("screw_model")
+        lead = self.num(f"screw_models.{model}.{screw}.lead_m", positive=True)
+        eta = self.num(f"screw_models.{model}.{screw}.efficiency", positive=True)
+        if eta > 1.0:
+            raise ConfigError(f"{self.source}: key 'screw_models.{model}.{screw}.efficiency': must be <= 1")
+        return {
+            "stroke_m": [float(stroke[0]), float(stroke[1])],
+            "max_force_n": self.num(f"{base}.max_force_n", positive=True),
+            "max_velocity_m_s": self.num(f"{base}.max_velocity_m_s", positive=True),
+            "screw_lead_m": lead,
+            "screw_efficiency": eta,
+        }
+
+    def standing_actuators(self) -> dict[str, float]:
+        """Standing-pose actuator positions [m] per actuator key."""
+        return {k: self.num(f"standing_pose_m.{k}") for k in ACTUATORS}
+
+    def with_overrides(self, overrides: dict[str, Any]) -> KangarooParams:
+        """A copy with dotted keys replaced, e.g. ``{"screw_model": "pal"}``."""
+        data = copy.deepcopy(self.data)
+        for key, value in overrides.items():
+            node = data
+            parts = key.split(".")
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+            node[parts[-1]] = value
+        return KangarooParams(data, self.source + " (overridden)")
+
+    # ------------------------------------------------------------------ validation
+    def _validate(self) -> None:
+        for key in ("pelvis.mass_kg", "leg.femur_length_m", "leg.tibia_length_m", "leg.hip_yaw_to_pitch_m",
+                    "leg.sole_length_m", "leg.sole_width_m", "cage.mass_kg"):
+            self.num(key, positive=True)
+        model = self.raw("screw_model")
+        models = self.raw("screw_models")
+        if model not in models:
+            raise ConfigError(f"{self.source}: key 'screw_model': {model!r} is not one of {sorted(models)}")
+        for k in ACTUATORS:
+            act = self.actuator(k)
+            s = self.num(f"standing_pose_m.{k}")
+            if not act["stroke_m"][0] <= s <= act["stroke_m"][1]:
+                raise ConfigError(f"{self.source}: key 'standing_pose_m.{k}': {s} outside the stroke {act['stroke_m']}")
+        for k in OUTPUTS:
+            self.deg_range(f"output_limits_deg.{k}")
+        for k in self.raw("passive_limits_deg"):
+            self.deg_range(f"passive_limits_deg.{k}")
+        for key, valid in (("absolute_actuators", ACTUATORS), ("absolute_encoders", OUTPUTS)):
+            names = self.raw(key)
+            if not isinstance(names, list) or any(n not in valid for n in names):
+                raise ConfigError(f"{self.source}: key '{key}': expected names from {list(valid)}, got {names!r}")
+
+
+def load_params(path: str | Path | None = None) -> KangarooParams:
+    """Read and validate a parameter file (default: the packaged ``params.yaml``)."""
+    p = Path(path) if path is not None else DEFAULT_PARAMS
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read parameter file: {exc}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: invalid YAML: {exc}") from exc
+    return KangarooParams(data, str(p))

@@ -1,0 +1,177 @@
+"""Common skeleton of the kangaroo_wbc nodes and their ``main``.
+
+:class:`KangarooNode` gives a node, in its constructor: parameters declared from a dataclass and
+kept valid at run time (:mod:`kangaroo_wbc.ros.params`), a ``/diagnostics`` publisher fed by a
+steady-clock timer (it keeps reporting when ``/clock`` stops, which is when it matters), and a
+per-key throttled logger. Subclasses override :meth:`KangarooNode.diagnostic_statuses`,
+:meth:`KangarooNode.on_parameters_changed` and :meth:`KangarooNode.on_shutdown`.
+
+:func:`run_nodes` runs one or several nodes in one executor and handles SIGINT and SIGTERM itself:
+the signal only sets a flag, the spin loop returns, every node's :meth:`~KangarooNode.on_shutdown`
+runs *while the context is still valid* (so a controller can still publish its zero-force command),
+then the nodes are destroyed and the process exits with code 0. A
+:class:`~kangaroo_wbc.errors.ConfigError` while building a node is logged as one fatal line and
+gives exit code 2.
+
+Example::
+
+    def main(args=None) -> int:
+        return run_nodes([StateEstimatorNode], args=args)
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticStatus
+from rclpy.clock import Clock, ClockType
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+
+from kangaroo_wbc.errors import ConfigError
+from kangaroo_wbc.ros.diagnostics import DiagnosticsPublisher, Level, ThrottledLogger
+from kangaroo_wbc.ros.params import ParameterBinding, bind_parameters, declare_parameters
+
+EXIT_OK = 0
+EXIT_CONFIG_ERROR = 2
+
+#: Longest time [s] between a signal and the start of the shutdown sequence.
+SPIN_PERIOD_S = 0.05
+
+
+class KangarooNode(Node):
+    """Node with dataclass parameters, diagnostics and throttled logging.
+
+    Args:
+        node_name: default node name (launch may remap it).
+        params_cls: dataclass of the node's parameters (see :func:`~kangaroo_wbc.ros.params.parameter`),
+            or None for a node without parameters.
+        diagnostics_period_s: period [s] of the ``/diagnostics`` timer (steady clock); 0 disables it.
+        throttle_period_s: period [s] of :attr:`throttled`.
+        **node_kwargs: passed to ``rclpy.node.Node``.
+    """
+
+    def __init__(
+        self,
+        node_name: str,
+        params_cls: type | None = None,
+        *,
+        diagnostics_period_s: float = 1.0,
+        throttle_period_s: float = 5.0,
+        **node_kwargs: Any,
+    ) -> None:
+        super().__init__(node_name, **node_kwargs)
+        self._binding: ParameterBinding | None = None
+        if params_cls is not None:
+            params: Any = declare_parameters(self, params_cls)
+            self._binding = bind_parameters(self, params, on_change=self.on_parameters_changed)
+        self.diagnostics = DiagnosticsPublisher(self)
+        self.throttled = ThrottledLogger(self.get_logger(), throttle_period_s)
+        self._diagnostics_timer = None
+        if diagnostics_period_s > 0.0:
+            self._diagnostics_timer = self.create_timer(
+                diagnostics_period_s,
+                self.publish_diagnostics,
+                clock=Clock(clock_type=ClockType.STEADY_TIME),
+            )
+
+    @property
+    def params(self) -> Any:
+        """Current parameter values (a new dataclass instance after each accepted change)."""
+        return None if self._binding is None else self._binding.params
+
+    def on_parameters_changed(self, params: Any, changed: set[str]) -> None:
+        """Called after an accepted parameter change with the new values and changed field names."""
+
+    def diagnostic_statuses(self) -> list[DiagnosticStatus]:
+        """Statuses published periodically; override (the default reports the node is running)."""
+        return [self.diagnostics.status("node", Level.OK, "running")]
+
+    def publish_diagnostics(self) -> None:
+        """Publish :meth:`diagnostic_statuses`; an exception there is reported as an ERROR status."""
+        try:
+            statuses = self.diagnostic_statuses()
+        except Exception as exc:  # noqa: BLE001 - a broken report must not kill the node
+            self.throttled.error("diagnostics", f"diagnostic_statuses() failed: {exc!r}")
+            statuses = [self.diagnostics.status("node", Level.ERROR, f"diagnostics failed: {exc}")]
+        self.diagnostics.publish(statuses)
+
+    def on_shutdown(self) -> None:
+        """Called once by :func:`run_nodes` before destruction, with the context still valid."""
+
+
+NodeFactory = Callable[[], Node]
+
+
+def run_nodes(
+    factories: Sequence[NodeFactory],
+    *,
+    args: list[str] | None = None,
+    executor: Executor | None = None,
+) -> int:
+    """Initialise rclpy, build the nodes, spin them until SIGINT/SIGTERM, shut down cleanly.
+
+    Args:
+        factories: callables returning nodes (node classes with default arguments work).
+        args: command line (ROS arguments such as ``--ros-args -p rate_hz:=500.0``); None reads
+            ``sys.argv``.
+        executor: executor to use (default: a SingleThreadedExecutor).
+
+    Returns:
+        The process exit code: 0 after a signal or an external shutdown, 2 after a ConfigError.
+    """
+    stop = threading.Event()
+    previous: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda signum, frame: stop.set())
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    context = rclpy.get_default_context()
+    nodes: list[Node] = []
+    executor = executor or SingleThreadedExecutor()
+    factory: Any = None
+    try:
+        for factory in factories:
+            nodes.append(factory())
+        for node in nodes:
+            executor.add_node(node)
+        while not stop.is_set() and context.ok():
+            executor.spin_once(timeout_sec=SPIN_PERIOD_S)
+        for node in nodes:
+            if isinstance(node, KangarooNode):
+                node.on_shutdown()
+        return EXIT_OK
+    except ConfigError as exc:
+        name = getattr(factory, "__name__", "kangaroo_wbc")
+        rclpy.logging.get_logger(name).fatal(f"configuration error: {exc}")
+        return EXIT_CONFIG_ERROR
+    except (KeyboardInterrupt, ExternalShutdownException):
+        return EXIT_OK
+    finally:
+        executor.shutdown(timeout_sec=1.0)
+        for node in nodes:
+            node.destroy_node()
+        if context.ok():
+            context.try_shutdown()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def main_for(node_cls: type[Node]) -> Callable[[list[str] | None], int]:
+    """A console-script ``main(args=None) -> int`` that runs one node class."""
+
+    def main(args: list[str] | None = None) -> int:
+        return run_nodes([node_cls], args=args)
+
+    main.__doc__ = f"Run {node_cls.__name__} until SIGINT/SIGTERM; return the exit code."
+    return main
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(run_nodes([lambda: KangarooNode("kangaroo_wbc_idle")]))

@@ -1,0 +1,378 @@
+"""ROS parameters declared from a dataclass: one definition gives names, defaults, types,
+descriptions, ranges, the YAML keys and the run-time validation.
+
+Example::
+
+    @dataclass
+    class EstimatorParams:
+        rate_hz: float = parameter(1000.0, "Estimator rate [Hz]", bounds=(1.0, 5000.0))
+        cutoff_hz: float = parameter(50.0, "Velocity filter cut-off [Hz]", bounds=(0.1, None))
+        feet: list[str] = parameter(["left_sole", "right_sole"], "Contact frames", read_only=True)
+
+        def __post_init__(self):  # cross-field checks, also run on every change at run time
+            if self.cutoff_hz >= self.rate_hz / 2:
+                raise ValueError("cutoff_hz must be below the Nyquist frequency rate_hz / 2")
+
+    params = declare_parameters(node, EstimatorParams)          # declare + read (YAML overrides)
+    binding = bind_parameters(node, params, on_change=rebuild)  # validate & apply later changes
+
+Types map to ROS parameter types (``float`` → double, ``int`` → integer, ``bool``, ``str``,
+``list[float]``/``list[int]``/``list[str]``/``list[bool]`` → arrays). ``bounds`` (inclusive,
+``None`` = unbounded side) become a ``FloatingPointRange``/``IntegerRange`` in the descriptor, so
+``ros2 param describe`` shows them and rclpy enforces them; the set-parameters callback installed by
+:func:`bind_parameters` checks them again together with finiteness, per-field ``check`` functions and
+the dataclass' ``__post_init__``, and rejects a change with the reason.
+
+Errors at start-up (wrong type in YAML such as ``1000`` for a double, value out of range, failed
+check) raise :class:`~kangaroo_wbc.errors.ConfigError` naming the node, the parameter and the fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import typing
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    ParameterType,
+    SetParametersResult,
+)
+from rclpy.exceptions import (
+    InvalidParameterTypeException,
+    InvalidParameterValueException,
+    ParameterUninitializedException,
+)
+from rclpy.parameter import Parameter
+
+from kangaroo_wbc.errors import ConfigError, InputError, KangarooWbcError
+
+T = TypeVar("T")
+
+_METADATA_KEY = "kangaroo_wbc.ros"
+
+#: Checks return None when the value is acceptable, else the reason.
+Check = Callable[[Any], str | None]
+
+
+@dataclasses.dataclass(frozen=True)
+class ParamSpec:
+    """ROS-side description of one dataclass field."""
+
+    description: str
+    bounds: tuple[float | int | None, float | int | None] | None = None
+    step: float | int = 0
+    read_only: bool = False
+    check: Check | None = None
+    additional_constraints: str = ""
+
+
+def parameter(
+    default: Any = dataclasses.MISSING,
+    description: str = "",
+    *,
+    bounds: tuple[float | int | None, float | int | None] | None = None,
+    step: float | int = 0,
+    read_only: bool = False,
+    check: Check | None = None,
+    additional_constraints: str = "",
+) -> Any:
+    """A dataclass field that is also a ROS parameter.
+
+    Args:
+        default: default value (lists are copied per instance).
+        description: one line with the unit, e.g. ``"Estimator rate [Hz]"``.
+        bounds: inclusive ``(min, max)``; ``None`` leaves that side open. Numbers only.
+        step: step of the range (0: continuous).
+        read_only: reject any change after start-up.
+        check: extra check ``value -> None | reason`` (e.g. list length).
+        additional_constraints: human-readable constraints shown by ``ros2 param describe``.
+    """
+    spec = ParamSpec(description, bounds, step, read_only, check, additional_constraints)
+    metadata = {_METADATA_KEY: spec}
+    if isinstance(default, list | dict | set):
+        value = default
+        return dataclasses.field(default_factory=lambda: type(value)(value), metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+# --------------------------------------------------------------------------------------------
+# type mapping
+
+_SCALARS = {
+    float: (ParameterType.PARAMETER_DOUBLE, Parameter.Type.DOUBLE),
+    int: (ParameterType.PARAMETER_INTEGER, Parameter.Type.INTEGER),
+    bool: (ParameterType.PARAMETER_BOOL, Parameter.Type.BOOL),
+    str: (ParameterType.PARAMETER_STRING, Parameter.Type.STRING),
+}
+_ARRAYS = {
+    float: (ParameterType.PARAMETER_DOUBLE_ARRAY, Parameter.Type.DOUBLE_ARRAY),
+    int: (ParameterType.PARAMETER_INTEGER_ARRAY, Parameter.Type.INTEGER_ARRAY),
+    bool: (ParameterType.PARAMETER_BOOL_ARRAY, Parameter.Type.BOOL_ARRAY),
+    str: (ParameterType.PARAMETER_STRING_ARRAY, Parameter.Type.STRING_ARRAY),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Field:
+    name: str
+    ros_name: str
+    element: type
+    is_array: bool
+    is_tuple: bool
+    msg_type: int
+    param_type: Parameter.Type
+    spec: ParamSpec
+    default: Any
+
+
+def _fields(cls: type, prefix: str) -> list[_Field]:
+    if not dataclasses.is_dataclass(cls):
+        raise ConfigError(f"{cls!r} is not a dataclass")
+    module = sys.modules.get(cls.__module__)
+    hints = typing.get_type_hints(cls, vars(module) if module else None)
+    out = []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        hint = hints[f.name]
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+        if hint in _SCALARS:
+            element, is_array, is_tuple = hint, False, False
+        elif origin in (list, tuple, Sequence) and args and args[0] in _ARRAYS:
+            if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+                raise ConfigError(f"{cls.__name__}.{f.name}: use tuple[T, ...], not {hint}")
+            element, is_array, is_tuple = args[0], True, origin is tuple
+        else:
+            raise ConfigError(
+                f"{cls.__name__}.{f.name}: type {hint} has no ROS parameter equivalent "
+                "(use float, int, bool, str or list[...] of them)"
+            )
+        msg_type, param_type = (_ARRAYS if is_array else _SCALARS)[element]
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            raise ConfigError(f"{cls.__name__}.{f.name}: a ROS parameter needs a default value")
+        spec = f.metadata.get(_METADATA_KEY, ParamSpec(description=""))
+        out.append(
+            _Field(f.name, prefix + f.name, element, is_array, is_tuple, msg_type, param_type,
+                   spec, default)
+        )
+    return out
+
+
+def _descriptor(field: _Field) -> ParameterDescriptor:
+    spec = field.spec
+    d = ParameterDescriptor(
+        name=field.ros_name,
+        type=field.msg_type,
+        description=spec.description,
+        additional_constraints=spec.additional_constraints,
+        read_only=spec.read_only,
+    )
+    if spec.bounds is not None and not field.is_array:
+        lo, hi = spec.bounds
+        if field.element is float:
+            d.floating_point_range = [FloatingPointRange(
+                from_value=-sys.float_info.max if lo is None else float(lo),
+                to_value=sys.float_info.max if hi is None else float(hi),
+                step=float(spec.step),
+            )]
+        elif field.element is int:
+            d.integer_range = [IntegerRange(
+                from_value=-(2**63) if lo is None else int(lo),
+                to_value=2**63 - 1 if hi is None else int(hi),
+                step=int(spec.step),
+            )]
+    return d
+
+
+def descriptor_for(cls: type, name: str, *, prefix: str = "") -> ParameterDescriptor:
+    """The ParameterDescriptor that :func:`declare_parameters` uses for field ``name``."""
+    for f in _fields(cls, prefix):
+        if f.name == name:
+            return _descriptor(f)
+    raise ConfigError(f"{cls.__name__} has no field {name!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# validation
+
+
+def _check_value(field: _Field, value: Any) -> str | None:
+    """None if ``value`` is acceptable for ``field``, else the reason (without the name)."""
+    values = list(value) if field.is_array else [value]
+    if field.element is float:
+        bad = [v for v in values if not math.isfinite(v)]
+        if bad:
+            return f"non-finite value {bad[0]}"
+    if field.spec.bounds is not None and field.element in (float, int):
+        lo, hi = field.spec.bounds
+        for v in values:
+            if (lo is not None and v < lo) or (hi is not None and v > hi):
+                lo_s = "-inf" if lo is None else lo
+                hi_s = "inf" if hi is None else hi
+                unit = f" ({field.spec.description})" if field.spec.description else ""
+                return f"{v} outside [{lo_s}, {hi_s}]{unit}"
+    if field.spec.check is not None:
+        return field.spec.check(value)
+    return None
+
+
+def _python_value(field: _Field, value: Any) -> Any:
+    if field.is_array:
+        items = [field.element(v) for v in value]
+        return tuple(items) if field.is_tuple else items
+    return value
+
+
+def read_parameters(node: Any, cls: type[T], *, prefix: str = "") -> T:
+    """Current values of the declared parameters as a new ``cls`` instance.
+
+    Raises:
+        ConfigError: a value fails its check or the dataclass' ``__post_init__``.
+    """
+    values = {}
+    for f in _fields(cls, prefix):
+        value = node.get_parameter(f.ros_name).value
+        if f.is_array and value is None:
+            value = []
+        reason = _check_value(f, value)
+        if reason:
+            raise ConfigError(f"node {node.get_name()!r}: parameter {f.ros_name!r}: {reason}")
+        values[f.name] = _python_value(f, value)
+    try:
+        return cls(**values)
+    except (ValueError, TypeError, KangarooWbcError) as exc:
+        raise ConfigError(f"node {node.get_name()!r}: parameters of {cls.__name__}: {exc}") from None
+
+
+def declare_parameters(node: Any, params: type[T] | T, *, prefix: str = "") -> T:
+    """Declare one ROS parameter per field of ``params`` (class or instance giving defaults)
+    and return the values in effect (defaults overridden by YAML / command line).
+
+    Raises:
+        ConfigError: wrong type or out-of-range override, failed check; the message names the
+            node, the parameter and, for int-vs-double mix-ups, the fix.
+    """
+    cls = params if isinstance(params, type) else type(params)
+    for f in _fields(cls, prefix):
+        default = f.default if isinstance(params, type) else getattr(params, f.name)
+        if f.is_array:
+            default = list(default)
+        descriptor = _descriptor(f)
+        # An empty list would be typed BYTE_ARRAY by rclpy: declare typed-but-unset instead.
+        initial = f.param_type if f.is_array and not default else default
+        try:
+            node.declare_parameter(f.ros_name, initial, descriptor)
+        except InvalidParameterTypeException as exc:
+            hint = ""
+            if f.element is float:
+                hint = " (write floating-point values with a decimal point, e.g. 1000.0)"
+            raise ConfigError(
+                f"node {node.get_name()!r}: parameter {f.ros_name!r} must be "
+                f"{f.param_type.name.lower()}{hint}: {exc}"
+            ) from None
+        except InvalidParameterValueException as exc:
+            raise ConfigError(f"node {node.get_name()!r}: parameter {f.ros_name!r}: {exc}") from None
+        if initial is f.param_type:
+            try:
+                node.get_parameter(f.ros_name)
+            except ParameterUninitializedException:
+                node.set_parameters([Parameter(f.ros_name, f.param_type, [])])
+    return read_parameters(node, cls, prefix=prefix)
+
+
+class ParameterBinding:
+    """Keeps a dataclass instance in sync with the node's parameters and guards changes.
+
+    Use :func:`bind_parameters` to create it. :attr:`params` is replaced by a new instance after
+    every accepted change (so a reader never sees a half-applied update); ``on_change`` receives
+    the new instance and the names of the fields that changed.
+    """
+
+    def __init__(
+        self,
+        node: Any,
+        params: Any,
+        *,
+        prefix: str = "",
+        on_change: Callable[[Any, set[str]], None] | None = None,
+    ) -> None:
+        self._node = node
+        self._cls = type(params)
+        self._prefix = prefix
+        self._fields = {f.ros_name: f for f in _fields(self._cls, prefix)}
+        self.params = params
+        self._on_change = on_change
+        node.add_on_set_parameters_callback(self.validate)
+        node.add_post_set_parameters_callback(self._apply)
+
+    def validate(self, parameters: list[Parameter]) -> SetParametersResult:
+        """Set-parameters callback: reject a change that is out of range, non-finite, fails its
+        check or makes the dataclass invalid; the result's ``reason`` says why."""
+        changes = {}
+        for p in parameters:
+            f = self._fields.get(p.name)
+            if f is None:
+                continue  # not ours (e.g. use_sim_time)
+            if p.type_ != f.param_type:
+                return SetParametersResult(
+                    successful=False,
+                    reason=f"{p.name}: expected {f.param_type.name.lower()}, got {p.type_.name.lower()}",
+                )
+            reason = _check_value(f, p.value)
+            if reason:
+                return SetParametersResult(successful=False, reason=f"{p.name}: {reason}")
+            changes[f.name] = _python_value(f, p.value)
+        if changes:
+            try:
+                dataclasses.replace(self.params, **changes)
+            except (ValueError, TypeError, KangarooWbcError, InputError) as exc:
+                return SetParametersResult(successful=False, reason=f"{self._cls.__name__}: {exc}")
+        return SetParametersResult(successful=True)
+
+    def _apply(self, parameters: list[Parameter]) -> None:
+        changes = {}
+        for p in parameters:
+            f = self._fields.get(p.name)
+            if f is not None:
+                changes[f.name] = _python_value(f, p.value)
+        if not changes:
+            return
+        self.params = dataclasses.replace(self.params, **changes)
+        if self._on_change is not None:
+            self._on_change(self.params, set(changes))
+
+    def unbind(self) -> None:
+        """Remove both callbacks from the node."""
+        self._node.remove_on_set_parameters_callback(self.validate)
+        self._node.remove_post_set_parameters_callback(self._apply)
+
+
+def bind_parameters(
+    node: Any,
+    params: Any,
+    *,
+    prefix: str = "",
+    on_change: Callable[[Any, set[str]], None] | None = None,
+) -> ParameterBinding:
+    """Install the validating set-parameters callback for ``params`` (an instance returned by
+    :func:`declare_parameters`) and keep ``binding.params`` up to date."""
+    return ParameterBinding(node, params, prefix=prefix, on_change=on_change)
+
+
+def parameters_to_yaml_dict(params: Any, node_name: str, *, prefix: str = "") -> dict[str, Any]:
+    """``{node_name: {"ros__parameters": {...}}}`` of a dataclass instance (for writing config files)."""
+    values = {}
+    for f in _fields(type(params), prefix):
+        v = getattr(params, f.name)
+        values[f.ros_name] = list(v) if f.is_array else v
+    return {node_name: {"ros__parameters": values}}

@@ -1,0 +1,107 @@
+"""Named QoS profiles of the kangaroo_wbc topic contract (see ``docs/interface.md``).
+
+Choice for the 1 kHz streams (``actuators/state``, ``passive_encoders/state``, ``imu/data``,
+``joint_states``, ``estimation/base_odometry``): **reliable, keep-last, depth 10, volatile**.
+
+- Reliable publishers match both reliable and best-effort subscribers (the reverse pairing is
+  incompatible), so RViz, ``ros2 topic echo`` and ros2_control tools all connect with their
+  defaults. ``rclpy.qos.qos_profile_sensor_data`` (best effort) would silently not match them.
+- On one host (shared memory or loopback) reliable delivery at 1 kHz costs no measurable latency,
+  and an estimator that integrates velocities should not lose samples without noticing.
+- Depth 10 (10 ms at 1 kHz) bounds both memory and the worst-case age of a queued sample; a
+  subscriber that falls further behind drops the oldest samples rather than lagging.
+
+Subscribers that prefer the newest sample over completeness may use :data:`SENSOR_BEST_EFFORT`
+(it matches the reliable publishers). Commands use depth 1: a stale command is worse than none.
+Calibration results and the robot description are *latched* (transient local, depth 1) so a node
+started later still receives the last value.
+"""
+
+from __future__ import annotations
+
+from rclpy.qos import (
+    DurabilityPolicy,
+    HistoryPolicy,
+    QoSProfile,
+    ReliabilityPolicy,
+)
+
+from kangaroo_wbc.errors import ConfigError, suggest
+
+#: 1 kHz sensor/state streams, publishers and default subscribers.
+SENSOR_STATE = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=10,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
+
+#: Subscriber-side option for the same streams: newest sample wins, never blocks the writer.
+SENSOR_BEST_EFFORT = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=10,
+    reliability=ReliabilityPolicy.BEST_EFFORT,
+    durability=DurabilityPolicy.VOLATILE,
+)
+
+#: ``actuators/command``: only the newest command matters.
+COMMAND = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=1,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
+
+#: Latched results (``estimation/calibration``, ``robot_description``): late joiners get the last one.
+LATCHED = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=1,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+
+#: Low-rate outputs for people and tools (markers, contact wrenches for RViz, timing, ZMP).
+VISUALIZATION = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=10,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
+
+#: ``/diagnostics`` (same as diagnostic_updater's default).
+DIAGNOSTICS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=10,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
+
+#: ``/tf`` (same as tf2_ros.TransformBroadcaster's default).
+TF = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=100,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
+
+PROFILES: dict[str, QoSProfile] = {
+    "sensor_state": SENSOR_STATE,
+    "sensor_best_effort": SENSOR_BEST_EFFORT,
+    "command": COMMAND,
+    "latched": LATCHED,
+    "visualization": VISUALIZATION,
+    "diagnostics": DIAGNOSTICS,
+    "tf": TF,
+}
+
+
+def qos_profile(name: str) -> QoSProfile:
+    """Return the named profile (for a string parameter such as ``state_qos: sensor_best_effort``).
+
+    Raises:
+        ConfigError: unknown name; the message lists the valid ones.
+    """
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ConfigError(f"unknown QoS profile {name!r}." + suggest(name, list(PROFILES))) from None

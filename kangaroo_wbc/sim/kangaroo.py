@@ -1,0 +1,141 @@
+"""Kangaroo presets of the generic simulator: file lookup, sole boxes from the corner frames, factory.
+
+.. code-block:: python
+
+    from kangaroo_wbc.sim.kangaroo import make_kangaroo_sim
+
+    sim = make_kangaroo_sim(floating_base=True, seed=0)   # standing on the floor, loops closed
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kangaroo_wbc.errors import ConfigError
+from kangaroo_wbc.sim.mjcf_export import UrdfTree, export_mjcf, parse_urdf
+from kangaroo_wbc.sim.simulator import ClosedChainSim
+
+#: Sole frames of the Kangaroo model.
+KANGAROO_SOLES: tuple[str, str] = ("left_sole", "right_sole")
+#: Sole size used when the URDF has no corner frames: (length_x, width_y) [m].
+DEFAULT_SOLE_SIZE_M: tuple[float, float] = (0.20, 0.10)
+#: Motor rotor inertia assumed for every ball-screw actuator [kg·m²] (own assumption, not a PAL
+#: number); reflected through the screw it gives the actuator armature ``J (2π/L)²``: 0.47 kg for a
+#: 0.05 m lead, 0.12 kg for 0.1 m.
+ROTOR_INERTIA_KGM2 = 3e-5
+
+
+def kangaroo_files(urdf_dir: str | Path | None = None) -> tuple[Path, Path]:
+    """``(urdf/kangaroo.urdf, urdf/kangaroo_closures.yaml)`` from the source tree or the installed share."""
+    candidates = [Path(urdf_dir)] if urdf_dir is not None else []
+    candidates.append(Path(__file__).resolve().parents[2] / "urdf")
+    try:  # installed ROS 2 package
+        from ament_index_python.packages import get_package_share_directory
+
+        candidates.append(Path(get_package_share_directory("kangaroo_wbc")) / "urdf")
+    except Exception:  # noqa: BLE001 - not in a ROS environment, or the package is not installed
+        pass
+    for d in candidates:
+        urdf, closures = d / "kangaroo.urdf", d / "kangaroo_closures.yaml"
+        if urdf.is_file() and closures.is_file():
+            return urdf, closures
+    raise ConfigError(f"kangaroo.urdf / kangaroo_closures.yaml not found in {[str(c) for c in candidates]}")
+
+
+def _pose_in_ancestor(tree: UrdfTree, link: str, ancestor: str) -> np.ndarray | None:
+    """Position [m] of ``link`` in ``ancestor`` when only fixed joints separate them, else None."""
+    by_child = tree.joint_by_child
+    p, R = np.zeros(3), np.eye(3)
+    while link != ancestor:
+        j = by_child.get(link)
+        if j is None or j.type != "fixed":
+            return None
+        p = j.xyz + j.R @ p
+        R = j.R @ R
+        link = j.parent
+    return p
+
+
+def sole_boxes_from_corners(urdf_path: str | Path, soles: tuple[str, ...] = KANGAROO_SOLES,
+                            default_size_m: tuple[float, float] = DEFAULT_SOLE_SIZE_M
+                            ) -> dict[str, tuple[float, float, float, float]]:
+    """Sole boxes ``(length_x, width_y, center_x, center_y)`` [m] spanned by each sole's corner frames.
+
+    Corner frames are links whose name starts with the sole name and contains ``corner``, rigidly
+    attached to the sole (fixed joints only). A sole without corners gets ``default_size_m``
+    centred on the sole frame.
+    """
+    tree = parse_urdf(urdf_path)
+    out = {}
+    for sole in soles:
+        if sole not in tree.links:
+            raise ConfigError(f"{urdf_path}: sole frame {sole!r} not found")
+        pts = []
+        for name in tree.links:
+            if name.startswith(sole) and "corner" in name:
+                p = _pose_in_common_body(tree, name, sole)
+                if p is not None:
+                    pts.append(p)
+        if len(pts) >= 3:
+            P = np.array(pts)
+            lo, hi = P.min(axis=0), P.max(axis=0)
+            out[sole] = (float(hi[0] - lo[0]), float(hi[1] - lo[1]),
+                         float(0.5 * (hi[0] + lo[0])), float(0.5 * (hi[1] + lo[1])))
+        else:
+            out[sole] = (default_size_m[0], default_size_m[1], 0.0, 0.0)
+    return out
+
+
+def _pose_in_common_body(tree: UrdfTree, corner: str, sole: str) -> np.ndarray | None:
+    """Corner position in the sole frame, both rigidly attached to the same link."""
+    by_child = tree.joint_by_child
+    # walk up from the sole over fixed joints to its rigid body, then express both there
+    body = sole
+    while body in by_child and by_child[body].type == "fixed":
+        body = by_child[body].parent
+    p_corner = _pose_in_ancestor(tree, corner, body)
+    if p_corner is None:
+        return None
+    # pose of the sole in the body
+    p, R = np.zeros(3), np.eye(3)
+    link = sole
+    while link != body:
+        j = by_child[link]
+        p = j.xyz + j.R @ p
+        R = j.R @ R
+        link = j.parent
+    return R.T @ (p_corner - p)
+
+
+def export_kangaroo_mjcf(urdf_path: str | Path | None = None, closures_path: str | Path | None = None, *,
+                         floating_base: bool = True, **kwargs: Any) -> str:
+    """MJCF of the Kangaroo model with its sole boxes (``kwargs`` go to :func:`export_mjcf`)."""
+    if urdf_path is None or closures_path is None:
+        urdf_path, closures_path = kangaroo_files()
+    kwargs.setdefault("soles", sole_boxes_from_corners(urdf_path))
+    kwargs.setdefault("model_name", "kangaroo")
+    kwargs.setdefault("visual_collisions", True)
+    if "actuator_params" not in kwargs:
+        from kangaroo_wbc.model.closures import load_closure_file
+
+        names = load_closure_file(closures_path).actuated_joints
+        kwargs["actuator_params"] = {n: {"rotor_inertia_kgm2": ROTOR_INERTIA_KGM2} for n in names}
+    return export_mjcf(urdf_path, closures_path, floating_base=floating_base, **kwargs)
+
+
+def make_kangaroo_sim(*, floating_base: bool = True, mjcf: str | Path | None = None,
+                      export_options: dict[str, Any] | None = None, **sim_kwargs: Any) -> ClosedChainSim:
+    """The Kangaroo simulator: standing on the floor (``floating_base``) or hanging on a crane.
+
+    Args:
+        floating_base: free base on the floor, or root link welded in the air.
+        mjcf: an existing MJCF (text or path); default: exported from the URDF and closures now.
+        export_options: extra :func:`export_mjcf` options.
+        sim_kwargs: :class:`ClosedChainSim` options (``seed``, ``substeps``, ``sensor_config`` ...).
+    """
+    if mjcf is None:
+        mjcf = export_kangaroo_mjcf(floating_base=floating_base, **(export_options or {}))
+    return ClosedChainSim(mjcf, **sim_kwargs)

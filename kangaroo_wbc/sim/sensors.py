@@ -1,0 +1,244 @@
+"""Sensor models of the simulated robot: encoders, motor torque, passive encoders, IMU.
+
+What the hardware gives, and therefore what the simulator reports (``docs/sim.md``):
+
+* **actuator position as the encoder reads it** [m] (or [rad] for a revolute actuator). Ball-screw
+  actuators read the screw through an encoder on the motor side, so they are *relative*: at every
+  boot the reading carries an unknown constant offset (drawn uniformly in ``±encoder_offset_range``).
+  Actuators listed in ``absolute_actuators`` read the true position;
+* actuator velocity [m/s];
+* **motor torque** [N·m], the inverse of eq. (47) of the Kangaroo paper,
+
+  .. math::  \\bar\\tau = \\tau_m \\frac{2 \\pi \\eta}{L}
+             \\quad\\Longleftrightarrow\\quad
+             \\tau_m = \\bar\\tau \\frac{L}{2 \\pi \\eta}
+
+  with ``L`` the screw lead [m] and ``eta`` the screw efficiency, plus Gaussian noise;
+* absolute encoders on the passive joints listed in ``absolute_encoders`` [rad];
+* IMU: orientation quaternion (``x, y, z, w``), angular velocity and linear acceleration (specific
+  force, gravity included) in the IMU frame, with white noise and a per-boot constant bias.
+
+All randomness comes from the ``numpy.random.Generator`` handed in, so a seed fixes the sequence.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kangaroo_wbc.errors import InputError
+
+
+def motor_torque_from_force(force_n: np.ndarray | float, screw_lead_m: np.ndarray | float,
+                            screw_efficiency: np.ndarray | float) -> np.ndarray:
+    """Motor torque [N·m] that produces the axial force ``force_n`` [N] (inverse of eq. (47)).
+
+    .. math::  \\tau_m = \\bar\\tau \\, L / (2 \\pi \\eta)
+    """
+    return np.asarray(force_n, dtype=float) * np.asarray(screw_lead_m) / (2.0 * math.pi * np.asarray(screw_efficiency))
+
+
+def force_from_motor_torque(tau_m: np.ndarray | float, screw_lead_m: np.ndarray | float,
+                            screw_efficiency: np.ndarray | float) -> np.ndarray:
+    """Axial actuator force [N] from the motor torque ``tau_m`` [N·m], eq. (47) of the Kangaroo paper.
+
+    .. math::  \\bar\\tau = \\tau_m \\, 2 \\pi \\eta / L
+    """
+    return np.asarray(tau_m, dtype=float) * 2.0 * math.pi * np.asarray(screw_efficiency) / np.asarray(screw_lead_m)
+
+
+@dataclass
+class SensorConfig:
+    """Noise, bias and offset parameters of the simulated sensors (standard deviations unless noted).
+
+    Attributes:
+        encoder_offset_range_m: half-width of the uniform boot offset of relative linear encoders [m].
+        encoder_offset_range_rad: same for relative encoders of revolute actuators [rad].
+        actuator_position_noise_std: encoder noise [m] or [rad].
+        actuator_velocity_noise_std: velocity noise [m/s] or [rad/s].
+        motor_torque_noise_std: motor torque noise [N·m].
+        passive_encoder_noise_std: passive absolute encoder noise [rad] (or [m]).
+        imu_orientation_noise_std: orientation noise, rotation vector per axis [rad].
+        gyro_noise_std: angular velocity white noise [rad/s].
+        gyro_bias_std: per-boot constant gyro bias [rad/s].
+        accel_noise_std: linear acceleration white noise [m/s²].
+        accel_bias_std: per-boot constant accelerometer bias [m/s²].
+        default_screw_lead_m: screw lead used when an actuator has none [m] (PAL's public value).
+        default_screw_efficiency: screw efficiency used when an actuator has none [-].
+    """
+
+    encoder_offset_range_m: float = 0.02
+    encoder_offset_range_rad: float = 0.5
+    actuator_position_noise_std: float = 1e-6
+    actuator_velocity_noise_std: float = 1e-4
+    motor_torque_noise_std: float = 0.002
+    passive_encoder_noise_std: float = 1e-4
+    imu_orientation_noise_std: float = 1e-3
+    gyro_noise_std: float = 2e-3
+    gyro_bias_std: float = 1e-3
+    accel_noise_std: float = 0.02
+    accel_bias_std: float = 0.02
+    default_screw_lead_m: float = 0.005
+    default_screw_efficiency: float = 0.9
+
+    def __post_init__(self) -> None:
+        for k, v in self.__dict__.items():
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                raise InputError(f"SensorConfig.{k} must be a finite number >= 0, got {v!r}")
+        if self.default_screw_lead_m <= 0 or not 0 < self.default_screw_efficiency <= 1:
+            raise InputError("SensorConfig: default_screw_lead_m must be > 0 and default_screw_efficiency in (0, 1]")
+
+    @classmethod
+    def noiseless(cls, keep_offsets: bool = True) -> SensorConfig:
+        """All noise and biases zero (boot offsets kept unless ``keep_offsets`` is False)."""
+        cfg = cls(**{k: 0.0 for k in cls.__dataclass_fields__ if k.endswith(("_std",))})
+        if not keep_offsets:
+            cfg.encoder_offset_range_m = 0.0
+            cfg.encoder_offset_range_rad = 0.0
+        return cfg
+
+
+@dataclass
+class ImuReading:
+    """One IMU sample, expressed in the IMU frame.
+
+    Attributes:
+        orientation_xyzw: orientation of the IMU frame in the world, quaternion ``x, y, z, w``.
+        angular_velocity_imu_in_imu: [rad/s].
+        linear_acceleration_imu_in_imu: specific force (gravity included) [m/s²].
+    """
+
+    orientation_xyzw: np.ndarray
+    angular_velocity_imu_in_imu: np.ndarray
+    linear_acceleration_imu_in_imu: np.ndarray
+
+
+@dataclass
+class SensorReadings:
+    """What the hardware interface publishes at one control tick.
+
+    Attributes:
+        time: simulation time [s].
+        actuator_names: actuated joint names (order of every actuator array).
+        actuator_position: encoder reading [m] (or [rad]); relative encoders carry a boot offset.
+        actuator_velocity: [m/s] (or [rad/s]).
+        motor_torque: measured motor torque [N·m] (axial force for revolute actuators: [N·m] too).
+        passive_encoder_names: passive joints with absolute encoders.
+        passive_encoder_position: their readings [rad] (or [m]).
+        imu: the IMU sample, or None if the model has no IMU.
+    """
+
+    time: float
+    actuator_names: list[str]
+    actuator_position: np.ndarray
+    actuator_velocity: np.ndarray
+    motor_torque: np.ndarray
+    passive_encoder_names: list[str]
+    passive_encoder_position: np.ndarray
+    imu: ImuReading | None = None
+
+
+def _quat_mul_wxyz(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    w1, x1, y1, z1 = a
+    w2, x2, y2, z2 = b
+    return np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+                     w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+                     w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+
+
+def _quat_exp_wxyz(w: np.ndarray) -> np.ndarray:
+    th = float(np.linalg.norm(w))
+    if th < 1e-12:
+        return np.array([1.0, 0.5 * w[0], 0.5 * w[1], 0.5 * w[2]])
+    s = math.sin(0.5 * th) / th
+    return np.array([math.cos(0.5 * th), s * w[0], s * w[1], s * w[2]])
+
+
+@dataclass
+class SensorSuite:
+    """Sensor models for one robot; :meth:`boot` draws the per-boot offsets and biases.
+
+    Args:
+        actuator_names: actuated joints.
+        actuator_is_linear: per actuator, True for a prismatic (ball-screw) actuator.
+        absolute_actuators: actuators whose encoder is absolute (no boot offset).
+        screw_lead_m, screw_efficiency: per actuator (NaN → the config defaults); only linear
+            actuators use them, revolute ones report their joint torque directly.
+        passive_encoder_names: passive joints with absolute encoders.
+        config: noise parameters.
+    """
+
+    actuator_names: list[str]
+    actuator_is_linear: np.ndarray
+    absolute_actuators: list[str]
+    screw_lead_m: np.ndarray
+    screw_efficiency: np.ndarray
+    passive_encoder_names: list[str]
+    config: SensorConfig = field(default_factory=SensorConfig)
+
+    def __post_init__(self) -> None:
+        n = len(self.actuator_names)
+        self.actuator_is_linear = np.asarray(self.actuator_is_linear, dtype=bool)
+        lead = np.asarray(self.screw_lead_m, dtype=float).copy()
+        eff = np.asarray(self.screw_efficiency, dtype=float).copy()
+        if lead.shape != (n,) or eff.shape != (n,) or self.actuator_is_linear.shape != (n,):
+            raise InputError("SensorSuite: per-actuator arrays must all have one entry per actuator")
+        lead[np.isnan(lead)] = self.config.default_screw_lead_m
+        eff[np.isnan(eff)] = self.config.default_screw_efficiency
+        if np.any(lead <= 0) or np.any(eff <= 0) or np.any(eff > 1):
+            raise InputError(f"SensorSuite: screw leads must be > 0 and efficiencies in (0, 1], got {lead}, {eff}")
+        self.screw_lead_m, self.screw_efficiency = lead, eff
+        self.is_absolute = np.array([a in self.absolute_actuators for a in self.actuator_names], dtype=bool)
+        self.encoder_offset = np.zeros(n)
+        self.gyro_bias = np.zeros(3)
+        self.accel_bias = np.zeros(3)
+
+    # ------------------------------------------------------------------ boot
+    def boot(self, rng: np.random.Generator) -> None:
+        """Draw the encoder offsets of relative encoders and the IMU biases (one robot power-up)."""
+        c = self.config
+        half = np.where(self.actuator_is_linear, c.encoder_offset_range_m, c.encoder_offset_range_rad)
+        offset = rng.uniform(-1.0, 1.0, size=len(self.actuator_names)) * half
+        self.encoder_offset = np.where(self.is_absolute, 0.0, offset)
+        self.gyro_bias = rng.normal(0.0, c.gyro_bias_std, size=3) if c.gyro_bias_std > 0 else np.zeros(3)
+        self.accel_bias = rng.normal(0.0, c.accel_bias_std, size=3) if c.accel_bias_std > 0 else np.zeros(3)
+
+    # ------------------------------------------------------------------ models
+    def motor_torque(self, actuator_force: np.ndarray) -> np.ndarray:
+        """Noise-free motor torque [N·m] of the applied actuator forces [N] (torques for revolute)."""
+        tau_m = motor_torque_from_force(actuator_force, self.screw_lead_m, self.screw_efficiency)
+        return np.where(self.actuator_is_linear, tau_m, np.asarray(actuator_force, dtype=float))
+
+    def actuator_force(self, motor_torque: np.ndarray) -> np.ndarray:
+        """Axial forces [N] from motor torques [N·m], eq. (47) (identity for revolute actuators)."""
+        f = force_from_motor_torque(motor_torque, self.screw_lead_m, self.screw_efficiency)
+        return np.where(self.actuator_is_linear, f, np.asarray(motor_torque, dtype=float))
+
+    def read(self, rng: np.random.Generator, time: float, theta_a: np.ndarray, theta_dot_a: np.ndarray,
+             actuator_force: np.ndarray, passive_positions: np.ndarray,
+             imu_quat_wxyz: np.ndarray | None, imu_gyro: np.ndarray | None,
+             imu_accel: np.ndarray | None) -> SensorReadings:
+        """Turn true quantities into sensor readings (adds offsets, biases and noise)."""
+        c = self.config
+        n = len(self.actuator_names)
+
+        def noise(std: float, size: int) -> np.ndarray:
+            return rng.normal(0.0, std, size=size) if std > 0 else np.zeros(size)
+
+        pos = theta_a + self.encoder_offset + noise(c.actuator_position_noise_std, n)
+        vel = theta_dot_a + noise(c.actuator_velocity_noise_std, n)
+        tau = self.motor_torque(actuator_force) + noise(c.motor_torque_noise_std, n)
+        passive = passive_positions + noise(c.passive_encoder_noise_std, len(passive_positions))
+        imu = None
+        if imu_quat_wxyz is not None and imu_gyro is not None and imu_accel is not None:
+            dq = _quat_exp_wxyz(noise(c.imu_orientation_noise_std, 3))
+            qn = _quat_mul_wxyz(np.asarray(imu_quat_wxyz, dtype=float), dq)
+            qn /= np.linalg.norm(qn)
+            imu = ImuReading(np.array([qn[1], qn[2], qn[3], qn[0]]),
+                             imu_gyro + self.gyro_bias + noise(c.gyro_noise_std, 3),
+                             imu_accel + self.accel_bias + noise(c.accel_noise_std, 3))
+        return SensorReadings(time, list(self.actuator_names), pos, vel, tau, list(self.passive_encoder_names),
+                              passive, imu)

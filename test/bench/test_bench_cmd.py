@@ -1,0 +1,90 @@
+"""Smoke test of ``kangaroo-wbc bench --quick --json`` (integration: runs the whole benchmark briefly).
+
+Checks the report's shape — keys present, timings finite and positive, ``null`` only with a
+reason — never the timings themselves: they depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import math
+
+import pytest
+
+from kangaroo_wbc import cli
+from kangaroo_wbc.cli import bench_cmd
+
+TOP_KEYS = ("machine", "config", "closure_fk_ms", "closure_fk_model", "rnea_ms", "crba_ms", "models",
+            "estimator_step_ms", "wrench_step_ms", "wbc_step_ms_double", "wbc_step_ms_single", "pipeline_ms",
+            "sim_rtf_all_nodes", "peer", "references_ms", "null_reasons")
+MODEL_KEYS = ("closure_fk_ms", "closure_fk_chord_prototype_ms", "error_and_jacobian_ms", "mapping_jacobian_ms",
+              "rnea_ms", "crba_ms", "inverse_dynamics_ms", "projected_dynamics_ms")
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The CLI parser; registers ``bench`` itself if the CLI does not list it (yet)."""
+    if "kangaroo_wbc.cli.bench_cmd" in cli.SUBCOMMAND_MODULES:
+        return cli.build_parser()
+    parser = argparse.ArgumentParser(prog="kangaroo-wbc")
+    bench_cmd.register(parser.add_subparsers(dest="command"))
+    return parser
+
+
+def _positive_finite(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+
+
+def _check_timing(t: dict, where: str) -> None:
+    for k in ("median", "p99"):
+        assert _positive_finite(t[k]), f"{where}.{k} = {t[k]!r}"
+    assert t["p99"] >= t["median"], where
+    assert t["n"] > 0, where
+
+
+@pytest.fixture(scope="module")
+def report() -> dict:
+    """The JSON report of one quick run (its last stdout line)."""
+    args = _parser().parse_args(["bench", "--quick", "--json"])
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert args.func(args) == 0
+    return json.loads(buf.getvalue().strip().splitlines()[-1])
+
+
+def test_report_has_every_key(report):
+    for key in TOP_KEYS:
+        assert key in report, key
+    for key in ("cpu_model", "cores_usable", "python", "numpy", "pinocchio"):
+        assert report["machine"][key], key
+    assert report["config"]["quick"] is True
+
+
+def test_timings_are_finite_and_positive(report):
+    _check_timing(report["closure_fk_ms"], "closure_fk_ms")
+    _check_timing(report["rnea_ms"], "rnea_ms")
+    assert report["models"], "no model was benchmarked"
+    for name, m in report["models"].items():
+        for key in MODEL_KEYS:
+            _check_timing(m[key], f"{name}.{key}")
+        assert m["closure_fk_ms"]["residual_max_sampled"] <= m["closure_fk_ms"]["tol"]
+
+
+def test_null_values_come_with_a_reason(report):
+    for key in ("estimator_step_ms", "wrench_step_ms", "wbc_step_ms_double", "wbc_step_ms_single", "pipeline_ms"):
+        if report[key] is None:
+            assert report["null_reasons"].get(key), key
+        else:
+            _check_timing(report[key], key)
+    rtf = report["sim_rtf_all_nodes"]
+    assert (rtf is None and report["null_reasons"].get("sim_rtf_all_nodes")) or _positive_finite(rtf)
+
+
+def test_peer_block_reports_a_status(report):
+    peer = report["peer"]
+    assert peer["name"] == "toolbox-parallel-robots"
+    assert peer["status"]
+    if peer.get("fk_speedup") is not None:
+        assert _positive_finite(peer["fk_speedup"])

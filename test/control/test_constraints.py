@@ -1,0 +1,117 @@
+"""Unit tests of the constraints: row semantics, and satisfaction by the solved WBC problems."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kangaroo_wbc.control.constraints import ActuatorStrokeLimits, FloatingBaseDynamics, FrictionCones
+from kangaroo_wbc.control.contacts import ContactSpec, DecisionLayout, wrench_map
+from kangaroo_wbc.control.wbc import WbcReferences, WbcSettings, WholeBodyController
+from kangaroo_wbc.errors import InputError
+from kangaroo_wbc.model import projected_dynamics
+from test.control.conftest import KKT_TOL, digit_contacts, digit_limits, random_state
+
+FORCE_TOL = 1e-3  # [N] solver tolerance on force rows
+
+
+def _digit_wbc(clm, **kw):
+    return WholeBodyController(clm, digit_contacts(), WbcSettings(base_frame="torso", **kw), digit_limits(clm))
+
+
+def test_wrench_map_moments():
+    R = np.eye(3)
+    corners = np.array([[0.1, 0.05, 0.0], [-0.1, -0.05, 0.0]])
+    W = wrench_map(R, corners)
+    f = np.array([0.0, 0.0, 10.0, 0.0, 0.0, 30.0])
+    np.testing.assert_allclose(W @ f, [0, 0, 40, 0.05 * 10 - 0.05 * 30, -(0.1 * 10 - 0.1 * 30), 0])
+
+
+def test_corner_contact_spec_validation(digit_fb):
+    with pytest.raises(InputError):
+        ContactSpec("x", "right_sole", np.zeros((4, 2)))
+    with pytest.raises(InputError):
+        ContactSpec.rectangle("x", "right_sole", 0.1, 0.1, mu=0.0)
+
+
+@pytest.mark.parametrize("active", [("right", "left"), ("right",)])
+def test_solution_forces_inside_cones_and_cop_inside_sole(digit_fb, active):
+    clm = digit_fb
+    wbc = _digit_wbc(clm)
+    q, nu, v = random_state(clm, 7, speed=0.1)
+    out = wbc.step(q, v, active_contacts=active)
+    assert out.qp.kkt().ok(KKT_TOL)
+    for c in wbc.contacts:
+        f = out.forces[c.name]
+        if c.name not in active:
+            np.testing.assert_allclose(f, 0.0, atol=1e-9)
+            continue
+        R, p = wbc.pm.placement(c.frame)
+        local = f @ R  # forces in the sole frame
+        mu = c.mu / np.sqrt(2.0)
+        assert np.all(local[:, 2] >= -FORCE_TOL)
+        assert np.all(np.abs(local[:, :2]) <= mu * local[:, 2:3] + FORCE_TOL)
+        # CoP of the sole wrench (sole frame) inside the corner rectangle.
+        w = out.wrenches[c.name]
+        f_loc, m_loc = R.T @ w[:3], R.T @ w[3:]
+        cop = np.array([-m_loc[1] / f_loc[2], m_loc[0] / f_loc[2]])
+        lo, hi = c.corners[:, :2].min(axis=0), c.corners[:, :2].max(axis=0)
+        assert np.all(cop >= lo - 1e-6) and np.all(cop <= hi + 1e-6)
+
+
+def test_floating_base_rows_are_eq_62(digit_fb):
+    clm = digit_fb
+    wbc = _digit_wbc(clm)
+    q, nu, v = random_state(clm, 8)
+    out = wbc.step(q, v)
+    terms = wbc._contact_terms(out.active_contacts)
+    M, lo, _ = FloatingBaseDynamics(wbc.layout).rows(wbc.pm, terms)
+    pd = projected_dynamics(clm, q, v, ["right_sole", "left_sole"], 6)
+    wrench = np.concatenate([out.wrenches["right"], out.wrenches["left"]])
+    x = out.qp.x
+    np.testing.assert_allclose(M @ x - lo, pd.base_residual(out.nu_dot, wrench), atol=1e-8)
+    assert np.max(np.abs(M @ x - lo)) < KKT_TOL * 10
+
+
+def test_friction_rows_relaxed_for_inactive_contact(digit_fb):
+    clm = digit_fb
+    wbc = _digit_wbc(clm)
+    q, nu, v = random_state(clm, 1)
+    wbc.pm.update(q, nu)
+    terms = wbc._contact_terms(("right",))
+    M, lo, hi = FrictionCones(wbc.layout).rows(wbc.pm, terms)
+    n_right = 5 * 4
+    assert np.all(lo[4:n_right:5] == 0.0) and np.all(np.isinf(hi[n_right + 4::5]))
+
+
+def test_stroke_limit_bounds_keep_the_actuator_in_range():
+    layout = DecisionLayout(6, 2)
+    con = ActuatorStrokeLimits(layout, np.array([7, 8]), np.array([-0.05, -0.05]), np.array([0.05, 0.05]),
+                               np.array([0.5, 0.5]), horizon_s=0.05, acceleration_max=1e4)
+    theta = np.array([0.045, -0.049])
+    theta_dot = np.array([0.2, -0.3])
+    lo, hi = con.bounds(theta, theta_dot)
+    assert np.all(lo <= hi)
+    dt = con.horizon_s
+    for a in (lo, hi):
+        end = theta + theta_dot * dt + 0.5 * a * dt**2
+        assert np.all(end <= 0.05 + 1e-12) and np.all(end >= -0.05 - 1e-12)
+    # Already beyond the limit and moving outward: the bound brakes (pushes back inside).
+    lo, hi = con.bounds(np.array([0.06, 0.0]), np.array([0.4, 0.0]))
+    assert hi[0] < 0.0
+    # Speed limit: at the speed limit the actuator may not accelerate further.
+    lo, hi = con.bounds(np.array([0.0, 0.0]), np.array([0.5, -0.5]))
+    assert hi[0] <= 1e-12 and lo[1] >= -1e-12
+
+
+def test_actuator_force_limits_are_respected(digit_fb):
+    clm = digit_fb
+    q, nu, v = random_state(clm, 3, speed=0.0)
+    free = WholeBodyController(clm, digit_contacts(), WbcSettings(base_frame="torso"), digit_limits(clm, 1e4))
+    ref = WbcReferences(com_position=None)
+    out_free = free.step(q, v, references=ref)
+    peak = np.max(np.abs(out_free.tau_a))
+    limit = 0.8 * peak
+    limited = WholeBodyController(clm, digit_contacts(), WbcSettings(base_frame="torso"), digit_limits(clm, limit))
+    out = limited.step(q, v)
+    assert np.max(np.abs(out.tau_a)) <= limit + 1e-3 * limit

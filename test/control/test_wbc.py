@@ -1,0 +1,124 @@
+"""Unit tests of the whole-body controller (eq. (27)-(29) on the projected dynamics of App. B).
+
+The commanded actuator forces are re-verified with an independent computation: pinocchio's RNEA
+on the spanning tree with the solved accelerations and contact wrenches, the closure forces from the
+passive rows (eq. (28)) and the actuated rows (eq. (29)).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from kangaroo_wbc.control.contacts import ContactSpec
+from kangaroo_wbc.control.wbc import ActuatorLimits, WbcReferences, WbcSettings, WholeBodyController
+from kangaroo_wbc.errors import InputError, NoSolutionFound
+from kangaroo_wbc.model import projected_dynamics
+from test.control.conftest import KKT_TOL, digit_contacts, digit_limits, random_state
+
+FRAMES = ["right_sole", "left_sole"]
+
+
+def _wbc(clm, **kw) -> WholeBodyController:
+    return WholeBodyController(clm, digit_contacts(), WbcSettings(base_frame="torso", compute_lambda=True, **kw),
+                               digit_limits(clm))
+
+
+@pytest.mark.parametrize("active", [("right", "left"), ("left",)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_actuator_forces_equal_eq_29_by_independent_inverse_dynamics(digit_fb, active, seed):
+    clm = digit_fb
+    wbc = _wbc(clm)
+    q, nu, v = random_state(clm, seed, speed=0.2)
+    out = wbc.step(q, v, active_contacts=active)
+    assert out.qp.kkt().ok(KKT_TOL)
+    # Reference projected dynamics (core) at the same state.
+    pd = projected_dynamics(clm, q, v, FRAMES, 6)
+    wrench = np.concatenate([out.wrenches["right"], out.wrenches["left"]])
+    np.testing.assert_allclose(out.tau_a, pd.actuated_forces(out.nu_dot, wrench), atol=1e-8)
+    # Independent: RNEA on the tree, closure forces from the passive rows, actuated rows.
+    v_dot = pd.T @ out.nu_dot + pd.k
+    tau_tree = pin.rnea(clm.model, clm.model.createData(), q, v, v_dot) - pd.J_c_full.T @ wrench
+    J_l = clm.constraint_jacobian(q)
+    J_lu, J_la = clm.split(J_l)
+    lam = np.linalg.solve(J_lu.T, tau_tree[clm.idx_v_u])  # eq. (28)
+    tau_a = tau_tree[clm.idx_v_a] - J_la.T @ lam  # eq. (29)
+    np.testing.assert_allclose(out.tau_a, tau_a, atol=1e-7 * max(1.0, np.abs(tau_a).max()))
+    np.testing.assert_allclose(out.lam, lam, atol=1e-7 * max(1.0, np.abs(lam).max()))
+    # Floating-base rows (eq. (26a)/(62)) balanced to the solver tolerance; passive rows exactly by lambda.
+    assert np.max(np.abs(tau_tree[clm.idx_v_base])) < KKT_TOL
+    # Stance soles do not accelerate (eq. (25b)).
+    for name, frame in (("right", "right_sole"), ("left", "left_sole")):
+        if name in active:
+            acc = wbc.pm.jacobian(frame) @ out.nu_dot + wbc.pm.drift(frame)
+            assert np.max(np.abs(acc)) < KKT_TOL
+
+
+def test_standing_still_holds_the_weight(digit_fb):
+    """At rest with the CoM inside the (large) soles every task holds at zero acceleration."""
+    clm = digit_fb
+    big = [ContactSpec.rectangle("right", "right_sole", 0.6, 0.2), ContactSpec.rectangle("left", "left_sole", 0.6, 0.2)]
+    wbc = WholeBodyController(clm, big, WbcSettings(base_frame="torso"), digit_limits(clm))
+    q = clm.q_ref.copy()
+    v = np.zeros(clm.model.nv)
+    out = wbc.step(q, v)
+    total = out.wrenches["right"][:3] + out.wrenches["left"][:3]
+    np.testing.assert_allclose(total, [0.0, 0.0, clm.mass_kg * 9.81], atol=1e-2 * clm.mass_kg)
+    assert np.max(np.abs(out.nu_dot)) < 1e-2
+    assert set(out.timing) >= {"model", "build", "solve", "total"} and out.timing["total"] > 0
+
+
+def test_swing_foot_follows_its_reference_in_single_support(digit_fb):
+    clm = digit_fb
+    wbc = _wbc(clm)
+    q, v = clm.q_ref.copy(), np.zeros(clm.model.nv)
+    wbc.step(q, v)
+    R, p = wbc.pm.placement("left_sole")
+    from kangaroo_wbc.control.wbc import FrameReference
+
+    target = p + np.array([0.0, 0.0, 0.02])
+    out = wbc.step(q, v, references=WbcReferences(active_contacts=("right",),
+                                                  foot_poses={"left": FrameReference(target, R)}))
+    acc = wbc.pm.jacobian("left_sole") @ out.nu_dot + wbc.pm.drift("left_sole")
+    assert acc[2] > 0.5 * wbc.settings.foot_kp * 0.02  # accelerates upward toward the target
+    np.testing.assert_allclose(out.forces["left"], 0.0)
+
+
+def test_non_finite_state_raises_input_error(u2ups_fb):
+    wbc = WholeBodyController(u2ups_fb, [ContactSpec.rectangle("sole", "sole", 0.2, 0.1)],
+                              WbcSettings(base_frame="base"))
+    q = u2ups_fb.q_ref.copy()
+    v = np.zeros(u2ups_fb.model.nv)
+    v[0] = np.inf
+    with pytest.raises(InputError):
+        wbc.step(q, v)
+    q[0] = np.nan
+    with pytest.raises(InputError):
+        wbc.step(q, np.zeros_like(v))
+    with pytest.raises(InputError):
+        wbc.step(u2ups_fb.q_ref, np.zeros_like(v), active_contacts=("no_such_contact",))
+
+
+def test_unsupportable_weight_raises_no_solution_found(digit_fb):
+    clm = digit_fb
+    n = clm.n_a
+    weak = ActuatorLimits(np.full(n, -1e-3), np.full(n, 1e-3), np.full(n, -np.inf), np.full(n, np.inf),
+                          np.full(n, np.inf))
+    # Every corner must push with at least 1 kN: the base then accelerates up at ~400 m/s², which the
+    # stationary feet, the 1e-3 N·m actuators and the acceleration bounds cannot all allow.
+    pushing = [ContactSpec.rectangle(n, f, 0.16, 0.08, normal_force_min_n=1000.0) for n, f in
+               (("right", "right_sole"), ("left", "left_sole"))]
+    wbc = WholeBodyController(clm, pushing, WbcSettings(base_frame="torso"), weak)
+    with pytest.raises(NoSolutionFound) as info:
+        wbc.step(clm.q_ref, np.zeros(clm.model.nv))
+    assert info.value.problem is not None
+
+
+def test_core_does_not_import_rclpy():
+    code = ("import sys, kangaroo_wbc.control.wbc, kangaroo_wbc.control.reduced_wbc, "
+            "kangaroo_wbc.control.behaviours; assert 'rclpy' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,0 +1,196 @@
+"""Unit tests of the quasi-static contact wrench estimator (Kangaroo paper eq. (43)-(47)).
+
+Synthetic static poses: choose sole wrenches ``f``, compute the actuator forces that balance them
+with the core's projected dynamics (actuated rows, zero acceleration), feed them back and recover
+``f``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from kangaroo_wbc.errors import EstimationError, FrameNotFound, InputError
+from kangaroo_wbc.estimation.contact_wrench import (
+    ContactWrenchConfig,
+    ContactWrenchEstimator,
+    ScrewTransmission,
+)
+from kangaroo_wbc.model import projected_dynamics
+from test.estimation.conftest import DIGIT, DIGIT_SOLES, KANGAROO_SOLES, closed_configuration, model
+
+WRENCH_TOL = 1e-6  # [N], [N·m]
+ROBOTS = {"digit": (DIGIT, DIGIT_SOLES), "kangaroo": ("kangaroo", KANGAROO_SOLES)}
+RAW = ContactWrenchConfig(filter_enabled=False)
+
+
+def _balanced_forces(clm, q, soles, f, v=None):
+    """Actuator forces of the projected dynamics with zero acceleration: tau = h_p,a - J_c,m^T f."""
+    v = np.zeros(clm.model.nv) if v is None else v
+    pd = projected_dynamics(clm, q, v, soles, 6, pin.LOCAL)
+    return pd.actuated_forces(np.zeros(pd.M.shape[0]), f), pd
+
+
+@pytest.mark.parametrize("robot", list(ROBOTS))
+def test_recovers_chosen_wrenches(robot, mechanism_dir):
+    name, soles = ROBOTS[robot]
+    clm = model(name, mechanism_dir, True)
+    est = ContactWrenchEstimator(clm, soles, config=RAW)
+    rng = np.random.default_rng(0)
+    for seed in range(3):
+        q = closed_configuration(clm, seed, spread=0.1)
+        f = rng.normal(0.0, 20.0, 12)
+        f[[2, 8]] += 150.0
+        tau, _ = _balanced_forces(clm, q, soles, f)
+        out = est.update(q, actuator_force=tau)
+        np.testing.assert_allclose(out.wrench_sole_in_sole_raw.reshape(-1), f, rtol=0, atol=WRENCH_TOL)
+        assert out.residual == 0.0
+
+
+@pytest.mark.parametrize("robot", list(ROBOTS))
+def test_fast_path_equals_projected_dynamics(robot, mechanism_dir):
+    """g_a + J_m^T g_u and J_c,m^T are the actuated rows of T^T g and (J_c T)^T (App. B)."""
+    name, soles = ROBOTS[robot]
+    clm = model(name, mechanism_dir, True)
+    est = ContactWrenchEstimator(clm, soles, config=RAW)
+    q = closed_configuration(clm, 4, spread=0.1)
+    est.update(q, actuator_force=np.zeros(clm.n_a))
+    pd = projected_dynamics(clm, q, np.zeros(clm.model.nv), soles, 6, pin.LOCAL)
+    np.testing.assert_allclose(est.g_pa, pd.h[pd.actuated_rows], atol=1e-9)
+    np.testing.assert_allclose(est.J_cm_T, pd.J_c[:, pd.actuated_rows].T, atol=1e-9)
+
+
+@pytest.mark.parametrize("robot", list(ROBOTS))
+def test_standing_robot_wrenches_carry_its_weight(robot, mechanism_dir):
+    """At rest the ground wrenches balance gravity: the base rows of the projected dynamics (the
+    robot's Newton-Euler equations) fix the total, the actuators its split between the soles."""
+    name, soles = ROBOTS[robot]
+    clm = model(name, mechanism_dir, True)
+    q = closed_configuration(clm, 1, spread=0.05, base_rpy=(0.05, -0.03, 0.4))
+    pd = projected_dynamics(clm, q, np.zeros(clm.model.nv), soles, 6, pin.LOCAL)
+    base = pd.base_rows
+    f = np.linalg.lstsq(pd.J_c[:, base].T, pd.h[base], rcond=None)[0]  # min-norm balancing wrenches
+    tau = pd.actuated_forces(np.zeros(pd.M.shape[0]), f)
+    est = ContactWrenchEstimator(clm, soles, config=RAW)
+    out = est.update(q, actuator_force=tau)
+    weight = clm.mass_kg * 9.81
+    np.testing.assert_allclose(out.total_force_in_world, [0.0, 0.0, weight], atol=1e-6 * weight)
+
+
+def test_velocity_terms(mechanism_dir):
+    """With a moving robot (zero acceleration) the quasi-static estimate is biased by C v; the
+    optional velocity terms remove the bias."""
+    clm = model(DIGIT, mechanism_dir, True)
+    q = closed_configuration(clm, 2, spread=0.1)
+    rng = np.random.default_rng(3)
+    v = clm.complete_velocity(q, rng.normal(0.0, 2.0, clm.n_a), rng.normal(0.0, 0.5, 6))
+    f = rng.normal(0.0, 20.0, 12)
+    tau, _ = _balanced_forces(clm, q, DIGIT_SOLES, f, v)
+    fast = ContactWrenchEstimator(clm, DIGIT_SOLES, config=RAW).update(q, actuator_force=tau, v=v)
+    assert np.max(np.abs(fast.wrench_sole_in_sole_raw.reshape(-1) - f)) > 1e-3
+    cfg = ContactWrenchConfig(filter_enabled=False, include_velocity_terms=True)
+    full = ContactWrenchEstimator(clm, DIGIT_SOLES, config=cfg).update(q, actuator_force=tau, v=v)
+    np.testing.assert_allclose(full.wrench_sole_in_sole_raw.reshape(-1), f, atol=WRENCH_TOL)
+
+
+def test_cop_and_zmp_definitions(mechanism_dir):
+    """CoP: no tangential moment about it in the sole plane; ZMP: the total moment about it has no
+    horizontal component. Needs soles whose z axis is the sole normal (Kangaroo)."""
+    clm = model("kangaroo", mechanism_dir, True)
+    soles = KANGAROO_SOLES
+    q = closed_configuration(clm, 0, spread=0.1, base_rpy=(0.02, -0.03, 0.3))
+    est = ContactWrenchEstimator(clm, soles, config=RAW)
+    rng = np.random.default_rng(1)
+    f_world = rng.normal(0.0, 5.0, (2, 6))
+    f_world[:, 2] = [200.0, 120.0]  # upward ground reactions
+    pin.framesForwardKinematics(clm.model, clm.data, q)
+    rotations = [clm.data.oMf[clm.model.getFrameId(s)].rotation for s in soles]
+    f = np.concatenate([np.concatenate([R.T @ w[:3], R.T @ w[3:]]) for R, w in zip(rotations, f_world)])
+    tau, _ = _balanced_forces(clm, q, soles, f)
+    out = est.update(q, actuator_force=tau)
+    assert out.cop_valid.all()
+    for i in range(2):
+        w = out.wrench_sole_in_sole[i]
+        c = out.cop_sole_in_sole[i]
+        moment = w[3:] - np.cross(c, w[:3])
+        np.testing.assert_allclose(moment[:2], 0.0, atol=1e-9)
+    assert out.zmp_valid
+    F = out.wrench_sole_in_world[:, :3].sum(axis=0)
+    T = np.zeros(3)
+    for i, frame in enumerate(soles):
+        p = clm.data.oMf[clm.model.getFrameId(frame)].translation
+        T += out.wrench_sole_in_world[i, 3:] + np.cross(p, out.wrench_sole_in_world[i, :3])
+        np.testing.assert_allclose(out.cop_in_world[i], clm.data.oMf[clm.model.getFrameId(frame)].act(
+            out.cop_sole_in_sole[i]), atol=1e-12)
+    m_zmp = T - np.cross(out.zmp_in_world, F)
+    np.testing.assert_allclose(m_zmp[:2], 0.0, atol=1e-8)
+
+
+def test_unloaded_sole_has_no_cop(mechanism_dir):
+    clm = model(DIGIT, mechanism_dir, True)
+    q = closed_configuration(clm, 0, spread=0.05)
+    f = np.zeros(12)
+    f[2] = 300.0
+    tau, _ = _balanced_forces(clm, q, DIGIT_SOLES, f)
+    out = ContactWrenchEstimator(clm, DIGIT_SOLES, config=RAW).update(q, actuator_force=tau)
+    assert out.cop_valid.tolist() == [True, False]
+    assert np.all(np.isnan(out.cop_sole_in_sole[1]))
+
+
+def test_motor_torque_conversion_eq47(mechanism_dir):
+    """tau_bar = tau_m 2 pi eta / L: with the paper's hip/ankle lead (0.05 m) and eta = 0.95,
+    1 N·m of motor torque is 2 pi 0.95 / 0.05 = 119.38 N."""
+    clm = model("u2ups", mechanism_dir, False)
+    tr = ScrewTransmission.from_model(clm)
+    np.testing.assert_allclose(tr.force(np.ones(2)), 2 * math.pi * 0.95 / 0.05)
+    tr = ScrewTransmission.from_model(clm, overrides={"left_actuator": {"screw_lead_m": 0.1}})
+    np.testing.assert_allclose(tr.force(np.ones(2)), [2 * math.pi * 0.95 / 0.1, 2 * math.pi * 0.95 / 0.05])
+    np.testing.assert_allclose(tr.motor_torque(tr.force(np.array([0.3, -2.0]))), [0.3, -2.0])
+    digit = ScrewTransmission.from_model(model(DIGIT, mechanism_dir, True))
+    assert not digit.is_linear.any()  # revolute actuators: the effort is the joint torque
+    np.testing.assert_allclose(digit.force(np.arange(12.0)), np.arange(12.0))
+
+
+def test_motor_torque_input_matches_force_input(mechanism_dir):
+    clm = model(DIGIT, mechanism_dir, True)
+    q = closed_configuration(clm, 0, spread=0.05)
+    est = ContactWrenchEstimator(clm, DIGIT_SOLES, config=RAW)
+    tau = np.random.default_rng(0).normal(0.0, 5.0, clm.n_a)
+    a = est.update(q, actuator_force=tau).wrench_sole_in_sole_raw.copy()
+    b = est.update(q, motor_torque=est.transmission.motor_torque(tau)).wrench_sole_in_sole_raw
+    np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+def test_filtered_output_converges_to_raw(mechanism_dir):
+    clm = model(DIGIT, mechanism_dir, True)
+    q = closed_configuration(clm, 0, spread=0.05)
+    est = ContactWrenchEstimator(clm, DIGIT_SOLES)
+    f0 = np.zeros(12)
+    f0[[2, 8]] = 100.0
+    f1 = f0 + 50.0
+    est.update(q, actuator_force=_balanced_forces(clm, q, DIGIT_SOLES, f0)[0])
+    tau1 = _balanced_forces(clm, q, DIGIT_SOLES, f1)[0]
+    first = est.update(q, actuator_force=tau1).wrench_sole_in_sole.reshape(-1).copy()
+    assert np.max(np.abs(first - f0)) < 1.0  # 5 Hz at 1 kHz: a step barely moves the first sample
+    for _ in range(1000):
+        out = est.update(q, actuator_force=tau1)
+    np.testing.assert_allclose(out.wrench_sole_in_sole.reshape(-1), f1, atol=1e-3)
+
+
+def test_bad_input_raises(mechanism_dir):
+    clm = model(DIGIT, mechanism_dir, True)
+    with pytest.raises(FrameNotFound, match="Valid names"):
+        ContactWrenchEstimator(clm, ["foot_frme", "foot_left_frame"])
+    est = ContactWrenchEstimator(clm, DIGIT_SOLES)
+    q = clm.q_ref.copy()
+    tau = np.zeros(clm.n_a)
+    tau[0] = np.nan
+    with pytest.raises(EstimationError, match="finite"):
+        est.update(q, actuator_force=tau)
+    with pytest.raises(EstimationError):
+        est.update(q[:-1], actuator_force=np.zeros(clm.n_a))
+    with pytest.raises(InputError, match="exactly one"):
+        est.update(q)

@@ -1,0 +1,186 @@
+"""Kinematics of the Kangaroo full model over its actuator box (paper Table II, Section IV).
+
+Unit tests (no ROS, no simulator): closure FK at the corners of the stroke box, output ranges,
+passive-joint limits, conditioning of J_l,u, the knee/ankle transmission, encoder calibration.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from kangaroo_wbc.robots.kangaroo import ACTUATORS
+from kangaroo_wbc.robots.kangaroo.files import standing_configuration
+
+#: Table II output ranges are matched to this tolerance [deg].
+RANGE_TOL_DEG = 1.5
+#: Bound on cond(J_l,u) (64 x 64, rows in [m] and [rad]) over the actuator box.
+MAX_COND_J_LU = 1.0e3
+#: Bound on the condition number of the encoder calibration map (relative actuators -> encoders).
+MAX_COND_CALIBRATION = 1.0e2
+#: Foot orientation change w.r.t. the pelvis over the whole leg-length stroke [deg] (Figs. 12-13).
+MAX_TRANSMISSION_DEVIATION_DEG = 3.0
+#: Tolerance on joint limits [rad] or [m] (the zero configuration is written to 1e-9 m).
+LIMIT_TOL = 1e-6
+
+
+def _stroke(clm, key: str, side: str = "left") -> tuple[float, float]:
+    i = clm.model.getJointId(f"{side}_{key}_actuator")
+    iq = clm.model.joints[i].idx_q
+    return float(clm.model.lowerPositionLimit[iq]), float(clm.model.upperPositionLimit[iq])
+
+
+def _both_legs(clm, strokes: dict[str, float]) -> np.ndarray:
+    th = np.zeros(clm.n_a)
+    for side in ("left", "right"):
+        for k, v in strokes.items():
+            th[clm.actuated_joint_names.index(f"{side}_{k}_actuator")] = v
+    return th
+
+
+def _box_samples(clm) -> list[dict[str, float]]:
+    """All 64 corners of a leg's stroke box, a knee x ankle grid and a hip grid."""
+    lim = {k: _stroke(clm, k) for k in ACTUATORS}
+    samples = [dict(zip(ACTUATORS, c)) for c in itertools.product(*(lim[k] for k in ACTUATORS))]
+    mid = {k: 0.5 * (lo + hi) for k, (lo, hi) in lim.items()}
+    for s, a, b in itertools.product(np.linspace(*lim["leg_length"], 7), np.linspace(*lim["ankle_inner"], 3),
+                                     np.linspace(*lim["ankle_outer"], 3)):
+        samples.append(dict(mid, leg_length=s, ankle_inner=a, ankle_outer=b))
+    for a, b in itertools.product(np.linspace(*lim["hip_inner"], 5), np.linspace(*lim["hip_outer"], 5)):
+        samples.append(dict(mid, hip_inner=a, hip_outer=b))
+    return samples
+
+
+@pytest.fixture(scope="module")
+def box(kangaroo):
+    """Closed configurations over the actuator box, both legs driven alike (unit-test data)."""
+    out = []
+    for strokes in _box_samples(kangaroo):
+        q, info = kangaroo.closure_fk(_both_legs(kangaroo, strokes), kangaroo.q_ref)
+        assert info.converged, strokes
+        out.append(q)
+    return out
+
+
+def test_closure_fk_converges_over_the_box(kangaroo, box):
+    for q in box:
+        assert np.max(np.abs(kangaroo.closure_error(q))) < 1e-10
+
+
+def test_every_joint_stays_within_its_urdf_limits(kangaroo, box):
+    m = kangaroo.model
+    Q = np.array(box)
+    assert np.all(Q >= m.lowerPositionLimit - LIMIT_TOL)
+    assert np.all(Q <= m.upperPositionLimit + LIMIT_TOL)
+
+
+def test_passive_block_is_well_conditioned_over_the_box(kangaroo, box):
+    """J_l,u (64 x 64) stays full rank with a bounded condition number: no singularity in the box."""
+    conds = [np.linalg.cond(kangaroo.constraint_jacobian(q)[:, kangaroo.idx_v_u]) for q in box]
+    assert max(conds) < MAX_COND_J_LU
+
+
+def test_encoder_calibration_is_well_posed(kangaroo, box):
+    """Absolute passive encoders determine the offsets of all relative actuators (one per offset)."""
+    rel = [n for n in kangaroo.actuated_joint_names if n not in kangaroo.absolute_actuators]
+    enc = kangaroo.absolute_encoders
+    assert len(rel) == len(enc) == 10
+    assert kangaroo.absolute_actuators == ["left_leg_length_actuator", "right_leg_length_actuator"]
+    rows = [kangaroo.passive_joint_names.index(n) for n in enc]
+    cols = [kangaroo.actuated_joint_names.index(n) for n in rel]
+    for q in box:
+        assert np.linalg.cond(kangaroo.mapping_jacobian(q)[np.ix_(rows, cols)]) < MAX_COND_CALIBRATION
+
+
+def test_hip_yaw_range(left):
+    lo, hi = _stroke(left.clm, "hip_yaw")
+    assert lo == pytest.approx(-0.02) and hi == pytest.approx(0.02)
+    for s, target in ((lo, -30.0), (hi, 30.0)):
+        yaw = np.degrees(left.joint(left.solve(hip_yaw=s), "hip_yaw_joint"))
+        assert yaw == pytest.approx(target, abs=RANGE_TOL_DEG)
+
+
+def test_hip_pitch_roll_ranges(left):
+    """Common mode -> pitch -40..42 deg, differential mode -> roll +-27 deg (Table II)."""
+    lo, hi = _stroke(left.clm, "hip_inner")
+    assert lo == pytest.approx(-0.04) and hi == pytest.approx(0.04)
+    cases = {(hi, hi): ("hip_pitch_joint", 42.0), (lo, lo): ("hip_pitch_joint", -40.0),
+             (hi, lo): ("hip_roll_joint", 27.0), (lo, hi): ("hip_roll_joint", -27.0)}
+    for (a, b), (joint, target) in cases.items():
+        q = left.solve(hip_inner=a, hip_outer=b)
+        assert np.degrees(left.joint(q, joint)) == pytest.approx(target, abs=RANGE_TOL_DEG)
+        other = "hip_roll_joint" if joint == "hip_pitch_joint" else "hip_pitch_joint"
+        assert abs(np.degrees(left.joint(q, other))) < 2.0
+
+
+def test_knee_range_and_monotonic_map(left):
+    """Leg-length stroke 0..0.15 m <-> knee 0..120 deg, monotonic (Table II, Fig. 12)."""
+    lo, hi = _stroke(left.clm, "leg_length")
+    assert (lo, hi) == pytest.approx((0.0, 0.15))
+    q, knee = left.clm.q_ref, []
+    for s in np.linspace(lo, hi, 16):
+        q = left.solve(q, leg_length=s)
+        knee.append(np.degrees(left.joint(q, "knee_joint")))
+    assert knee[0] == pytest.approx(0.0, abs=RANGE_TOL_DEG)
+    assert knee[-1] == pytest.approx(120.0, abs=RANGE_TOL_DEG)
+    assert np.all(np.diff(knee) > 0.0)
+
+
+def test_knee_transmission_keeps_the_foot_orientation(left, params):
+    """Moving only the leg-length actuator keeps the sole's orientation w.r.t. the pelvis (IV-A)."""
+    clm = left.clm
+    stand = params.standing_actuators()
+    lo, hi = _stroke(clm, "leg_length")
+    q, R0, dev, ankle = clm.q_ref, None, [], []
+    for s in np.linspace(lo, hi, 16):
+        q = left.solve(q, **dict(stand, leg_length=s))
+        pin.framesForwardKinematics(clm.model, clm.data, q)
+        R = clm.data.oMf[clm.model.getFrameId("left_sole")].rotation
+        R0 = R if R0 is None else R0
+        dev.append(np.degrees(np.linalg.norm(pin.log3(R0.T @ R))))
+        ankle.append(np.degrees(left.joint(q, "ankle_pitch_joint")))
+    assert max(dev) < MAX_TRANSMISSION_DEVIATION_DEG
+    assert ankle[0] - ankle[-1] > 100.0  # the ankle pitch joint follows the knee passively
+
+
+def test_ankle_ranges_at_the_standing_knee(left, params):
+    """Ankle roll +-27 deg (Table II) at the standing knee; pitch authority of at least +-20 deg.
+
+    Table II's ankle pitch span (-36..34 deg) is not reached: with the 120 deg knee transmission
+    the foot lever already turns 120 deg w.r.t. the tibia, and the rods along the tibia become
+    singular once the lever's total swing nears 180 deg (see urdf/README.md).
+    """
+    stand = params.standing_actuators()
+    lo, hi = _stroke(left.clm, "ankle_inner")
+    assert (lo, hi) == pytest.approx((-0.02, 0.02))
+    q0 = left.solve(**stand)
+    roll = [np.degrees(left.joint(left.solve(q0, **dict(stand, ankle_inner=a, ankle_outer=-a)), "ankle_roll_joint"))
+            for a in (hi, lo)]
+    assert roll == pytest.approx([27.0, -27.0], abs=RANGE_TOL_DEG)
+    pitch = [np.degrees(left.joint(left.solve(q0, **dict(stand, ankle_inner=a, ankle_outer=a)), "ankle_pitch_joint"))
+             for a in (lo, hi)]
+    level = np.degrees(left.joint(q0, "ankle_pitch_joint"))
+    assert pitch[0] - level > 15.0 and level - pitch[1] > 25.0
+    assert pitch[0] - pitch[1] > 45.0
+
+
+def test_standing_pose(kangaroo, params):
+    """Slightly bent knees, level soles under the hips, mirror-symmetric legs."""
+    q = standing_configuration(kangaroo, params)
+    m, d = kangaroo.model, kangaroo.data
+    pin.framesForwardKinematics(m, d, q)
+
+    def jq(name: str) -> float:
+        return float(q[m.joints[m.getJointId(name)].idx_q])
+
+    assert 5.0 < np.degrees(jq("left_knee_joint")) < 30.0
+    for side in ("left", "right"):
+        sole = d.oMf[m.getFrameId(f"{side}_sole")]
+        assert np.degrees(np.linalg.norm(pin.log3(sole.rotation))) < 1.0
+        hip = d.oMf[m.getFrameId(f"{side}_hip_roll_link")].translation
+        assert abs(sole.translation[0] - hip[0]) < 0.05 and abs(sole.translation[1] - hip[1]) < 1e-6
+    assert jq("left_hip_pitch_joint") == pytest.approx(jq("right_hip_pitch_joint"), abs=1e-9)
+    assert jq("left_hip_roll_joint") == pytest.approx(-jq("right_hip_roll_joint"), abs=1e-9)

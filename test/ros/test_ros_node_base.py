@@ -1,0 +1,138 @@
+"""Tests of kangaroo_wbc.ros.node_base.
+
+Unit part: a KangarooNode in-process (parameters, diagnostics timer, change hook).
+Integration part: ``run_nodes`` in a real process (script written into tmp) stopped by SIGINT and
+SIGTERM, checking the shutdown hook still publishes and the exit codes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import sys
+import textwrap
+import time
+
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy is not importable (ROS 2 not sourced)")
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+
+from kangaroo_wbc.ros.diagnostics import Level  # noqa: E402
+from kangaroo_wbc.ros.node_base import EXIT_CONFIG_ERROR, KangarooNode  # noqa: E402
+from kangaroo_wbc.ros.params import parameter  # noqa: E402
+from test.integration.ros_harness import RosHarness, ros_harness  # noqa: E402,F401
+
+
+@dataclasses.dataclass
+class LoopParams:
+    rate_hz: float = parameter(1000.0, "Loop rate [Hz]", bounds=(1.0, 2000.0))
+
+
+class LoopNode(KangarooNode):
+    def __init__(self, **kwargs) -> None:
+        super().__init__("loop_node", LoopParams, diagnostics_period_s=0.05, **kwargs)
+        self.changes: list[set[str]] = []
+        self.fail_diagnostics = False
+
+    def on_parameters_changed(self, params, changed) -> None:
+        self.changes.append(changed)
+
+    def diagnostic_statuses(self):
+        if self.fail_diagnostics:
+            raise RuntimeError("boom")
+        return [self.diagnostics.status("loop", Level.OK, "ok", {"rate_hz": self.params.rate_hz})]
+
+
+def spin_until(executor, condition, timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
+    return condition()
+
+
+def test_kangaroo_node_in_process(make_node, rclpy_context) -> None:
+    node = LoopNode(context=rclpy_context)
+    listener = make_node("base_listener")
+    received: list[DiagnosticArray] = []
+    listener.create_subscription(DiagnosticArray, "/diagnostics", received.append, 10)
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(node)
+    executor.add_node(listener)
+    try:
+        assert spin_until(executor, lambda: received)
+        assert received[0].status[0].name == "loop_node: loop"
+        assert node.set_parameters([Parameter("rate_hz", value=500.0)])[0].successful
+        assert node.params.rate_hz == 500.0 and node.changes == [{"rate_hz"}]
+        assert not node.set_parameters([Parameter("rate_hz", value=0.5)])[0].successful
+        node.fail_diagnostics = True
+        received.clear()
+        assert spin_until(executor, lambda: any(s.level == b"\x02" for a in received for s in a.status))
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+
+
+def test_node_without_parameters(rclpy_context) -> None:
+    node = KangarooNode("bare_node", diagnostics_period_s=0.0, context=rclpy_context)
+    assert node.params is None
+    assert node.diagnostic_statuses()[0].message == "running"
+    node.destroy_node()
+
+
+SCRIPT = textwrap.dedent(
+    '''
+    import dataclasses, sys
+    from std_msgs.msg import String
+    from kangaroo_wbc.ros.node_base import KangarooNode, run_nodes
+    from kangaroo_wbc.ros.params import parameter
+
+
+    @dataclasses.dataclass
+    class P:
+        rate_hz: float = parameter(100.0, "rate [Hz]", bounds=(1.0, 2000.0))
+
+
+    class Talker(KangarooNode):
+        def __init__(self):
+            super().__init__("base_talker", P)
+            self.pub = self.create_publisher(String, "base/out", 10)
+            self.create_timer(1.0 / self.params.rate_hz, lambda: self.pub.publish(String(data="tick")))
+
+        def on_shutdown(self):
+            self.pub.publish(String(data="last words"))
+            print("on_shutdown ran", flush=True)
+
+
+    sys.exit(run_nodes([Talker]))
+    '''
+)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_run_nodes_clean_shutdown(ros_harness: RosHarness, tmp_path, sig) -> None:
+    """SIGINT/SIGTERM: the shutdown hook still publishes, then exit code 0."""
+    script = tmp_path / "base_talker.py"
+    script.write_text(SCRIPT)
+    proc = ros_harness.start([sys.executable, str(script)], name="base_talker")
+    ros_harness.wait_for_message("base/out", String, timeout_s=20.0)
+    assert ros_harness.stop(proc, sig) == 0, proc.describe()
+    assert not proc.killed
+    assert "on_shutdown ran" in proc.output()
+    ros_harness.wait_for_message("base/out", String, timeout_s=5.0, include_earlier=True,
+                                 predicate=lambda m: m.data == "last words", check_processes=False)
+
+
+def test_run_nodes_config_error_exit_code(ros_harness: RosHarness, tmp_path) -> None:
+    """An out-of-range parameter at start-up: one fatal line naming it and exit code 2."""
+    script = tmp_path / "base_talker.py"
+    script.write_text(SCRIPT)
+    proc = ros_harness.start([sys.executable, str(script), "--ros-args", "-p", "rate_hz:=5000.0"],
+                             name="base_talker_bad")
+    code = proc.wait_exit(timeout_s=20.0)
+    assert code == EXIT_CONFIG_ERROR, proc.describe()
+    assert "configuration error" in proc.output() and "rate_hz" in proc.output()

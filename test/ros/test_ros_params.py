@@ -1,0 +1,195 @@
+"""Unit tests of kangaroo_wbc.ros.params (in-process rclpy nodes) and of the config files."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy is not importable (ROS 2 not sourced)")
+
+from rcl_interfaces.msg import ParameterType  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+
+from kangaroo_wbc.errors import ConfigError  # noqa: E402
+from kangaroo_wbc.ros.params import (  # noqa: E402
+    bind_parameters,
+    declare_parameters,
+    descriptor_for,
+    parameter,
+    parameters_to_yaml_dict,
+    read_parameters,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG_NODES = ["sim", "state_estimator", "contact_wrench_estimator", "whole_body_controller"]
+
+
+def _three_values(v: list[float]) -> str | None:
+    return None if len(v) == 3 else f"needs 3 values, got {len(v)}"
+
+
+@dataclasses.dataclass
+class DemoParams:
+    rate_hz: float = parameter(1000.0, "Loop rate [Hz]", bounds=(1.0, 2000.0))
+    cutoff_hz: float = parameter(50.0, "Filter cut-off [Hz]", bounds=(0.1, None))
+    gain: float = parameter(2.0, "Unbounded gain [-]")
+    iterations: int = parameter(10, "Solver iterations [-]", bounds=(1, 100))
+    enabled: bool = parameter(True, "Enable the feature")
+    frame: str = parameter("odom", "Fixed frame", read_only=True)
+    offset_m: list[float] = parameter([0.0, 0.0, 0.1], "Offset [m]", check=_three_values)
+    weights: tuple[float, ...] = parameter((1.0, 2.0), "Weights [-]")
+    extra_frames: list[str] = parameter([], "Extra frames")
+
+    def __post_init__(self) -> None:
+        if self.cutoff_hz >= self.rate_hz / 2:
+            raise ValueError(f"cutoff_hz={self.cutoff_hz} must be below rate_hz/2={self.rate_hz / 2}")
+
+
+def test_declares_defaults_with_descriptors(make_node) -> None:
+    node = make_node("params_defaults")
+    params = declare_parameters(node, DemoParams)
+    assert params == DemoParams()
+    assert params.weights == (1.0, 2.0) and params.extra_frames == []
+    d = node.describe_parameter("rate_hz")
+    assert d.type == ParameterType.PARAMETER_DOUBLE and d.description == "Loop rate [Hz]"
+    assert (d.floating_point_range[0].from_value, d.floating_point_range[0].to_value) == (1.0, 2000.0)
+    assert node.describe_parameter("iterations").integer_range[0].to_value == 100
+    assert node.describe_parameter("cutoff_hz").floating_point_range[0].to_value > 1e300
+    assert node.describe_parameter("frame").read_only
+    assert node.describe_parameter("extra_frames").type == ParameterType.PARAMETER_STRING_ARRAY
+    assert descriptor_for(DemoParams, "offset_m").type == ParameterType.PARAMETER_DOUBLE_ARRAY
+    assert read_parameters(node, DemoParams) == params
+
+
+def test_overrides_and_prefix(make_node) -> None:
+    overrides = [
+        Parameter("demo.rate_hz", value=500.0),
+        Parameter("demo.iterations", value=20),
+        Parameter("demo.extra_frames", value=["a", "b"]),
+        Parameter("demo.weights", value=[3.0]),
+    ]
+    node = make_node("params_overrides", parameter_overrides=overrides)
+    params = declare_parameters(node, DemoParams, prefix="demo.")
+    assert (params.rate_hz, params.iterations, params.extra_frames, params.weights) == (
+        500.0, 20, ["a", "b"], (3.0,))
+
+
+def test_instance_gives_defaults(make_node) -> None:
+    node = make_node("params_instance")
+    params = declare_parameters(node, DemoParams(rate_hz=400.0, cutoff_hz=10.0))
+    assert params.rate_hz == 400.0 and params.cutoff_hz == 10.0
+
+
+@pytest.mark.parametrize(
+    ("override", "match"),
+    [
+        (Parameter("rate_hz", value=1000), r"'rate_hz' must be double \(write floating-point values"),
+        (Parameter("rate_hz", value=5000.0), "out of range"),
+        (Parameter("iterations", value=0), "out of range"),
+        (Parameter("offset_m", value=[1.0, 2.0]), "needs 3 values, got 2"),
+        (Parameter("gain", value=math.nan), "gain.*non-finite"),
+        (Parameter("cutoff_hz", value=600.0), "cutoff_hz=600.0 must be below"),
+    ],
+)
+def test_bad_overrides_raise_config_error(make_node, override, match) -> None:
+    node = make_node("params_bad", parameter_overrides=[override])
+    with pytest.raises(ConfigError, match=match) as info:
+        declare_parameters(node, DemoParams)
+    assert "params_bad" in str(info.value)
+
+
+def test_runtime_validation_and_update(make_node) -> None:
+    node = make_node("params_runtime")
+    changes = []
+    binding = bind_parameters(node, declare_parameters(node, DemoParams),
+                              on_change=lambda p, names: changes.append((p.rate_hz, names)))
+
+    def set_one(name, value):
+        return node.set_parameters([Parameter(name, value=value)])[0]
+
+    ok = set_one("rate_hz", 500.0)
+    assert ok.successful
+    assert binding.params.rate_hz == 500.0 and changes == [(500.0, {"rate_hz"})]
+    assert not set_one("rate_hz", 5000.0).successful  # the descriptor range (rclpy) rejects it
+    result = set_one("gain", math.inf)
+    assert not result.successful and result.reason == "gain: non-finite value inf"
+    result = set_one("offset_m", [1.0])
+    assert not result.successful and "offset_m: needs 3 values" in result.reason
+    result = set_one("cutoff_hz", 300.0)  # cross-field check of __post_init__ with rate_hz=500
+    assert not result.successful and "must be below rate_hz/2=250.0" in result.reason
+    assert not set_one("frame", "map").successful  # read-only
+    assert binding.params.rate_hz == 500.0 and binding.params.cutoff_hz == 50.0
+    assert set_one("use_sim_time", True).successful  # not ours: passes through
+    assert len(changes) == 1
+    binding.unbind()
+    assert set_one("gain", math.inf).successful  # no validator any more
+
+
+def test_validator_rejects_out_of_range_with_reason(make_node) -> None:
+    """The set-parameters callback itself rejects out-of-range values (not only the descriptor)."""
+    node = make_node("params_validator")
+    binding = bind_parameters(node, declare_parameters(node, DemoParams))
+    result = binding.validate([Parameter("rate_hz", value=5000.0)])
+    assert not result.successful
+    assert result.reason == "rate_hz: 5000.0 outside [1.0, 2000.0] (Loop rate [Hz])"
+    result = binding.validate([Parameter("iterations", value=101)])
+    assert not result.successful and "outside [1, 100]" in result.reason
+    result = binding.validate([Parameter("iterations", value=5.0)])
+    assert not result.successful and "expected integer, got double" in result.reason
+    assert binding.validate([Parameter("rate_hz", value=1500.0)]).successful
+
+
+def test_unsupported_dataclasses(make_node) -> None:
+    node = make_node("params_unsupported")
+
+    @dataclasses.dataclass
+    class NoDefault:
+        x: float = dataclasses.field(metadata={})
+
+    @dataclasses.dataclass
+    class BadType:
+        x: dict = parameter({}, "a dict")
+
+    @dataclasses.dataclass
+    class BadTuple:
+        x: tuple[float, float] = parameter((1.0, 2.0), "pair")
+
+    with pytest.raises(ConfigError, match="needs a default"):
+        declare_parameters(node, NoDefault)
+    with pytest.raises(ConfigError, match="no ROS parameter equivalent"):
+        declare_parameters(node, BadType)
+    with pytest.raises(ConfigError, match=r"use tuple\[T, ...\]"):
+        declare_parameters(node, BadTuple)
+    with pytest.raises(ConfigError, match="not a dataclass"):
+        declare_parameters(node, int)
+    with pytest.raises(ConfigError, match="no field"):
+        descriptor_for(DemoParams, "nope")
+
+
+def test_params_file_with_wildcard_and_namespace(make_node, tmp_path) -> None:
+    """A YAML written from the dataclass loads back through --params-file, in any namespace."""
+    import yaml
+
+    data = parameters_to_yaml_dict(DemoParams(rate_hz=250.0, cutoff_hz=20.0), "/**")
+    path = tmp_path / "demo.yaml"
+    path.write_text(yaml.safe_dump(data))
+    node = make_node("demo", namespace="/kangaroo", cli_args=["--ros-args", "--params-file", str(path)])
+    params = declare_parameters(node, DemoParams)
+    assert params.rate_hz == 250.0 and params.cutoff_hz == 20.0
+
+
+@pytest.mark.parametrize("node_name", CONFIG_NODES)
+def test_config_files_load(make_node, node_name) -> None:
+    """config/<node>.yaml parses with rcl and sets rate_hz as a double, in a pushed namespace."""
+    path = REPO / "config" / f"{node_name}.yaml"
+    node = make_node(node_name, namespace="/kangaroo",
+                     cli_args=["--ros-args", "--params-file", str(path)])
+
+    @dataclasses.dataclass
+    class RateOnly:
+        rate_hz: float = parameter(1.0, "rate [Hz]", bounds=(1.0, 10000.0))
+
+    assert declare_parameters(node, RateOnly).rate_hz == 1000.0

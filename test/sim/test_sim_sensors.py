@@ -1,0 +1,122 @@
+"""Unit tests of the sensor models: encoder boot offsets, eq. (47), noise statistics, IMU."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from kangaroo_wbc.errors import InputError
+from kangaroo_wbc.sim.sensors import (
+    SensorConfig,
+    SensorSuite,
+    force_from_motor_torque,
+    motor_torque_from_force,
+)
+from kangaroo_wbc.sim.simulator import ClosedChainSim
+
+N_SAMPLES = 20000
+STD_RTOL = 0.05  # sample standard deviation within 5 % of the configured one
+MEAN_SIGMAS = 5.0  # sample mean within 5 standard errors of the expected mean
+
+
+def _suite(config: SensorConfig, absolute: list[str] | None = None) -> SensorSuite:
+    return SensorSuite(["a_lin", "b_lin", "c_rev"], np.array([True, True, False]), absolute or ["b_lin"],
+                       np.array([0.005, np.nan, np.nan]), np.array([0.9, 0.95, np.nan]), ["p1", "p2"], config)
+
+
+def _read(s: SensorSuite, rng: np.random.Generator, force=(0.0, 0.0, 0.0)):
+    return s.read(rng, 0.0, np.zeros(3), np.zeros(3), np.array(force, dtype=float), np.zeros(2),
+                  np.array([1.0, 0.0, 0.0, 0.0]), np.zeros(3), np.array([0.0, 0.0, 9.81]))
+
+
+def test_eq47_round_trip_and_value():
+    # tau_m = F L / (2 pi eta): 1000 N through a 5 mm lead at 90 % efficiency
+    assert motor_torque_from_force(1000.0, 0.005, 0.9) == pytest.approx(1000 * 0.005 / (2 * math.pi * 0.9))
+    # paper values: lead 0.1 m (leg length), eta 0.95
+    f = np.array([-2500.0, 0.0, 1234.5])
+    tau = motor_torque_from_force(f, 0.1, 0.95)
+    np.testing.assert_allclose(force_from_motor_torque(tau, 0.1, 0.95), f, rtol=1e-14)
+    s = _suite(SensorConfig.noiseless())
+    np.testing.assert_allclose(s.actuator_force(s.motor_torque(f)), f, rtol=1e-14)
+    # revolute actuators report their torque unchanged; NaN parameters take the defaults
+    assert s.motor_torque(f)[2] == f[2]
+    assert s.screw_lead_m[1] == SensorConfig().default_screw_lead_m
+
+
+def test_relative_encoders_get_a_new_offset_each_boot():
+    cfg = SensorConfig.noiseless()
+    s = _suite(cfg)
+    offsets = []
+    for seed in range(5):
+        s.boot(np.random.default_rng(seed))
+        r = _read(s, np.random.default_rng(100))
+        offsets.append(r.actuator_position.copy())
+    offsets = np.array(offsets)
+    # relative linear encoder: different offsets, all within the configured range
+    assert len(set(offsets[:, 0].round(12))) == 5
+    assert np.all(np.abs(offsets[:, 0]) <= cfg.encoder_offset_range_m)
+    assert np.all(np.abs(offsets[:, 2]) <= cfg.encoder_offset_range_rad)
+    # absolute encoder: never an offset
+    np.testing.assert_array_equal(offsets[:, 1], 0.0)
+    # same seed, same boot
+    s.boot(np.random.default_rng(3))
+    np.testing.assert_array_equal(_read(s, np.random.default_rng(0)).actuator_position, offsets[3])
+
+
+def test_simulator_encoder_reads_truth_plus_boot_offset(mjcf_fixed):
+    sim = ClosedChainSim(mjcf_fixed["rrpr"], seed=11, sensor_config=SensorConfig.noiseless())
+    r1 = sim.read_sensors()
+    off1 = r1.actuator_position - sim.actuator_positions()
+    assert abs(off1[0]) > 0
+    sim.step(20)
+    off_later = sim.read_sensors().actuator_position - sim.actuator_positions()
+    np.testing.assert_allclose(off_later, off1, atol=1e-15)  # constant during a boot
+    sim.reset(seed=12)
+    off2 = sim.read_sensors().actuator_position - sim.actuator_positions()
+    assert abs(off2[0] - off1[0]) > 1e-6
+    # passive absolute encoder reads the true joint angle
+    gt = sim.ground_truth()
+    assert sim.read_sensors().passive_encoder_position[0] == pytest.approx(gt.joint_position("output_joint"))
+
+
+def test_simulator_motor_torque_follows_eq47(mjcf_fixed):
+    sim = ClosedChainSim(mjcf_fixed["rrpr"], sensor_config=SensorConfig.noiseless())
+    sim.set_command([300.0])
+    sim.step()
+    tau_m = sim.read_sensors().motor_torque[0]
+    # rrpr_closures.yaml: screw_lead_m 0.005, screw_efficiency 0.9
+    assert tau_m == pytest.approx(300.0 * 0.005 / (2 * math.pi * 0.9), rel=1e-12)
+
+
+def test_noise_statistics():
+    cfg = SensorConfig()
+    s = _suite(cfg)
+    s.boot(np.random.default_rng(1))
+    rng = np.random.default_rng(2)
+    reads = [_read(s, rng) for _ in range(N_SAMPLES)]
+    pos = np.array([r.actuator_position for r in reads]) - s.encoder_offset
+    vel = np.array([r.actuator_velocity for r in reads])
+    tau = np.array([r.motor_torque for r in reads])
+    gyro = np.array([r.imu.angular_velocity_imu_in_imu for r in reads])
+    acc = np.array([r.imu.linear_acceleration_imu_in_imu for r in reads])
+    quats = np.array([r.imu.orientation_xyzw for r in reads])
+    for x, std, mean in ((pos, cfg.actuator_position_noise_std, 0.0),
+                         (vel, cfg.actuator_velocity_noise_std, 0.0),
+                         (tau, cfg.motor_torque_noise_std, 0.0),
+                         (gyro, cfg.gyro_noise_std, s.gyro_bias),
+                         (acc, cfg.accel_noise_std, s.accel_bias + [0.0, 0.0, 9.81])):
+        np.testing.assert_allclose(x.std(axis=0), std, rtol=STD_RTOL)
+        np.testing.assert_array_less(np.abs(x.mean(axis=0) - mean), MEAN_SIGMAS * std / math.sqrt(N_SAMPLES))
+    np.testing.assert_allclose(np.linalg.norm(quats, axis=1), 1.0, atol=1e-12)
+    # orientation noise: rotation angle ~ std * sqrt(3) on average (chi distribution, 3 DOF)
+    angle = 2 * np.arccos(np.clip(np.abs(quats[:, 3]), 0, 1))
+    assert np.sqrt(np.mean(angle**2)) == pytest.approx(cfg.imu_orientation_noise_std * math.sqrt(3), rel=STD_RTOL)
+
+
+def test_bad_sensor_config_is_rejected():
+    with pytest.raises(InputError):
+        SensorConfig(gyro_noise_std=-1.0)
+    with pytest.raises(InputError):
+        SensorConfig(default_screw_efficiency=1.5)
