@@ -167,11 +167,14 @@ def transmission_sweep(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec
                        max_force_n: float | None = None) -> dict:
     """Sweep the leg-length actuator over its stroke with the other actuators fixed.
 
-    Returns the stroke values [m], the knee output angle, the foot-orientation deviation w.r.t. the
-    base [deg] (angle of ``R_base_sole(s) R_base_sole(s0)^T``), and the sole normal force [N] from the
-    actuator's maximum force by virtual work, ``F_z = F_max / |dz_sole / ds|``.
+    Returns the stroke values [m], the foot-orientation deviation w.r.t. the base [deg] (angle of
+    ``R_base_sole(s) R_base_sole(s_min)^T``) over the full stroke, and, along the squat from the
+    nominal stroke to full compression (Fig. 15), the sole normal force [N] produced by the
+    actuator's maximum force, by virtual work: ``F_z = F_max / |dz_sole / ds|``. The peak position
+    is reported as a fraction of that squat (0: nominal, 1: fully compressed).
     """
     idx, lo, hi = _limits(clm, [leg.knee_actuator])
+    s_nominal = float(q_nominal[clm.idx_q_a[idx[0]]])
     strokes = np.linspace(lo[0], hi[0], samples)
     theta = q_nominal[clm.idx_q_a].copy()
     m, d = clm.model, clm.data
@@ -190,7 +193,10 @@ def transmission_sweep(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec
     R0 = rots[0]
     dev = np.degrees([np.linalg.norm(pin.log3(R @ R0.T)) for R in rots])
     fz_a = np.array(fz)
-    peak = int(np.argmax(fz_a))
+    squat = strokes >= s_nominal - 1e-12
+    peak = int(np.argmax(np.where(squat, fz_a, -np.inf)))
+    span = max(hi[0] - s_nominal, 1e-12)
     return {"stroke_m": strokes, "orientation_deviation_deg": dev, "sole_force_n": fz_a,
+            "nominal_stroke_m": s_nominal, "squat_mask": squat,
             "max_orientation_deviation_deg": float(dev.max()) if dev.size else 0.0,
-            "sole_force_peak_stroke_fraction": float((strokes[peak] - lo[0]) / (hi[0] - lo[0]))}
+            "sole_force_peak_stroke_fraction": float((strokes[peak] - s_nominal) / span)}

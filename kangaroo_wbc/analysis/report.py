@@ -108,7 +108,10 @@ def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out:
     axes[0].set_xlabel("leg-length actuator stroke [mm]")
     axes[0].set_ylabel("foot orientation change w.r.t. pelvis [deg]")
     axes[0].set_title("Knee + ankle transmission (Figs. 12-13)")
-    axes[1].plot(tr["stroke_m"] * 1e3, tr["sole_force_n"])
+    sq = tr["squat_mask"]
+    axes[1].plot(tr["stroke_m"][sq] * 1e3, tr["sole_force_n"][sq])
+    axes[1].axvline(tr["nominal_stroke_m"] * 1e3, color="gray", ls="--", label="nominal")
+    axes[1].legend()
     axes[1].set_xlabel("leg-length actuator stroke [mm]")
     axes[1].set_ylabel("sole normal force at max actuator force [N]")
     axes[1].set_title("Force transmission along the squat (Fig. 15)")
