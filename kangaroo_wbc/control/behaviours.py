@@ -225,7 +225,6 @@ class WeightShift(Behaviour):
         self.swing = others[0]
         R_st, p_st = self.state.soles[self.stance]
         com0 = self.state.com.copy()
-        com0[:2] = self._feet_midpoint()[:2]
         over = com0.copy()
         over[:2] = p_st[:2]
         towards = com0[:2] - p_st[:2]

@@ -98,6 +98,7 @@ class PassiveStateEstimator:
         self.idx_q_a, self.idx_v_a, self.idx_v_u = clm.idx_q_a, clm.idx_v_a, clm.idx_v_u
         self.idx_v_base = clm.idx_v_base
         self._q = np.zeros(self.model.nq)
+        self._q_sample = np.zeros(self.model.nq)
         self._v = np.zeros(nv)
         self._v_step = np.zeros(nv)  # theta_dot*_{k+1} of eq. (40), times dt
         self._rhs = np.zeros((2, clm.n_c))
@@ -115,6 +116,17 @@ class PassiveStateEstimator:
         return self._q
 
     @property
+    def q_at_sample(self) -> np.ndarray:
+        """Configuration at the time of the last measurement: ``theta_{k+1} (-) dt v_{k+1}``.
+
+        :attr:`q` is a one-step prediction (eq. (39) integrates the measurement at ``t_k`` to
+        ``t_k + dt``); this steps it back along the output velocity of eq. (35)-(36), so that the
+        actuated entries equal the measurement (with ``beta dt = 1``) and the passive ones follow to
+        ``O(dt^2)``. Publish this with the measurement's stamp.
+        """
+        return self._q_sample
+
+    @property
     def v(self) -> np.ndarray:
         """Estimated velocity, eq. (35)-(36) (base twist as set by :meth:`set_base_state`)."""
         return self._v
@@ -128,6 +140,7 @@ class PassiveStateEstimator:
         """Restart from ``q0`` (e.g. the calibrated configuration) with velocity ``v0`` (default 0)."""
         q0 = self.clm.check_configuration(q0)
         self._q[:] = q0
+        self._q_sample[:] = q0
         self._v[:] = 0.0 if v0 is None else np.asarray(v0, dtype=float)
         self.kin.update(self._q)
         self.steps = 0
@@ -195,6 +208,9 @@ class PassiveStateEstimator:
         step *= dt
         q[:] = pin.integrate(self.model, q, step)  # eq. (39)
         v[self.idx_v_a] = theta_dot_a  # eq. (36)
+        np.multiply(v, -dt, out=step)
+        step[self.idx_v_base] = 0.0  # the base is not integrated here (set_base_state)
+        self._q_sample[:] = pin.integrate(self.model, q, step)
         if self.closure_error_norm > cfg.reproject_above:
             self._reproject()
         self.kin.update(q)  # full-model update at theta_{k+1}

@@ -145,7 +145,10 @@ def run_nodes(
             executor.spin_once(timeout_sec=SPIN_PERIOD_S)
         for node in nodes:
             if isinstance(node, KangarooNode):
-                node.on_shutdown()
+                try:
+                    node.on_shutdown()
+                except Exception as exc:  # noqa: BLE001 - the other nodes still get theirs
+                    node.get_logger().error(f"on_shutdown failed: {exc!r}")
         return EXIT_OK
     except ConfigError as exc:
         name = getattr(factory, "__name__", "kangaroo_wbc")

@@ -333,7 +333,7 @@ class TopicProbe:
         self.node = rclpy.create_node(name, context=self._context)
         self._executor = SingleThreadedExecutor(context=self._context)
         self._executor.add_node(self.node)
-        self._recorders: dict[tuple[str, type], _Recorder] = {}
+        self._recorders: dict[tuple[str, type, Any], _Recorder] = {}
         self._publishers: dict[tuple[str, type], Any] = {}
         self._thread = threading.Thread(target=self._spin, name=f"{name}_spin", daemon=True)
         self._thread.start()
@@ -345,9 +345,12 @@ class TopicProbe:
             while self._context.ok():
                 self._executor.spin_once(timeout_sec=0.05)
 
-    def recorder(self, topic: str, msg_type: type, qos: Any = None, maxlen: int = 200_000) -> _Recorder:
-        """Subscribe (once per topic and type) and return the recorder of received messages."""
-        key = (topic, msg_type)
+    def recorder(self, topic: str, msg_type: type, qos: Any = None, maxlen: int = 20_000) -> _Recorder:
+        """Subscribe (once per topic, type and QoS) and return the recorder of received messages
+        (the newest ``maxlen``). Default QoS: reliable, volatile, depth 1000; pass
+        ``kangaroo_wbc.ros.qos.LATCHED`` to receive the last sample of a latched topic."""
+        qos_key = None if qos is None else (qos.reliability, qos.durability, qos.depth)
+        key = (topic, msg_type, qos_key)
         if key not in self._recorders:
             from rclpy.qos import QoSProfile, ReliabilityPolicy
 

@@ -7,9 +7,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("rclpy", reason="rclpy is not importable (ROS 2 not sourced)")
-
-from test.integration.ros_harness import RosEnvironment, ros_environment  # noqa: E402,F401
+from test.integration.ros_harness import RosEnvironment, ros_environment  # noqa: F401
 
 
 @pytest.fixture

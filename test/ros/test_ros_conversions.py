@@ -379,6 +379,7 @@ def test_time_round_trips() -> None:
 
 
 def test_to_seconds_accepts_clock_types() -> None:
+    pytest.importorskip("rclpy", reason="rclpy is not importable")
     from rclpy.duration import Duration
     from rclpy.time import Time as RclpyTime
 

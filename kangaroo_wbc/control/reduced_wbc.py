@@ -1,0 +1,357 @@
+"""Reduced whole-body control: swing chains compressed to their centroidal motion, two QPs in sequence.
+
+Ahn et al., "Efficient Computation of Whole-Body Control Utilizing Simplified Whole-Body Dynamics
+via Centroidal Dynamics" (the *centroidal paper*), applied on top of the closure-projected dynamics
+of the Kangaroo paper (App. B). In projected coordinates ``nu = [v_base, theta_dot_a]`` the chains are
+the base (*virtual chain*, ``vc``), the actuators of the legs in contact (*constraint chain*, ``cc``)
+and those of the swing legs (*unconstrained chain*, ``uc``). The swing chain is compressed to the
+6D average spatial velocity of its bodies, in the base frame (eq. (8)-(10)):
+
+.. math::
+
+    v_{G,uc} = J_{G,uc} \\dot\\theta_{uc}, \\qquad J_{G,uc} = I_{G,uc}^{-1} M_{G,uc}, \\qquad
+    \\dot q_r = J_r \\nu, \\quad J_r = \\begin{bmatrix} S_{vc} \\\\ S_{cc} \\\\ J_{G,uc} S_{uc} \\end{bmatrix}
+    \\quad \\text{(eq. (11)-(13))}
+
+with ``M_{G,uc}`` the momentum of the swing-leg bodies about their own CoM (columns ``uc`` of the
+centroidal momentum matrix shifted from the robot CoM to the leg CoM) and ``I_{G,uc}`` their
+composite spatial inertia. The reduced dynamics (eq. (14a)-(15)):
+
+.. math::
+
+    M_r = (J_r M_p^{-1} J_r^T)^{-1}, \\quad h_r = M_r (J_r M_p^{-1} h_p - \\dot J_r \\nu), \\quad
+    \\bar J_r = M_p^{-1} J_r^T M_r, \\quad J_{c,r} = J_c[:, vc \\cup cc]
+
+**LQP 1** (Table 2) over ``[q_ddot_r, f]``: base rows of (14), stance contacts, friction cones,
+``cc`` actuator-force limits and stroke bounds; tasks in reduced space ``J_t \\bar J_r`` (eq. (22)):
+CoM, base orientation, angular momentum, ``cc`` posture. **LQP 2** over ``theta_ddot_uc``: the
+centroidal-acceleration constraint (30) ``J_G θ̈_uc + J̇_G θ̇_uc = ẍ_G*`` as a heavily weighted task
+(weighted lexicographic method), the swing-sole pose task (eq. (23)), ``uc`` posture,
+actuator-force limits (eq. (69) rows of ``uc``) and stroke bounds. The actuator forces are then
+eq. (29)/(69) with the assembled ``nu_dot`` and ``f``.
+
+``J̇_G θ̇_uc`` is the backward difference of ``J_G`` over the last tick (first tick: zero).
+
+With Kangaroo's 6-actuator legs ``n_uc = 6``: ``J_r`` is square, the reduction is an exact change of
+coordinates (no fewer variables: 6 + 6 + 6 + forces, as the full QP) and ``N_r = 0``. Setting
+``swing_task_in_lqp1`` then places the swing-sole task in LQP 1 (exact, since ``J_t N_r = 0``), leaving
+LQP 2 to resolve eq. (30). In double support there is no unconstrained chain and the method is the
+full WBC (one QP).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+import scipy.linalg
+
+from kangaroo_wbc.control.constraints import ContactForceBox, FloatingBaseDynamics, FrictionCones, StationaryContacts
+from kangaroo_wbc.control.contacts import ContactSpec, ContactTerms, DecisionLayout
+from kangaroo_wbc.control.qp import OsqpSolver, QpProblem
+from kangaroo_wbc.control.wbc import ActuatorLimits, WbcOutput, WbcReferences, WbcSettings, WholeBodyController
+from kangaroo_wbc.errors import InputError, NoSolutionFound
+from kangaroo_wbc.model import ClosedLoopModel
+
+STRUCTURAL_ZERO = 1e-10
+
+
+@dataclass
+class ReducedSettings:
+    """Options of the reduced formulation.
+
+    Attributes:
+        centroid_weight: weight of eq. (30) in LQP 2 (weighted lexicographic method) [-].
+        swing_task_in_lqp1: put the swing-sole task in LQP 1 (exact when ``n_uc = 6``).
+        control_period_s: tick period used for the backward difference of ``J_G`` [s].
+    """
+
+    centroid_weight: float = 1e4
+    swing_task_in_lqp1: bool = False
+    control_period_s: float = 1e-3
+
+
+class _ReducedView:
+    """Duck-typed stand-in for :class:`ProjectedModel` in reduced coordinates (for the constraints)."""
+
+    def __init__(self, M_p: np.ndarray, h_p: np.ndarray) -> None:
+        self.M_p, self.h_p = M_p, h_p
+
+
+class ReducedWholeBodyController:
+    """Two-stage reduced WBC (see module docstring); same inputs and output as the full controller.
+
+    Double support (no swing chain) is delegated to the full :class:`WholeBodyController`.
+    """
+
+    def __init__(self, clm: ClosedLoopModel, contacts: Sequence[ContactSpec], settings: WbcSettings | None = None,
+                 limits: ActuatorLimits | None = None, reduced: ReducedSettings | None = None,
+                 q_nominal: np.ndarray | None = None) -> None:
+        self.full = WholeBodyController(clm, contacts, settings, limits, q_nominal)
+        self.reduced = reduced or ReducedSettings()
+        self.clm, self.pm, self.layout = clm, self.full.pm, self.full.layout
+        self.settings = self.full.settings
+        self._chains = self._find_chains(q_nominal)
+        self._lqp1: dict[tuple[str, ...], OsqpSolver] = {}
+        self._lqp2: dict[tuple[str, ...], OsqpSolver] = {}
+        self._J_G_prev: dict[tuple[str, ...], np.ndarray] = {}
+        self.last_timing: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ chains
+    def _find_chains(self, q_nominal: np.ndarray | None) -> dict[str, tuple[np.ndarray, list[int]]]:
+        """Per contact: actuator indices (in ``theta_a``) of its leg and the tree roots of its bodies."""
+        clm, pm, m = self.clm, self.pm, self.clm.model
+        q = clm.q_ref if q_nominal is None else q_nominal
+        pm.update(q, np.zeros(pm.n_nu))
+        out = {}
+        n_b = pm.n_b
+        for c in self.full.contacts:
+            J = pm.jacobian(c.frame)[:, n_b:]
+            acts = np.flatnonzero(np.max(np.abs(J), axis=0) > STRUCTURAL_ZERO)
+            moving = set()  # velocity indices moved by these actuators
+            for i in acts:
+                moving |= set(np.flatnonzero(np.abs(pm.T[:, n_b + i]) > STRUCTURAL_ZERO).tolist())
+            roots = []
+            for r in range(2, m.njoints):
+                if m.parents[r] != 1:
+                    continue
+                subtree = [j for j in range(r, m.njoints) if r in m.supports[j]]
+                dofs = {m.joints[j].idx_v + k for j in subtree for k in range(m.joints[j].nv)}
+                if dofs & moving:
+                    roots.append(r)
+            out[c.name] = (acts, roots)
+        names = list(out)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                if set(out[a][0].tolist()) & set(out[b][0].tolist()):
+                    raise InputError(f"contacts {a!r} and {b!r} share actuators: chains are not separable")
+        return out
+
+    # ------------------------------------------------------------------ step
+    def step(self, q: np.ndarray, v: np.ndarray, active_contacts: Iterable[str] | None = None,
+             references: WbcReferences | None = None) -> WbcOutput:
+        """One tick; same contract as :meth:`WholeBodyController.step`."""
+        full = self.full
+        if references is not None and references.active_contacts is not None and active_contacts is None:
+            active_contacts = references.active_contacts
+        active = full._active if active_contacts is None else tuple(active_contacts)
+        swing = tuple(c.name for c in full.contacts if c.name not in active)
+        if not swing:
+            out = full.step(q, v, active, references)
+            self.last_timing = dict(out.timing, lqp1=out.timing["solve"], lqp2=0.0)
+            return out
+        return self._reduced_step(q, v, active, swing, references)
+
+    def _reduced_step(self, q, v, active, swing, references) -> WbcOutput:
+        full, pm, clm, L = self.full, self.pm, self.clm, self.layout
+        t0 = time.perf_counter()
+        v = np.asarray(v, dtype=float)
+        if v.shape != (clm.model.nv,):
+            raise InputError(f"velocity has shape {v.shape}, expected ({clm.model.nv},)")
+        nu = np.concatenate([v[clm.idx_v_base], v[clm.idx_v_a]])
+        pm.update(q, nu)
+        if not full._initialised:
+            full._init_references()
+        if references is not None:
+            full.set_references(references)
+        unknown = set(active) - set(L.contact_names)
+        if unknown:
+            raise InputError(f"unknown contacts {sorted(unknown)}")
+        for name in swing:
+            if name in full._active and (references is None or name not in references.foot_poses):
+                full.foot_tasks[name].set_reference_from_current(pm)
+        full._active = active
+        n_b, n_a, n_nu = pm.n_b, pm.n_a, pm.n_nu
+        uc = np.concatenate([self._chains[s][0] for s in swing])
+        cc = np.setdiff1d(np.arange(n_a), uc)
+        n_uc, n_cc = uc.size, cc.size
+        if n_uc < 6:
+            raise InputError(f"the unconstrained chain has {n_uc} < 6 actuators: it cannot be compressed to 6D")
+        cols_vc_cc = np.concatenate([np.arange(n_b), n_b + cc])
+        cols_uc = n_b + uc
+        n_r = n_b + n_cc + 6
+        # --- centroidal compression of the swing chain (eq. (8)-(13)), base frame.
+        data = pm.data
+        R_b = pm.placement(self.settings.base_frame)[0]
+        Y = pin.Inertia.Zero()
+        for s in swing:
+            for r in self._chains[s][1]:
+                Y += data.oYcrb[r]
+        m_uc, c_uc = Y.mass, Y.lever
+        I_G = np.zeros((6, 6))
+        I_G[:3, :3] = m_uc * np.eye(3)
+        I_G[3:, 3:] = R_b.T @ Y.inertia @ R_b
+        A = pm.A_G[:, cols_uc]
+        M_G = np.empty((6, n_uc))
+        M_G[:3] = R_b.T @ A[:3]
+        M_G[3:] = R_b.T @ (A[3:] - _skew(c_uc - pm.com) @ A[:3])
+        J_G = np.linalg.solve(I_G, M_G)
+        key = swing
+        prev = self._J_G_prev.get(key)
+        theta_dot_uc = nu[cols_uc]
+        Jdot_G_v = np.zeros(6) if prev is None else (J_G - prev) @ theta_dot_uc / self.reduced.control_period_s
+        self._J_G_prev = {key: J_G}
+        J_r = np.zeros((n_r, n_nu))
+        J_r[:n_b + n_cc, cols_vc_cc] = np.eye(n_b + n_cc)
+        J_r[n_b + n_cc:, cols_uc] = J_G
+        Jdot_r_v = np.zeros(n_r)
+        Jdot_r_v[n_b + n_cc:] = Jdot_G_v
+        # --- reduced dynamics (eq. (14a)-(14e)).
+        cho = scipy.linalg.cho_factor(pm.M_p, check_finite=False)
+        MinvJrT = scipy.linalg.cho_solve(cho, J_r.T, check_finite=False)
+        M_r = np.linalg.inv(J_r @ MinvJrT)
+        M_r = 0.5 * (M_r + M_r.T)
+        h_r = M_r @ (J_r @ scipy.linalg.cho_solve(cho, pm.h_p, check_finite=False) - Jdot_r_v)
+        J_bar = MinvJrT @ M_r  # (n_nu, n_r), dynamically consistent inverse (eq. (14d))
+        terms_full = full._contact_terms(active)
+        terms_r = {}
+        for name, t in terms_full.items():
+            J = np.zeros((6, n_r))
+            J[:, :n_b + n_cc] = t.J[:, cols_vc_cc]  # eq. (15)
+            terms_r[name] = ContactTerms(t.spec, t.active, t.R, J, t.drift, t.twist, t.W)
+        t1 = time.perf_counter()
+        # --- LQP 1.
+        p1, solver1 = self._lqp1_problem(key, n_r, n_cc, cc, M_r, h_r, terms_r, J_bar, Jdot_r_v, swing)
+        try:
+            sol1 = solver1.solve(p1)
+        except NoSolutionFound:
+            raise
+        L1 = self._layout1[key]
+        x1 = sol1.x
+        q_ddot_r = x1[:n_r]
+        forces = {c.name: (x1[L1.force_slice(c.name)] if terms_full[c.name].active else np.zeros(3 * c.n_points))
+                  for c in full.contacts}
+        t2 = time.perf_counter()
+        # --- LQP 2.
+        nu_dot = np.zeros(n_nu)
+        nu_dot[cols_vc_cc] = q_ddot_r[:n_b + n_cc]
+        x_G = q_ddot_r[n_b + n_cc:]
+        p2, solver2 = self._lqp2_problem(key, uc, cols_uc, nu_dot, x_G, J_G, Jdot_G_v, terms_full, forces, swing)
+        sol2 = solver2.solve(p2)
+        nu_dot[cols_uc] = sol2.x
+        t3 = time.perf_counter()
+        # --- eq. (29)/(69) with the assembled accelerations and forces.
+        a = L.actuated
+        tau = pm.M_p[a] @ nu_dot + pm.h_p[a]
+        wrenches = {}
+        for c in full.contacts:
+            t = terms_full[c.name]
+            w = t.W @ forces[c.name]
+            tau -= t.J[:, a].T @ w
+            wrenches[c.name] = w
+        if not np.all(np.isfinite(tau)):
+            raise NoSolutionFound("non-finite actuator forces from the reduced QPs", problem=p2, result=sol2)
+        t4 = time.perf_counter()
+        timing = {"model": t1 - t0, "build": 0.0, "lqp1": t2 - t1, "lqp2": t3 - t2, "output": t4 - t3,
+                  "solve": (t2 - t1) + (t3 - t2), "total": t4 - t0}
+        self.last_timing = timing
+        out = WbcOutput(tau_a=tau, nu_dot=nu_dot, forces={k: f.reshape(-1, 3).copy() for k, f in forces.items()},
+                        wrenches=wrenches, lam=None, qp=sol1, timing=timing, active_contacts=active)
+        out.qp2 = sol2  # type: ignore[attr-defined]
+        full.last_output = out
+        return out
+
+    # ------------------------------------------------------------------ LQP 1
+    def _lqp1_problem(self, key, n_r, n_cc, cc, M_r, h_r, terms_r, J_bar, Jdot_r_v, swing):
+        full, pm, s = self.full, self.pm, self.settings
+        if key not in self._lqp1:
+            self._layout1 = getattr(self, "_layout1", {})
+            L1 = DecisionLayout(pm.n_b, n_r - pm.n_b, full.contacts)
+            self._layout1[key] = L1
+            self._cons1 = getattr(self, "_cons1", {})
+            self._cons1[key] = (FloatingBaseDynamics(L1), StationaryContacts(L1, s.contact_velocity_gain),
+                                FrictionCones(L1, s.inner_pyramid), ContactForceBox(L1))
+            self._lqp1[key] = OsqpSolver(s.osqp)
+        L1 = self._layout1[key]
+        dyn, stat, cones, fbox = self._cons1[key]
+        n = L1.n
+        view = _ReducedView(M_r, h_r)
+        H = np.zeros((n, n))
+        c = np.zeros(n)
+        H[np.arange(n_r), np.arange(n_r)] = s.acceleration_regularisation
+        H[np.arange(n_r, n), np.arange(n_r, n)] = s.force_regularisation
+        tasks = [full.com_task, full.base_task, full.momentum_task]
+        if self.reduced.swing_task_in_lqp1:
+            tasks += [full.foot_tasks[name] for name in swing]
+        for task in tasks:  # eq. (22): J_t J_bar_r q_ddot_r = a_des - drift + J_t J_bar_r Jdot_r v
+            J, r = task.jacobian_and_target(pm)
+            Jr = J @ J_bar
+            _accumulate(H, c, Jr, r + Jr @ Jdot_r_v, task.weight)
+        # cc posture (rows of the posture task restricted to cc).
+        Jp, rp = full.posture_task.jacobian_and_target(pm)
+        rows = cc
+        Jpr = np.zeros((rows.size, n_r))
+        Jpr[:, pm.n_b:pm.n_b + n_cc] = np.eye(n_cc)
+        _accumulate(H, c, Jpr, rp[rows], full.posture_task.weight[rows])
+        m_eq = dyn.n_rows() + stat.n_rows()
+        A = np.zeros((m_eq, n))
+        b = np.zeros(m_eq)
+        dyn.fill(A[:dyn.n_rows()], b[:dyn.n_rows()], None, view, terms_r)
+        stat.fill(A[dyn.n_rows():], b[dyn.n_rows():], None, view, terms_r)
+        m_c = cones.n_rows()
+        G = np.zeros((m_c + n_cc, n))
+        lo, hi = np.full(m_c + n_cc, -np.inf), np.full(m_c + n_cc, np.inf)
+        cones.fill(G[:m_c], lo[:m_c], hi[:m_c], view, terms_r)
+        # cc actuator forces from the cc rows of the reduced dynamics (14).
+        r_cc = slice(pm.n_b, pm.n_b + n_cc)
+        G[m_c:, :n_r] = M_r[r_cc]
+        for cs in full.contacts:
+            t = terms_r[cs.name]
+            G[m_c:, L1.force_slice(cs.name)] = -(t.J[:, r_cc].T @ t.W)
+        lim = full.limits
+        lo[m_c:] = lim.force_min[cc] - h_r[r_cc]
+        hi[m_c:] = lim.force_max[cc] - h_r[r_cc]
+        lb, ub = np.full(n, -np.inf), np.full(n, np.inf)
+        fbox.fill(None, lb, ub, view, terms_r)
+        stroke = full.boxes[1]
+        lo_a, hi_a = stroke.bounds(pm.q[self.clm.idx_q_a], pm.nu[pm.n_b:])
+        lb[r_cc], ub[r_cc] = lo_a[cc], hi_a[cc]
+        return QpProblem(H=H, c=c, A=A, b=b, G=G, h=hi, h_lower=lo, lb=lb, ub=ub), self._lqp1[key]
+
+    # ------------------------------------------------------------------ LQP 2
+    def _lqp2_problem(self, key, uc, cols_uc, nu_dot, x_G, J_G, Jdot_G_v, terms_full, forces, swing):
+        full, pm, s = self.full, self.pm, self.settings
+        if key not in self._lqp2:
+            self._lqp2[key] = OsqpSolver(s.osqp)
+        n = uc.size
+        H = s.acceleration_regularisation * np.eye(n)
+        c = np.zeros(n)
+        # Eq. (30) as the top-priority (heavily weighted) task.
+        _accumulate(H, c, J_G, x_G - Jdot_G_v, np.full(6, self.reduced.centroid_weight))
+        if not self.reduced.swing_task_in_lqp1:  # eq. (23): swing-sole tasks in the unconstrained chain
+            for name in swing:
+                task = full.foot_tasks[name]
+                J, r = task.jacobian_and_target(pm)
+                _accumulate(H, c, J[:, cols_uc], r - J @ nu_dot, task.weight)
+        Jp, rp = full.posture_task.jacobian_and_target(pm)
+        _accumulate(H, c, np.eye(n), rp[uc], full.posture_task.weight[uc])
+        # uc actuator forces, eq. (69) rows (the stance contacts do not load the swing chain).
+        a_uc = pm.n_b + uc
+        G = pm.M_p[np.ix_(a_uc, cols_uc)]
+        rest = pm.M_p[a_uc] @ nu_dot + pm.h_p[a_uc]
+        for cs in full.contacts:
+            t = terms_full[cs.name]
+            rest = rest - t.J[:, a_uc].T @ (t.W @ forces[cs.name])
+        lim = full.limits
+        lo, hi = lim.force_min[uc] - rest, lim.force_max[uc] - rest
+        stroke = full.boxes[1]
+        lo_a, hi_a = stroke.bounds(pm.q[self.clm.idx_q_a], pm.nu[pm.n_b:])
+        return QpProblem(H=H, c=c, G=G, h=hi, h_lower=lo, lb=lo_a[uc], ub=hi_a[uc]), self._lqp2[key]
+
+
+def _accumulate(H: np.ndarray, c: np.ndarray, J: np.ndarray, r: np.ndarray, w: np.ndarray) -> None:
+    """``H[:k, :k] += Jᵀ W J``, ``c[:k] -= Jᵀ W r`` for a task over the first ``k = J.shape[1]`` variables."""
+    WJ = J * w[:, None]
+    k = J.shape[1]
+    H[:k, :k] += J.T @ WJ
+    c[:k] -= WJ.T @ r
+
+
+def _skew(w: np.ndarray) -> np.ndarray:
+    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+
+
+__all__ = ["ReducedWholeBodyController", "ReducedSettings"]
