@@ -236,6 +236,7 @@ class ClosedLoopModel:
         self._slot_a = np.array([slot[c.frame_a_id] for c in self.closures], dtype=int)
         self._slot_u = np.array([slot[c.frame_u_id] for c in self.closures], dtype=int)
         self._setup_frame_masks()
+        self._signed_mask = self._mask[self._slot_u] - self._mask[self._slot_a]
 
     def _set_rows(self) -> None:
         """Flat index of each kept row into the (K*6) stacked full closure error."""
@@ -408,13 +409,12 @@ class ClosedLoopModel:
                     self._mask[k, jm.idx_v:jm.idx_v + jm.nv] = 1.0
 
     def _frame_state(self, q: np.ndarray, v: np.ndarray | None = None):
-        """Placements and world Jacobians of all closure frames in one pinocchio sweep.
+        """Placements of all closure frames and the joint Jacobians, in one pinocchio sweep.
 
-        Returns ``R`` (F,3,3), ``p`` (F,3), ``J`` (F,6,nv) in LOCAL_WORLD_ALIGNED, and with ``v``
-        the frames' spatial velocity ``(v_O, omega)`` and ``Jdot v`` in the world frame (F,6).
-        ``data.J`` holds the joint Jacobians in the world frame (spatial velocity at the world
-        origin); a frame's columns are its support's, and the velocity of the frame origin is
-        ``v_O + omega x p``.
+        Returns ``R`` (F,3,3), ``p`` (F,3), and with ``v`` the frames' world spatial velocities
+        ``V = (v_O, omega)`` and ``A = Jdot v`` (F,6). ``data.J`` holds the joint Jacobians in the
+        world frame (spatial velocity at the world origin); a frame's columns are those of its
+        support, so ``V_f = data.J (mask_f * v)``.
         """
         m, d = self.model, self.data
         if v is None:
@@ -425,18 +425,16 @@ class ClosedLoopModel:
         oMf = d.oMf
         H = np.array([oMf[i].homogeneous for i in self._frame_id_list])
         R, p = H[:, :3, :3], H[:, :3, 3]
-        Jw = d.J[None, :, :] * self._mask[:, None, :]
-        J = Jw.copy()
-        J[:, :3] -= skew_batch(p) @ Jw[:, 3:]
         if v is None:
-            return R, p, J, None, None
-        V = Jw @ v
+            return R, p, None, None
+        mv = (self._mask * v).T  # (nv, F)
+        V = (d.J @ mv).T
         if self._dJ_exact:
-            A = (d.dJ[None, :, :] * self._mask[:, None, :]) @ v
+            A = (d.dJ @ mv).T
         else:
             pin.forwardKinematics(m, d, q, v, np.zeros(m.nv))
             A = np.array([d.oMi[j].act(d.a[j]).vector for j in self._parent_joints])
-        return R, p, J, V, A
+        return R, p, V, A
 
     def _placements(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """World rotations (F,3,3) and positions (F,3) of the closure frames (FK must be done)."""
@@ -499,7 +497,7 @@ class ClosedLoopModel:
 
     def _kinematics(self, q: np.ndarray, v: np.ndarray | None):
         """Shared body of the kinematic quantities; rotation terms only for loops with rotation rows."""
-        R, p, Jf, V, A = self._frame_state(q, v)
+        R, p, V, A = self._frame_state(q, v)
         sa, su = self._slot_a, self._slot_u
         K, nv = len(self.closures), self.model.nv
         Ra, Ru = R[sa], R[su]
@@ -508,8 +506,10 @@ class ClosedLoopModel:
         e = np.zeros((K, 6))
         J = np.zeros((K, 6, nv))
         e[:, :3] = (RaT @ d[:, :, None])[:, :, 0]
-        Jwa = Jf[sa, 3:]
-        J[:, :3] = RaT @ (Jf[su, :3] - Jf[sa, :3] + skew_batch(d) @ Jwa)
+        # D = data.J on the signed support mask_u - mask_a: columns shared by both paths cancel, and
+        # J_v,u - J_v,a + [d]x J_w,a = D_lin - [p_u]x D_ang (LOCAL_WORLD_ALIGNED Jacobians).
+        D = self.data.J[None, :, :] * self._signed_mask[:, None, :]
+        J[:, :3] = RaT @ (D[:, :3] - skew_batch(p[su]) @ D[:, 3:])
         rot = self._rot_idx
         if rot.size:
             RuT_r = np.swapaxes(Ru[rot], 1, 2)
@@ -517,7 +517,7 @@ class ClosedLoopModel:
             r = log3_batch(Rau)
             Jlog = jlog3_batch(r)
             e[rot, 3:] = r
-            J[rot, 3:] = (Jlog @ RuT_r) @ (Jf[su[rot], 3:] - Jwa[rot])
+            J[rot, 3:] = (Jlog @ RuT_r) @ D[rot, 3:]
         rows = self._flat_rows
         if v is None:
             return e.reshape(-1)[rows], J.reshape(K * 6, nv)[rows], None

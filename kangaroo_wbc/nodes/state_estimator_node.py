@@ -1,0 +1,293 @@
+"""``state_estimator`` node: encoder calibration, passive state and floating base (paper Section VI-A).
+
+Event-driven on ``actuators/state``. At start-up it averages ``calibration_samples`` still samples
+of ``actuators/state`` and ``passive_encoders/state`` and calibrates the relative encoders
+(:class:`~kangaroo_wbc.estimation.calibration.EncoderCalibrator`, eq. (41)-(42)); the offsets go out
+latched on ``estimation/calibration``. Afterwards every actuator sample runs the passive-state
+estimator (eq. (35)-(40)) and the floating-base estimator (IMU + legs, contacts from
+``contact/<sole>/wrench`` with hysteresis, all soles in contact while no wrench arrives) and
+publishes ``joint_states`` (all joints), ``estimation/base_odometry`` and TF ``odom → base_link``,
+stamped with the actuator sample's stamp. Bad input is skipped and reported (throttled log +
+``/diagnostics``); nothing non-finite is published. Topics: ``docs/interface.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from geometry_msgs.msg import WrenchStamped
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import Imu, JointState
+
+from kangaroo_wbc.errors import CalibrationError, ConfigError, EstimationError, InputError
+from kangaroo_wbc.estimation.calibration import CalibrationConfig, EncoderCalibrator
+from kangaroo_wbc.estimation.floating_base import ContactDetector, FloatingBaseConfig, FloatingBaseEstimator
+from kangaroo_wbc.estimation.passive_state import PassiveStateConfig, PassiveStateEstimator
+from kangaroo_wbc.ros import qos
+from kangaroo_wbc.ros.conversions import (
+    JointIndexMap,
+    arrays_to_odometry_msg,
+    arrays_to_transform_stamped,
+    imu_msg_to_arrays,
+    time_msg_to_seconds,
+    wrench_msg_to_vector,
+)
+from kangaroo_wbc.ros.diagnostics import Level
+from kangaroo_wbc.ros.node_base import KangarooNode, main_for
+from kangaroo_wbc.ros.params import parameter
+
+
+@dataclass
+class StateEstimatorParams:
+    """Parameters of the ``state_estimator`` node (``config/state_estimator.yaml``)."""
+
+    rate_hz: float = parameter(1000.0, "Nominal rate of actuators/state [Hz] (dt when stamps are unusable)",
+                               bounds=(1.0, 10000.0), read_only=True)
+    urdf_dir: str = parameter("", "Folder with kangaroo.urdf and kangaroo_closures.yaml (empty: the package's)",
+                              read_only=True)
+    alpha: float = parameter(1.0, "Closure-error gain alpha of eq. (38) [1/s], at most rate_hz", bounds=(0.0, 1e4))
+    beta: float = parameter(1000.0, "Actuated-position gain beta of eq. (38) [1/s], at most rate_hz",
+                            bounds=(0.0, 1e4))
+    calibration_samples: int = parameter(200, "Still samples averaged by the start-up calibration",
+                                         bounds=(1, 100000), read_only=True)
+    calibration_max_velocity_m_s: float = parameter(5e-3, "Largest actuator speed while calibrating [m/s]",
+                                                    bounds=(0.0, None))
+    calibration_max_drift_m: float = parameter(2e-4, "Largest mean-position drift over the window [m]",
+                                               bounds=(0.0, None))
+    sole_frames: list[str] = parameter(["left_sole", "right_sole"], "Contact frames (URDF)", read_only=True)
+    imu_frame: str = parameter("imu", "IMU frame (URDF, on the base link)", read_only=True)
+    odom_frame: str = parameter("odom", "World frame of the odometry")
+    base_frame: str = parameter("base_link", "Floating-base frame (URDF root link)")
+    contact_force_on_n: float = parameter(60.0, "Normal force above which a sole enters contact [N]",
+                                          bounds=(0.0, None))
+    contact_force_off_n: float = parameter(30.0, "Normal force below which a sole leaves contact [N]",
+                                           bounds=(0.0, None))
+    contact_timeout_s: float = parameter(0.1, "Without a fresh contact/<sole>/wrench every sole counts as "
+                                         "in contact [s]", bounds=(0.0, None))
+    max_input_age_s: float = parameter(0.05, "IMU / encoder samples older than this, relative to the actuator "
+                                       "sample, are stale [s]", bounds=(0.0, None))
+    accel_noise_std: float = parameter(1.0, "Process noise of the base acceleration [m/s^2]", bounds=(1e-6, None))
+    leg_velocity_std: float = parameter(0.02, "Leg-odometry velocity noise [m/s]", bounds=(1e-6, None))
+    foot_position_std: float = parameter(0.005, "Anchored-foot position noise [m]", bounds=(1e-6, None))
+    use_accelerometer: bool = parameter(True, "Predict the base velocity with the accelerometer")
+    snap_to_ground: bool = parameter(True, "Anchor soles touching down at ground_height_m (flat ground)")
+    ground_height_m: float = parameter(0.0, "Height of the flat ground in odom [m]")
+    publish_tf: bool = parameter(True, "Broadcast TF odom -> base_link")
+    closure_error_warn: float = parameter(1e-3, "Closure error reported as WARN above this [m, rad]",
+                                          bounds=(0.0, None))
+
+    def __post_init__(self) -> None:
+        if self.alpha > self.rate_hz or self.beta > self.rate_hz:
+            raise ValueError("alpha and beta must not exceed rate_hz (alpha dt, beta dt <= 1)")
+        if self.contact_force_off_n >= self.contact_force_on_n:
+            raise ValueError("contact_force_off_n must be below contact_force_on_n (hysteresis)")
+
+
+def load_model(urdf_dir: str, floating_base: bool = True):
+    """The Kangaroo closed-loop model from ``urdf_dir`` (empty: the source tree or installed share)."""
+    from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
+
+    return load_kangaroo(floating_base=floating_base, urdf_dir=urdf_dir or None)
+
+
+class StateEstimatorNode(KangarooNode):
+    """Calibration, passive state and floating base behind the topic contract."""
+
+    def __init__(self) -> None:
+        super().__init__("state_estimator", StateEstimatorParams)
+        p = self.params
+        self.clm = clm = load_model(p.urdf_dir)
+        m = clm.model
+        if any(m.joints[m.getJointId(n)].nq != 1 for n in clm.joint_names):
+            raise ConfigError("state_estimator: every joint must be 1-DOF with nq = 1 to be published")
+        self._idx_q = np.array([m.joints[m.getJointId(n)].idx_q for n in clm.joint_names])
+        self._idx_v = np.array([m.joints[m.getJointId(n)].idx_v for n in clm.joint_names])
+        self._act = JointIndexMap(clm.actuated_joint_names, what="actuator")
+        self._enc = JointIndexMap(clm.absolute_encoders, what="passive encoder", allow_extra=True)
+        self._joints = JointIndexMap(clm.joint_names)
+        self.calibrator = EncoderCalibrator(clm, config=CalibrationConfig(
+            max_velocity=p.calibration_max_velocity_m_s, max_position_drift=p.calibration_max_drift_m))
+        self.estimator = PassiveStateEstimator(clm, PassiveStateConfig(alpha=p.alpha, beta=p.beta, dt_s=1 / p.rate_hz))
+        self.base = FloatingBaseEstimator(clm, p.sole_frames, p.imu_frame, FloatingBaseConfig(
+            accel_noise_std=p.accel_noise_std, leg_velocity_std=p.leg_velocity_std,
+            foot_position_std=p.foot_position_std, use_accelerometer=p.use_accelerometer,
+            ground_height_m=p.ground_height_m if p.snap_to_ground else None))
+        self.contacts = ContactDetector(len(p.sole_frames), p.contact_force_on_n, p.contact_force_off_n)
+        self.calibration = None
+        self._window: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._encoders: tuple[np.ndarray, float] | None = None
+        self._imu = None
+        self._normal_force = np.full(len(p.sole_frames), np.nan)
+        self._wrench_time = np.full(len(p.sole_frames), -math.inf)
+        self._last_stamp: float | None = None
+        self._stats = {"ticks": 0, "rejected": 0, "imu_stale": 0, "bad_dt": 0, "calibration_failures": 0}
+        self._last_error = ""
+        self._reported = dict(self._stats)  # counts at the last diagnostics report
+        self._step_s = [0.0, 0.0, 0]  # sum, max, count since the last report
+        self._msgs = {"js": JointState(), "odom": Odometry()}
+        pub = self.create_publisher
+        self._pub_js = pub(JointState, "joint_states", qos.SENSOR_STATE)
+        self._pub_odom = pub(Odometry, "estimation/base_odometry", qos.SENSOR_STATE)
+        self._pub_cal = pub(JointState, "estimation/calibration", qos.LATCHED)
+        self._tf = None
+        if p.publish_tf:
+            from kangaroo_wbc.ros.tf import make_tf_broadcaster
+
+            self._tf = make_tf_broadcaster(self)
+        sub = self.create_subscription
+        sub(JointState, "actuators/state", self._on_actuators, qos.SENSOR_STATE)
+        sub(JointState, "passive_encoders/state", self._on_encoders, qos.SENSOR_STATE)
+        sub(Imu, "imu/data", self._on_imu, qos.SENSOR_STATE)
+        for i, sole in enumerate(p.sole_frames):
+            sub(WrenchStamped, f"contact/{sole}/wrench", lambda msg, i=i: self._on_wrench(i, msg), qos.SENSOR_STATE)
+        self.get_logger().info(f"state_estimator: {clm.n_a} actuators, {len(clm.joint_names)} joints, "
+                               f"{len(clm.absolute_encoders)} passive encoders; calibrating over "
+                               f"{p.calibration_samples} samples")
+
+    # ------------------------------------------------------------------ inputs
+    def _reject(self, topic: str, exc: Exception) -> None:
+        self._stats["rejected"] += 1
+        self._last_error = f"{topic}: {exc}"
+        self.throttled.warning(topic, f"{topic} sample skipped: {exc}")
+
+    def _on_encoders(self, msg: JointState) -> None:
+        try:
+            arr = self._enc.from_joint_state(msg)
+        except InputError as exc:
+            return self._reject("passive_encoders/state", exc)
+        self._encoders = (arr.position, arr.stamp_s)
+
+    def _on_imu(self, msg: Imu) -> None:
+        try:
+            imu = imu_msg_to_arrays(msg)
+            if imu.quaternion_xyzw is None:
+                raise InputError("the IMU gives no orientation (orientation_covariance[0] = -1)")
+        except InputError as exc:
+            return self._reject("imu/data", exc)
+        self._imu = imu
+
+    def _on_wrench(self, i: int, msg: WrenchStamped) -> None:
+        try:
+            self._normal_force[i] = wrench_msg_to_vector(msg.wrench)[2]
+        except InputError as exc:
+            return self._reject("contact/wrench", exc)
+        self._wrench_time[i] = time_msg_to_seconds(msg.header.stamp)
+
+    def _on_actuators(self, msg: JointState) -> None:
+        try:
+            arr = self._act.from_joint_state(msg, required=("position", "velocity"))
+        except InputError as exc:
+            return self._reject("actuators/state", exc)
+        if self.calibration is None:
+            self._collect(arr.position, arr.velocity, arr.stamp_s, msg)
+        else:
+            self._estimate(arr.position, arr.velocity, arr.stamp_s, msg)
+
+    # ------------------------------------------------------------------ calibration
+    def _collect(self, pos: np.ndarray, vel: np.ndarray, stamp: float, msg: JointState) -> None:
+        p = self.params
+        if self._encoders is None or abs(stamp - self._encoders[1]) > p.max_input_age_s:
+            self.throttled.info("waiting_encoders", "calibration: waiting for fresh passive_encoders/state")
+            return
+        self._window.append((pos, vel, self._encoders[0]))
+        if len(self._window) < p.calibration_samples:
+            return
+        pos_w, vel_w, enc_w = (np.array(x) for x in zip(*self._window))
+        self._window.clear()
+        try:
+            res = self.calibrator.calibrate(pos_w, dict(zip(self.calibrator.encoder_names, enc_w.T)), vel_w)
+        except CalibrationError as exc:
+            self._stats["calibration_failures"] += 1
+            self._last_error = f"calibration: {exc}"
+            self.throttled.error("calibration", f"calibration failed, retrying: {exc}")
+            return
+        self.calibration = res
+        self.estimator.reset(res.q)
+        self._last_stamp = stamp
+        self._pub_cal.publish(self._act.to_joint_state(res.offsets, stamp=msg.header.stamp))
+        self.get_logger().info(f"calibrated in {res.iterations} iterations (|e| = {res.residual_history[-1]:.1e}); "
+                               f"offsets [m]: {np.array2string(res.offsets, precision=5)}")
+
+    # ------------------------------------------------------------------ estimation
+    def _estimate(self, pos: np.ndarray, vel: np.ndarray, stamp: float, msg: JointState) -> None:
+        p, cal = self.params, self.calibration
+        t0 = time.perf_counter()
+        dt = stamp - self._last_stamp if self._last_stamp is not None else 0.0
+        if not 0.0 < dt <= 10.0 / p.rate_hz:
+            self._stats["bad_dt"] += 1
+            dt = 1.0 / p.rate_hz
+        self._last_stamp = stamp
+        imu = self._imu
+        imu_ok = imu is not None and abs(stamp - imu.stamp_s) <= p.max_input_age_s
+        try:
+            self.estimator.update(cal.correct(pos), vel, dt)
+            if imu_ok:
+                fresh = stamp - self._wrench_time <= p.contact_timeout_s
+                contact = self.contacts.update(self._normal_force) if fresh.all() else np.ones(len(fresh), bool)
+                est = self.estimator
+                if not self.base.initialized:
+                    self.base.reset(est.q, imu.quaternion_xyzw, contact, kinematics_updated=True)
+                self.base.update(est.q, est.v, imu.quaternion_xyzw, imu.angular_velocity,
+                                 imu.linear_acceleration, contact, dt, kinematics_updated=True)
+                est.set_base_state(self.base.q_base, self.base.v_base)
+        except EstimationError as exc:
+            return self._reject("estimation", exc)
+        if not imu_ok:
+            self._stats["imu_stale"] += 1
+            self.throttled.warning("imu", "imu/data missing or stale: base odometry not updated")
+        self._publish(msg, imu_ok)
+        self._stats["ticks"] += 1
+        dt_step = time.perf_counter() - t0
+        s = self._step_s
+        s[0], s[1], s[2] = s[0] + dt_step, max(s[1], dt_step), s[2] + 1
+
+    def _publish(self, msg: JointState, with_base: bool) -> None:
+        est, p = self.estimator, self.params
+        q, v = est.q_at_sample, est.v
+        if not (np.isfinite(q).all() and np.isfinite(v).all()):
+            return self._reject("estimation", EstimationError("non-finite estimate, not published"))
+        stamp = msg.header.stamp
+        self._pub_js.publish(self._joints.to_joint_state(q[self._idx_q], v[self._idx_v], stamp=stamp,
+                                                         msg=self._msgs["js"]))
+        if not with_base:
+            return
+        b = self.base
+        cov_p = np.diag([b.position_variance] * 3 + [1e-4] * 3)
+        cov_v = np.diag([b.velocity_variance] * 3 + [1e-4] * 3)
+        self._pub_odom.publish(arrays_to_odometry_msg(
+            b.q_base[:3], b.q_base[3:], b.v_base[:3], b.v_base[3:], frame_id=p.odom_frame,
+            child_frame_id=p.base_frame, stamp=stamp, pose_covariance=cov_p, twist_covariance=cov_v,
+            msg=self._msgs["odom"]))
+        if self._tf is not None:
+            self._tf.sendTransform(arrays_to_transform_stamped(b.q_base[:3], b.q_base[3:], parent_frame=p.odom_frame,
+                                                              child_frame=p.base_frame, stamp=stamp))
+
+    # ------------------------------------------------------------------ diagnostics
+    def diagnostic_statuses(self) -> list:
+        d, s, p = self.diagnostics, self._stats, self.params
+        cal = self.calibration
+        if cal is None:
+            status = d.status("calibration", Level.WARN if not s["calibration_failures"] else Level.ERROR,
+                              f"calibrating ({len(self._window)}/{p.calibration_samples} samples)",
+                              {"failures": s["calibration_failures"], "last_error": self._last_error})
+        else:
+            status = d.status("calibration", Level.OK, "calibrated", {
+                "iterations": cal.iterations, "residual": cal.residual_history[-1],
+                "max_offset_m": float(np.max(np.abs(cal.offsets)))})
+        total, worst, n = self._step_s
+        self._step_s = [0.0, 0.0, 0]
+        err = self.estimator.closure_error_norm
+        recent = {k: v - self._reported[k] for k, v in s.items()}  # since the last report
+        self._reported = dict(s)
+        bad_input = recent["rejected"] or recent["imu_stale"] or (cal is not None and not recent["ticks"])
+        level = Level.WARN if err > p.closure_error_warn or bad_input else Level.OK
+        values = {"closure_error": err, "step_mean_ms": 1e3 * total / max(n, 1), "step_max_ms": 1e3 * worst,
+                  "reprojections": self.estimator.reprojections, "contacts": self.base.contact.tolist(), **s,
+                  "last_error": self._last_error}
+        return [status, d.status("estimator", level, "running" if level == Level.OK else "degraded", values)]
+
+
+main = main_for(StateEstimatorNode)
