@@ -1,0 +1,36 @@
+"""State estimation of closed-linkage robots (Kangaroo paper Section VI; no ROS imports).
+
+* :mod:`.calibration` — relative-encoder offsets from passive absolute encoders, eq. (41)-(42);
+* :mod:`.passive_state` — 1 kHz passive-state estimator, eq. (35)-(40);
+* :mod:`.floating_base` — base pose and twist from the IMU and contact-aided leg kinematics;
+* :mod:`.contact_wrench` — quasi-static sole wrenches, CoPs and ZMP, eq. (43)-(47);
+* :mod:`.filters` — per-sample Butterworth low-pass;
+* :mod:`.closure_kinematics` — batched closure error and Jacobian used by the 1 kHz loops.
+"""
+
+from kangaroo_wbc.estimation.calibration import (
+    CalibrationConfig,
+    CalibrationResult,
+    EncoderCalibrator,
+)
+from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics
+from kangaroo_wbc.estimation.contact_wrench import (
+    ContactWrenchConfig,
+    ContactWrenchEstimate,
+    ContactWrenchEstimator,
+    ScrewTransmission,
+)
+from kangaroo_wbc.estimation.filters import ButterworthFilter
+from kangaroo_wbc.estimation.floating_base import (
+    ContactDetector,
+    FloatingBaseConfig,
+    FloatingBaseEstimator,
+)
+from kangaroo_wbc.estimation.passive_state import PassiveStateConfig, PassiveStateEstimator
+
+__all__ = [
+    "ButterworthFilter", "CalibrationConfig", "CalibrationResult", "ClosureKinematics", "ContactDetector",
+    "ContactWrenchConfig", "ContactWrenchEstimate", "ContactWrenchEstimator", "EncoderCalibrator",
+    "FloatingBaseConfig", "FloatingBaseEstimator", "PassiveStateConfig", "PassiveStateEstimator",
+    "ScrewTransmission",
+]

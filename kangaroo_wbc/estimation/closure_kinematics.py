@@ -29,9 +29,9 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg import lapack
 
-_gesv = lapack.dgesv
-
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
+
+_gesv = lapack.dgesv
 
 log3 = pin.log3
 Jlog3 = pin.Jlog3
@@ -54,7 +54,9 @@ class ClosureKinematics:
     """Closure error ``e_l`` and Jacobian blocks ``J_lu``, ``J_la`` from pinocchio's data.
 
     Args:
-        clm: the closed-loop model; its ``data`` is used and updated (the "full-model update").
+        clm: the closed-loop model.
+        data: pinocchio data to use and update (the "full-model update"); default: a new one, so
+            that other users of ``clm.data`` cannot disturb the estimator between ticks.
 
     Usage::
 
@@ -65,9 +67,10 @@ class ClosureKinematics:
     The returned arrays are internal buffers, overwritten by the next :meth:`evaluate`.
     """
 
-    def __init__(self, clm: ClosedLoopModel) -> None:
+    def __init__(self, clm: ClosedLoopModel, data: pin.Data | None = None) -> None:
         self.clm = clm
-        self.model, self.data = clm.model, clm.data
+        self.model = clm.model
+        self.data = clm.model.createData() if data is None else data
         m = self.model
         closures = clm.closures
         frame_ids = sorted({i for c in closures for i in (c.frame_a_id, c.frame_u_id)})
@@ -94,9 +97,9 @@ class ClosureKinematics:
         W = max((len(c) for c in involved), default=0)
         self._colpos = np.zeros((K, W), dtype=int)  # position in self.cols
         self._sign = np.zeros((K, 1, W))
-        for k, c in enumerate(involved):
-            self._colpos[k, :len(c)] = c
-            self._sign[k, 0, :len(c)] = signed[k, c]
+        for k, cols_k in enumerate(involved):
+            self._colpos[k, :len(cols_k)] = cols_k
+            self._sign[k, 0, :len(cols_k)] = signed[k, cols_k]
         self._gather = self.cols[self._colpos]  # model velocity index of every (k, j)
         # Scatter of the kept rows of J6 (K, 6, W) into J_l (n_c, n); untouched entries stay 0.
         src, dst, flat_rows, row = [], [], [], 0

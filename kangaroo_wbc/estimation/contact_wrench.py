@@ -197,7 +197,7 @@ class ContactWrenchEstimator:
                  transmission: ScrewTransmission | None = None,
                  config: ContactWrenchConfig | None = None) -> None:
         self.clm = clm
-        self.model, self.data = clm.model, clm.data
+        self.model = clm.model
         self.config = cfg = config or ContactWrenchConfig()
         self.sole_frames = list(sole_frames)
         if not self.sole_frames:
@@ -212,6 +212,7 @@ class ContactWrenchEstimator:
         if self.transmission.actuator_names != list(clm.actuated_joint_names):
             raise InputError("ContactWrenchEstimator: transmission actuators differ from the model's")
         self.kin = ClosureKinematics(clm)
+        self.data = self.kin.data  # own pinocchio data, updated at every call
         c = len(self.sole_frames)
         self.n_soles = c
         nv, n_u, n_a = self.model.nv, clm.n_u, clm.n_a
@@ -332,8 +333,10 @@ class ContactWrenchEstimator:
             (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = M.rotation.tolist()
             px, py, pz = M.translation.tolist()
             fx, fy, fz, tx, ty, tz = est.wrench_sole_in_sole[i].tolist()
-            fwx, fwy, fwz = r00 * fx + r01 * fy + r02 * fz, r10 * fx + r11 * fy + r12 * fz, r20 * fx + r21 * fy + r22 * fz
-            twx, twy, twz = r00 * tx + r01 * ty + r02 * tz, r10 * tx + r11 * ty + r12 * tz, r20 * tx + r21 * ty + r22 * tz
+            fwx, fwy, fwz = (r00 * fx + r01 * fy + r02 * fz, r10 * fx + r11 * fy + r12 * fz,
+                             r20 * fx + r21 * fy + r22 * fz)
+            twx, twy, twz = (r00 * tx + r01 * ty + r02 * tz, r10 * tx + r11 * ty + r12 * tz,
+                             r20 * tx + r21 * ty + r22 * tz)
             est.wrench_sole_in_world[i] = (fwx, fwy, fwz, twx, twy, twz)
             Fx += fwx
             Fy += fwy

@@ -119,7 +119,8 @@ class FloatingBaseEstimator:
                  config: FloatingBaseConfig | None = None) -> None:
         if not clm.floating_base:
             raise ModelError("FloatingBaseEstimator needs a model with a floating base")
-        self.clm, self.model, self.data = clm, clm.model, clm.data
+        self.clm, self.model = clm, clm.model
+        self.own_data = clm.model.createData()
         self.config = config or FloatingBaseConfig()
         m = self.model
         names = [f.name for f in m.frames]
@@ -159,9 +160,16 @@ class FloatingBaseEstimator:
         R_world_imu = pin.Quaternion(w, x, y, z).toRotationMatrix()
         return R_world_imu @ self.R_base_imu.T
 
-    def _sole_kinematics(self, v: np.ndarray) -> np.ndarray:
-        """``r_i`` (stored) and ``u_i`` in base axes, from the model data at the current joints."""
-        m, data = self.model, self.data
+    def _kinematics(self, q: np.ndarray, data: pin.Data | None) -> pin.Data:
+        if data is None:
+            data = self.own_data
+            pin.computeJointJacobians(self.model, data, q)
+            pin.updateFramePlacements(self.model, data)
+        return data
+
+    def _sole_kinematics(self, v: np.ndarray, data: pin.Data) -> np.ndarray:
+        """``r_i`` (stored) and ``u_i`` in base axes, from ``data`` at the current joints."""
+        m = self.model
         oMb = data.oMi[1]
         Rb, pb = oMb.rotation, oMb.translation
         u = np.zeros((len(self.sole_ids), 3))
@@ -174,14 +182,16 @@ class FloatingBaseEstimator:
 
     # ------------------------------------------------------------------ public
     def reset(self, q: np.ndarray, orientation_imu_xyzw: np.ndarray | None = None,
-              contact: np.ndarray | None = None, kinematics_updated: bool = False) -> None:
+              contact: np.ndarray | None = None, data: pin.Data | None = None) -> None:
         """Initialise the pose: orientation from the IMU (default identity), ``x = y = 0`` and a
-        height that puts the soles in contact on the ground (``ground_height_m``, else 0)."""
-        if not kinematics_updated:
-            pin.computeJointJacobians(self.model, self.data, q)
-            pin.updateFramePlacements(self.model, self.data)
+        height that puts the soles in contact on the ground (``ground_height_m``, else 0).
+
+        ``data``: pinocchio data already holding the full-model update at ``q`` (e.g.
+        :attr:`PassiveStateEstimator.data`); None computes it here.
+        """
+        data = self._kinematics(q, data)
         self.R_world_base = np.eye(3) if orientation_imu_xyzw is None else self._orientation(orientation_imu_xyzw)
-        self._sole_kinematics(np.zeros(self.model.nv))
+        self._sole_kinematics(np.zeros(self.model.nv), data)
         if contact is not None:
             self.contact = np.asarray(contact, dtype=bool).copy()
         soles_w = self.sole_in_base @ self.R_world_base.T  # R r_i, (c, 3)
@@ -197,17 +207,18 @@ class FloatingBaseEstimator:
 
     def update(self, q: np.ndarray, v: np.ndarray, orientation_imu_xyzw: np.ndarray,
                angular_velocity_imu_in_imu: np.ndarray, linear_acceleration_imu_in_imu: np.ndarray | None,
-               contact: np.ndarray, dt_s: float, kinematics_updated: bool = False) -> None:
+               contact: np.ndarray, dt_s: float, data: pin.Data | None = None) -> None:
         """One tick.
 
         Args:
-            q, v: joint state (base entries ignored); the model data must hold the full-model update
-                at ``q`` when ``kinematics_updated`` (as after :meth:`PassiveStateEstimator.update`).
+            q, v: joint state (base entries ignored).
             orientation_imu_xyzw: IMU orientation in the world, ROS order ``x, y, z, w``.
             angular_velocity_imu_in_imu: gyro [rad/s].
             linear_acceleration_imu_in_imu: specific force [m/s²] (None: no accelerometer).
             contact: per-sole contact flags.
             dt_s: time step [s].
+            data: pinocchio data already holding the full-model update at ``q`` (e.g.
+                :attr:`PassiveStateEstimator.data` after its update); None computes it here.
 
         Raises:
             EstimationError: invalid IMU sample or time step.
@@ -218,16 +229,14 @@ class FloatingBaseEstimator:
         gyro = np.asarray(angular_velocity_imu_in_imu, dtype=float)
         if gyro.shape != (3,) or not np.isfinite(gyro).all():
             raise EstimationError("invalid IMU angular velocity")
+        data = self._kinematics(q, data)
         if not self.initialized:
-            self.reset(q, orientation_imu_xyzw, contact, kinematics_updated)
-        if not kinematics_updated:
-            pin.computeJointJacobians(self.model, self.data, q)
-            pin.updateFramePlacements(self.model, self.data)
+            self.reset(q, orientation_imu_xyzw, contact, data)
         R = self._orientation(orientation_imu_xyzw)
         self.R_world_base = R
         omega_b = self.R_base_imu @ gyro
         self.angular_velocity_base_in_base = omega_b
-        u = self._sole_kinematics(v)
+        u = self._sole_kinematics(v, data)
         contact = np.asarray(contact, dtype=bool)
         touchdown = contact & ~self.contact
         self.contact = contact.copy()
@@ -257,7 +266,7 @@ class FloatingBaseEstimator:
             # --- leg-odometry velocity update (H = [0 1])
             wx = skew(omega_b)
             v_b = -(self.sole_in_base[contact] @ wx.T) - u[contact]  # (n, 3), base frame
-            z_v = R @ v_b.mean(axis=0)
+            z_v = R @ (v_b.sum(axis=0) / n)
             S = p11 + cfg.leg_velocity_std ** 2 / n
             k0, k1 = p01 / S, p11 / S
             y = z_v - x[1]
@@ -265,11 +274,11 @@ class FloatingBaseEstimator:
             x[1] += k1 * y
             p00, p01, p11 = p00 - k0 * p01, p01 - k0 * p11, p11 - k1 * p11
             # --- anchors of new contacts, then position update (H = [1 0])
-            for i in np.flatnonzero(touchdown):
+            for i in np.flatnonzero(touchdown) if touchdown.any() else ():
                 self.anchor_in_world[i] = x[0] + soles_w[i]
                 if cfg.ground_height_m is not None:
                     self.anchor_in_world[i, 2] = cfg.ground_height_m
-            z_p = (self.anchor_in_world[contact] - soles_w[contact]).mean(axis=0)
+            z_p = (self.anchor_in_world[contact] - soles_w[contact]).sum(axis=0) / n
             S = p00 + cfg.foot_position_std ** 2 / n
             k0, k1 = p00 / S, p01 / S
             y = z_p - x[0]

@@ -79,8 +79,7 @@ class PassiveStateEstimator:
     """Full joint state ``(q, v)`` from actuator measurements, eq. (35)-(40).
 
     Args:
-        clm: the closed-loop model; its ``data`` holds the full-model update at :attr:`q`
-            after every :meth:`update` (frames, joint Jacobians).
+        clm: the closed-loop model.
         config: gains and limits.
         q0: initial configuration (default: the model's closed reference ``clm.q_ref``).
 
@@ -94,6 +93,9 @@ class PassiveStateEstimator:
         self.config = config or PassiveStateConfig()
         self.model = clm.model
         self.kin = ClosureKinematics(clm)
+        #: pinocchio data (own, not ``clm.data``) holding the full-model update at :attr:`q` after
+        #: every :meth:`update`: frame placements and joint Jacobians, reusable by other estimators.
+        self.data = self.kin.data
         nv = self.model.nv
         self.idx_q_a, self.idx_v_a, self.idx_v_u = clm.idx_q_a, clm.idx_v_a, clm.idx_v_u
         self.idx_v_base = clm.idx_v_base
@@ -172,6 +174,8 @@ class PassiveStateEstimator:
         """
         cfg = self.config
         n_a = self.clm.n_a
+        theta_a = np.asarray(theta_a, dtype=float)
+        theta_dot_a = np.asarray(theta_dot_a, dtype=float)
         if theta_a.shape != (n_a,) or theta_dot_a.shape != (n_a,):
             raise EstimationError(f"actuator measurements have shapes {theta_a.shape}, {theta_dot_a.shape}; "
                                   f"expected ({n_a},)")
@@ -191,6 +195,9 @@ class PassiveStateEstimator:
         np.subtract(theta_a, q[self.idx_q_a], out=theta_dot_a_k)
         theta_dot_a_k *= beta
         theta_dot_a_k += theta_dot_a
+        step = self._v_step
+        step[:] = 0.0
+        step[self.idx_v_a] = theta_dot_a_k
         if e.size:
             rhs = self._rhs
             np.dot(J_la, theta_dot_a_k, out=rhs[0])
@@ -199,20 +206,16 @@ class PassiveStateEstimator:
             sol = lu_solve(J_lu, rhs.T)
             if sol is None or not np.isfinite(sol).all():
                 raise EstimationError("J_lu is singular: the estimate is at a kinematic singularity")
-        step = self._v_step
-        step[:] = 0.0
-        step[self.idx_v_a] = theta_dot_a_k
-        if e.size:
             step[self.idx_v_u] = -sol[:, 0]  # eq. (38)
             v[self.idx_v_u] = -sol[:, 1]  # eq. (35)
         step *= dt
         q[:] = pin.integrate(self.model, q, step)  # eq. (39)
         v[self.idx_v_a] = theta_dot_a  # eq. (36)
+        if self.closure_error_norm > cfg.reproject_above:
+            self._reproject()
         np.multiply(v, -dt, out=step)
         step[self.idx_v_base] = 0.0  # the base is not integrated here (set_base_state)
         self._q_sample[:] = pin.integrate(self.model, q, step)
-        if self.closure_error_norm > cfg.reproject_above:
-            self._reproject()
         self.kin.update(q)  # full-model update at theta_{k+1}
         self.steps += 1
 

@@ -25,6 +25,7 @@ import time  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
 import numpy as np  # noqa: E402
+import rclpy.logging  # noqa: E402
 from builtin_interfaces.msg import Time  # noqa: E402
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
@@ -39,10 +40,11 @@ from kangaroo_wbc.ros.conversions import (  # noqa: E402
     arrays_to_imu_msg,
     arrays_to_odometry_msg,
     arrays_to_transform_stamped,
+    quaternion_wxyz_to_xyzw,
     seconds_to_time_msg,
     vector_to_wrench_stamped,
 )
-from kangaroo_wbc.ros.diagnostics import Level  # noqa: E402
+from kangaroo_wbc.ros.diagnostics import Level, ThrottledLogger  # noqa: E402
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for  # noqa: E402
 from kangaroo_wbc.ros.params import parameter  # noqa: E402
 from kangaroo_wbc.ros.tf import make_tf_broadcaster  # noqa: E402
@@ -82,7 +84,7 @@ class SimParams:
                                 check=_one_of("none", "pd"))
     pd_kp_n_per_m: float = parameter(2e5, "Stiffness of the in-process PD [N/m]", bounds=(0.0, 1e7))
     pd_kd_n_s_per_m: float = parameter(300.0, "Damping of the in-process PD [N·s/m]", bounds=(0.0, 2000.0))
-    publish_ground_truth: bool = parameter(True, "Publish sim/ground_truth/* every tick")
+    publish_ground_truth: bool = parameter(True, "Publish sim/ground_truth/* every tick (to subscribed topics)")
     tf_rate_hz: float = parameter(100.0, "Rate of TF odom → ground_truth/base_link [Hz] (0: off)",
                                   bounds=(0.0, 1000.0))
 
@@ -132,14 +134,19 @@ class SimNode(KangarooNode):
         self._next_tf_time = 0.0
         # command slot: (forces [N] clamped, sim time of arrival); replaced atomically by the callback
         self._command: tuple[np.ndarray, float] | None = None
-        self._lockstep_queue: queue.SimpleQueue[bool] = queue.SimpleQueue()
-        self._stats = {"valid": 0, "rejected": 0, "clamped": 0, "ticks": 0, "overruns": 0}
+        self._lockstep_queue: queue.SimpleQueue[tuple[np.ndarray, float] | None] = queue.SimpleQueue()
+        self._stats = {"valid": 0, "rejected": 0, "clamped": 0, "ticks": 0, "overruns": 0, "busy_s": 0.0,
+                       "max_gap_s": 0.0}
+        self._last_start = time.perf_counter()
         self._last_reject = (-math.inf, "")
         self._last_clamp = (-math.inf, [])
         self._watchdog_engaged: bool | None = None
-        self._window = (time.monotonic(), sim.time, 0)  # wall, sim time, ticks at the last report
+        self._window = (time.monotonic(), sim.time, 0, 0.0)  # wall, sim time, ticks, busy at the last report
         self._closure_m = 0.0
+        self._failure: str | None = None
         self._events = threading.Event()  # set by the loop: publish /diagnostics soon
+        # rclpy fixes the severity per logger instance and call site: warnings get their own instance
+        self._throttled_warn = ThrottledLogger(rclpy.logging.get_logger(self.get_logger().name), 5.0)
         self.create_subscription(JointState, "actuators/command", self._on_command, qos.COMMAND)
         self.create_timer(0.1, self._flush_events, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._running = True
@@ -152,6 +159,7 @@ class SimNode(KangarooNode):
 
     # ------------------------------------------------------------------ command input (executor thread)
     def _on_command(self, msg: JointState) -> None:
+        entry = None
         try:
             forces = self._act_map.from_joint_state(msg, required=("effort",)).effort
         except InputError as exc:
@@ -162,19 +170,29 @@ class SimNode(KangarooNode):
             self._events.set()
         else:
             limits = self.sim.force_limits
-            clamped = np.clip(forces, -limits, limits)
-            if np.any(clamped != forces):
-                names = [n for n, a, b in zip(self._act_map.names, clamped, forces) if a != b]
+            entry = (np.clip(forces, -limits, limits), self.sim.time)
+            if np.any(entry[0] != forces):
+                names = [n for n, a, b in zip(self._act_map.names, entry[0], forces) if a != b]
                 self._stats["clamped"] += 1
                 self._last_clamp = (time.monotonic(), names)
-                self.throttled.warning("clamped", f"actuators/command clamped to the force limits: {names}")
+                self._throttled_warn.warning("clamped", f"actuators/command clamped to the force limits: {names}")
+                self._events.set()
             self._stats["valid"] += 1
-            self._command = (clamped, self.sim.time)
         if self.params.lockstep:
-            self._lockstep_queue.put(True)
+            self._lockstep_queue.put(entry)  # one step per message, in arrival order
+        elif entry is not None:
+            self._command = entry
 
     # ------------------------------------------------------------------ simulation loop (own thread)
     def _loop(self) -> None:
+        try:
+            self._run_loop()
+        except Exception as exc:  # noqa: BLE001 - reported, not swallowed: the node stays up to say so
+            self._failure = f"simulation loop stopped: {exc!r}"
+            self.get_logger().fatal(self._failure)
+            self._events.set()
+
+    def _run_loop(self) -> None:
         period = self.sim.timestep
         next_t = time.perf_counter()
         self._publish()
@@ -182,11 +200,13 @@ class SimNode(KangarooNode):
             p = self.params
             if p.lockstep:
                 try:
-                    self._lockstep_queue.get(timeout=LOCKSTEP_REPUBLISH_S)
+                    entry = self._lockstep_queue.get(timeout=LOCKSTEP_REPUBLISH_S)
                 except queue.Empty:
                     if self._stats["valid"] + self._stats["rejected"] == 0:
                         self._publish()  # until the controller is in the loop
                     continue
+                if entry is not None:
+                    self._command = (entry[0], self.sim.time)
             elif p.realtime:
                 now = time.perf_counter()
                 if now < next_t:
@@ -195,8 +215,12 @@ class SimNode(KangarooNode):
                     self._stats["overruns"] += 1
                     next_t = now
                 next_t += period
+            t_start = time.perf_counter()
+            self._stats["max_gap_s"] = max(self._stats["max_gap_s"], t_start - self._last_start)
+            self._last_start = t_start
             try:
                 self._tick(p)
+                self._stats["busy_s"] += time.perf_counter() - t_start
             except KangarooWbcError as exc:  # diverged: report it and reboot the robot
                 self.throttled.error("diverged", f"simulation failed ({exc}); resetting")
                 self.sim.reset()
@@ -223,17 +247,16 @@ class SimNode(KangarooNode):
         self._publish()
 
     def _watch(self, engaged: bool, cmd: tuple[np.ndarray, float] | None, p: SimParams) -> None:
+        """Log watchdog transitions once each and have them published on /diagnostics at once."""
         if engaged == self._watchdog_engaged:
             return
         self._watchdog_engaged = engaged
+        fallback = "in-process PD" if p.controller == "pd" else "zero force plus damping"
         if engaged and cmd is not None:
             self.get_logger().warning(f"watchdog: no valid actuators/command for more than "
-                                      f"{p.watchdog_timeout_s * 1e3:.0f} ms: "
-                                      + ("in-process PD" if p.controller == "pd" else "zero force plus damping"))
+                                      f"{p.watchdog_timeout_s * 1e3:.0f} ms (sim time): {fallback}")
         elif engaged:
-            self.get_logger().info("waiting for actuators/command; meanwhile "
-                                   + ("in-process PD holds the standing pose" if p.controller == "pd"
-                                      else "zero force plus damping"))
+            self.get_logger().info(f"waiting for actuators/command; meanwhile {fallback}")
         else:
             self.get_logger().info("watchdog: actuators/command fresh, applying it")
         self._events.set()
@@ -247,29 +270,33 @@ class SimNode(KangarooNode):
         pub["act"].publish(self._act_map.to_joint_state(r.actuator_position, r.actuator_velocity, r.motor_torque,
                                                         stamp=stamp, msg=msg["act"]))
         pub["enc"].publish(self._enc_map.to_joint_state(r.passive_encoder_position, stamp=stamp, msg=msg["enc"]))
-        if r.imu is not None:
-            pub["imu"].publish(arrays_to_imu_msg(r.imu.angular_velocity_imu_in_imu, r.imu.linear_acceleration_imu_in_imu,
-                                                 frame_id="imu", stamp=stamp, quaternion_xyzw=r.imu.orientation_xyzw,
-                                                 msg=msg["imu"]))
+        imu = r.imu
+        if imu is not None:
+            pub["imu"].publish(arrays_to_imu_msg(
+                imu.angular_velocity_imu_in_imu, imu.linear_acceleration_imu_in_imu, frame_id="imu", stamp=stamp,
+                quaternion_xyzw=imu.orientation_xyzw, msg=msg["imu"]))
         if not self.params.publish_ground_truth:
             return
-        pub["gt"].publish(self._gt_map.to_joint_state(d.qpos[self._gt_qadr], d.qvel[self._gt_dadr], stamp=stamp,
-                                                      msg=msg["gt"]))
+        # ground truth is built only for topics somebody listens to (contact wrenches cost most)
+        if pub["gt"].get_subscription_count():
+            pub["gt"].publish(self._gt_map.to_joint_state(d.qpos[self._gt_qadr], d.qvel[self._gt_dadr],
+                                                          stamp=stamp, msg=msg["gt"]))
         if sim.floating_base:  # MuJoCo free joint: position, quaternion w x y z, linear (world), angular (base)
-            w, x, y, z = d.qpos[3:7]
-            quat_xyzw = np.array([x, y, z, w])
-            R = d.xmat[1].reshape(3, 3)
-            pub["odom"].publish(arrays_to_odometry_msg(
-                d.qpos[0:3], quat_xyzw, R.T @ d.qvel[0:3], d.qvel[3:6], frame_id="odom",
-                child_frame_id="ground_truth/base_link", stamp=stamp, msg=msg["odom"]))
+            quat_xyzw = quaternion_wxyz_to_xyzw(d.qpos[3:7])
+            if pub["odom"].get_subscription_count():
+                R = d.xmat[1].reshape(3, 3)
+                pub["odom"].publish(arrays_to_odometry_msg(
+                    d.qpos[0:3], quat_xyzw, R.T @ d.qvel[0:3], d.qvel[3:6], frame_id="odom",
+                    child_frame_id="ground_truth/base_link", stamp=stamp, msg=msg["odom"]))
             if self._tf is not None and sim.time >= self._next_tf_time:
                 self._next_tf_time = sim.time + 1.0 / self.params.tf_rate_hz - 1e-9
                 self._tf.sendTransform(arrays_to_transform_stamped(
                     d.qpos[0:3], quat_xyzw, parent_frame="odom", child_frame="ground_truth/base_link", stamp=stamp))
-        for sole, c in sim.contact_wrenches().items():
-            self._wrench_pub[sole].publish(vector_to_wrench_stamped(
-                np.concatenate([c.force_in_sole, c.torque_in_sole]), frame_id=sole, stamp=stamp,
-                msg=self._wrench_msg[sole]))
+        if any(p.get_subscription_count() for p in self._wrench_pub.values()):
+            for sole, c in sim.contact_wrenches().items():
+                self._wrench_pub[sole].publish(vector_to_wrench_stamped(
+                    np.concatenate([c.force_in_sole, c.torque_in_sole]), frame_id=sole, stamp=stamp,
+                    msg=self._wrench_msg[sole]))
 
     # ------------------------------------------------------------------ diagnostics (executor thread)
     def _flush_events(self) -> None:
@@ -278,43 +305,43 @@ class SimNode(KangarooNode):
             self.publish_diagnostics()
 
     def diagnostic_statuses(self) -> list:
-        p, s, now = self.params, self._stats, time.monotonic()
-        wall0, sim0, ticks0 = self._window
-        wall, sim_t, ticks = now, self.sim.time, s["ticks"]
-        if wall - wall0 >= 0.5:
-            self._window = (wall, sim_t, ticks)
-        span = max(wall - wall0, 1e-9)
-        rtf, rate = (sim_t - sim0) / span, (ticks - ticks0) / span
-        slow = p.realtime and not p.lockstep and ticks > ticks0 and rtf < 0.9
-        statuses = [self.diagnostics.status(
-            "simulation", Level.WARN if slow else Level.OK,
-            f"slower than real time (rtf {rtf:.2f})" if slow else "running",
-            {"sim_time_s": sim_t, "real_time_factor": rtf, "tick_rate_hz": rate, "ticks": ticks,
-             "overruns": s["overruns"], "closure_violation_m": self._closure_m, "controller": p.controller,
-             "mode": "lockstep" if p.lockstep else "realtime" if p.realtime else "free-running"})]
-        t_rej, reason = self._last_reject
-        t_clamp, names = self._last_clamp
+        p, s, now, status = self.params, self._stats, time.monotonic(), self.diagnostics.status
+        wall0, sim0, ticks0, busy0 = self._window
+        sim_t, ticks = self.sim.time, s["ticks"]
+        if now - wall0 >= 0.5:
+            self._window = (now, sim_t, ticks, s["busy_s"])
+        span = max(now - wall0, 1e-9)
+        rtf = (sim_t - sim0) / span
+        mode = "lockstep" if p.lockstep else "realtime" if p.realtime else "free-running"
+        values = {"sim_time_s": sim_t, "real_time_factor": rtf, "tick_rate_hz": (ticks - ticks0) / span,
+                  "tick_time_ms": 1e3 * (s["busy_s"] - busy0) / max(ticks - ticks0, 1), "ticks": ticks,
+                  "max_tick_gap_ms": 1e3 * s["max_gap_s"], "overruns": s["overruns"],
+                  "closure_violation_m": self._closure_m, "mode": mode}
+        s["max_gap_s"] = 0.0
+        if self._failure:
+            sim_status = status("simulation", Level.ERROR, self._failure, values)
+        elif mode == "realtime" and ticks > ticks0 and rtf < 0.9:
+            sim_status = status("simulation", Level.WARN, f"slower than real time (rtf {rtf:.2f})", values)
+        else:
+            sim_status = status("simulation", Level.OK, "running", values)
+        (t_rej, reason), (t_clamp, names) = self._last_reject, self._last_clamp
         counts = {"valid": s["valid"], "rejected": s["rejected"], "clamped": s["clamped"]}
         if now - t_rej < EVENT_HOLD_S:
-            statuses.append(self.diagnostics.status("command", Level.ERROR, f"command rejected: {reason}", counts))
+            cmd_status = status("command", Level.ERROR, f"command rejected: {reason}", counts)
         elif now - t_clamp < EVENT_HOLD_S:
-            statuses.append(self.diagnostics.status("command", Level.WARN, f"command clamped: {names}", counts))
+            cmd_status = status("command", Level.WARN, f"command clamped to the force limits: {names}", counts)
         else:
-            statuses.append(self.diagnostics.status("command", Level.OK, "ok", counts))
+            cmd_status = status("command", Level.OK, "ok", counts)
         cmd = self._command
-        age = math.inf if cmd is None else self.sim.time - cmd[1]
-        values = {"command_age_s": age, "timeout_s": p.watchdog_timeout_s,
-                  "damping_n_s_per_m": p.watchdog_damping_n_s_per_m}
+        values = {"command_age_s": math.inf if cmd is None else sim_t - cmd[1], "timeout_s": p.watchdog_timeout_s,
+                  "damping_n_s_per_m": p.watchdog_damping_n_s_per_m, "controller": p.controller}
+        fallback = "in-process PD holds the standing pose" if p.controller == "pd" else "zero force plus damping"
         if not self._watchdog_engaged:
-            statuses.append(self.diagnostics.status("watchdog", Level.OK, "command fresh", values))
-        elif p.controller == "pd":
-            statuses.append(self.diagnostics.status("watchdog", Level.OK if cmd is None else Level.WARN,
-                                                    "no fresh command: in-process PD holds the standing pose",
-                                                    values))
-        else:
-            statuses.append(self.diagnostics.status("watchdog", Level.WARN,
-                                                    "no fresh command: zero force plus damping", values))
-        return statuses
+            dog_status = status("watchdog", Level.OK, "command fresh", values)
+        else:  # running alone with the PD is normal; losing commands is not
+            level = Level.OK if cmd is None and p.controller == "pd" else Level.WARN
+            dog_status = status("watchdog", level, f"no fresh command: {fallback}", values)
+        return [sim_status, cmd_status, dog_status]
 
     def on_parameters_changed(self, params: SimParams, changed: set[str]) -> None:
         if changed & {"pd_kp_n_per_m", "pd_kd_n_s_per_m"}:

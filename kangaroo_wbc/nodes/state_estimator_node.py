@@ -24,7 +24,11 @@ from sensor_msgs.msg import Imu, JointState
 
 from kangaroo_wbc.errors import CalibrationError, ConfigError, EstimationError, InputError
 from kangaroo_wbc.estimation.calibration import CalibrationConfig, EncoderCalibrator
-from kangaroo_wbc.estimation.floating_base import ContactDetector, FloatingBaseConfig, FloatingBaseEstimator
+from kangaroo_wbc.estimation.floating_base import (
+    ContactDetector,
+    FloatingBaseConfig,
+    FloatingBaseEstimator,
+)
 from kangaroo_wbc.estimation.passive_state import PassiveStateConfig, PassiveStateEstimator
 from kangaroo_wbc.ros import qos
 from kangaroo_wbc.ros.conversions import (
@@ -190,7 +194,7 @@ class StateEstimatorNode(KangarooNode):
     def _collect(self, pos: np.ndarray, vel: np.ndarray, stamp: float, msg: JointState) -> None:
         p = self.params
         if self._encoders is None or abs(stamp - self._encoders[1]) > p.max_input_age_s:
-            self.throttled.info("waiting_encoders", "calibration: waiting for fresh passive_encoders/state")
+            self.throttled.warning("waiting_encoders", "calibration: waiting for fresh passive_encoders/state")
             return
         self._window.append((pos, vel, self._encoders[0]))
         if len(self._window) < p.calibration_samples:
@@ -202,7 +206,7 @@ class StateEstimatorNode(KangarooNode):
         except CalibrationError as exc:
             self._stats["calibration_failures"] += 1
             self._last_error = f"calibration: {exc}"
-            self.throttled.error("calibration", f"calibration failed, retrying: {exc}")
+            self.throttled.warning("calibration", f"calibration failed, retrying: {exc}")
             return
         self.calibration = res
         self.estimator.reset(res.q)
@@ -229,9 +233,9 @@ class StateEstimatorNode(KangarooNode):
                 contact = self.contacts.update(self._normal_force) if fresh.all() else np.ones(len(fresh), bool)
                 est = self.estimator
                 if not self.base.initialized:
-                    self.base.reset(est.q, imu.quaternion_xyzw, contact, kinematics_updated=True)
+                    self.base.reset(est.q, imu.quaternion_xyzw, contact, data=est.data)
                 self.base.update(est.q, est.v, imu.quaternion_xyzw, imu.angular_velocity,
-                                 imu.linear_acceleration, contact, dt, kinematics_updated=True)
+                                 imu.linear_acceleration, contact, dt, data=est.data)
                 est.set_base_state(self.base.q_base, self.base.v_base)
         except EstimationError as exc:
             return self._reject("estimation", exc)

@@ -143,7 +143,18 @@ class ThrottledLogger:
         if suppressed and last is not None:
             message = f"{message} (repeated {suppressed} more times in the last {now - last:.1f} s)"
         self._last[key] = now
-        getattr(self._logger, level)(message)
+        # rclpy binds a severity to each call site (file and line), so every level is logged from a
+        # line of its own: one throttled logger may mix levels.
+        if level == "debug":
+            self._logger.debug(message)
+        elif level == "info":
+            self._logger.info(message)
+        elif level == "warning":
+            self._logger.warning(message)
+        elif level == "error":
+            self._logger.error(message)
+        else:
+            raise ValueError(f"unknown log level {level!r}; valid: debug, info, warning, error")
         return True
 
     def debug(self, key: str, message: str) -> bool:

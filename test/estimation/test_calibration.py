@@ -11,7 +11,13 @@ import pytest
 
 from kangaroo_wbc.errors import CalibrationError, JointNotFound
 from kangaroo_wbc.estimation.calibration import CalibrationConfig, EncoderCalibrator
-from test.estimation.conftest import DIGIT, DIGIT_ABSOLUTE, DIGIT_ENCODERS, closed_configuration, model
+from test.estimation.conftest import (
+    DIGIT,
+    DIGIT_ABSOLUTE,
+    DIGIT_ENCODERS,
+    closed_configuration,
+    model,
+)
 
 OFFSET_TOL = 1e-6  # [m] or [rad], noise-free recovery
 MAX_ITERATIONS = 10

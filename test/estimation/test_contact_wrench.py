@@ -20,7 +20,13 @@ from kangaroo_wbc.estimation.contact_wrench import (
     ScrewTransmission,
 )
 from kangaroo_wbc.model import projected_dynamics
-from test.estimation.conftest import DIGIT, DIGIT_SOLES, KANGAROO_SOLES, closed_configuration, model
+from test.estimation.conftest import (
+    DIGIT,
+    DIGIT_SOLES,
+    KANGAROO_SOLES,
+    closed_configuration,
+    model,
+)
 
 WRENCH_TOL = 1e-6  # [N], [N·m]
 ROBOTS = {"digit": (DIGIT, DIGIT_SOLES), "kangaroo": ("kangaroo", KANGAROO_SOLES)}

@@ -99,3 +99,16 @@ def test_throttled_logger_with_rclpy_logger(make_node) -> None:
     throttled = ThrottledLogger(node.get_logger(), period_s=60.0)
     assert throttled.warning("k", "printed once")
     assert not throttled.warning("k", "swallowed")
+
+
+def test_throttled_logger_mixes_levels_on_a_real_rclpy_logger():
+    """rclpy binds one severity per call site; the throttled logger must allow mixed levels."""
+    import rclpy.logging
+
+    from kangaroo_wbc.ros.diagnostics import ThrottledLogger
+
+    log = ThrottledLogger(rclpy.logging.get_logger("throttle_mix_test"), period_s=0.0)
+    assert log.warning("a", "first warning")
+    assert log.error("b", "then an error")
+    assert log.info("c", "then info")
+    assert log.warning("a", "warning again")

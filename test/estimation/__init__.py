@@ -1,0 +1,1 @@
+"""Tests of kangaroo_wbc.estimation (mirror the package)."""
