@@ -237,6 +237,7 @@ class ClosedChainSim:
         self._act_qadr = m.jnt_qposadr[self._act_joint]
         self._act_dadr = m.jnt_dofadr[self._act_joint]
         self.floating_base = bool(m.njnt and int(m.jnt_type[0]) == _FREE)
+        self._held_base: np.ndarray | None = None
         urdf = self._meta.get("urdf_joints")
         one_dof = [n for j, n in enumerate(jnt_names)
                    if int(m.jnt_type[j]) in (_SLIDE, _HINGE)]
@@ -609,14 +610,35 @@ class ClosedChainSim:
         m, d = self.model, self.data
         t0 = _time.perf_counter()
         d.ctrl[:] = self._command
+        held = self._held_base
         for _ in range(int(n) * self.substeps):
             mujoco.mj_step(m, d)
+            if held is not None:  # crane: the base is kinematically held
+                d.qpos[:7] = held
+                d.qvel[:6] = 0.0
         # recompute derived quantities (sensors, contacts, site poses) for the new state
         mujoco.mj_forward(m, d)
         self._wall_time += _time.perf_counter() - t0
         self._sim_time_stepped += n * self.timestep
         if not np.all(np.isfinite(d.qpos)) or not np.all(np.isfinite(d.qvel)):
             raise ModelError(f"simulation diverged at t={d.time:.4f} s (non-finite state)")
+
+    def hold_base(self, hold: bool = True) -> None:
+        """Hang the floating base on a crane (held at its current pose) or release it.
+
+        Robots are booted hanging, still, so that the encoders can be calibrated; releasing the
+        crane lets the robot stand on its own. No effect on a fixed-base model.
+        """
+        if not self.floating_base:
+            return
+        self._held_base = self.data.qpos[:7].copy() if hold else None
+        if hold:
+            self.data.qvel[:6] = 0.0
+
+    @property
+    def base_held(self) -> bool:
+        """True while the base hangs on the crane (:meth:`hold_base`)."""
+        return self._held_base is not None
 
     # ------------------------------------------------------------------ observations
     def actuator_positions(self) -> np.ndarray:

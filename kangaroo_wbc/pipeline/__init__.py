@@ -1,0 +1,1 @@
+"""The whole loop without ROS (simulator → estimators → controller), metrics and reports."""
