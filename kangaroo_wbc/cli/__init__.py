@@ -16,6 +16,7 @@ SUBCOMMAND_MODULES = [
     "kangaroo_wbc.cli.model_cmd",
     "kangaroo_wbc.cli.analyze_cmd",
     "kangaroo_wbc.cli.bench_cmd",
+    "kangaroo_wbc.cli.demo_cmd",
     "kangaroo_wbc.cli.sim_cmd",
 ]
 

@@ -55,6 +55,23 @@ def skew(w: np.ndarray) -> np.ndarray:
     return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
 
 
+#: ``[e_j]x`` for the three unit vectors.
+_SKEW_E = np.array([[[0.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]],
+                    [[0.0, 0.0, 1.0], [0.0, 0.0, 0.0], [-1.0, 0.0, 0.0]],
+                    [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])
+
+
+def _universal_indices(spec: ClosureSpec) -> tuple[int, int, int, int]:
+    """``(i, j, k, sign)`` of a universal-joint cut: free rotation axes ``i`` (first, fixed in
+    ``F_a``) and ``j`` (second, fixed in ``F_u``), constrained axis ``k``, and the sign
+    ``-epsilon_ijk`` that makes ``e_k = sign * (R_a^T R_u)[i, j]`` equal the rotation about ``k`` to
+    first order. For ``R_a^T R_u = R_i(alpha) R_j(beta)`` the entry ``[i, j]`` vanishes exactly."""
+    k = [d - 3 for d in spec.direction_indices if d >= 3][0]
+    i, j = [a for a in range(3) if a != k]
+    eps = 1 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1
+    return i, j, k, -eps
+
+
 def _tmul(R: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``R_k^T x_k`` for batches ``R`` (K,3,3) and ``x`` (K,3)."""
     return (np.swapaxes(R, 1, 2) @ x[:, :, None])[:, :, 0]
@@ -243,7 +260,13 @@ class ClosedLoopModel:
         self._flat_rows = np.concatenate(
             [6 * k + c.rows for k, c in enumerate(self.closures)] + [np.zeros(0, dtype=int)]).astype(int)
         self.n_c = int(len(self._flat_rows))
-        self._rot_idx = np.array([k for k, c in enumerate(self.closures) if np.any(c.rows >= 3)], dtype=int)
+        # universal-joint cuts: exactly one declared rotation direction k, the two others free
+        uj = [k for k, c in enumerate(self.closures)
+              if len([d for d in c.spec.direction_indices if d >= 3]) == 1 and np.any(c.rows >= 3)]
+        self._uj_idx = np.array(uj, dtype=int)
+        self._rot_idx = np.array([k for k, c in enumerate(self.closures) if np.any(c.rows >= 3) and k not in uj],
+                                 dtype=int)
+        self._uj_ijk = np.array([_universal_indices(self.closures[k].spec) for k in uj], dtype=int).reshape(-1, 4)
         self.row_closure = np.concatenate(
             [np.full(len(c.rows), k) for k, c in enumerate(self.closures)] + [np.zeros(0, dtype=int)]).astype(int)
 
@@ -445,9 +468,16 @@ class ClosedLoopModel:
     def _full_error(self, R: np.ndarray, p: np.ndarray) -> np.ndarray:
         Ra, Ru = R[self._slot_a], R[self._slot_u]
         d = p[self._slot_u] - p[self._slot_a]
-        e = np.empty((len(self.closures), 6))
+        e = np.zeros((len(self.closures), 6))
         e[:, :3] = _tmul(Ra, d)
-        e[:, 3:] = log3_batch(np.swapaxes(Ra, 1, 2) @ Ru)
+        rot = self._rot_idx
+        if rot.size:
+            e[rot, 3:] = log3_batch(np.swapaxes(Ra[rot], 1, 2) @ Ru[rot])
+        uj = self._uj_idx
+        if uj.size:
+            i, j, k, sign = self._uj_ijk.T
+            Rau = np.swapaxes(Ra[uj], 1, 2) @ Ru[uj]
+            e[uj, 3 + k] = sign * Rau[np.arange(len(uj)), i, j]
         return e
 
     def closure_error(self, q: np.ndarray) -> np.ndarray:
@@ -518,6 +548,16 @@ class ClosedLoopModel:
             Jlog = jlog3_batch(r)
             e[rot, 3:] = r
             J[rot, 3:] = (Jlog @ RuT_r) @ D[rot, 3:]
+        uj = self._uj_idx
+        if uj.size:
+            ui, uj_j, uk, usign = self._uj_ijk.T
+            n_uj = np.arange(len(uj))
+            RuT_u = np.swapaxes(Ru[uj], 1, 2)
+            Rau_u = RaT[uj] @ Ru[uj]
+            e[uj, 3 + uk] = usign * Rau_u[n_uj, ui, uj_j]
+            # d/dt R_au[i, j] = -(R_au[i, :] [e_j]x) omega_rel, omega_rel = R_u^T D_ang v
+            g = -usign[:, None] * np.einsum("nm,nml->nl", Rau_u[n_uj, ui, :], _SKEW_E[uj_j])
+            J[uj, 3 + uk] = np.einsum("nl,nlv->nv", g, RuT_u @ D[uj, 3:])
         rows = self._flat_rows
         if v is None:
             return e.reshape(-1)[rows], J.reshape(K * 6, nv)[rows], None
@@ -539,6 +579,13 @@ class ClosedLoopModel:
             dJlog = (jlog3_batch(log3_batch(Rau @ exp3_batch(h * w_rel)))
                      - jlog3_batch(log3_batch(Rau @ exp3_batch(-h * w_rel)))) / (2 * h)
             bias[rot, 3:] = (dJlog @ w_rel[:, :, None] + Jlog @ w_rel_dot[:, :, None])[:, :, 0]
+        if uj.size:
+            RuT_u = np.swapaxes(Ru[uj], 1, 2)
+            w_u = (RuT_u @ (wu - wa)[uj][:, :, None])[:, :, 0]
+            w_u_dot = (RuT_u @ (wu_dot - wa_dot + np.cross(wu, wa))[uj][:, :, None])[:, :, 0]
+            Sw = skew_batch(w_u)
+            second = Rau_u @ (Sw @ Sw + skew_batch(w_u_dot))
+            bias[uj, 3 + uk] = usign * second[n_uj, ui, uj_j]
         return e.reshape(-1)[rows], J.reshape(K * 6, nv)[rows], bias.reshape(-1)[rows]
 
     def split(self, J_l: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
