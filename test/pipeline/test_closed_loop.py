@@ -1,0 +1,70 @@
+"""Integration tests of the in-process closed loop: simulator → estimators → WBC (no ground truth fed back).
+
+Each run boots on the crane, calibrates the relative encoders, releases the robot and balances it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
+
+
+@pytest.fixture(scope="module")
+def stand_run():
+    """Integration fixture: 1.2 s of standing after boot (seeded)."""
+    run = ClosedLoopRun(LoopConfig(behaviour="stand", duration_s=1.2, behaviour_start_s=1.0, seed=1))
+    summary = run.run()
+    return run, summary
+
+
+def test_stands_without_falling_on_estimated_state(stand_run):
+    run, s = stand_run
+    assert not s["fell"]
+    assert s["qp_failures"] == 0 and s["safe_mode_ticks"] == 0
+    # the CoM stays where the controller wants it (true CoM vs reference)
+    assert s["com_max_error_m"] < 0.005
+
+
+def test_calibration_recovers_the_boot_offsets(stand_run):
+    run, s = stand_run
+    assert s["calibration_iterations"] <= 10
+    assert s["calibration_offset_error_m"] < 1e-4
+
+
+def test_commands_are_finite_and_within_limits(stand_run):
+    run, _ = stand_run
+    tau = run.log.array("tau")
+    assert np.all(np.isfinite(tau))
+    limits = run.sim.force_limits[run._sim_to_model]
+    assert np.all(np.abs(tau) <= limits + 1e-6)
+
+
+def test_estimated_state_tracks_ground_truth(stand_run):
+    run, s = stand_run
+    assert s["max_closure_error"] < 1e-4
+    assert s["base_position_drift_m"] < 0.02
+    # estimated sole forces carry the robot's weight (quasi-static estimate, eq. (45))
+    assert abs(s["fz_sum_over_mg"] - 1.0) < 0.15
+
+
+def test_demo_cli_writes_report_and_bag(tmp_path, capsys):
+    from kangaroo_wbc.cli import main
+
+    out = tmp_path / "demo"
+    rc = main(["demo", "--duration", "0.3", "--out", str(out), "--json", "--bag-decimation", "10"])
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert rc == 0 and summary["fell"] is False
+    for key in ("com_rmse_m", "zmp_inside_support_ratio", "qp_failures", "wbc_ms_p50", "wbc_ms_p99", "formulation"):
+        assert key in summary
+    assert (out / "com_zmp.png").stat().st_size > 10_000
+    assert (out / "bag" / "metadata.yaml").is_file()
+    from rosbags.rosbag2 import Reader
+
+    with Reader(out / "bag") as reader:
+        topics = {c.topic for c in reader.connections}
+        assert {"actuators/command", "contact/left_sole/wrench", "zmp"} <= topics
+        assert reader.message_count == summary["bag_messages"]
