@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pinocchio as pin
@@ -101,15 +102,17 @@ class ContactSpec:
 
 
 def wrench_map(R_sole: np.ndarray, corners: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``W`` (6, 3P): corner forces (world axes) → wrench at the sole origin (linear first, world axes)."""
+    """``W`` (6, 3P): corner forces (world axes) → wrench at the sole origin (linear first, world axes).
+
+    Column block ``i`` is ``[I; [R r_i]_×]`` with ``r_i`` the corner position in the sole frame.
+    """
     P = corners.shape[0]
     W = np.zeros((6, 3 * P)) if out is None else out
     r = corners @ R_sole.T  # (P, 3) world-axes offsets R r_i
-    for i in range(P):
-        c = 3 * i
-        W[0, c], W[1, c + 1], W[2, c + 2] = 1.0, 1.0, 1.0
-        x, y, z = r[i]
-        W[3:, c:c + 3] = ((0.0, -z, y), (z, 0.0, -x), (-y, x, 0.0))
+    W[0, 0::3] = W[1, 1::3] = W[2, 2::3] = 1.0
+    W[3, 1::3], W[3, 2::3] = -r[:, 2], r[:, 1]
+    W[4, 0::3], W[4, 2::3] = r[:, 2], -r[:, 0]
+    W[5, 0::3], W[5, 1::3] = -r[:, 1], r[:, 0]
     return W
 
 
@@ -199,9 +202,9 @@ class ContactTerms:
     twist: np.ndarray
     W: np.ndarray
 
-    @property
+    @cached_property
     def force_jacobian(self) -> np.ndarray:
-        """``(W^T J)^T`` = ``J^T W`` (n_nu, 3P): generalized force of the corner forces."""
+        """``J^T W`` (n_nu, 3P): generalized force (projected coordinates) of the corner forces."""
         return self.J.T @ self.W
 
 

@@ -42,6 +42,25 @@ CONSTANT_SUBSPACE_JOINTS = frozenset(
                                "Translation", "HX", "HY", "HZ", "HelicalUnaligned"))
 
 
+#: ``[e_j]_×`` for the three unit vectors.
+_SKEW_E = np.array([[[0.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]],
+                    [[0.0, 0.0, 1.0], [0.0, 0.0, 0.0], [-1.0, 0.0, 0.0]],
+                    [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])
+
+
+def universal_cut(direction_indices: Sequence[int]) -> tuple[int, int, int, int] | None:
+    """``(i, j, k, sign)`` of a universal-joint cut (exactly one declared rotation direction ``k``):
+    free axes ``i`` (in ``F_a``) and ``j`` (in ``F_u``), row ``e_k = sign (R_a^T R_u)[i, j]`` (the
+    core's definition, exact for a bent joint); None for other closures."""
+    rot = [d - 3 for d in direction_indices if d >= 3]
+    if len(rot) != 1:
+        return None
+    k = rot[0]
+    i, j = [a for a in range(3) if a != k]
+    eps = 1 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1
+    return i, j, k, -eps
+
+
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise cross product of (N, 3) arrays (cheaper than ``np.cross`` for small N)."""
     out = np.empty(np.broadcast_shapes(a.shape, b.shape))
@@ -94,6 +113,12 @@ class ProjectedModel:
         self._rows = np.concatenate([6 * k + np.asarray(c.rows, dtype=int) for k, c in enumerate(clm.closures)]
                                     + [np.zeros(0, dtype=int)]).astype(int)
         self.n_c = int(self._rows.size)
+        # Universal-joint cuts: their rotation row is d/dt (sign R_au[i, j]), not a fixed axis of F_u.
+        uj = [(k, universal_cut(c.spec.direction_indices)) for k, c in enumerate(clm.closures)
+              if np.any(np.asarray(c.rows) >= 3)]
+        uj = [(k, ijk) for k, ijk in uj if ijk is not None]
+        self._uj = np.array([k for k, _ in uj], dtype=int)
+        self._uj_ijk = np.array([ijk for _, ijk in uj], dtype=int).reshape(-1, 4)
         if self.n_c != self.n_u:
             raise ModelError(f"{self.n_c} closure rows for {self.n_u} passive DOFs: J_lu is not square")
         # Support masks (one row per body: closure sides a, u, user frames).
@@ -185,6 +210,8 @@ class ProjectedModel:
             Q = self._Q
             Q[:, :3, :3] = self._R[:K].transpose(0, 2, 1)
             Q[:, 3:, 3:] = self._R[K:2 * K].transpose(0, 2, 1)
+            if self._uj.size:
+                self._universal_rows(Q)
             J_l = (Q @ (XJ[:K] * self._dmask)).reshape(6 * K, self.nv)[self._rows]
         else:
             J_l = np.zeros((0, self.nv))
@@ -217,7 +244,13 @@ class ProjectedModel:
             b = np.empty((K, 6, 1))
             b[:, :3, 0] = acc[K:2 * K] - acc[:K] - 2.0 * cr[:K]
             b[:, 3:, 0] = alpha[K:2 * K] - alpha[:K] + cr[K:]
-            self.bias_l = (self._Q @ b).reshape(-1)[self._rows]
+            bias = (self._Q @ b)[:, :, 0]
+            if self._uj.size:  # second-order term of d²/dt² (sign R_au[i, j])
+                u, (i, j, k, sign) = self._uj, self._uj_ijk.T
+                w_rel = np.einsum("kji,kj->ki", self._R[K + u], wu[u] - wa[u])  # R_u^T (ω_u - ω_a)
+                Sw = _skew_batch(w_rel)
+                bias[u, 3 + k] += sign * (self._Rau @ Sw @ Sw)[np.arange(u.size), i, j]
+            self.bias_l = bias.reshape(-1)[self._rows]
         else:
             self.bias_l = np.zeros(0)
         self.k[self._idx_u] = -dgetrs(self._lu, self._piv, self.bias_l)[0]
@@ -244,6 +277,16 @@ class ProjectedModel:
         self._drift = np.concatenate([acc[u], alpha[u]], axis=1) + self._Jf @ self.k
         self._twist = np.concatenate([vel[u], w[u]], axis=1)
         self._updated = True
+
+    def _universal_rows(self, Q: np.ndarray) -> None:
+        """Rotation row of each universal-joint cut: ``g^T R_u^T`` with
+        ``g = -sign (R_au[i, :] [e_j]_×)^T`` (derivative of ``sign R_au[i, j]``, ``R_au = R_a^T R_u``)."""
+        K = self.n_closures
+        u, (i, j, k, sign) = self._uj, self._uj_ijk.T
+        Ra, Ru = self._R[u], self._R[K + u]
+        self._Rau = Rau = Ra.transpose(0, 2, 1) @ Ru
+        g = -sign[:, None] * np.einsum("nm,nml->nl", Rau[np.arange(u.size), i, :], _SKEW_E[j])
+        Q[u, 3 + k, 3:] = np.einsum("nl,nml->nm", g, Ru)  # (R_u g)^T = g^T R_u^T
 
     def _joint_bias_world(self) -> np.ndarray:
         """Joint biases ``c_J`` (set by the last kinematics pass) as world spatial vectors at the origin."""
@@ -304,4 +347,12 @@ class ProjectedModel:
         return dgetrs(self._lu, self._piv, rhs, trans=1)[0]
 
 
-__all__ = ["ProjectedModel"]
+def _skew_batch(w: np.ndarray) -> np.ndarray:
+    out = np.zeros((w.shape[0], 3, 3))
+    out[:, 0, 1], out[:, 0, 2] = -w[:, 2], w[:, 1]
+    out[:, 1, 0], out[:, 1, 2] = w[:, 2], -w[:, 0]
+    out[:, 2, 0], out[:, 2, 1] = -w[:, 1], w[:, 0]
+    return out
+
+
+__all__ = ["ProjectedModel", "universal_cut"]

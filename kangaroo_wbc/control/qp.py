@@ -22,6 +22,7 @@ problem data in double precision, independently of the solver's own residuals.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -92,11 +93,13 @@ class QpProblem:
         for name, arr, shape in checks:
             if arr.shape != shape:
                 raise InputError(f"QP {name} has shape {arr.shape}, expected {shape}")
+        # One reduction per array (a sum is non-finite iff an entry is, barring overflow, which is
+        # rejected as well); the slow per-entry scan only runs to name the culprit.
         for name, arr in (("H", self.H), ("c", self.c), ("A", self.A), ("b", self.b), ("G", self.G)):
-            if not np.all(np.isfinite(arr)):
+            if not math.isfinite(float(np.sum(arr))):
                 raise InputError(f"QP {name} contains non-finite values")
         for name, arr in (("h", self.h), ("h_lower", self.h_lower), ("lb", self.lb), ("ub", self.ub)):
-            if arr is not None and np.any(np.isnan(arr)):
+            if arr is not None and math.isnan(float(np.sum(arr))) and np.any(np.isnan(arr)):
                 raise InputError(f"QP {name} contains NaN")
 
     def kkt_residuals(self, x: np.ndarray, y_eq: np.ndarray, y_in: np.ndarray,
@@ -295,6 +298,9 @@ class OsqpSolver:
             self._C_src.append((r, c, inv[start:start + r.size]))
             start += r.size
         self._nnz_C = order.size
+        # Flat indices outside the pattern, for the per-tick miss check (one gather per block).
+        oH = np.flatnonzero(~mH.ravel())
+        self._outside = [oH[(oH // n) <= (oH % n)], np.flatnonzero(~mA.ravel()), np.flatnonzero(~mG.ravel())]
         self._Cx = np.empty(self._nnz_C)
         self._fill_C(problem)
         C = sp.csc_matrix((self._Cx.copy(), all_rows[order], np.searchsorted(all_cols[order], np.arange(n + 1))),
@@ -329,13 +335,10 @@ class OsqpSolver:
         return l, u
 
     def _pattern_miss(self, problem: QpProblem) -> bool:
-        """True when ``problem`` has a nonzero outside the set-up pattern."""
-        (rA, cA, _), (rG, cG, _), _ = self._C_src
-        nzA = np.count_nonzero(problem.A)
-        nzG = np.count_nonzero(problem.G)
-        nzH = np.count_nonzero(np.triu(problem.H))
-        return (nzA > np.count_nonzero(problem.A[rA, cA]) or nzG > np.count_nonzero(problem.G[rG, cG])
-                or nzH > np.count_nonzero(problem.H[self._P_rows, self._P_cols]))
+        """True when ``problem`` has a nonzero outside the set-up pattern (upper triangle of ``H``)."""
+        oH, oA, oG = self._outside
+        return bool(np.any(problem.H.ravel()[oH]) or np.any(problem.A.ravel()[oA])
+                    or np.any(problem.G.ravel()[oG]))
 
     # ------------------------------------------------------------------ solve
     def reset(self) -> None:

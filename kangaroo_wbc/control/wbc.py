@@ -286,9 +286,19 @@ class WholeBodyController:
         p.c[:] = 0.0
         for name, task in self.foot_tasks.items():
             task.enabled = all_tasks or not terms[name].active
+        # All active tasks stacked: one J^T W J product instead of one per task.
+        Js, rs, ws = [], [], []
         for task in self.tasks:
             if task.enabled:
-                task.add_cost(p.H, p.c, pm)
+                J, r = task.jacobian_and_target(pm)
+                Js.append(J)
+                rs.append(r)
+                ws.append(task.weight)
+        J, r, w = np.vstack(Js), np.concatenate(rs), np.concatenate(ws)
+        WJ = J * w[:, None]
+        n = self.layout.n_nu
+        p.H[:n, :n] += J.T @ WJ
+        p.c[:n] -= WJ.T @ r
         for con, rows in zip(self.equalities, self._eq_rows):
             con.fill(p.A[rows], p.b[rows], p.b[rows], pm, terms)
         for con, rows in zip(self.inequalities, self._in_rows):
@@ -362,7 +372,7 @@ class WholeBodyController:
             # ADMM iterates meet bounds only to the solver tolerance: swing soles carry exactly zero force.
             f = x[L.force_slice(c.name)] if t.active else np.zeros(3 * c.n_points)
             wrench = t.W @ f
-            tau -= t.J[:, a].T @ wrench
+            tau -= t.force_jacobian[a] @ f
             forces[c.name] = f.reshape(-1, 3).copy()
             wrenches[c.name] = wrench
             if gen_force is not None:

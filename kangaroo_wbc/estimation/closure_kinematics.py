@@ -21,6 +21,20 @@ because ``J^v_u - J^v_a + [p_u - p_a]_x J^ω_a = D^lin - [p_u]_x D^ang``. Only t
 ``[theta_u, theta_a]`` are formed (the closure error is a relative quantity and does not depend on
 the floating base), and per loop only the columns where ``S != 0`` (the joints of the loop); the
 fixed sparsity pattern is scattered into ``J_l`` with precomputed flat indices.
+
+Rotation rows follow the core's two definitions. A loop with several declared rotation
+directions uses ``log3(R_a^T R_u)`` and ``J_rot`` above. A **universal-joint cut** (exactly one
+declared rotation direction ``k``, the two others free) uses the exact row
+
+.. math::
+
+    e_k = s\\,(R_a^T R_u)_{ij}, \\qquad
+    J_k = -s\\,(R_a^T R_u)_{i,:}\\,[e_j]_\times\\, R_u^T D^{ang}
+
+with ``i``, ``j`` the free axes and ``s = -epsilon_ijk`` (``e_k`` equals the rotation about ``k``
+to first order, and vanishes exactly for ``R_a^T R_u = R_i(a) R_j(b)``). ``log3`` would differ by a
+second-order term (about ``a b / 2``): with it the estimator converges to a configuration that the
+core, the controller and the simulator do not consider closed (the idle spin of the rods).
 """
 
 from __future__ import annotations
@@ -41,6 +55,27 @@ Jlog3 = pin.Jlog3
 SKEW_MAP = np.zeros((3, 9))
 SKEW_MAP[2, 1], SKEW_MAP[1, 2], SKEW_MAP[2, 3] = -1.0, 1.0, 1.0
 SKEW_MAP[0, 5], SKEW_MAP[1, 6], SKEW_MAP[0, 7] = -1.0, -1.0, 1.0
+
+#: ``[e_j]_x`` for the three unit vectors.
+_SKEW_E = np.array([[[0.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]],
+                    [[0.0, 0.0, 1.0], [0.0, 0.0, 0.0], [-1.0, 0.0, 0.0]],
+                    [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])
+
+
+def universal_joint_indices(direction_indices) -> tuple[int, int, int, int] | None:
+    """``(i, j, k, sign)`` of a universal-joint cut, or None if the loop is not one.
+
+    A loop is a universal-joint cut when exactly one rotation direction ``k`` (3 + k in
+    ``direction_indices``) is declared; ``i < j`` are the free axes and ``sign = -epsilon_ijk``
+    (the core's convention, :mod:`kangaroo_wbc.model.closed_loop_model`).
+    """
+    rot = [int(d) - 3 for d in direction_indices if int(d) >= 3]
+    if len(rot) != 1:
+        return None
+    k = rot[0]
+    i, j = [a for a in range(3) if a != k]
+    eps = 1 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1
+    return i, j, k, -eps
 
 
 def lu_solve(A: np.ndarray, B: np.ndarray) -> np.ndarray | None:
@@ -112,7 +147,18 @@ class ClosureKinematics:
                 row += 1
         self.flat_rows = np.array(flat_rows, dtype=int)
         self._src, self._dst = np.array(src, dtype=int), np.array(dst, dtype=int)
-        self.rot = np.array([k for k, c in enumerate(closures) if np.any(c.rows >= 3)], dtype=int)
+        uj, ijk = [], []
+        for k, c in enumerate(closures):
+            idx = universal_joint_indices(c.spec.direction_indices)
+            if idx is not None and np.any(c.rows >= 3):
+                uj.append(k)
+                ijk.append(idx)
+        self.uj = np.array(uj, dtype=int)  # universal-joint cuts (exact row)
+        self._uj_ijk = np.array(ijk, dtype=int).reshape(-1, 4)
+        self._uj_n = np.arange(len(uj))
+        self.rot = np.array([k for k, c in enumerate(closures) if np.any(c.rows >= 3) and k not in uj],
+                            dtype=int)
+        self.uj = clm._uj_idx
         self._H = np.zeros((F, 4, 4))
         self._w = np.zeros((len(self.rot), 3))
         self._Jlog = np.zeros((len(self.rot), 3, 3))
@@ -135,6 +181,12 @@ class ClosureKinematics:
         and ``J_la`` (n_c, n_a) are views into one buffer.
         """
         if self.n_c == 0:
+            return self.e_l, self.J_l[:, :self.n_u], self.J_l[:, self.n_u:]
+        if len(self.uj):
+            # universal-joint cuts: the core's exact row (see ClosedLoopModel), evaluated on this data
+            e_core, J_core, _ = self.clm.evaluate_kinematics(self.data)
+            self.e_l[:] = e_core
+            self.J_l[:] = J_core[:, self.cols]
             return self.e_l, self.J_l[:, :self.n_u], self.J_l[:, self.n_u:]
         oMf = self.data.oMf
         H = self._H
@@ -161,9 +213,17 @@ class ClosureKinematics:
                 Jlog[i] = Jlog3(Rau[i])
             e6[r, 3:] = w
             J6[r, 3:] = np.matmul(np.matmul(Jlog, Ru[r].transpose(0, 2, 1)), D[r, 3:])
+        if len(self.uj):
+            u, n_u = self.uj, self._uj_n
+            ui, uj_, uk, usign = self._uj_ijk.T
+            Rau = np.matmul(RaT[u], Ru[u])
+            e6[u, 3 + uk] = usign * Rau[n_u, ui, uj_]
+            # d/dt (R_au)_ij = -(R_au)_{i,:} [e_j]x omega_rel, omega_rel = R_u^T D_ang v
+            g = -usign[:, None] * np.einsum("nm,nml->nl", Rau[n_u, ui, :], _SKEW_E[uj_])
+            J6[u, 3 + uk] = np.einsum("nl,nlw->nw", g, np.matmul(Ru[u].transpose(0, 2, 1), D[u, 3:]))
         self.e_l[:] = e6.reshape(-1)[self.flat_rows]
         self.J_l.reshape(-1)[self._dst] = J6.reshape(-1)[self._src]
         return self.e_l, self.J_l[:, :self.n_u], self.J_l[:, self.n_u:]
 
 
-__all__ = ["ClosureKinematics", "SKEW_MAP", "lu_solve"]
+__all__ = ["ClosureKinematics", "SKEW_MAP", "lu_solve", "universal_joint_indices"]

@@ -431,20 +431,24 @@ class ClosedLoopModel:
                     jm = m.joints[j]
                     self._mask[k, jm.idx_v:jm.idx_v + jm.nv] = 1.0
 
-    def _frame_state(self, q: np.ndarray, v: np.ndarray | None = None):
+    def _frame_state(self, q: np.ndarray, v: np.ndarray | None = None, data: pin.Data | None = None,
+                     update: bool = True):
         """Placements of all closure frames and the joint Jacobians, in one pinocchio sweep.
 
         Returns ``R`` (F,3,3), ``p`` (F,3), and with ``v`` the frames' world spatial velocities
         ``V = (v_O, omega)`` and ``A = Jdot v`` (F,6). ``data.J`` holds the joint Jacobians in the
         world frame (spatial velocity at the world origin); a frame's columns are those of its
-        support, so ``V_f = data.J (mask_f * v)``.
+        support, so ``V_f = data.J (mask_f * v)``. With ``update=False`` the caller has already run
+        ``computeJointJacobians`` (or its time variation) and ``updateFramePlacements`` on ``data``.
         """
-        m, d = self.model, self.data
-        if v is None:
-            pin.computeJointJacobians(m, d, q)
-        else:
-            pin.computeJointJacobiansTimeVariation(m, d, q, v)
-        pin.updateFramePlacements(m, d)
+        m = self.model
+        d = self.data if data is None else data
+        if update:
+            if v is None:
+                pin.computeJointJacobians(m, d, q)
+            else:
+                pin.computeJointJacobiansTimeVariation(m, d, q, v)
+            pin.updateFramePlacements(m, d)
         oMf = d.oMf
         H = np.array([oMf[i].homogeneous for i in self._frame_id_list])
         R, p = H[:, :3, :3], H[:, :3, 3]
@@ -458,6 +462,18 @@ class ClosedLoopModel:
             pin.forwardKinematics(m, d, q, v, np.zeros(m.nv))
             A = np.array([d.oMi[j].act(d.a[j]).vector for j in self._parent_joints])
         return R, p, V, A
+
+    def evaluate_kinematics(self, data: pin.Data, q: np.ndarray | None = None,
+                            v: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """``(e_l, J_l, Jdot_l v)`` from a pinocchio ``data`` that already holds the full-model update.
+
+        For estimators and controllers that keep their own ``pin.Data``: call
+        ``computeJointJacobians`` (``computeJointJacobiansTimeVariation`` when ``v`` is given) and
+        ``updateFramePlacements`` on it first. The bias is None without ``v``.
+        """
+        if not self.closures:
+            return np.zeros(0), np.zeros((0, self.model.nv)), (None if v is None else np.zeros(0))
+        return self._kinematics(q, v, data=data, update=False)
 
     def _placements(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """World rotations (F,3,3) and positions (F,3) of the closure frames (FK must be done)."""
@@ -525,9 +541,11 @@ class ClosedLoopModel:
         """
         return self.kinematics(q, v)[2]
 
-    def _kinematics(self, q: np.ndarray, v: np.ndarray | None):
+    def _kinematics(self, q: np.ndarray | None, v: np.ndarray | None, data: pin.Data | None = None,
+                    update: bool = True):
         """Shared body of the kinematic quantities; rotation terms only for loops with rotation rows."""
-        R, p, V, A = self._frame_state(q, v)
+        data = self.data if data is None else data
+        R, p, V, A = self._frame_state(q, v, data, update)
         sa, su = self._slot_a, self._slot_u
         K, nv = len(self.closures), self.model.nv
         Ra, Ru = R[sa], R[su]
@@ -538,7 +556,7 @@ class ClosedLoopModel:
         e[:, :3] = (RaT @ d[:, :, None])[:, :, 0]
         # D = data.J on the signed support mask_u - mask_a: columns shared by both paths cancel, and
         # J_v,u - J_v,a + [d]x J_w,a = D_lin - [p_u]x D_ang (LOCAL_WORLD_ALIGNED Jacobians).
-        D = self.data.J[None, :, :] * self._signed_mask[:, None, :]
+        D = data.J[None, :, :] * self._signed_mask[:, None, :]
         J[:, :3] = RaT @ (D[:, :3] - skew_batch(p[su]) @ D[:, 3:])
         rot = self._rot_idx
         if rot.size:

@@ -136,12 +136,12 @@ class SimNode(KangarooNode):
         self._command: tuple[np.ndarray, float] | None = None
         self._lockstep_queue: queue.SimpleQueue[tuple[np.ndarray, float] | None] = queue.SimpleQueue()
         self._stats = {"valid": 0, "rejected": 0, "clamped": 0, "ticks": 0, "overruns": 0, "busy_s": 0.0,
-                       "max_gap_s": 0.0}
+                       "cpu_s": 0.0, "max_gap_s": 0.0}
         self._last_start = time.perf_counter()
         self._last_reject = (-math.inf, "")
         self._last_clamp = (-math.inf, [])
         self._watchdog_engaged: bool | None = None
-        self._window = (time.monotonic(), sim.time, 0, 0.0)  # wall, sim time, ticks, busy at the last report
+        self._window = (time.monotonic(), sim.time, 0, 0.0, 0.0)  # at the last report: wall, sim, ticks, busy, cpu
         self._closure_m = 0.0
         self._failure: str | None = None
         self._events = threading.Event()  # set by the loop: publish /diagnostics soon
@@ -215,12 +215,13 @@ class SimNode(KangarooNode):
                     self._stats["overruns"] += 1
                     next_t = now
                 next_t += period
-            t_start = time.perf_counter()
+            t_start, cpu_start = time.perf_counter(), time.thread_time()
             self._stats["max_gap_s"] = max(self._stats["max_gap_s"], t_start - self._last_start)
             self._last_start = t_start
             try:
                 self._tick(p)
                 self._stats["busy_s"] += time.perf_counter() - t_start
+                self._stats["cpu_s"] += time.thread_time() - cpu_start
             except KangarooWbcError as exc:  # diverged: report it and reboot the robot
                 self.throttled.error("diverged", f"simulation failed ({exc}); resetting")
                 self.sim.reset()
@@ -306,16 +307,17 @@ class SimNode(KangarooNode):
 
     def diagnostic_statuses(self) -> list:
         p, s, now, status = self.params, self._stats, time.monotonic(), self.diagnostics.status
-        wall0, sim0, ticks0, busy0 = self._window
+        wall0, sim0, ticks0, busy0, cpu0 = self._window
         sim_t, ticks = self.sim.time, s["ticks"]
+        n = max(ticks - ticks0, 1)
         if now - wall0 >= 0.5:
-            self._window = (now, sim_t, ticks, s["busy_s"])
+            self._window = (now, sim_t, ticks, s["busy_s"], s["cpu_s"])
         span = max(now - wall0, 1e-9)
         rtf = (sim_t - sim0) / span
         mode = "lockstep" if p.lockstep else "realtime" if p.realtime else "free-running"
         values = {"sim_time_s": sim_t, "real_time_factor": rtf, "tick_rate_hz": (ticks - ticks0) / span,
-                  "tick_time_ms": 1e3 * (s["busy_s"] - busy0) / max(ticks - ticks0, 1), "ticks": ticks,
-                  "max_tick_gap_ms": 1e3 * s["max_gap_s"], "overruns": s["overruns"],
+                  "tick_time_ms": 1e3 * (s["busy_s"] - busy0) / n, "tick_cpu_ms": 1e3 * (s["cpu_s"] - cpu0) / n,
+                  "max_tick_gap_ms": 1e3 * s["max_gap_s"], "ticks": ticks, "overruns": s["overruns"],
                   "closure_violation_m": self._closure_m, "mode": mode}
         s["max_gap_s"] = 0.0
         if self._failure:

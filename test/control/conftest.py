@@ -96,3 +96,15 @@ def closed_neighbour(clm: ClosedLoopModel, q: np.ndarray, v: np.ndarray, eps: fl
 
 __all__ = ["FD_STEP", "FD_TOL", "KKT_TOL", "EXACT_TOL", "add_sole_frames", "digit_contacts", "digit_limits",
            "random_state", "closed_neighbour", "Path"]
+
+
+KANGAROO_DIR = Path(__file__).resolve().parents[2] / "urdf"
+
+
+@pytest.fixture(scope="session")
+def kangaroo_fb() -> ClosedLoopModel:
+    """The generated Kangaroo model (76 joints, 24 loops incl. universal-joint cuts); skipped if absent."""
+    urdf, closures = KANGAROO_DIR / "kangaroo.urdf", KANGAROO_DIR / "kangaroo_closures.yaml"
+    if not (urdf.is_file() and closures.is_file()):
+        pytest.skip("urdf/kangaroo.urdf not generated")
+    return ClosedLoopModel.from_files(urdf, closures, floating_base=True)

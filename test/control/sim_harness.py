@@ -45,7 +45,7 @@ class ClosedLoop:
     log: list = field(default_factory=list)
 
     @classmethod
-    def kangaroo(cls, settings: WbcSettings | None = None, seed: int = 0) -> ClosedLoop:
+    def kangaroo(cls, settings: WbcSettings | None = None, seed: int = 0, reduced: bool = False) -> ClosedLoop:
         from kangaroo_wbc.sim.simulator import ClosedChainSim
 
         paths = kangaroo_paths()
@@ -53,8 +53,19 @@ class ClosedLoop:
         urdf, closures, mjcf = paths
         clm = ClosedLoopModel.from_files(urdf, closures, floating_base=True)
         sim = ClosedChainSim(str(mjcf), seed=seed)
-        wbc = WholeBodyController(clm, kangaroo_contacts(clm.model), settings or WbcSettings(base_frame="base_link"))
+        settings = settings or WbcSettings(base_frame="base_link")
+        if reduced:
+            from kangaroo_wbc.control.reduced_wbc import ReducedWholeBodyController
+
+            wbc = ReducedWholeBodyController(clm, kangaroo_contacts(clm.model), settings)
+        else:
+            wbc = WholeBodyController(clm, kangaroo_contacts(clm.model), settings)
         return cls(clm, sim, wbc)
+
+    @property
+    def full(self) -> WholeBodyController:
+        """The full controller (the reduced one delegates to it and shares its model and tasks)."""
+        return getattr(self.wbc, "full", self.wbc)
 
     def __post_init__(self) -> None:
         m = self.clm.model
@@ -83,11 +94,12 @@ class ClosedLoop:
 
     def run(self, behaviour: Behaviour | None, duration_s: float,
             disturbance: Callable[[float], np.ndarray | None] | None = None, body: str = "base_link") -> np.ndarray:
-        """Run for ``duration_s``; returns the log rows ``[t, com(3), com_ref(3), wbc_time]``.
+        """Run for ``duration_s``; returns the log rows
+        ``[t, com(3), com_ref(3), wbc_time, n_contacts, swing_sole_error]``.
 
         ``disturbance(t)`` may return a world force (3,) [N] applied at ``body``'s origin.
         """
-        sim, wbc = self.sim, self.wbc
+        sim, wbc, full = self.sim, self.wbc, self.full
         import mujoco
 
         bid = mujoco.mj_name2id(sim.model, mujoco.mjtObj.mjOBJ_BODY, body)
@@ -98,7 +110,7 @@ class ClosedLoop:
             t = sim.time
             if behaviour is not None and not started:
                 wbc.step(q, v)  # first tick: initialise the references at the current state
-                behaviour.start(t, BehaviourState.from_controller(wbc))
+                behaviour.start(t, BehaviourState.from_controller(full))
                 started = True
             ref = behaviour.references(t) if behaviour is not None else None
             out = wbc.step(q, v, references=ref)
@@ -107,6 +119,9 @@ class ClosedLoop:
                 f = disturbance(t)
                 sim.data.xfrc_applied[bid, :3] = 0.0 if f is None else f
             sim.step()
-            rows.append([t, *wbc.pm.com, *wbc.com_task.position, out.timing["total"]])
+            swing = [c.name for c in full.contacts if c.name not in out.active_contacts]
+            foot_err = max((float(np.linalg.norm(full.foot_tasks[n].error(full.pm)[:3])) for n in swing), default=0.0)
+            rows.append([t, *full.pm.com, *full.com_task.position, out.timing["total"], len(out.active_contacts),
+                         foot_err])
         self.log = np.array(rows)
         return self.log

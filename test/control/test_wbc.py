@@ -122,3 +122,21 @@ def test_core_does_not_import_rclpy():
     code = ("import sys, kangaroo_wbc.control.wbc, kangaroo_wbc.control.reduced_wbc, "
             "kangaroo_wbc.control.behaviours; assert 'rclpy' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("active", [("left", "right"), ("right",)])
+def test_kangaroo_corner_forces_through_the_core_point_contacts(kangaroo_fb, active):
+    """Kangaroo: eq. (29) with the corner forces applied at the URDF corner frames (3D point contacts
+    of the core), independent of the controller's wrench map."""
+    from test.control.sim_harness import CORNERS, kangaroo_contacts
+
+    clm = kangaroo_fb
+    wbc = WholeBodyController(clm, kangaroo_contacts(clm.model), WbcSettings(base_frame="base_link"))
+    q, nu, v = random_state(clm, 3, spread=0.05, speed=0.1)
+    out = wbc.step(q, v, active_contacts=active)
+    assert out.qp.kkt().ok(KKT_TOL)
+    frames = [f"{side}_sole_corner_{c}" for side in ("left", "right") for c in CORNERS]
+    pd = projected_dynamics(clm, q, v, frames, 3)
+    f = np.concatenate([out.forces["left"].reshape(-1), out.forces["right"].reshape(-1)])
+    np.testing.assert_allclose(out.tau_a, pd.actuated_forces(out.nu_dot, f), atol=1e-7 * max(1, np.abs(out.tau_a).max()))
+    assert np.max(np.abs(pd.base_residual(out.nu_dot, f))) < KKT_TOL

@@ -50,7 +50,7 @@ class ActuatorForceLimits(Constraint):
         hi[:] = self.force_max - h_a
         for c in L.contacts:
             terms = contacts[c.name]
-            M[:, L.force_slice(c.name)] = -(terms.J[:, a].T @ terms.W)
+            M[:, L.force_slice(c.name)] = -terms.force_jacobian[a]
 
 
 __all__ = ["ActuatorForceLimits"]

@@ -39,7 +39,7 @@ class FloatingBaseDynamics(Constraint):
         lo[:] = -pm.h_p[b]
         for c in L.contacts:
             terms = contacts[c.name]
-            M[:, L.force_slice(c.name)] = -(terms.J[:, b].T @ terms.W)
+            M[:, L.force_slice(c.name)] = -terms.force_jacobian[b]
 
 
 __all__ = ["FloatingBaseDynamics"]

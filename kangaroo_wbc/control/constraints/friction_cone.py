@@ -36,6 +36,7 @@ class FrictionCones(Constraint):
     def __init__(self, layout: DecisionLayout, inner_pyramid: bool = True) -> None:
         super().__init__(layout)
         self.inner_pyramid = bool(inner_pyramid)
+        self._eye = {c.n_points: np.eye(c.n_points) for c in layout.contacts}
 
     def n_rows(self) -> int:
         return ROWS_PER_POINT * sum(c.n_points for c in self.layout.contacts)
@@ -50,11 +51,10 @@ class FrictionCones(Constraint):
             n, t1, t2 = R[:, 2], R[:, 0], R[:, 1]
             mu = c.mu / np.sqrt(2.0) if self.inner_pyramid else c.mu
             block = np.stack([t1 - mu * n, -t1 - mu * n, t2 - mu * n, -t2 - mu * n, n])  # (5, 3)
-            col = L.force_slice(c.name).start
+            cols = L.force_slice(c.name)
             P = c.n_points
-            for i in range(P):
-                M[row + 5 * i:row + 5 * i + 5, col + 3 * i:col + 3 * i + 3] = block
             rows = slice(row, row + 5 * P)
+            M[rows, cols] = np.kron(self._eye[P], block)
             lo[rows] = -np.inf
             hi[rows] = 0.0
             normal = slice(row + 4, row + 5 * P, 5)

@@ -1,0 +1,214 @@
+"""Supervisor of the whole-body controller: behaviours, contact selection and the safe mode (no ROS).
+
+One :meth:`WbcSupervisor.tick` per state sample returns a :class:`Command` that is always finite:
+
+* ``mode = "control"``: the WBC's actuator forces (eq. (29)), clipped to the force limits;
+* ``mode = "safe"``: damping ``tau = -d theta_dot_a`` (or zero force) with the reason, when the state
+  is stale or non-finite, the QP fails, the model is singular, or a limit is breached.
+
+Stale / non-finite input and QP failures are *transient* (control resumes with the next good
+sample); a breached limit (base tilt, actuator stroke) *latches* the safe mode until
+:meth:`WbcSupervisor.reset` or a new behaviour is selected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kangaroo_wbc.control.behaviours import Behaviour, BehaviourState, make_behaviour
+from kangaroo_wbc.control.wbc import FrameReference, WbcOutput, WbcReferences
+from kangaroo_wbc.errors import InputError, KangarooWbcError, ModelError, NoSolutionFound
+
+
+@dataclass
+class SafetySettings:
+    """Safe-mode thresholds.
+
+    Attributes:
+        max_state_age_s: state older than this is stale [s].
+        fallback: ``"damp"`` (``tau = -d theta_dot``) or ``"zero"`` (zero force).
+        damping_n_s_per_m: damping ``d`` of the fallback [N·s/m].
+        max_tilt_rad: base tilt (angle between base z and world z) that latches the safe mode [rad].
+        stroke_margin_m: actuator beyond its stroke limit by more than this latches the safe mode [m].
+    """
+
+    max_state_age_s: float = 0.05
+    fallback: str = "damp"
+    damping_n_s_per_m: float = 200.0
+    max_tilt_rad: float = 0.7
+    stroke_margin_m: float = 0.005
+
+    def __post_init__(self) -> None:
+        if self.fallback not in ("damp", "zero"):
+            raise InputError(f"fallback must be 'damp' or 'zero', got {self.fallback!r}")
+
+
+@dataclass
+class Command:
+    """Actuator command of one tick: forces [N] in ``clm.actuated_joint_names`` order, never NaN."""
+
+    tau_a: np.ndarray
+    mode: str
+    reason: str = ""
+    output: WbcOutput | None = None
+    latched: bool = False
+
+
+@dataclass
+class SupervisorStats:
+    ticks: int = 0
+    safe_ticks: int = 0
+    qp_failures: int = 0
+    stale: int = 0
+    invalid: int = 0
+    iterations_max: int = 0
+    solve_s: list[float] = field(default_factory=list)
+
+
+class WbcSupervisor:
+    """Runs a behaviour on a controller and guards the output.
+
+    Args:
+        controller: a :class:`~kangaroo_wbc.control.wbc.WholeBodyController` or
+            :class:`~kangaroo_wbc.control.reduced_wbc.ReducedWholeBodyController`.
+        safety: :class:`SafetySettings`.
+        behaviour_factory: ``name, **params -> Behaviour`` (default :func:`make_behaviour`).
+    """
+
+    def __init__(self, controller, safety: SafetySettings | None = None,
+                 behaviour_factory: Callable[..., Behaviour] = make_behaviour) -> None:
+        self.controller = controller
+        self.safety = safety or SafetySettings()
+        self._factory = behaviour_factory
+        full = getattr(controller, "full", controller)
+        self._full = full
+        self.clm = full.clm
+        self.limits = full.limits
+        self.behaviour: Behaviour | None = None
+        self._pending: tuple[str, dict] | None = ("stand", {})
+        self._latched = ""
+        self.stats = SupervisorStats()
+        self.last: Command | None = None
+
+    # ------------------------------------------------------------------ behaviours
+    def select(self, name: str, **params) -> None:
+        """Switch to behaviour ``name`` at the next good tick (started from the state then); clears a latch."""
+        self._factory(name, **params)  # validate now (raises InputError on unknown names/params)
+        self._pending = (name, dict(params))
+        self._latched = ""
+
+    def reset(self) -> None:
+        """Leave a latched safe mode; the current behaviour restarts from the next state."""
+        self._latched = ""
+        if self.behaviour is not None:
+            self._pending = (self.behaviour.name, getattr(self, "_params", {}))
+
+    @property
+    def behaviour_name(self) -> str:
+        return self._pending[0] if self._pending else (self.behaviour.name if self.behaviour else "")
+
+    # ------------------------------------------------------------------ tick
+    def tick(self, t: float, q: np.ndarray, v: np.ndarray, measured_contacts: Iterable[str] | None = None,
+             state_age_s: float = 0.0, com_reference: np.ndarray | None = None,
+             foot_references: Mapping[str, FrameReference] | None = None) -> Command:
+        """One control tick at time ``t`` [s]; never raises on bad state, never returns NaN.
+
+        Args:
+            q, v: closed configuration and velocity (as :meth:`WholeBodyController.step`).
+            measured_contacts: soles measured in contact, or None (unknown: trust the behaviour).
+            state_age_s: age of the state sample [s].
+            com_reference: external CoM position overriding the behaviour's [m], or None.
+            foot_references: external swing-sole poses by contact name.
+        """
+        self.stats.ticks += 1
+        v = np.asarray(v, dtype=float)
+        q = np.asarray(q, dtype=float)
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))) or q.shape != (self.clm.model.nq,) \
+                or v.shape != (self.clm.model.nv,):
+            self.stats.invalid += 1
+            return self._safe(v, "non-finite or mis-sized state")
+        if not state_age_s <= self.safety.max_state_age_s:
+            self.stats.stale += 1
+            return self._safe(v, f"stale state ({state_age_s * 1e3:.1f} ms old)")
+        if self._latched:
+            return self._safe(v, self._latched, latched=True)
+        breach = self._limit_breach(q)
+        if breach:
+            self._latched = breach
+            return self._safe(v, breach, latched=True)
+        try:
+            if self._pending is not None:
+                self._start_pending(t, q, v)
+            ref = self.behaviour.references(t)
+            self._merge(ref, measured_contacts, com_reference, foot_references)
+            out = self.controller.step(q, v, references=ref)
+        except NoSolutionFound as exc:
+            self.stats.qp_failures += 1
+            return self._safe(v, f"QP failed: {exc}")
+        except (InputError, ModelError) as exc:
+            self.stats.invalid += 1
+            return self._safe(v, f"controller rejected the state: {exc}")
+        except KangarooWbcError as exc:
+            return self._safe(v, f"controller error: {exc}")
+        tau = np.clip(out.tau_a, self.limits.force_min, self.limits.force_max)
+        if not np.all(np.isfinite(tau)):
+            return self._safe(v, "non-finite actuator forces")
+        self.stats.iterations_max = max(self.stats.iterations_max, out.qp.iterations)
+        cmd = Command(tau_a=tau, mode="control", output=out)
+        self.last = cmd
+        return cmd
+
+    def _start_pending(self, t: float, q: np.ndarray, v: np.ndarray) -> None:
+        name, params = self._pending
+        if self.behaviour is None or not getattr(self._full, "_initialised", False):
+            self.controller.step(q, v)  # initialise the references at the current state
+        behaviour = self._factory(name, **params)
+        behaviour.start(t, BehaviourState.from_controller(self._full))
+        self.behaviour, self._params = behaviour, params
+        self._pending = None
+
+    def _merge(self, ref: WbcReferences, measured: Iterable[str] | None, com: np.ndarray | None,
+               feet: Mapping[str, FrameReference] | None) -> None:
+        if ref.active_contacts is not None and measured is not None:
+            measured = set(measured)
+            kept = tuple(c for c in ref.active_contacts if c in measured)
+            ref.active_contacts = kept or ref.active_contacts  # never zero contacts from sensing alone
+        if com is not None:
+            ref.com_position = np.asarray(com, dtype=float)
+            ref.com_velocity = np.zeros(3)
+            ref.com_acceleration = np.zeros(3)
+        if feet:
+            ref.foot_poses = {**ref.foot_poses, **feet}
+
+    def _limit_breach(self, q: np.ndarray) -> str:
+        clm, s = self.clm, self.safety
+        if clm.floating_base:
+            x, y, z, w = q[3:7] / np.linalg.norm(q[3:7])
+            cos_tilt = 1.0 - 2.0 * (x * x + y * y)  # R[2, 2]
+            if cos_tilt < np.cos(s.max_tilt_rad):
+                return f"base tilt {np.degrees(np.arccos(np.clip(cos_tilt, -1, 1))):.0f} deg beyond limit"
+        theta = q[clm.idx_q_a]
+        lim = self.limits
+        over = (theta > lim.position_max + s.stroke_margin_m) | (theta < lim.position_min - s.stroke_margin_m)
+        if np.any(over):
+            names = [clm.actuated_joint_names[i] for i in np.flatnonzero(over)]
+            return f"actuator stroke limit breached: {names}"
+        return ""
+
+    def _safe(self, v: np.ndarray, reason: str, latched: bool = False) -> Command:
+        self.stats.safe_ticks += 1
+        n_a = self.clm.n_a
+        tau = np.zeros(n_a)
+        if self.safety.fallback == "damp" and v.shape == (self.clm.model.nv,):
+            theta_dot = v[self.clm.idx_v_a]
+            if np.all(np.isfinite(theta_dot)):
+                tau = np.clip(-self.safety.damping_n_s_per_m * theta_dot, self.limits.force_min, self.limits.force_max)
+        cmd = Command(tau_a=tau, mode="safe", reason=reason, latched=latched)
+        self.last = cmd
+        return cmd
+
+
+__all__ = ["WbcSupervisor", "SafetySettings", "Command", "SupervisorStats"]

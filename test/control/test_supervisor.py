@@ -1,0 +1,73 @@
+"""Unit tests of the supervisor: behaviours on the WBC and the safe mode (never NaN)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from kangaroo_wbc.control.contacts import ContactSpec
+from kangaroo_wbc.control.supervisor import SafetySettings, WbcSupervisor
+from kangaroo_wbc.control.wbc import ActuatorLimits, WbcSettings, WholeBodyController
+from test.control.conftest import digit_contacts, digit_limits
+
+
+@pytest.fixture()
+def supervisor(digit_fb):
+    wbc = WholeBodyController(digit_fb, digit_contacts(), WbcSettings(base_frame="torso"), digit_limits(digit_fb))
+    return WbcSupervisor(wbc, SafetySettings(damping_n_s_per_m=100.0))
+
+
+def _rest(clm):
+    return clm.q_ref.copy(), np.zeros(clm.model.nv)
+
+
+def test_control_then_safe_on_bad_input_then_recovery(supervisor, digit_fb):
+    q, v = _rest(digit_fb)
+    cmd = supervisor.tick(0.0, q, v)
+    assert cmd.mode == "control" and np.all(np.isfinite(cmd.tau_a))
+    v_bad = v.copy()
+    v_bad[digit_fb.idx_v_a[0]] = np.nan
+    cmd = supervisor.tick(0.001, q, v_bad)
+    assert cmd.mode == "safe" and np.all(np.isfinite(cmd.tau_a)) and "non-finite" in cmd.reason
+    v_moving = v.copy()
+    v_moving[digit_fb.idx_v_a] = 0.1
+    cmd = supervisor.tick(0.002, q, v_moving, state_age_s=1.0)
+    assert cmd.mode == "safe" and "stale" in cmd.reason
+    np.testing.assert_allclose(cmd.tau_a, -100.0 * 0.1)  # damping
+    assert supervisor.tick(0.003, q, v).mode == "control"  # transient: control resumes
+
+
+def test_tilt_latches_until_reset(supervisor, digit_fb):
+    q, v = _rest(digit_fb)
+    supervisor.tick(0.0, q, v)
+    fallen = q.copy()
+    fallen[3:7] = pin.Quaternion(pin.exp3(np.array([1.2, 0.0, 0.0]))).coeffs()
+    assert supervisor.tick(0.001, fallen, v).latched
+    cmd = supervisor.tick(0.002, q, v)
+    assert cmd.mode == "safe" and cmd.latched
+    supervisor.reset()
+    assert supervisor.tick(0.003, q, v).mode == "control"
+
+
+def test_qp_failure_gives_safe_mode(digit_fb):
+    n = digit_fb.n_a
+    weak = ActuatorLimits(np.full(n, -1e-3), np.full(n, 1e-3), np.full(n, -np.inf), np.full(n, np.inf),
+                          np.full(n, np.inf))
+    pushing = [ContactSpec.rectangle(c.name, c.frame, 0.16, 0.08, normal_force_min_n=1000.0) for c in digit_contacts()]
+    sup = WbcSupervisor(WholeBodyController(digit_fb, pushing, WbcSettings(base_frame="torso"), weak))
+    cmd = sup.tick(0.0, *_rest(digit_fb))
+    assert cmd.mode == "safe" and "QP failed" in cmd.reason and sup.stats.qp_failures == 1
+
+
+def test_behaviour_switch_and_measured_contacts(supervisor, digit_fb):
+    q, v = _rest(digit_fb)
+    supervisor.select("weight_shift", stance="right", shift_s=0.01, lift_s=0.5, hold_s=1.0)
+    supervisor.tick(0.0, q, v)
+    cmd = supervisor.tick(0.2, q, v, measured_contacts=["right", "left"])
+    assert cmd.output.active_contacts == ("right",)
+    supervisor.select("stand")
+    cmd = supervisor.tick(0.3, q, v, measured_contacts=["left"])  # right sole measured unloaded
+    assert cmd.output.active_contacts == ("left",)
+    with pytest.raises(Exception):
+        supervisor.select("moonwalk")
