@@ -24,7 +24,7 @@ def summarize(run) -> dict:
       force over m·g (mean over standing ticks off the crane);
     * estimation errors against the simulator's ground truth; timings from ``time.perf_counter``.
     """
-    log, clm, cfg = run.log, run.clm, run.config
+    log, cfg = run.log, run.config
     t = log.array("t")
     crane = log.array("crane") > 0.5
     active = log.array("behaviour") > 0.5
