@@ -34,7 +34,6 @@ from scipy.linalg.lapack import dgetrf, dgetrs
 from kangaroo_wbc.errors import FrameNotFound, InputError, ModelError, suggest
 from kangaroo_wbc.model import ClosedLoopModel, ProjectedDynamics
 
-
 #: Joint types whose motion subspace is constant in the joint frame (zero joint bias ``c_J``).
 CONSTANT_SUBSPACE_JOINTS = frozenset(
     f"JointModel{n}" for n in ("RX", "RY", "RZ", "PX", "PY", "PZ", "RevoluteUnaligned", "PrismaticUnaligned",
@@ -152,7 +151,6 @@ class ProjectedModel:
         self._oMf = [self.data.oMf[i] for i in self._fids]
         self._bias_c = [self.data.joints[j] for j in self._bias_joints]
         self._bias_oMi = [self.data.oMi[j] for j in self._bias_joints]
-        self._tril = np.tril_indices(m.nv, -1)
         # Fixed parts of T.
         self.T = np.zeros((m.nv, self.n_nu))
         if self.n_b:
@@ -255,12 +253,12 @@ class ProjectedModel:
             self.bias_l = np.zeros(0)
         self.k[self._idx_u] = -dgetrs(self._lu, self._piv, self.bias_l)[0]
         # 5. Dynamics (App. B): M_p = T^T M T, h_p = T^T (h + M k).
-        M = pin.crba(m, data, q)  # upper triangle filled
-        M[self._tril] = M.T[self._tril]
+        M = pin.crba(m, data, q)  # full symmetric matrix (pinocchio >= 3 fills both triangles)
         self.M = M
         self.h = pin.nonLinearEffects(m, data, q, v).copy()
-        self.M_p = self.T.T @ (M @ self.T)
-        self.h_p = self.T.T @ (self.h + M @ self.k)
+        T = self.T
+        self.M_p = T.T @ (M @ T)
+        self.h_p = T.T @ (self.h + M @ self.k)
         # 6. Centroidal quantities (eq. (33)).
         Ag = pin.ccrba(m, data, q, v)
         self.h_G = np.concatenate([data.hg.linear, data.hg.angular])

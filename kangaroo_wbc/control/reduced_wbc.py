@@ -34,9 +34,9 @@ eq. (29)/(69) with the assembled ``nu_dot`` and ``f``.
 
 With Kangaroo's 6-actuator legs ``n_uc = 6``: ``J_r`` is square, the reduction is an exact change of
 coordinates (no fewer variables: 6 + 6 + 6 + forces, as the full QP) and ``N_r = 0``. Setting
-``swing_task_in_lqp1`` (the default in that case) then places the swing-sole task in LQP 1 (exact, since
-``J_t N_r = 0``), leaving LQP 2 to resolve eq. (30). In double support there is no unconstrained chain and the method is the
-full WBC (one QP).
+``swing_task_in_lqp1`` (the default in that case) then places the swing-sole task in LQP 1
+(exact, since ``J_t N_r = 0``), leaving LQP 2 to resolve eq. (30). In double support there is no
+unconstrained chain and the method is the full WBC (one QP).
 """
 
 from __future__ import annotations
@@ -49,10 +49,21 @@ import numpy as np
 import pinocchio as pin
 import scipy.linalg
 
-from kangaroo_wbc.control.constraints import ContactForceBox, FloatingBaseDynamics, FrictionCones, StationaryContacts
+from kangaroo_wbc.control.constraints import (
+    ContactForceBox,
+    FloatingBaseDynamics,
+    FrictionCones,
+    StationaryContacts,
+)
 from kangaroo_wbc.control.contacts import ContactSpec, ContactTerms, DecisionLayout
 from kangaroo_wbc.control.qp import OsqpSolver, QpProblem
-from kangaroo_wbc.control.wbc import ActuatorLimits, WbcOutput, WbcReferences, WbcSettings, WholeBodyController
+from kangaroo_wbc.control.wbc import (
+    ActuatorLimits,
+    WbcOutput,
+    WbcReferences,
+    WbcSettings,
+    WholeBodyController,
+)
 from kangaroo_wbc.errors import InputError, NoSolutionFound
 from kangaroo_wbc.model import ClosedLoopModel
 

@@ -29,7 +29,7 @@ declared rotation direction ``k``, the two others free) uses the exact row
 .. math::
 
     e_k = s\\,(R_a^T R_u)_{ij}, \\qquad
-    J_k = -s\\,(R_a^T R_u)_{i,:}\\,[e_j]_\times\\, R_u^T D^{ang}
+    J_k = -s\\,(R_a^T R_u)_{i,:}\\,[e_j]_\\times\\, R_u^T D^{ang}
 
 with ``i``, ``j`` the free axes and ``s = -epsilon_ijk`` (``e_k`` equals the rotation about ``k``
 to first order, and vanishes exactly for ``R_a^T R_u = R_i(a) R_j(b)``). ``log3`` would differ by a
@@ -158,7 +158,6 @@ class ClosureKinematics:
         self._uj_n = np.arange(len(uj))
         self.rot = np.array([k for k, c in enumerate(closures) if np.any(c.rows >= 3) and k not in uj],
                             dtype=int)
-        self.uj = clm._uj_idx
         self._H = np.zeros((F, 4, 4))
         self._w = np.zeros((len(self.rot), 3))
         self._Jlog = np.zeros((len(self.rot), 3, 3))
@@ -181,12 +180,6 @@ class ClosureKinematics:
         and ``J_la`` (n_c, n_a) are views into one buffer.
         """
         if self.n_c == 0:
-            return self.e_l, self.J_l[:, :self.n_u], self.J_l[:, self.n_u:]
-        if len(self.uj):
-            # universal-joint cuts: the core's exact row (see ClosedLoopModel), evaluated on this data
-            e_core, J_core, _ = self.clm.evaluate_kinematics(self.data)
-            self.e_l[:] = e_core
-            self.J_l[:] = J_core[:, self.cols]
             return self.e_l, self.J_l[:, :self.n_u], self.J_l[:, self.n_u:]
         oMf = self.data.oMf
         H = self._H

@@ -1,4 +1,4 @@
-"""Quasi-static contact wrenches, centres of pressure and ZMP (Kangaroo paper, Section VI-B, eq. (43)-(47)).
+"""Contact wrenches, centres of pressure and ZMP (Kangaroo paper, Section VI-B, eq. (43)-(47)).
 
 **Actuator forces** from the measured motor torques, eq. (47): ``tau_bar = tau_m 2 pi eta / L``
 with the screw lead ``L`` [m] and efficiency ``eta`` per actuator (:class:`ScrewTransmission`).
@@ -25,6 +25,42 @@ formed: ``J_m^T x = -J_la^T J_lu^{-T} x``, so one LU solve of ``J_lu^T`` with ``
 sides gives both ``g_{p,a}`` and ``J_{c,m}^T``. Optional velocity terms (``include_velocity_terms``)
 replace ``g_{p,a}`` by the actuated rows of the projected bias ``T^T (h + M k)`` (slow path through
 :func:`projected_dynamics`).
+
+**Floating base: the base rows.** The paper solves the actuated rows only. With a floating base the
+projected dynamics has six more rows, the unactuated base rows (the robot's Newton-Euler equations:
+the ground wrenches carry the weight and change the momentum),
+
+.. math::
+
+    J_{c,b}^T f = g_b + \\dot h_b,
+
+with ``J_{c,b}`` the base columns of the sole Jacobians, ``g_b`` the base rows of the generalised
+gravity (both in the base frame, moments about the base origin) and ``dh_b`` the rate of change
+of the robot's spatial momentum, moved to the base frame:
+``dh_b = [R^T dl; R^T (dk_O - p_b x dl)]`` with ``l = m c_dot`` and ``k_O = c x l + k_G`` about the
+world origin (``pinocchio.computeCentroidalMomentum`` at the estimated ``(q, v)``, differenced
+over one tick; omitted without ``v`` or with ``momentum_rate=False``). They matter on Kangaroo:
+near the stretched-knee standing pose ``J_{c,m}^T`` is ill-conditioned (condition number 1e3-1e5),
+because a force along a straight leg loads no actuator, so the actuated rows alone amplify
+motor-torque noise and unmodelled dynamics into errors of hundreds of newtons in ``f_z``. The
+stacked system (condition number ~30) is solved in the weighted least-squares sense,
+
+.. math::
+
+    \\min_f \\|J_{c,m}^T f - (g_{p,a} - \\bar\\tau)\\|^2 + w_b^2 \\|J_{c,b}^T f - (g_b + \\dot h_b)\\|^2,
+
+through its normal equations (one 6c x 6c LU solve). The total wrench, hence the ZMP, then comes
+from the weight and the momentum rate (well conditioned); the actuators decide how it splits
+between the soles. ``base_row_weight = 0`` restores the paper's actuated rows only.
+
+**Filter.** The paper low-passes the estimated wrenches (2nd-order Butterworth, 5 Hz). The noise
+comes from the measurements, not from the model terms evaluated at the estimated configuration
+(``g_{p,a}``, ``g_b``, the Jacobians are smooth functions of an accurate ``q``), and on a moving
+robot filtering those only delays the static load transfer (the ZMP of a 0.6 Hz sway lagged by
+~5 mm). So the same filter runs on the measured inputs, the actuator forces ``tau_bar`` and the
+momentum rate ``dh_b``, and the filtered wrenches solve the equations above with the filtered
+inputs and the current model terms. For a still configuration this equals filtering the wrenches
+(the map is linear); ``wrench_sole_in_sole_raw`` is the unfiltered solution.
 
 **CoP** of a sole wrench ``(f, tau)`` about the sole origin, in the sole frame (z normal):
 ``p = (-tau_y / f_z, tau_x / f_z, 0)``. **ZMP** of the summed wrench ``(F, T)`` about the world
@@ -131,10 +167,18 @@ class ContactWrenchConfig:
         cutoff_hz: Butterworth cutoff [Hz] (paper: 5 Hz).
         sample_rate_hz: update rate [Hz] (1 kHz).
         filter_order: Butterworth order (paper: 2).
-        filter_enabled: filter the wrenches before CoP/ZMP.
+        filter_enabled: low-pass the measured inputs (actuator forces, momentum rate) before
+            solving for the wrenches that CoP/ZMP use (module docstring, "Filter").
         min_normal_force_n: CoP/ZMP are defined above this normal force [N].
-        include_velocity_terms: add Coriolis/centrifugal and closure-bias terms (slow).
+        include_velocity_terms: add Coriolis/centrifugal and closure-bias terms to the actuated
+            rows (slow).
         rcond: relative singular-value cut-off of the pseudo-inverse when ``J_c,m`` is not square.
+        base_row_weight: floating base only: weight ``w_b`` of the base rows (Newton-Euler of the
+            whole robot) against the actuated rows [-] (both in N and N·m); 0: actuated rows only
+            (the paper's eq. (46)). 10 trusts the weight and momentum for the total wrench and
+            leaves the split between the soles to the actuators.
+        momentum_rate: add the rate of change of the robot's momentum to the base rows (needs the
+            velocity ``v`` in :meth:`ContactWrenchEstimator.update`); otherwise quasi-static.
     """
 
     cutoff_hz: float = 5.0
@@ -144,10 +188,14 @@ class ContactWrenchConfig:
     min_normal_force_n: float = 10.0
     include_velocity_terms: bool = False
     rcond: float = 1e-8
+    base_row_weight: float = 10.0
+    momentum_rate: bool = True
 
     def __post_init__(self) -> None:
         if not self.min_normal_force_n > 0:
             raise InputError(f"ContactWrenchConfig.min_normal_force_n must be > 0 [N], got {self.min_normal_force_n}")
+        if not (np.isfinite(self.base_row_weight) and self.base_row_weight >= 0):
+            raise InputError(f"ContactWrenchConfig.base_row_weight must be finite and >= 0, got {self.base_row_weight}")
 
 
 @dataclass
@@ -159,14 +207,16 @@ class ContactWrenchEstimate:
         actuator_force: actuator forces used [N] (or [N·m]).
         wrench_sole_in_sole_raw: unfiltered ground wrench on each sole, ``[f; tau]`` about the
             sole origin in the sole frame, (c, 6) [N, N·m].
-        wrench_sole_in_sole: filtered version (what CoP/ZMP use), (c, 6).
+        wrench_sole_in_sole: filtered estimate (what CoP/ZMP use), (c, 6).
         wrench_sole_in_world: filtered, rotated to world axes (still about the sole origin), (c, 6).
         cop_sole_in_sole: CoP in the sole frame (c, 3) [m], NaN where invalid.
         cop_in_world: CoP in the world frame (c, 3) [m], NaN where invalid.
         cop_valid: normal force above the threshold, (c,).
         zmp_in_world: ZMP [m], NaN if invalid; zmp_valid.
         total_force_in_world: sum of the filtered sole forces [N].
-        residual: ``||J_cm^T f - (g_pa - tau_bar)||`` [N] (0 when the actuators determine ``f``).
+        residual: ``||J_cm^T f - (g_pa - tau_bar)||`` [N] of the actuated rows (0 when they
+            alone determine ``f``; with base rows, what the least-squares compromise leaves).
+        base_residual: ``||J_cb^T f - (g_b + dh_b)||`` [N, N·m] of the base rows (0 without them).
     """
 
     sole_frames: list[str]
@@ -181,6 +231,7 @@ class ContactWrenchEstimate:
     zmp_valid: bool = False
     total_force_in_world: np.ndarray = field(default_factory=lambda: np.zeros(3))
     residual: float = 0.0
+    base_residual: float = 0.0
 
 
 class ContactWrenchEstimator:
@@ -219,7 +270,13 @@ class ContactWrenchEstimator:
         self._Jc = np.zeros((6 * c, nv))
         self._rhs = np.zeros((n_u, 1 + 6 * c))
         self._square = n_a == 6 * c
-        self.filter = ButterworthFilter(cfg.cutoff_hz, cfg.sample_rate_hz, 6 * c, cfg.filter_order)
+        self.base_rows = bool(clm.floating_base and cfg.base_row_weight > 0)
+        #: Butterworth on the measured inputs: actuator forces, then (base rows) the momentum rate
+        self.filter = ButterworthFilter(cfg.cutoff_hz, cfg.sample_rate_hz, n_a + (6 if self.base_rows else 0),
+                                        cfg.filter_order)
+        self._filter_in = np.zeros(self.filter.n_channels)
+        self._B_a = np.zeros((n_a, 2))
+        self._B_b = np.zeros((6, 2))
         self.estimate = ContactWrenchEstimate(
             sole_frames=list(self.sole_frames), actuator_force=np.zeros(n_a),
             wrench_sole_in_sole_raw=np.zeros((c, 6)), wrench_sole_in_sole=np.zeros((c, 6)),
@@ -228,15 +285,45 @@ class ContactWrenchEstimator:
             zmp_in_world=np.full(3, np.nan))
         self.J_cm_T = np.zeros((n_a, 6 * c))  # last J_c,m^T, for diagnostics and tests
         self.g_pa = np.zeros(n_a)  # last g_a + J_m^T g_u [N]
+        self.J_cb_T = np.zeros((6, 6 * c))  # last base rows J_c,b^T (base frame)
+        self.g_base = np.zeros(6)  # last base rows of the generalised gravity [N, N·m]
+        self.momentum_rate_in_base = np.zeros(6)  # last dh_b [N, N·m]
+        self._h_world = np.zeros(6)  # spatial momentum about the world origin, world axes
+        self._h_valid = False
 
     def reset_filter(self) -> None:
-        """Forget the filter state (the next sample initialises it)."""
+        """Forget the filter state (the next sample initialises it) and the momentum history."""
         self.filter.reset(None)
+        self._h_valid = False
+
+    def _momentum_rate(self, q: np.ndarray, v: np.ndarray) -> None:
+        """``dh_b``: momentum rate in the base frame, by differencing the momentum over one tick."""
+        m, data = self.model, self.data
+        pin.computeCentroidalMomentum(m, data, q, v)
+        lx, ly, lz = data.hg.linear.tolist()
+        kx, ky, kz = data.hg.angular.tolist()
+        cx, cy, cz = data.com[0].tolist()
+        h = self._h_world  # [l; c x l + k_G], world axes, about the world origin
+        hx = (lx, ly, lz, cy * lz - cz * ly + kx, cz * lx - cx * lz + ky, cx * ly - cy * lx + kz)
+        out = self.momentum_rate_in_base
+        if self._h_valid:
+            rate = self.config.sample_rate_hz
+            fx, fy, fz, tx, ty, tz = ((a - b) * rate for a, b in zip(hx, h.tolist()))
+            oMb = data.oMi[1]
+            px, py, pz = oMb.translation.tolist()
+            tx, ty, tz = tx - (py * fz - pz * fy), ty - (pz * fx - px * fz), tz - (px * fy - py * fx)
+            Rt = oMb.rotation.T
+            out[:3] = Rt @ (fx, fy, fz)
+            out[3:] = Rt @ (tx, ty, tz)
+        else:
+            out[:] = 0.0
+        h[:] = hx
+        self._h_valid = True
 
     # ------------------------------------------------------------------ core of eq. (46)
-    def _raw_wrenches(self, q: np.ndarray, tau_bar: np.ndarray, v: np.ndarray | None) -> np.ndarray:
+    def _model_terms(self, q: np.ndarray, v: np.ndarray | None) -> None:
+        """``J_c,m^T``, ``g_p,a`` and, with base rows, ``J_c,b^T``, ``g_b`` and the momentum rate."""
         clm, m, data = self.clm, self.model, self.data
-        c = self.n_soles
         self.kin.update(q)
         _, J_lu, J_la = self.kin.evaluate()
         Jc = self._Jc
@@ -247,6 +334,7 @@ class ContactWrenchEstimator:
             pd = projected_dynamics(clm, q, v, self.sole_frames, 6, pin.LOCAL)
             g_u = None
             g_pa = pd.h[pd.actuated_rows]
+            g = pin.computeGeneralizedGravity(m, data, q) if self.base_rows else None
         else:
             g = pin.computeGeneralizedGravity(m, data, q)
             g_u = g[clm.idx_v_u]
@@ -268,18 +356,41 @@ class ContactWrenchEstimator:
             J_cm_T = Jc_a.T
         self.J_cm_T[:] = J_cm_T
         self.g_pa[:] = g_pa
-        b = g_pa - tau_bar
-        f = None
-        if self._square:
-            f = lu_solve(J_cm_T, b)
-            if f is not None and not np.isfinite(f).all():
-                f = None
-        if f is None:
-            f = np.linalg.lstsq(J_cm_T, b, rcond=self.config.rcond)[0]
-            self.estimate.residual = float(np.linalg.norm(J_cm_T @ f - b))
-        else:
-            self.estimate.residual = 0.0
-        return f.reshape(c, 6)
+        if self.base_rows:
+            self.J_cb_T[:] = Jc[:, :6].T
+            self.g_base[:] = g[:6]
+            if self.config.momentum_rate and v is not None:
+                self._momentum_rate(q, v)
+            else:
+                self.momentum_rate_in_base[:] = 0.0
+                self._h_valid = False
+
+    def _solve(self, B_a: np.ndarray, B_b: np.ndarray | None) -> np.ndarray:
+        """Wrenches for the right-hand-side columns ``B_a`` (actuated rows) and ``B_b`` (base rows):
+        weighted least squares with base rows, else eq. (46); one column per wanted solution."""
+        cfg, est = self.config, self.estimate
+        A = self.J_cm_T
+        if B_b is not None:
+            J_b, w2 = self.J_cb_T, cfg.base_row_weight ** 2
+            N = A.T @ A
+            N += w2 * (J_b.T @ J_b)
+            R = A.T @ B_a
+            R += w2 * (J_b.T @ B_b)
+            F = lu_solve(N, R)
+            if F is None or not np.isfinite(F).all():
+                A_s = np.vstack([A, cfg.base_row_weight * J_b])
+                F = np.linalg.lstsq(A_s, np.vstack([B_a, cfg.base_row_weight * B_b]), rcond=cfg.rcond)[0]
+            est.residual = float(np.linalg.norm(A @ F[:, 0] - B_a[:, 0]))
+            est.base_residual = float(np.linalg.norm(J_b @ F[:, 0] - B_b[:, 0]))
+            return F
+        est.base_residual = 0.0
+        F = lu_solve(A, B_a) if self._square else None
+        if F is not None and np.isfinite(F).all():
+            est.residual = 0.0
+            return F
+        F = np.linalg.lstsq(A, B_a, rcond=cfg.rcond)[0]
+        est.residual = float(np.linalg.norm(A @ F[:, 0] - B_a[:, 0]))
+        return F
 
     # ------------------------------------------------------------------ public
     def update(self, q: np.ndarray, motor_torque: np.ndarray | None = None,
@@ -290,7 +401,10 @@ class ContactWrenchEstimator:
             q: estimated configuration (base orientation included for a floating base).
             motor_torque: measured motor torques ``tau_m`` [N·m] (eq. (47) converts them), or
             actuator_force: actuator forces ``tau_bar`` directly [N] (one of the two).
-            v: velocity, used only with ``include_velocity_terms``.
+            v: estimated velocity (base twist included): the momentum rate of the base rows and
+                the optional velocity terms; None: quasi-static. With ``momentum_rate`` call
+                once per tick at ``sample_rate_hz`` (the rate is a one-tick difference), and
+                :meth:`reset_filter` after a gap.
 
         Returns:
             The estimate (internal buffers, overwritten at the next call).
@@ -308,13 +422,34 @@ class ContactWrenchEstimator:
         x = np.asarray(motor_torque if actuator_force is None else actuator_force, dtype=float)
         if x.shape != (n_a,) or not np.isfinite(x).all():
             raise EstimationError(f"actuator efforts must be finite with shape ({n_a},), got {x.shape}")
-        est.actuator_force[:] = x if motor_torque is None else self.transmission.force(x)
-        raw = self._raw_wrenches(q, est.actuator_force, v)
-        est.wrench_sole_in_sole_raw[:] = raw
-        if self.config.filter_enabled:
-            est.wrench_sole_in_sole[:] = self.filter(raw.reshape(-1)).reshape(self.n_soles, 6)
-        else:
-            est.wrench_sole_in_sole[:] = raw
+        if v is not None:
+            v = np.asarray(v, dtype=float)
+            if v.shape != (self.model.nv,) or not np.isfinite(v).all():
+                raise EstimationError(f"velocity must be finite with shape ({self.model.nv},), got {v.shape}")
+        tau_bar = est.actuator_force
+        tau_bar[:] = x if motor_torque is None else self.transmission.force(x)
+        self._model_terms(q, v)
+        n_a, c = clm.n_a, self.n_soles
+        filt = self.config.filter_enabled
+        cols = 2 if filt else 1
+        B_a = self._B_a[:, :cols]
+        B_a[:, 0] = self.g_pa - tau_bar
+        B_b = None
+        if self.base_rows:
+            B_b = self._B_b[:, :cols]
+            B_b[:, 0] = self.g_base + self.momentum_rate_in_base
+        if filt:  # the measured inputs, not the configuration-dependent model terms
+            u = self._filter_in
+            u[:n_a] = tau_bar
+            if self.base_rows:
+                u[n_a:] = self.momentum_rate_in_base
+            y = self.filter(u)
+            B_a[:, 1] = self.g_pa - y[:n_a]
+            if B_b is not None:
+                B_b[:, 1] = self.g_base + y[n_a:]
+        F = self._solve(B_a, B_b)
+        est.wrench_sole_in_sole_raw[:] = F[:, 0].reshape(c, 6)
+        est.wrench_sole_in_sole[:] = F[:, cols - 1].reshape(c, 6)
         self._cop_and_zmp()
         return est
 
@@ -324,7 +459,7 @@ class ContactWrenchEstimator:
         A handful of soles: plain float arithmetic is faster than small numpy operations here.
         """
         est, f_min = self.estimate, self.config.min_normal_force_n
-        oMf = self.data.oMf  # frame placements at q (full-model update of _raw_wrenches)
+        oMf = self.data.oMf  # frame placements at q (full-model update of _model_terms)
         Fx = Fy = Fz = Tx = Ty = 0.0
         h_num = h_den = 0.0
         nan = math.nan

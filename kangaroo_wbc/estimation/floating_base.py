@@ -13,7 +13,10 @@ joints, both in base axes, ``0 = v_base + omega x r + u`` gives one measurement 
 **Position.** When a sole touches down its world position is stored (*anchor*, height optionally
 snapped to a known flat ground). While it stays in contact, ``p_base = anchor_i - R_world_base r_i``
 is a position measurement, so the base does not drift during stance; in flight the position is
-dead-reckoned.
+dead-reckoned. The anchor is the mean of ``p_base + R r_i`` over the first ``anchor_window_s`` of
+the contact (the sole is not a position measurement meanwhile): a single sample would freeze that
+sample's IMU orientation noise, about 1 mrad times the leg length, ~1 mm, into the anchor, hence
+into the base position for the whole stance.
 
 **Filter.** A linear Kalman filter per world axis on ``x = [p, v]`` (the three axes share the same
 model, so they share one 2×2 covariance):
@@ -32,6 +35,15 @@ the legs the low ones.
 
 **Contacts** come from the estimated normal forces with hysteresis (:class:`ContactDetector`),
 or are given directly by the caller.
+
+**Held base.** While the robot hangs on the crane (boot) no sole is a fixed point, and an IMU
+that is not perfectly still (or a simulated crane that holds the base kinematically while the
+dynamics report an acceleration) would make the dead-reckoned position drift; the offset would stay
+for good once the soles anchor it at release (horizontal position is unobservable from then on).
+``update(..., held=True)`` replaces the leg updates by a zero-velocity update (variance
+``held_velocity_std^2``), which keeps the boot position; the base does not rotate either, so the
+mean gyro reading while held is its bias (``estimate_gyro_bias``), removed from then on (a 1 mrad/s
+bias times the leg length would bias the leg-odometry velocity by ~1 mm/s).
 """
 
 from __future__ import annotations
@@ -89,6 +101,9 @@ class FloatingBaseConfig:
             it (None: keep the estimated sole height).
         gravity_m_s2: gravity magnitude [m/s²] (world z up).
         initial_position_std: initial position standard deviation [m].
+        held_velocity_std: zero-velocity measurement noise while the base is held [m/s].
+        estimate_gyro_bias: while the base is held, estimate the gyro bias as the mean reading.
+        anchor_window_s: averaging window of a new anchor after touchdown [s] (0: first sample).
     """
 
     accel_noise_std: float = 1.0
@@ -98,11 +113,17 @@ class FloatingBaseConfig:
     ground_height_m: float | None = 0.0
     gravity_m_s2: float = 9.81
     initial_position_std: float = 0.01
+    held_velocity_std: float = 1e-4
+    estimate_gyro_bias: bool = True
+    anchor_window_s: float = 0.03
 
     def __post_init__(self) -> None:
-        for k in ("accel_noise_std", "leg_velocity_std", "foot_position_std", "initial_position_std"):
+        for k in ("accel_noise_std", "leg_velocity_std", "foot_position_std", "initial_position_std",
+                  "held_velocity_std"):
             if not getattr(self, k) > 0:
                 raise InputError(f"FloatingBaseConfig.{k} must be > 0, got {getattr(self, k)}")
+        if not self.anchor_window_s >= 0:
+            raise InputError(f"FloatingBaseConfig.anchor_window_s must be >= 0 [s], got {self.anchor_window_s}")
 
 
 class FloatingBaseEstimator:
@@ -140,6 +161,11 @@ class FloatingBaseEstimator:
         c = len(self.sole_ids)
         self.contact = np.ones(c, dtype=bool)
         self.anchor_in_world = np.zeros((c, 3))
+        self._anchor_age = np.zeros(c)  # time since touchdown [s] (anchor averaged while < window)
+        self._anchor_n = np.zeros(c, dtype=int)
+        #: gyro bias [rad/s] (IMU frame), estimated while the base is held
+        self.gyro_bias = np.zeros(3)
+        self._gyro_n = 0
         self.sole_in_base = np.zeros((c, 3))  # r_i [m]
         self.x = np.zeros((2, 3))  # [p_world; v_world]
         self.P = np.eye(2)
@@ -200,6 +226,7 @@ class FloatingBaseEstimator:
         self.x[:] = 0.0
         self.x[0, 2] = ground - float(np.mean(soles_w[sel, 2]))
         self.anchor_in_world[:] = self.x[0] + soles_w
+        self._anchor_age[:] = np.inf
         s = self.config.initial_position_std
         self.P = np.diag([s * s, self.config.leg_velocity_std ** 2])
         self.initialized = True
@@ -207,7 +234,7 @@ class FloatingBaseEstimator:
 
     def update(self, q: np.ndarray, v: np.ndarray, orientation_imu_xyzw: np.ndarray,
                angular_velocity_imu_in_imu: np.ndarray, linear_acceleration_imu_in_imu: np.ndarray | None,
-               contact: np.ndarray, dt_s: float, data: pin.Data | None = None) -> None:
+               contact: np.ndarray, dt_s: float, data: pin.Data | None = None, held: bool = False) -> None:
         """One tick.
 
         Args:
@@ -219,6 +246,8 @@ class FloatingBaseEstimator:
             dt_s: time step [s].
             data: pinocchio data already holding the full-model update at ``q`` (e.g.
                 :attr:`PassiveStateEstimator.data` after its update); None computes it here.
+            held: the base is held still (robot hanging on the crane): zero-velocity update
+                instead of the leg updates, contacts ignored (see the module docstring).
 
         Raises:
             EstimationError: invalid IMU sample or time step.
@@ -234,10 +263,15 @@ class FloatingBaseEstimator:
             self.reset(q, orientation_imu_xyzw, contact, data)
         R = self._orientation(orientation_imu_xyzw)
         self.R_world_base = R
-        omega_b = self.R_base_imu @ gyro
+        if held and cfg.estimate_gyro_bias:
+            self._gyro_n += 1
+            self.gyro_bias += (gyro - self.gyro_bias) / self._gyro_n
+        omega_b = self.R_base_imu @ (gyro - self.gyro_bias)
         self.angular_velocity_base_in_base = omega_b
         u = self._sole_kinematics(v, data)
         contact = np.asarray(contact, dtype=bool)
+        if held:
+            contact = np.zeros_like(contact)
         touchdown = contact & ~self.contact
         self.contact = contact.copy()
 
@@ -261,7 +295,15 @@ class FloatingBaseEstimator:
         p11 += s2 * dt * dt
 
         n = int(contact.sum())
-        if n:
+        if held:
+            # --- zero-velocity update (H = [0 1], z = 0)
+            S = p11 + cfg.held_velocity_std ** 2
+            k0, k1 = p01 / S, p11 / S
+            y = -x[1]
+            x[0] += k0 * y
+            x[1] += k1 * y
+            p00, p01, p11 = p00 - k0 * p01, p01 - k0 * p11, p11 - k1 * p11
+        elif n:
             soles_w = self.sole_in_base @ R.T  # R r_i
             # --- leg-odometry velocity update (H = [0 1])
             wx = skew(omega_b)
@@ -273,18 +315,28 @@ class FloatingBaseEstimator:
             x[0] += k0 * y
             x[1] += k1 * y
             p00, p01, p11 = p00 - k0 * p01, p01 - k0 * p11, p11 - k1 * p11
-            # --- anchors of new contacts, then position update (H = [1 0])
-            for i in np.flatnonzero(touchdown) if touchdown.any() else ():
-                self.anchor_in_world[i] = x[0] + soles_w[i]
+            # --- anchors of new contacts (averaged over the window), then position update (H = [1 0])
+            age, count = self._anchor_age, self._anchor_n
+            if touchdown.any():
+                age[touchdown] = 0.0
+                count[touchdown] = 0
+            new = contact & (age < cfg.anchor_window_s)
+            for i in np.flatnonzero(new | touchdown):
+                count[i] += 1
+                self.anchor_in_world[i] += (x[0] + soles_w[i] - self.anchor_in_world[i]) / count[i]
                 if cfg.ground_height_m is not None:
                     self.anchor_in_world[i, 2] = cfg.ground_height_m
-            z_p = (self.anchor_in_world[contact] - soles_w[contact]).sum(axis=0) / n
-            S = p00 + cfg.foot_position_std ** 2 / n
-            k0, k1 = p00 / S, p01 / S
-            y = z_p - x[0]
-            x[0] += k0 * y
-            x[1] += k1 * y
-            p00, p01, p11 = p00 - k0 * p00, p01 - k0 * p01, p11 - k1 * p01
+            age[contact] += dt
+            anchored = contact & ~new
+            n_p = int(anchored.sum())
+            if n_p:
+                z_p = (self.anchor_in_world[anchored] - soles_w[anchored]).sum(axis=0) / n_p
+                S = p00 + cfg.foot_position_std ** 2 / n_p
+                k0, k1 = p00 / S, p01 / S
+                y = z_p - x[0]
+                x[0] += k0 * y
+                x[1] += k1 * y
+                p00, p01, p11 = p00 - k0 * p00, p01 - k0 * p01, p11 - k1 * p01
         self.P = np.array([[p00, p01], [p01, p11]])
         self._write_outputs()
 

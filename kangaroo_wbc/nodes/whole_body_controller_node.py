@@ -25,6 +25,7 @@ import numpy as np  # noqa: E402
 from geometry_msgs.msg import PointStamped, PoseStamped, WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.clock import Clock, ClockType  # noqa: E402
+from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
@@ -174,8 +175,11 @@ class WholeBodyControllerNode(KangarooNode):
         self._pub_arr = pub(Float64MultiArray, "actuators/command_array", qos.COMMAND) \
             if p.publish_command_array else None
         self._pub_timing = pub(Float64MultiArray, "wbc/timing", qos.VISUALIZATION)
-        self.create_subscription(JointState, "joint_states", self._on_joints, qos.SENSOR_STATE)
-        self.create_subscription(Odometry, "estimation/base_odometry", self._on_odometry, qos.SENSOR_STATE)
+        # Newest sample wins: if a tick overruns, the controller skips to the latest state instead
+        # of working through a backlog (reliable depth 1 matches the reliable publishers).
+        latest = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+        self.create_subscription(JointState, "joint_states", self._on_joints, latest)
+        self.create_subscription(Odometry, "estimation/base_odometry", self._on_odometry, latest)
         for sole in p.sole_frames:
             self.create_subscription(WrenchStamped, f"contact/{sole}/wrench",
                                      lambda msg, s=sole: self._on_wrench(s, msg), qos.SENSOR_STATE)
@@ -354,7 +358,7 @@ class WholeBodyControllerNode(KangarooNode):
         if last is not None and last.mode != "control":
             level, message = Level.ERROR, f"safe mode: {last.reason}"
         elif t["n"] == 0:
-            level, message = Level.WARN, "waiting for joint_states"
+            level, message = Level.WARN, "no joint_states in the last period"
         values = {"behaviour": sv.behaviour_name, "ticks": st.ticks, "safe_ticks": st.safe_ticks,
                   "qp_failures": st.qp_failures, "stale": st.stale, "invalid": st.invalid,
                   "iterations_max": st.iterations_max, "step_mean_ms": 1e3 * t["total"] / max(t["n"], 1),

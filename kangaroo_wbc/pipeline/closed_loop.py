@@ -175,16 +175,21 @@ class ClosedLoopRun:
         cfg, sim, clm = self.config, self.sim, self.clm
         t = sim.time
         r, theta_raw, vel, torque = self._sensors()
+        # ground truth at the instant of the measurements (metrics only, never fed back): the
+        # estimates describe this instant, the state after the step is one tick later
+        q_true, gt = self._true_q()
         theta = self.calibration.correct(theta_raw)
         t0 = time.perf_counter()
         self.passive.update(theta, vel, self.dt)
         q, v = self.passive.q_at_sample.copy(), self.passive.v.copy()
         t1 = time.perf_counter()
-        est = self.wrench.update(q, motor_torque=torque)
+        est = self.wrench.update(q, motor_torque=torque, v=v)
         contact = self.contact.update(est.wrench_sole_in_world[:, 2])
         imu = r.imu
+        # hanging, the crane holds the base still (the boot sequence knows it): no sole is a fixed
+        # point for leg odometry, whatever the wrench estimate says; zero-velocity updates instead
         self.base.update(q, v, imu.orientation_xyzw, imu.angular_velocity_imu_in_imu,
-                         imu.linear_acceleration_imu_in_imu, contact, self.dt)
+                         imu.linear_acceleration_imu_in_imu, contact, self.dt, held=self.sim.base_held)
         q[:7], v[:6] = self.base.q_base, self.base.v_base
         self.passive.set_base_state(self.base.q_base, self.base.v_base)
         t2 = time.perf_counter()
@@ -209,8 +214,10 @@ class ClosedLoopRun:
         sim.step()
         if self.sim.base_held and t >= cfg.release_s:
             sim.hold_base(False)
-        # ground truth for the metrics (never fed back)
-        q_true, gt = self._true_q()
+            # the crane carried part of the weight: wrenches estimated while hanging are not ground
+            # reactions, so the filter restarts from the first free sample instead of decaying
+            # from them (and the momentum rate from the first free velocity)
+            self.wrench.reset_filter()
         dt_ = self._data_true
         pin.centerOfMass(clm.model, dt_, q_true)
         pin.updateFramePlacements(clm.model, dt_)

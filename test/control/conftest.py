@@ -108,3 +108,15 @@ def kangaroo_fb() -> ClosedLoopModel:
     if not (urdf.is_file() and closures.is_file()):
         pytest.skip("urdf/kangaroo.urdf not generated")
     return ClosedLoopModel.from_files(urdf, closures, floating_base=True)
+
+
+def assert_kkt(sol, tol: float = 1e-4) -> None:
+    """KKT residuals of a QP solution below ``tol`` relative to the problem's scale (OSQP's own
+    termination criterion is relative: eps_abs + eps_rel * scale)."""
+    p, kkt = sol.problem, sol.kkt()
+    finite = [np.abs(a[np.isfinite(a)]) for a in (p.b, p.h, p.h_lower)]
+    primal_scale = max([1.0] + [float(a.max()) for a in finite if a.size])
+    dual_scale = max(1.0, float(np.abs(p.c).max(initial=0.0)), float(np.abs(p.H @ sol.x).max(initial=0.0)))
+    assert kkt.primal <= tol * primal_scale, (kkt, primal_scale)
+    assert kkt.dual <= tol * dual_scale, (kkt, dual_scale)
+    assert kkt.complementarity <= tol * primal_scale * dual_scale, kkt

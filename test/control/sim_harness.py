@@ -52,7 +52,9 @@ class ClosedLoop:
         assert paths is not None, "generated Kangaroo model not found in urdf/"
         urdf, closures, mjcf = paths
         clm = ClosedLoopModel.from_files(urdf, closures, floating_base=True)
-        sim = ClosedChainSim(str(mjcf), seed=seed)
+        from kangaroo_wbc.robots.kangaroo.robot import standing_actuator_positions
+
+        sim = ClosedChainSim(str(mjcf), seed=seed, initial_actuator_positions=standing_actuator_positions())
         settings = settings or WbcSettings(base_frame="base_link")
         if reduced:
             from kangaroo_wbc.control.reduced_wbc import ReducedWholeBodyController

@@ -5,12 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kangaroo_wbc.control.constraints import ActuatorStrokeLimits, FloatingBaseDynamics, FrictionCones
+from kangaroo_wbc.control.constraints import (
+    ActuatorStrokeLimits,
+    FloatingBaseDynamics,
+    FrictionCones,
+)
 from kangaroo_wbc.control.contacts import ContactSpec, DecisionLayout, wrench_map
 from kangaroo_wbc.control.wbc import WbcReferences, WbcSettings, WholeBodyController
 from kangaroo_wbc.errors import InputError
 from kangaroo_wbc.model import projected_dynamics
-from test.control.conftest import KKT_TOL, digit_contacts, digit_limits, random_state
+from test.control.conftest import KKT_TOL, assert_kkt, digit_contacts, digit_limits, random_state
 
 FORCE_TOL = 1e-3  # [N] solver tolerance on force rows
 
@@ -40,7 +44,7 @@ def test_solution_forces_inside_cones_and_cop_inside_sole(digit_fb, active):
     wbc = _digit_wbc(clm)
     q, nu, v = random_state(clm, 7, speed=0.1)
     out = wbc.step(q, v, active_contacts=active)
-    assert out.qp.kkt().ok(KKT_TOL)
+    assert_kkt(out.qp)
     for c in wbc.contacts:
         f = out.forces[c.name]
         if c.name not in active:

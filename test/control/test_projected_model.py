@@ -16,7 +16,8 @@ from kangaroo_wbc.errors import FrameNotFound, InputError
 from kangaroo_wbc.model import centroidal_momentum_matrix, lagrange_multipliers, projected_dynamics
 from test.control.conftest import EXACT_TOL, random_state
 
-CASES = [("u2ups_fb", ["sole"]), ("digit_fb", ["right_sole", "left_sole"]), ("kangaroo_fb", ["left_sole", "right_sole"])]
+CASES = [("u2ups_fb", ["sole"]), ("digit_fb", ["right_sole", "left_sole"]),
+         ("kangaroo_fb", ["left_sole", "right_sole"])]
 
 
 @pytest.mark.parametrize("fixture, frames", CASES)

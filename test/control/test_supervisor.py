@@ -9,6 +9,7 @@ import pytest
 from kangaroo_wbc.control.contacts import ContactSpec
 from kangaroo_wbc.control.supervisor import SafetySettings, WbcSupervisor
 from kangaroo_wbc.control.wbc import ActuatorLimits, WbcSettings, WholeBodyController
+from kangaroo_wbc.errors import InputError
 from test.control.conftest import digit_contacts, digit_limits
 
 
@@ -69,5 +70,5 @@ def test_behaviour_switch_and_measured_contacts(supervisor, digit_fb):
     supervisor.select("stand")
     cmd = supervisor.tick(0.3, q, v, measured_contacts=["left"])  # right sole measured unloaded
     assert cmd.output.active_contacts == ("left",)
-    with pytest.raises(Exception):
+    with pytest.raises(InputError):
         supervisor.select("moonwalk")

@@ -13,7 +13,13 @@ import pinocchio as pin
 import pytest
 
 from kangaroo_wbc.control.projected_model import ProjectedModel
-from kangaroo_wbc.control.tasks import AngularMomentumTask, ComTask, FramePoseTask, OrientationTask, PostureTask
+from kangaroo_wbc.control.tasks import (
+    AngularMomentumTask,
+    ComTask,
+    FramePoseTask,
+    OrientationTask,
+    PostureTask,
+)
 from kangaroo_wbc.errors import InputError
 from test.control.conftest import FD_TOL, closed_neighbour, random_state
 

@@ -55,6 +55,7 @@ def harness(ros_environment: RosEnvironment, tmp_path_factory: pytest.TempPathFa
 @pytest.fixture(scope="module")
 def sim(harness: RosHarness):
     """The free-running sim node with the in-process PD fallback, up and publishing."""
+    harness.probe.recorder("/diagnostics", DiagnosticArray)  # recorded from the start, for failure reports
     proc = harness.start_node("sim", params={"controller": "pd", "seed": 3}, env=ENV)
     harness.wait_for_message("actuators/state", JointState, timeout_s=STARTUP_TIMEOUT_S)
     harness.wait_for_subscribers("actuators/command")
@@ -107,10 +108,21 @@ def stamp_ns(msg) -> int:
     return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
 
 
+def node_timing(harness: RosHarness) -> str:
+    """The node's own account of its loop (last ``sim: simulation`` status), for failure messages."""
+    with harness.probe.recorder("/diagnostics", DiagnosticArray).lock:
+        items = list(harness.probe.recorder("/diagnostics", DiagnosticArray).items)
+    for _, msg in reversed(items):
+        for s in msg.status:
+            if s.name == "sim: simulation":
+                return ", ".join(f"{kv.key}={kv.value}" for kv in s.values)
+    return "no sim: simulation status received"
+
+
 def test_state_streams_at_1khz_with_the_contract_content(harness: RosHarness, sim) -> None:
     spec = load_closure_file(CLOSURES)
     stats = harness.measure_rate("actuators/state", JointState, duration_s=2.0)
-    assert stats.rate_hz >= MIN_STATE_RATE_HZ, str(stats)
+    assert stats.rate_hz >= MIN_STATE_RATE_HZ, f"{stats}; node: {node_timing(harness)}"
     state = harness.wait_for_message("actuators/state", JointState)
     assert list(state.name) == list(spec.actuated_joints)
     assert len(state.position) == len(state.velocity) == len(state.effort) == 12

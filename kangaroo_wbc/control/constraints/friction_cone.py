@@ -36,34 +36,35 @@ class FrictionCones(Constraint):
     def __init__(self, layout: DecisionLayout, inner_pyramid: bool = True) -> None:
         super().__init__(layout)
         self.inner_pyramid = bool(inner_pyramid)
-        self._eye = {c.n_points: np.eye(c.n_points) for c in layout.contacts}
+        # Per contact: (row, col) index arrays of its P diagonal (5, 3) blocks, and its normal rows.
+        self._blocks = []
+        row = 0
+        for c in layout.contacts:
+            P, col = c.n_points, layout.force_slice(c.name).start
+            i, a, b = np.meshgrid(np.arange(P), np.arange(5), np.arange(3), indexing="ij")
+            self._blocks.append((row + 5 * i + a, col + 3 * i + b, row + 4 + 5 * np.arange(P),
+                                 slice(row, row + 5 * P)))
+            row += 5 * P
 
     def n_rows(self) -> int:
         return ROWS_PER_POINT * sum(c.n_points for c in self.layout.contacts)
 
     def fill(self, M: np.ndarray | None, lo: np.ndarray, hi: np.ndarray, pm: ProjectedModel,
              contacts: Mapping[str, ContactTerms]) -> None:
-        L = self.layout
-        row = 0
-        for c in L.contacts:
+        for c, (rr, cc, normal, rows) in zip(self.layout.contacts, self._blocks):
             terms = contacts[c.name]
             R = terms.R
             n, t1, t2 = R[:, 2], R[:, 0], R[:, 1]
-            mu = c.mu / np.sqrt(2.0) if self.inner_pyramid else c.mu
-            block = np.stack([t1 - mu * n, -t1 - mu * n, t2 - mu * n, -t2 - mu * n, n])  # (5, 3)
-            cols = L.force_slice(c.name)
-            P = c.n_points
-            rows = slice(row, row + 5 * P)
-            M[rows, cols] = np.kron(self._eye[P], block)
+            mu_n = (c.mu / np.sqrt(2.0) if self.inner_pyramid else c.mu) * n
+            block = np.array([t1 - mu_n, -t1 - mu_n, t2 - mu_n, -t2 - mu_n, n])  # (5, 3)
+            M[rr, cc] = block  # broadcast over the P corners
             lo[rows] = -np.inf
             hi[rows] = 0.0
-            normal = slice(row + 4, row + 5 * P, 5)
             if terms.active:
                 lo[normal] = c.normal_force_min_n
                 hi[normal] = c.normal_force_max_n
             else:
                 hi[normal] = np.inf
-            row += 5 * P
 
 
 class ContactForceBox(Constraint):
