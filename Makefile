@@ -15,7 +15,7 @@ help:
 	@echo "make setup   create/update .venv (pinned requirements, editable install, tf2_msgs)"
 	@echo "make test    setup, ruff, then the test suite (pytest -q test)"
 	@echo "make lint    ruff and mypy"
-	@echo "make demo    setup, then check the Kangaroo model"
+	@echo "make demo    setup, then the closed-loop simulation demo (report + bag in reports/demo)"
 	@echo "make bench   setup, then the timing benchmarks"
 	@echo "make clean   remove build artefacts and caches (distclean also removes .venv)"
 
@@ -41,8 +41,10 @@ ruff: setup
 mypy: setup
 	$(ENV) mypy
 
+DEMO_ARGS ?= --behaviour sway --duration 10 --out reports/demo
+
 demo: setup
-	$(ENV) kangaroo-wbc model check urdf/kangaroo.urdf --closures urdf/kangaroo_closures.yaml
+	$(ENV) kangaroo-wbc demo $(DEMO_ARGS)
 
 bench: setup
 	$(ENV) kangaroo-wbc bench $(BENCH_ARGS)

@@ -33,7 +33,8 @@ WATCHED = {
 
 
 def _start(name: str, module: str, params: dict, log_dir: Path) -> subprocess.Popen:
-    args = [sys.executable, "-m", module, "--ros-args", "-r", f"__node:={name}"]
+    args = [sys.executable, "-c", f"import sys; from {module} import main; sys.exit(main())",
+            "--ros-args", "-r", f"__node:={name}"]
     for k, v in params.items():
         args += ["-p", f"{k}:={str(v).lower() if isinstance(v, bool) else v}"]
     env = dict(os.environ)
@@ -83,7 +84,7 @@ def run_separate(duration_s: float = 5.0, behaviour: str = "stand", show_progres
         if counts["actuators/command"] > 0:
             state["min_height"] = min(state["min_height"], z)
 
-    subs.append(node.create_subscription(Odometry, "sim/ground_truth/odometry", on_odom, qos.SENSOR_STATE))
+    subs.append(node.create_subscription(Odometry, "sim/ground_truth/base_odometry", on_odom, qos.SENSOR_STATE))
     exit_codes: dict[str, int | None] = {}
     try:
         t0 = time.monotonic()
