@@ -18,6 +18,7 @@ SUBCOMMAND_MODULES = [
     "kangaroo_wbc.cli.bench_cmd",
     "kangaroo_wbc.cli.demo_cmd",
     "kangaroo_wbc.cli.sim_cmd",
+    "kangaroo_wbc.cli.soak_cmd",
 ]
 
 

@@ -86,7 +86,7 @@ class SimParams:
     pd_kd_n_s_per_m: float = parameter(300.0, "Damping of the in-process PD [N·s/m]", bounds=(0.0, 2000.0))
     publish_ground_truth: bool = parameter(True, "Publish sim/ground_truth/* every tick (to subscribed topics)")
     tf_rate_hz: float = parameter(100.0, "Rate of TF odom → ground_truth/base_link [Hz] (0: off)",
-                                  bounds=(0.0, 1000.0))
+                                  bounds=(0.0, 1000.0), read_only=True)
 
 
 class SimNode(KangarooNode):
@@ -132,6 +132,7 @@ class SimNode(KangarooNode):
                             for s in sim.sole_names}
         self._tf = make_tf_broadcaster(self) if p.tf_rate_hz > 0 else None
         self._next_tf_time = 0.0
+        self._listened = {"gt": False, "odom": False, "wrench": False}
         # command slot: (forces [N] clamped, sim time of arrival); replaced atomically by the callback
         self._command: tuple[np.ndarray, float] | None = None
         self._lockstep_queue: queue.SimpleQueue[tuple[np.ndarray, float] | None] = queue.SimpleQueue()
@@ -239,8 +240,7 @@ class SimNode(KangarooNode):
             forces = self._pd.compute(sim.actuator_positions(), sim.actuator_velocities(), self._theta_ref,
                                       tau_ff=self._tau_ff)
         else:
-            forces = np.clip(-p.watchdog_damping_n_s_per_m * sim.actuator_velocities(),
-                             -sim.force_limits, sim.force_limits)
+            forces = -p.watchdog_damping_n_s_per_m * sim.actuator_velocities()  # clamped by set_command
         sim.set_command(forces)
         sim.step()
         self._stats["ticks"] += 1
@@ -278,22 +278,28 @@ class SimNode(KangarooNode):
                 quaternion_xyzw=imu.orientation_xyzw, msg=msg["imu"]))
         if not self.params.publish_ground_truth:
             return
-        # ground truth is built only for topics somebody listens to (contact wrenches cost most)
-        if pub["gt"].get_subscription_count():
+        # ground truth is built only for topics somebody listens to (contact wrenches cost most);
+        # subscriber counts are refreshed every 100 ticks
+        if self._stats["ticks"] % 100 == 0:
+            self._listened = {k: pub[k].get_subscription_count() > 0 for k in ("gt", "odom")}
+            self._listened["wrench"] = any(q.get_subscription_count() for q in self._wrench_pub.values())
+        listened = self._listened
+        if listened["gt"]:
             pub["gt"].publish(self._gt_map.to_joint_state(d.qpos[self._gt_qadr], d.qvel[self._gt_dadr],
                                                           stamp=stamp, msg=msg["gt"]))
-        if sim.floating_base:  # MuJoCo free joint: position, quaternion w x y z, linear (world), angular (base)
+        tf_due = self._tf is not None and sim.time >= self._next_tf_time
+        if sim.floating_base and (listened["odom"] or tf_due):  # free joint: p, quat w x y z, v (world), ω (base)
             quat_xyzw = quaternion_wxyz_to_xyzw(d.qpos[3:7])
-            if pub["odom"].get_subscription_count():
+            if listened["odom"]:
                 R = d.xmat[1].reshape(3, 3)
                 pub["odom"].publish(arrays_to_odometry_msg(
                     d.qpos[0:3], quat_xyzw, R.T @ d.qvel[0:3], d.qvel[3:6], frame_id="odom",
                     child_frame_id="ground_truth/base_link", stamp=stamp, msg=msg["odom"]))
-            if self._tf is not None and sim.time >= self._next_tf_time:
+            if tf_due:
                 self._next_tf_time = sim.time + 1.0 / self.params.tf_rate_hz - 1e-9
                 self._tf.sendTransform(arrays_to_transform_stamped(
                     d.qpos[0:3], quat_xyzw, parent_frame="odom", child_frame="ground_truth/base_link", stamp=stamp))
-        if any(p.get_subscription_count() for p in self._wrench_pub.values()):
+        if listened["wrench"]:
             for sole, c in sim.contact_wrenches().items():
                 self._wrench_pub[sole].publish(vector_to_wrench_stamped(
                     np.concatenate([c.force_in_sole, c.torque_in_sole]), frame_id=sole, stamp=stamp,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pinocchio as pin
 
-from kangaroo_wbc.control.behaviours import Behaviour, BehaviourState, make_behaviour
+from kangaroo_wbc.control.behaviours import Behaviour, BehaviourState, apply_gains, make_behaviour
 from kangaroo_wbc.control.contacts import ContactSpec
 from kangaroo_wbc.control.wbc import WbcSettings, WholeBodyController
 from kangaroo_wbc.errors import KangarooWbcError
@@ -39,6 +39,8 @@ from kangaroo_wbc.robots.kangaroo.robot import SOLES, load_kangaroo, standing_ac
 from kangaroo_wbc.sim.kangaroo import make_kangaroo_sim
 
 CORNERS = ("fl", "fr", "rl", "rr")
+#: CLI behaviour names → controller behaviours.
+BEHAVIOUR_ALIASES = {"single_support": "weight_shift", "push": "push_recovery"}
 
 
 @dataclass
@@ -55,6 +57,9 @@ class LoopConfig:
     crane_kp: float = 2.0e5  # [N/m] PD on the raw encoder readings while hanging
     crane_kd: float = 2.0e3  # [N·s/m]
     fall_height_m: float = 0.35  # base below this height: fallen
+    push_force_n: float = 50.0  # lateral push of the "push" behaviour [N] (world +y, at the pelvis)
+    push_duration_s: float = 0.1
+    push_delay_s: float = 1.0  # after the behaviour starts
     behaviour_options: dict = field(default_factory=dict)
 
 
@@ -96,7 +101,14 @@ class ClosedLoopRun:
                                                    [f"{SOLES[side]}_corner_{c}" for c in CORNERS])
                     for side in ("left", "right")]
         self.wbc = WholeBodyController(clm, contacts, wbc_settings or WbcSettings(base_frame="base_link"))
-        self.behaviour: Behaviour = make_behaviour(cfg.behaviour, **cfg.behaviour_options)
+        self.behaviour: Behaviour = make_behaviour(BEHAVIOUR_ALIASES.get(cfg.behaviour, cfg.behaviour),
+                                                   **cfg.behaviour_options)
+        gains = getattr(self.behaviour, "gains", None)
+        if gains:
+            apply_gains(self.wbc, gains)
+        import mujoco
+
+        self._push_body = mujoco.mj_name2id(self.sim.model, mujoco.mjtObj.mjOBJ_BODY, "base_link")
         self.log = TickLog()
         self.calibration = None
         self.qp_failures = 0
@@ -211,6 +223,10 @@ class ClosedLoopRun:
         if safe:
             self.safe_mode_ticks += 1
         self._command(tau)
+        if cfg.behaviour == "push" and self._behaviour_started:
+            t_push = cfg.behaviour_start_s + cfg.push_delay_s
+            on = t_push <= t < t_push + cfg.push_duration_s
+            sim.data.xfrc_applied[self._push_body, :3] = (0.0, cfg.push_force_n if on else 0.0, 0.0)
         sim.step()
         if self.sim.base_held and t >= cfg.release_s:
             sim.hold_base(False)

@@ -5,9 +5,8 @@ The Kangaroo hangs from a crane (fixed base, no contact) with noisy hardware-lik
 holds it still (calibration window), then moves every actuator sinusoidally.
 
 The MuJoCo export closes the ``[x, y, z, rz]`` rod-end loops with a cut body carrying two hinges
-(a universal joint), while the model's closure constrains the ``z`` component of ``log3``; the two
-agree to first order, so the idle *spin* of those rods (``*_spin`` joints) differs by a second-order
-amount (~ the product of the two universal angles) and is excluded from the position metric.
+(a universal joint); the model's closure row for those cuts is exact for a universal joint, so the
+idle *spin* of the rods (``*_spin`` joints) is estimated like every other passive joint.
 """
 
 from __future__ import annotations
@@ -23,7 +22,8 @@ from test.estimation.conftest import KANGAROO_SOLES, model
 pytestmark = pytest.mark.integration
 
 CALIBRATION_TOL_M = 2e-5  # [m] offset error with the simulator's default sensor noise
-POSITION_RMSE_TOL = 5e-4  # [rad] non-spin joints, during motion
+POSITION_RMSE_TOL = 5e-4  # [rad] passive joints, during motion
+SPIN_TOL = 1e-4  # [rad] rod spins (a log3 closure row slid them by ~5e-3 rad)
 ACTUATOR_TOL_M = 5e-5  # [m] actuated joints (encoder noise 1e-6 m + calibration)
 HANGING_WRENCH_TOL = 1.0  # [N], [N·m] static, no contact (motor-torque noise)
 
@@ -63,7 +63,10 @@ def run(mechanism_dir):
             enc[n].append(x)
     calibration = EncoderCalibrator(clm).calibrate(np.array(pos), {k: np.array(v) for k, v in enc.items()},
                                                    np.array(vel))
-    wrench = ContactWrenchEstimator(clm, KANGAROO_SOLES, config=ContactWrenchConfig(filter_enabled=False))
+    # hanging: the crane carries the weight, so only the actuated rows (eq. (46)) apply; the base rows
+    # (Newton-Euler of a free robot) would put the weight on the soles
+    wrench = ContactWrenchEstimator(clm, KANGAROO_SOLES,
+                                    config=ContactWrenchConfig(filter_enabled=False, base_row_weight=0.0))
     est = PassiveStateEstimator(clm, q0=calibration.q)
     static_wrench = wrench.update(calibration.q, motor_torque=sim.read_sensors().motor_torque)
     static_wrench = static_wrench.wrench_sole_in_sole_raw.copy()
@@ -93,8 +96,9 @@ def test_passive_state_tracks_the_simulator(run):
     clm = run["clm"]
     spin = np.array(["spin" in n for n in names])
     actuated = np.array([n in clm.actuated_joint_names for n in names])
-    rmse = np.sqrt(np.mean(err[:, ~spin & ~actuated] ** 2))
+    rmse = np.sqrt(np.mean(err[:, ~actuated] ** 2))
     assert rmse < POSITION_RMSE_TOL, rmse
+    assert np.max(np.abs(err[:, spin])) < SPIN_TOL
     assert np.max(np.abs(err[:, actuated])) < ACTUATOR_TOL_M
     assert run["estimator"].closure_error_norm < 1e-3
 

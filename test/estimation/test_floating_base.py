@@ -168,3 +168,55 @@ def test_invalid_setups_and_inputs_raise(mechanism_dir):
     with pytest.raises(EstimationError, match="angular velocity"):
         est.update(q, v, np.array([0.0, 0.0, 0.0, 1.0]), np.array([np.nan, 0, 0]), None,
                    np.array([True, True]), DT)
+
+
+def test_held_base_keeps_its_position_and_learns_the_gyro_bias(mechanism_dir):
+    """Hanging on the crane: a zero-velocity update instead of leg odometry, so a spurious
+    accelerometer reading (1 m/s^2 here) does not move the base (dead reckoning: 0.125 m in 0.5 s);
+    the mean gyro reading is the bias, removed after release."""
+    name, soles, imu = ROBOTS["digit"]
+    clm = model(name, mechanism_dir, True)
+    q = closed_configuration(clm, 1, spread=0.05, base_rpy=(0.0, 0.0, 0.0))
+    est = FloatingBaseEstimator(clm, soles, imu)
+    v = np.zeros(clm.model.nv)
+    quat, _, accel = _imu(clm, imu, q, v, np.zeros(3))
+    est.reset(q, quat, np.array([True, True]))
+    p0 = est.position_in_world.copy()
+    bias = np.array([2e-3, -1e-3, 1.5e-3])  # [rad/s]
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        est.update(q, v, quat, bias + rng.normal(0.0, 2e-3, 3), accel + [1.0, 0.0, 0.0], np.array([True, True]),
+                   DT, held=True)
+        assert not est.contact.any()
+    assert np.max(np.abs(est.position_in_world - p0)) < 1e-4
+    np.testing.assert_allclose(est.gyro_bias, bias, atol=3e-4)  # 2e-3 / sqrt(500) noise
+    est.update(q, v, quat, bias, accel, np.array([True, True]), DT)
+    assert est.contact.all()
+    assert np.max(np.abs(est.angular_velocity_base_in_base)) < 3e-4
+
+
+@pytest.mark.parametrize("window_s", [0.0, 0.03])
+def test_touchdown_anchor_averages_the_orientation_noise(window_s, mechanism_dir):
+    """A tilted IMU sample at touchdown (5 mrad here, ~5 mm at the soles) would sit in a
+    single-sample anchor, hence in the base position, for the whole stance; averaged over
+    ``anchor_window_s`` it is divided by the number of samples."""
+    name, soles, imu = ROBOTS["digit"]
+    clm = model(name, mechanism_dir, True)
+    q = closed_configuration(clm, 1, spread=0.05, base_rpy=(0.0, 0.0, 0.0))
+    v = np.zeros(clm.model.nv)
+    quat, gyro, accel = _imu(clm, imu, q, v, np.zeros(3))
+    q_tilt = q.copy()
+    q_tilt[3:7] = pin.Quaternion(pin.rpy.rpyToMatrix(0.005, 0.0, 0.0)).coeffs()
+    quat_bad = _imu(clm, imu, q_tilt, v, np.zeros(3))[0]
+    est = FloatingBaseEstimator(clm, soles, imu, FloatingBaseConfig(anchor_window_s=window_s))
+    est.reset(q, quat, np.array([True, True]))
+    p0 = est.position_in_world.copy()
+    est.update(q, v, quat, gyro, accel, np.array([False, False]), DT)  # lift-off
+    est.update(q, v, quat_bad, gyro, accel, np.array([True, True]), DT)  # touchdown, bad sample
+    for _ in range(300):
+        est.update(q, v, quat, gyro, accel, np.array([True, True]), DT)
+    err = float(np.max(np.abs(est.position_in_world[:2] - p0[:2])))
+    if window_s == 0.0:
+        assert err > 2e-3
+    else:
+        assert err < 3e-4, err
