@@ -133,6 +133,7 @@ class SimNode(KangarooNode):
         self._tf = make_tf_broadcaster(self) if p.tf_rate_hz > 0 else None
         self._next_tf_time = 0.0
         self._listened = {"gt": False, "odom": False, "wrench": False}
+        self._imu_published = False
         # command slot: (forces [N] clamped, sim time of arrival); replaced atomically by the callback
         self._command: tuple[np.ndarray, float] | None = None
         self._lockstep_queue: queue.SimpleQueue[tuple[np.ndarray, float] | None] = queue.SimpleQueue()
@@ -203,8 +204,9 @@ class SimNode(KangarooNode):
                 try:
                     entry = self._lockstep_queue.get(timeout=LOCKSTEP_REPUBLISH_S)
                 except queue.Empty:
-                    if self._stats["valid"] + self._stats["rejected"] == 0:
-                        self._publish()  # until the controller is in the loop
+                    if self._stats["valid"] + self._stats["rejected"] == 0:  # until the controller is in the loop:
+                        for key in ("clock", "act", "enc", "imu")[:4 if self._imu_published else 3]:
+                            self._pub[key].publish(self._msg.get(key, self._clock_msg))  # same ones: no new noise
                     continue
                 if entry is not None:
                     self._command = (entry[0], self.sim.time)
@@ -272,6 +274,7 @@ class SimNode(KangarooNode):
                                                         stamp=stamp, msg=msg["act"]))
         pub["enc"].publish(self._enc_map.to_joint_state(r.passive_encoder_position, stamp=stamp, msg=msg["enc"]))
         imu = r.imu
+        self._imu_published = imu is not None
         if imu is not None:
             pub["imu"].publish(arrays_to_imu_msg(
                 imu.angular_velocity_imu_in_imu, imu.linear_acceleration_imu_in_imu, frame_id="imu", stamp=stamp,

@@ -174,20 +174,29 @@ def test_watchdog_engages_when_commands_stop(harness: RosHarness, sim) -> None:
     assert harness.stop(sim) == 0
 
 
-def test_lockstep_steps_once_per_command(harness: RosHarness) -> None:
-    proc = harness.start_node("sim", namespace="/lockstep", params={"lockstep": True}, env=ENV)
-    topic = "/lockstep/actuators/state"
-    first = harness.wait_for_message(topic, JointState, timeout_s=STARTUP_TIMEOUT_S)
-    assert stamp_ns(first) == 0  # republished unstepped until the first command
-    pub = command_publisher(harness, "/lockstep/actuators/command")
-    for k in range(1, 4):
-        pub.publish(command(first.name, [0.0] * 12))
-        harness.wait_for_message(topic, JointState, predicate=lambda m, k=k: stamp_ns(m) == k * 1_000_000,
-                                 include_earlier=True)
+def test_lockstep_steps_once_per_command_and_is_deterministic(harness: RosHarness) -> None:
+    """Two lockstep nodes with the same seed, fed the same commands, publish identical states."""
+    spaces = ("/lockstep_a", "/lockstep_b")
+    procs = [harness.start_node("sim", namespace=ns, params={"lockstep": True, "seed": 7}, env=ENV)
+             for ns in spaces]
+    firsts = [harness.wait_for_message(f"{ns}/actuators/state", JointState, timeout_s=STARTUP_TIMEOUT_S)
+              for ns in spaces]
+    assert all(stamp_ns(m) == 0 for m in firsts)  # republished unstepped until the first command
+    pubs = [command_publisher(harness, f"{ns}/actuators/command") for ns in spaces]
+    efforts = [[20.0 * (i % 3 - 1)] * 12 for i in range(5)]  # [N], some motion
+    for k, effort in enumerate(efforts, start=1):
+        for ns, pub in zip(spaces, pubs):
+            pub.publish(command(firsts[0].name, effort))
+            harness.wait_for_message(f"{ns}/actuators/state", JointState, include_earlier=True,
+                                     predicate=lambda m, k=k: stamp_ns(m) == k * 1_000_000)
     time.sleep(0.3)  # nothing more may come without a command
-    stamps = [stamp_ns(m) for _, m in harness.probe.recorder(topic, JointState).items if stamp_ns(m) > 0]
-    assert stamps == [1_000_000, 2_000_000, 3_000_000]
-    assert harness.stop(proc) == 0
+    runs = [[m for _, m in harness.probe.recorder(f"{ns}/actuators/state", JointState).items if stamp_ns(m) > 0]
+            for ns in spaces]
+    for run in runs:
+        assert [stamp_ns(m) for m in run] == [1_000_000 * k for k in range(1, len(efforts) + 1)]
+    for a, b in zip(*runs):
+        assert list(a.position) == list(b.position) and list(a.effort) == list(b.effort)
+    assert [harness.stop(proc) for proc in procs] == [0, 0]
 
 
 def test_config_file_lists_every_parameter_with_its_default() -> None:
