@@ -28,6 +28,8 @@ def write_report(out: Path, run, summary: dict) -> list[str]:
     axes[0].set_ylabel("CoM [m] (z relative)")
     axes[0].legend(ncol=3, fontsize=7)
     zmp_e, zmp_t = log.array("zmp_est"), log.array("zmp_true")
+    on_crane = log.array("crane") > 0.5  # the crane carries part of the weight: no ZMP
+    zmp_e[on_crane], zmp_t[on_crane] = np.nan, np.nan
     axes[1].plot(t, zmp_e[:, 1], label="ZMP y estimated")
     axes[1].plot(t, zmp_t[:, 1], label="ZMP y true")
     axes[1].plot(t, com_t[:, 1], label="CoM y")
