@@ -84,7 +84,8 @@ class SimParams:
                                 check=_one_of("none", "pd"))
     pd_kp_n_per_m: float = parameter(2e5, "Stiffness of the in-process PD [N/m]", bounds=(0.0, 1e7))
     pd_kd_n_s_per_m: float = parameter(300.0, "Damping of the in-process PD [N·s/m]", bounds=(0.0, 2000.0))
-    publish_ground_truth: bool = parameter(True, "Publish sim/ground_truth/* every tick (to subscribed topics)")
+    publish_ground_truth: bool = parameter(True, "Publish sim/ground_truth/* (to subscribed topics only)")
+    ground_truth_decimation: int = parameter(1, "Publish the ground truth every N ticks", bounds=(1, 1000))
     tf_rate_hz: float = parameter(100.0, "Rate of TF odom → ground_truth/base_link [Hz] (0: off)",
                                   bounds=(0.0, 1000.0), read_only=True)
 
@@ -279,13 +280,14 @@ class SimNode(KangarooNode):
             pub["imu"].publish(arrays_to_imu_msg(
                 imu.angular_velocity_imu_in_imu, imu.linear_acceleration_imu_in_imu, frame_id="imu", stamp=stamp,
                 quaternion_xyzw=imu.orientation_xyzw, msg=msg["imu"]))
-        if not self.params.publish_ground_truth:
-            return
         # ground truth is built only for topics somebody listens to (contact wrenches cost most);
         # subscriber counts are refreshed every 100 ticks
-        if self._stats["ticks"] % 100 == 0:
+        p, ticks = self.params, self._stats["ticks"]
+        if ticks % 100 == 0:
             self._listened = {k: pub[k].get_subscription_count() > 0 for k in ("gt", "odom")}
             self._listened["wrench"] = any(q.get_subscription_count() for q in self._wrench_pub.values())
+        if not p.publish_ground_truth or ticks % p.ground_truth_decimation:
+            return
         listened = self._listened
         if listened["gt"]:
             pub["gt"].publish(self._gt_map.to_joint_state(d.qpos[self._gt_qadr], d.qvel[self._gt_dadr],
@@ -299,7 +301,7 @@ class SimNode(KangarooNode):
                     d.qpos[0:3], quat_xyzw, R.T @ d.qvel[0:3], d.qvel[3:6], frame_id="odom",
                     child_frame_id="ground_truth/base_link", stamp=stamp, msg=msg["odom"]))
             if tf_due:
-                self._next_tf_time = sim.time + 1.0 / self.params.tf_rate_hz - 1e-9
+                self._next_tf_time = sim.time + 1.0 / p.tf_rate_hz - 1e-9
                 self._tf.sendTransform(arrays_to_transform_stamped(
                     d.qpos[0:3], quat_xyzw, parent_frame="odom", child_frame="ground_truth/base_link", stamp=stamp))
         if listened["wrench"]:
