@@ -184,3 +184,57 @@ def test_standing_pose(kangaroo, params):
         assert abs(sole.translation[0] - hip[0]) < 0.05 and abs(sole.translation[1] - hip[1]) < 1e-6
     assert jq("left_hip_pitch_joint") == pytest.approx(jq("right_hip_pitch_joint"), abs=1e-9)
     assert jq("left_hip_roll_joint") == pytest.approx(-jq("right_hip_roll_joint"), abs=1e-9)
+
+
+#: A knee linkage shaped for the squat force of the paper's Fig. 15 (three non-linear stages:
+#: unequal relay arms, arms and rods out of level). Not the committed design: see urdf/README.md,
+#: "Design notes: squat force (Fig. 15)".
+FIG15_KNEE = {
+    "knee.tibia_lever_m": 0.0650, "knee.mid_range_deg": 78.5, "knee.pushrod_length_m": 0.0629,
+    "knee.pushrod_angle_deg": -40.0, "knee.rocker2_output_arm_m": 0.0303, "knee.rocker2_arm_deg": -55.8,
+    "knee.rocker2_relay_arm_m": 0.0544, "knee.relay_length_m": 0.05, "knee.rocker1_relay_arm_m": 0.0599,
+    "knee.rocker1_relay_arm_deg": 134.7, "knee.rocker1_actuator_arm_m": 0.0936, "knee.rocker1_arm_deg": -8.0,
+    "knee.actuator_length_m": 0.1901, "knee.actuator_angle_deg": -22.0, "standing_pose_m.leg_length": 0.0070,
+    "passive_limits_deg.knee_rocker1": [-10.0, 120.0], "passive_limits_deg.knee_relay": [-10.0, 85.0],
+    "passive_limits_deg.knee_rocker2": [-10.0, 225.0], "passive_limits_deg.knee_pushrod": [-85.0, 10.0],
+}
+
+
+def test_committed_knee_relay_is_a_parallelogram(params):
+    """The committed knee copies the rotation of rocker 1 to rocker 2 (equal, opposite relay arms)."""
+    assert params.num("knee.rocker1_relay_arm_m") == params.num("knee.rocker2_relay_arm_m")
+    assert params.num("knee.rocker1_relay_arm_deg") == pytest.approx(180.0 + params.num("knee.rocker2_arm_deg"))
+
+
+def test_knee_generator_shapes_the_squat_force(params, tmp_path):
+    """The generator's knee parameters can move the squat-force peak to half squat (Fig. 15).
+
+    With FIG15_KNEE the sole force produced by the leg-length actuator's maximum force, from the
+    standing stroke to full compression, peaks between 0.3 and 0.7 of the squat, is lowest fully
+    compressed and in between at the standing pose; knee 0..120 deg over the stroke, no dead point.
+    """
+    from kangaroo_wbc.analysis.mechanism import transmission_sweep
+    from kangaroo_wbc.model import ClosedLoopModel
+    from kangaroo_wbc.robots.kangaroo import generate
+    from kangaroo_wbc.robots.kangaroo.robot import leg_spec
+
+    prm = params.with_overrides(FIG15_KNEE)
+    paths = generate(tmp_path, prm, mjcf=False)
+    clm = ClosedLoopModel.from_files(paths["urdf"], paths["closures"], floating_base=False)
+    q0 = standing_configuration(clm, prm)
+    tr = transmission_sweep(clm, q0, leg_spec("left"), samples=61)
+    assert 0.3 <= tr["sole_force_peak_stroke_fraction"] <= 0.7
+    f = tr["sole_force_n"][tr["squat_mask"]]
+    assert f[-1] < f[0] < f.max()
+    assert tr["max_orientation_deviation_deg"] < MAX_TRANSMISSION_DEVIATION_DEG
+    m = clm.model
+    iq = m.joints[m.getJointId("left_knee_joint")].idx_q
+    knee, q = [], q0
+    for s in tr["stroke_m"]:
+        th = q[clm.idx_q_a].copy()
+        th[clm.actuated_joint_names.index("left_leg_length_actuator")] = s
+        q, _ = clm.closure_fk(th, q)
+        knee.append(np.degrees(q[iq]))
+        assert np.linalg.cond(clm.constraint_jacobian(q)[:, clm.idx_v_u]) < MAX_COND_J_LU
+    assert knee[0] == pytest.approx(0.0, abs=RANGE_TOL_DEG) and knee[-1] == pytest.approx(120.0, abs=RANGE_TOL_DEG)
+    assert np.all(np.diff(knee) > 0.0)

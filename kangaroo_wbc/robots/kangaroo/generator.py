@@ -79,13 +79,29 @@ def circle_intersection_xz(c0: np.ndarray, r0: float, c1: np.ndarray, r1: float,
     return out
 
 
+def _sagittal_frame(x_dir: np.ndarray) -> np.ndarray:
+    """Rotation about y whose x axis points along ``x_dir`` (a vector in the sagittal plane)."""
+    return rot_y(float(np.arctan2(-x_dir[2], x_dir[0])))
+
+
 def _lever(angle: float, sign: float = 1.0) -> np.ndarray:
     """Unit vector ``R_y(angle) (sign, 0, 0)`` in the sagittal plane."""
     return rot_y(angle) @ np.array([sign, 0.0, 0.0])
 
 
 class KneeGeometry:
-    """Planar knee linkage of the left leg in femur coordinates (world at the zero configuration)."""
+    """Planar knee linkage of the left leg in femur coordinates (world at the zero configuration).
+
+    Three non-linear stages in series: the actuator turns rocker 1 (slider-crank), a relay link
+    turns rocker 2 (four-bar between the two rocker pivots, ``relay_length_m`` apart on the femur),
+    and the push rod turns the tibia (four-bar). Dimensions are given at the design posture (knee at
+    ``mid_range_deg``, tibia lever level); the ``*_deg`` values are the arm and rod directions there:
+    push rod and actuator tilted forward from the vertical by ``pushrod_angle_deg`` /
+    ``actuator_angle_deg``, rocker arms at ``rocker2_arm_deg`` (rocker-2 output arm, pointing from
+    the rocker pivot to the push-rod pin), ``rocker1_arm_deg`` (rocker-1 actuator arm) and
+    ``rocker1_relay_arm_deg`` (rocker-1 relay arm) below the forward horizontal. The rocker-2 relay
+    arm points opposite to its output arm.
+    """
 
     def __init__(self, prm: KangarooParams, K: np.ndarray) -> None:
         g = "knee."
@@ -93,26 +109,45 @@ class KneeGeometry:
         self.r_t = prm.num(g + "tibia_lever_m", True)
         self.l_push = prm.num(g + "pushrod_length_m", True)
         self.r2c = prm.num(g + "rocker2_output_arm_m", True)
-        self.r_relay = prm.num(g + "rocker_relay_arm_m", True)
+        self.r_relay1 = prm.num(g + "rocker1_relay_arm_m", True)
+        self.r_relay2 = prm.num(g + "rocker2_relay_arm_m", True)
         self.d_relay = prm.num(g + "relay_length_m", True)
         self.r1a = prm.num(g + "rocker1_actuator_arm_m", True)
         self.l_mid = prm.num(g + "actuator_length_m", True)
         self.mid = np.radians(prm.num(g + "mid_range_deg"))
+        self.a2 = np.radians(prm.num(g + "rocker2_arm_deg"))
+        self.a1 = np.radians(prm.num(g + "rocker1_arm_deg"))
+        self.ph1 = np.radians(prm.num(g + "rocker1_relay_arm_deg"))
+        push = np.radians(prm.num(g + "pushrod_angle_deg"))
+        act = np.radians(prm.num(g + "actuator_angle_deg"))
         T_mid = K + self.r_t * EX
-        Q2_mid = T_mid + np.array([0.0, 0.0, self.l_push])
-        self.R2 = Q2_mid - self.r2c * EX
+        Q2_mid = T_mid + self.l_push * np.array([np.sin(push), 0.0, np.cos(push)])
+        self.R2 = Q2_mid - self.r2c * _lever(self.a2)
         self.R1 = self.R2 + np.array([0.0, 0.0, self.d_relay])
-        self.Pk = self.R1 + self.r1a * EX + np.array([0.0, 0.0, self.l_mid])
+        b1 = self.R1 + self.r_relay1 * _lever(self.ph1)
+        b2 = self.R2 - self.r_relay2 * _lever(self.a2)
+        self.l_relay = float(np.linalg.norm(b1 - b2))
+        self._mode = self._side(b1, b2)
+        self.Pk = self.R1 + self.r1a * _lever(self.a1) + self.l_mid * np.array([np.sin(act), 0.0, np.cos(act)])
+
+    def _side(self, b1: np.ndarray, b2: np.ndarray) -> float:
+        """Assembly mode of the relay four-bar: side of the relay link w.r.t. the rocker-1 arm."""
+        v, w = b1 - self.R1, b2 - b1
+        return float(np.sign(v[0] * w[2] - v[2] * w[0]))
 
     def at(self, knee: float) -> KneePose:
-        """Pin positions and rocker angle for a knee angle [rad]."""
+        """Pin positions and rocker rotations for a knee angle [rad]."""
         T = self.K + self.r_t * _lever(knee - self.mid)
         Q2 = circle_intersection_xz(self.R2, self.r2c, T, self.l_push, upper=True)
         d = Q2 - self.R2
-        beta = float(np.arctan2(-d[2], d[0]))
-        a_pin = self.R1 + self.r1a * _lever(beta)
-        return KneePose(T=T, Q2=Q2, beta=beta, a_pin=a_pin, b1=self.R1 + self.r_relay * _lever(beta, -1.0),
-                        b2=self.R2 + self.r_relay * _lever(beta, -1.0),
+        beta2 = float(np.arctan2(-d[2], d[0])) - self.a2
+        b2 = self.R2 - self.r_relay2 * _lever(self.a2 + beta2)
+        cands = [circle_intersection_xz(b2, self.l_relay, self.R1, self.r_relay1, upper=u) for u in (True, False)]
+        b1 = next(c for c in cands if self._side(c, b2) == self._mode)
+        v = b1 - self.R1
+        beta1 = float(np.arctan2(-v[2], v[0])) - self.ph1
+        a_pin = self.R1 + self.r1a * _lever(self.a1 + beta1)
+        return KneePose(T=T, Q2=Q2, beta=beta2, beta1=beta1, a_pin=a_pin, b1=b1, b2=b2,
                         length=float(np.linalg.norm(a_pin - self.Pk)))
 
 
@@ -121,12 +156,14 @@ class KneePose:
     """Knee linkage at one knee angle: pins [m] (femur coordinates) and rocker angle [rad].
 
     ``T`` tibia lever pin, ``Q2`` rocker-2 / push-rod pin, ``a_pin`` actuator rod end on rocker 1,
-    ``b1``/``b2`` relay pins on rockers 1/2, ``beta`` rocker rotation, ``length`` actuator pin-to-pin.
+    ``b1``/``b2`` relay pins on rockers 1/2, ``beta``/``beta1`` rotations of rocker 2/rocker 1 from
+    the design posture, ``length`` actuator pin-to-pin.
     """
 
     T: np.ndarray
     Q2: np.ndarray
     beta: float
+    beta1: float
     a_pin: np.ndarray
     b1: np.ndarray
     b2: np.ndarray
@@ -285,8 +322,8 @@ def _build_leg(b: TreeBuilder, prm: KangarooParams, side: str) -> None:
     r1 = n + "knee_rocker1"
     b.add(r1, femur, n + "knee_rocker1_joint", "revolute", kg.R1, axis=(0, 1, 0), submechanism=n + sub,
           **pas("knee_rocker1"))
-    b.set_box(r1, m("knee_rocker1"), 0.5 * (k0.a_pin + k0.b1), (kg.r1a + kg.r_relay, 0.02, 0.02),
-              R_shape=rot_y(k0.beta))
+    b.set_box(r1, m("knee_rocker1"), 0.5 * (k0.a_pin + k0.b1), (float(np.linalg.norm(k0.a_pin - k0.b1)), 0.02, 0.02),
+              R_shape=_sagittal_frame(k0.a_pin - k0.b1))
     b.add_frame(n + "knee_drive_cut_a", rod, k0.a_pin, Rk)
     b.add_frame(n + "knee_drive_cut_u", r1, k0.a_pin, Rk)
     loop("knee_drive_loop", sub, n + "knee_drive_cut_a", n + "knee_drive_cut_u", ("x", "z"), "revolute",
@@ -298,8 +335,8 @@ def _build_leg(b: TreeBuilder, prm: KangarooParams, side: str) -> None:
     r2 = n + "knee_rocker2"
     b.add(r2, femur, n + "knee_rocker2_joint", "revolute", kg.R2, axis=(0, 1, 0), submechanism=n + sub,
           **pas("knee_rocker2"))
-    b.set_box(r2, m("knee_rocker2"), 0.5 * (k0.Q2 + k0.b2), (kg.r2c + kg.r_relay, 0.02, 0.02),
-              R_shape=rot_y(k0.beta))
+    b.set_box(r2, m("knee_rocker2"), 0.5 * (k0.Q2 + k0.b2), (kg.r2c + kg.r_relay2, 0.02, 0.02),
+              R_shape=_sagittal_frame(k0.Q2 - k0.b2))
     b.add_frame(n + "knee_relay_cut_a", relay, k0.b2)
     b.add_frame(n + "knee_relay_cut_u", r2, k0.b2)
     loop("knee_relay_loop", sub, n + "knee_relay_cut_a", n + "knee_relay_cut_u", ("x", "z"), "revolute",
