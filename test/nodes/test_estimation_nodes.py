@@ -87,7 +87,7 @@ def test_state_estimator_calibrates_and_publishes(ros_harness, standing):
         time.sleep(DT)  # pacing of the synthetic stream, not synchronisation
     ros_harness.wait_for_message("/joint_states", JointState, include_earlier=True, timeout_s=20.0)
     offsets_msg = ros_harness.wait_for_message("/estimation/calibration", JointState, qos=qos.LATCHED,
-                                               include_earlier=True, timeout_s=5.0)
+                                               include_earlier=True, timeout_s=30.0)
     np.testing.assert_allclose(JointIndexMap(clm.actuated_joint_names).reorder(offsets_msg.name, offsets_msg.position),
                                offsets, atol=1e-8)
     with js.lock:
@@ -95,7 +95,7 @@ def test_state_estimator_calibrates_and_publishes(ros_harness, standing):
     positions = JointIndexMap(clm.joint_names).reorder(last.name, last.position)
     truth = np.array([q[m.joints[m.getJointId(n)].idx_q] for n in clm.joint_names])
     assert np.max(np.abs(positions - truth)) < 1e-6
-    ros_harness.wait_for_message("/estimation/base_odometry", Odometry, include_earlier=True, timeout_s=5.0)
+    ros_harness.wait_for_message("/estimation/base_odometry", Odometry, include_earlier=True, timeout_s=30.0)
     with odom.lock:
         o = odom.items[-1][1]
     assert o.header.frame_id == "odom" and o.child_frame_id == "base_link"
@@ -105,14 +105,14 @@ def test_state_estimator_calibrates_and_publishes(ros_harness, standing):
     ros_harness.publish("imu/data", arrays_to_imu_msg(np.zeros(3), [0.0, 0.0, 9.81], frame_id="imu",
                                                       stamp=_stamp(80), quaternion_xyzw=[0, 0, 0, 1]))
     ros_harness.publish("actuators/state", _actuators(clm, theta_read, None, 80), qos.SENSOR_STATE)
-    ros_harness.wait_for_message("/joint_states", JointState, include_earlier=True, timeout_s=5.0,
+    ros_harness.wait_for_message("/joint_states", JointState, include_earlier=True, timeout_s=30.0,
                                  predicate=lambda msg: msg.header.stamp == _stamp(80))
 
     def rejected(d: DiagnosticArray) -> bool:
         values = {kv.key: kv.value for s in d.status if s.name == "state_estimator: estimator" for kv in s.values}
         return int(values.get("rejected", 0)) >= 1
 
-    ros_harness.wait_for_message("/diagnostics", DiagnosticArray, timeout_s=5.0, predicate=rejected)
+    ros_harness.wait_for_message("/diagnostics", DiagnosticArray, timeout_s=30.0, predicate=rejected)
     assert ros_harness.stop(node) == 0
 
 
@@ -141,7 +141,7 @@ def test_contact_wrench_estimator_recovers_the_ground_wrench(ros_harness, standi
             msg.effort[2] = math.inf  # rejected, nothing published for this sample
         ros_harness.publish("actuators/state", msg, qos.SENSOR_STATE)
         time.sleep(DT)  # pacing of the synthetic stream, not synchronisation
-    ros_harness.wait_for_message("/zmp", PointStamped, include_earlier=True, timeout_s=10.0)
+    ros_harness.wait_for_message("/zmp", PointStamped, include_earlier=True, timeout_s=30.0)
     with wrench.lock:
         msgs = [msg for _, msg in wrench.items]
     assert msgs and all(msg.header.frame_id == "left_sole" for msg in msgs)

@@ -76,7 +76,7 @@ def _scenario(ros_harness, clm, pos, state, commands, timing, acts) -> None:
                                         predicate=lambda msg: np.max(np.abs(msg.effort)) > 1.0)  # holds the weight
     effort = acts.reorder(last.name, last.effort)
     assert np.all(np.isfinite(effort))
-    ok = ros_harness.wait_for_message("/diagnostics", DiagnosticArray, timeout_s=10.0,
+    ok = ros_harness.wait_for_message("/diagnostics", DiagnosticArray, timeout_s=30.0,
                                       predicate=lambda d: (s := _wbc_status(d)) is not None and s.level[0] == 0)
     assert "stand" in _wbc_status(ok).message
     assert [d.label for d in timing.items[-1][1].layout.dim][:3] == ["model", "build", "solve"]
@@ -84,7 +84,7 @@ def _scenario(ros_harness, clm, pos, state, commands, timing, acts) -> None:
     bad = pos.copy()
     bad[0] = np.nan
     state["position"] = bad
-    ros_harness.wait_for_message("/diagnostics", DiagnosticArray, timeout_s=10.0,
+    ros_harness.wait_for_message("/diagnostics", DiagnosticArray, timeout_s=30.0,
                                  predicate=lambda d: (s := _wbc_status(d)) is not None and s.level[0] == 2)
     with commands.lock:
         efforts = [acts.reorder(msg.name, msg.effort) for _, msg in commands.items[-5:]]
@@ -98,7 +98,7 @@ def _scenario(ros_harness, clm, pos, state, commands, timing, acts) -> None:
         time.sleep(0.01)
     assert future.done() and future.result().success
     state["position"] = pos
-    ros_harness.wait_for_message("/diagnostics", DiagnosticArray, timeout_s=10.0,
+    ros_harness.wait_for_message("/diagnostics", DiagnosticArray, timeout_s=30.0,
                                  predicate=lambda d: (s := _wbc_status(d)) is not None and s.level[0] == 0
                                  and "sway" in s.message)
 

@@ -123,7 +123,7 @@ def test_run_nodes_clean_shutdown(ros_harness: RosHarness, tmp_path, sig) -> Non
     assert ros_harness.stop(proc, sig) == 0, proc.describe()
     assert not proc.killed
     assert "on_shutdown ran" in proc.output()
-    ros_harness.wait_for_message("base/out", String, timeout_s=5.0, include_earlier=True,
+    ros_harness.wait_for_message("base/out", String, timeout_s=30.0, include_earlier=True,
                                  predicate=lambda m: m.data == "last words", check_processes=False)
 
 
