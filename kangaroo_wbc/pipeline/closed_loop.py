@@ -56,7 +56,7 @@ class LoopConfig:
     seed: int = 0
     crane_kp: float = 2.0e5  # [N/m] PD on the raw encoder readings while hanging
     crane_kd: float = 2.0e3  # [N·s/m]
-    fall_height_m: float = 0.35  # base below this height: fallen
+    fall_height_m: float = 0.6  # base below this height: fallen (standing: 0.90 m)
     push_force_n: float = 50.0  # lateral push of the "push" behaviour [N] (world +y, at the pelvis)
     push_duration_s: float = 0.1
     push_delay_s: float = 1.0  # after the behaviour starts

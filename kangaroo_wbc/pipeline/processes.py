@@ -44,7 +44,7 @@ def _start(name: str, module: str, params: dict, log_dir: Path) -> subprocess.Po
 
 
 def run_separate(duration_s: float = 5.0, behaviour: str = "stand", show_progress: bool = True,
-                 startup_timeout_s: float = 60.0, fall_height_m: float = 0.35) -> dict:
+                 startup_timeout_s: float = 60.0, fall_height_m: float = 0.6) -> dict:
     """Run the graph for ``duration_s`` of wall time after the controller starts commanding."""
     import rclpy
     from nav_msgs.msg import Odometry
