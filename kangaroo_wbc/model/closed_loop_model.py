@@ -431,7 +431,7 @@ class ClosedLoopModel:
                     jm = m.joints[j]
                     self._mask[k, jm.idx_v:jm.idx_v + jm.nv] = 1.0
 
-    def _frame_state(self, q: np.ndarray, v: np.ndarray | None = None, data: pin.Data | None = None,
+    def _frame_state(self, q: np.ndarray | None, v: np.ndarray | None = None, data: pin.Data | None = None,
                      update: bool = True):
         """Placements of all closure frames and the joint Jacobians, in one pinocchio sweep.
 
@@ -473,6 +473,9 @@ class ClosedLoopModel:
         """
         if not self.closures:
             return np.zeros(0), np.zeros((0, self.model.nv)), (None if v is None else np.zeros(0))
+        if v is not None and q is None and not self._dJ_exact:
+            raise InputError("evaluate_kinematics: this model has joints whose motion subspace depends on "
+                             "their configuration; pass q together with v")
         return self._kinematics(q, v, data=data, update=False)
 
     def _placements(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
