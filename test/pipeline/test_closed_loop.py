@@ -68,3 +68,12 @@ def test_demo_cli_writes_report_and_bag(tmp_path, capsys):
         topics = {c.topic for c in reader.connections}
         assert {"actuators/command", "contact/left_sole/wrench", "zmp"} <= topics
         assert reader.message_count == summary["bag_messages"]
+
+
+def test_non_finite_controller_output_never_reaches_the_actuators(stand_run):
+    """A NaN force from the controller is replaced by zero force before the simulator sees it."""
+    run, _ = stand_run
+    bad = np.full(run.clm.n_a, np.nan)
+    bad[0] = 10.0
+    run._command(bad)
+    assert np.all(np.isfinite(run.sim.command)) and np.all(run.sim.command == 0.0)
