@@ -62,34 +62,46 @@ def _q_value(clm: ClosedLoopModel, q: np.ndarray, joint: str) -> float:
     return float(q[clm.model.joints[clm.model.getJointId(joint)].idx_q])
 
 
+def _grid_configurations(clm: ClosedLoopModel, q_nominal: np.ndarray, actuators: list[str], levels: int,
+                         progress: Callable | None, desc: str, retry: bool = False):
+    """Closed configurations over a ``levels^n`` grid of the named actuators' box (others nominal).
+
+    Closure FK is warm-started from the previous grid point (``retry``: then from ``q_nominal``);
+    yields None where it does not converge.
+    """
+    idx, lo, hi = _limits(clm, actuators)
+    points = list(itertools.product(*[np.linspace(a, b, levels) for a, b in zip(lo, hi)]))
+    theta = q_nominal[clm.idx_q_a].copy()
+    q_guess = q_nominal.copy()
+    for p in (progress(points, total=len(points), desc=desc) if progress else points):
+        theta[idx] = p
+        q = None
+        for guess, iters in ((q_guess, 100), (q_nominal, 200)) if retry else ((q_guess, 100),):
+            try:
+                q, _ = clm.closure_fk(theta, guess, max_iter=iters)
+                break
+            except ClosureFkError:
+                continue
+        if q is not None:
+            q_guess = q
+        yield q
+
+
 def singularity_scan(clm: ClosedLoopModel, q_nominal: np.ndarray, actuators: list[str], levels: int = 4,
                      progress: Callable | None = None) -> dict:
     """Max and median condition number of ``J_lu`` over a ``levels^n`` grid of the actuators' box."""
-    idx, lo, hi = _limits(clm, actuators)
-    grids = [np.linspace(a, b, levels) for a, b in zip(lo, hi)]
-    points = list(itertools.product(*grids))
-    theta0 = q_nominal[clm.idx_q_a].copy()
-    conds, failures = [], 0
-    q_guess = q_nominal.copy()
-    it = progress(points, total=len(points), desc="singularity scan") if progress else points
-    for p in it:
-        theta = theta0.copy()
-        theta[idx] = p
-        try:
-            q, _ = clm.closure_fk(theta, q_guess, max_iter=100)
-        except ClosureFkError:
-            try:
-                q, _ = clm.closure_fk(theta, q_nominal, max_iter=200)
-            except ClosureFkError:
-                failures += 1
-                continue
-        q_guess = q
+    conds, failures, samples = [], 0, 0
+    for q in _grid_configurations(clm, q_nominal, actuators, levels, progress, "singularity scan", retry=True):
+        samples += 1
+        if q is None:
+            failures += 1
+            continue
         J = clm.constraint_jacobian(q)[:, clm.idx_v_u]
         conds.append(float(np.linalg.cond(J)))
     conds_a = np.array(conds)
     return {"max_condition_number": float(conds_a.max()) if conds else float("inf"),
             "median_condition_number": float(np.median(conds_a)) if conds else float("inf"),
-            "samples": len(points), "fk_failures": failures, "conditions": conds_a}
+            "samples": samples, "fk_failures": failures, "conditions": conds_a}
 
 
 def joint_limit_shape(clm: ClosedLoopModel, q_nominal: np.ndarray, actuators: list[str], outputs: list[str],
@@ -142,20 +154,10 @@ def manipulability_map(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec
     sole Jacobian w.r.t. those three actuators.
     """
     acts = leg.actuators["hip_pitch_roll"] + [leg.knee_actuator]
-    idx, lo, hi = _limits(clm, acts)
-    points = list(itertools.product(*[np.linspace(a, b, levels) for a, b in zip(lo, hi)]))
-    theta0 = q_nominal[clm.idx_q_a].copy()
     pos, w = [], []
-    q_guess = q_nominal.copy()
-    it = progress(points, total=len(points), desc="manipulability") if progress else points
-    for p in it:
-        theta = theta0.copy()
-        theta[idx] = p
-        try:
-            q, _ = clm.closure_fk(theta, q_guess, max_iter=100)
-        except ClosureFkError:
+    for q in _grid_configurations(clm, q_nominal, acts, levels, progress, "manipulability"):
+        if q is None:
             continue
-        q_guess = q
         J = foot_jacobian(clm, q, leg.sole_frame, acts)[:3]
         w.append(float(np.sqrt(max(np.linalg.det(J @ J.T), 0.0))))
         pos.append(clm.data.oMf[clm.model.getFrameId(leg.sole_frame)].translation.copy())
