@@ -24,12 +24,14 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.clock import Clock, ClockType
+from rclpy.duration import Duration
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
@@ -43,6 +45,8 @@ EXIT_CONFIG_ERROR = 2
 
 #: Longest time [s] between a signal and the start of the shutdown sequence.
 SPIN_PERIOD_S = 0.05
+#: Longest wait [s] at shutdown for reliable subscribers to acknowledge the last messages.
+SHUTDOWN_FLUSH_S = 1.0
 
 
 class KangarooNode(Node):
@@ -149,6 +153,7 @@ def run_nodes(
                     node.on_shutdown()
                 except Exception as exc:  # noqa: BLE001 - the other nodes still get theirs
                     node.get_logger().error(f"on_shutdown failed: {exc!r}")
+        _flush_publishers(nodes, SHUTDOWN_FLUSH_S)
         return EXIT_OK
     except ConfigError as exc:
         name = getattr(factory, "__name__", "kangaroo_wbc")
@@ -164,6 +169,22 @@ def run_nodes(
             context.try_shutdown()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _flush_publishers(nodes: list[Node], budget_s: float) -> None:
+    """Wait (at most ``budget_s`` in all) until reliable subscribers acknowledged every message.
+
+    The shutdown hooks publish last messages (zero force, a final diagnostic); without this wait the
+    process may tear DDS down before they leave the machine.
+    """
+    deadline = time.monotonic() + budget_s
+    for node in nodes:
+        for publisher in node.publishers:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0.0:
+                node.get_logger().warning("shutdown: not every last message was acknowledged")
+                return
+            publisher.wait_for_all_acked(Duration(nanoseconds=int(remaining * 1e9)))
 
 
 def main_for(node_cls: type[Node]) -> Callable[[list[str] | None], int]:
