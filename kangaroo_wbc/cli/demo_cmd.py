@@ -22,7 +22,8 @@ def _demo(args: argparse.Namespace) -> int:
     if args.processes == "separate":
         from kangaroo_wbc.pipeline.processes import run_separate
 
-        summary = run_separate(duration_s=args.duration, behaviour=args.behaviour, show_progress=not args.json)
+        summary = run_separate(duration_s=args.duration, behaviour=args.behaviour, show_progress=not args.json,
+                               sim_mode=args.sim_mode)
         print_json(summary) if args.json else print(summary)
         return 0 if not summary.get("fell", True) else 1
     summary, run = _run(args, args.behaviour)
@@ -62,6 +63,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="reports/demo", help="report folder (plots, summary, bag)")
     p.add_argument("--processes", default="single", choices=["single", "separate"],
                    help="single: composed in one process; separate: real node processes over DDS")
+    p.add_argument("--sim-mode", default="lockstep", choices=["lockstep", "realtime"],
+                   help="with --processes separate: lockstep (one 1 ms step per command, nodes on sim time) "
+                        "or realtime (the simulator follows the wall clock whatever the nodes do)")
     p.add_argument("--no-report", action="store_true")
     p.add_argument("--no-bag", action="store_true")
     p.add_argument("--bag-decimation", type=int, default=1, help="record every N-th tick")
