@@ -166,12 +166,21 @@ class ClosureKinematics:
         self._J6 = np.zeros((K, 6, W))
         self.e_l = np.zeros(self.n_c)
         self.J_l = np.zeros((self.n_c, n))
+        self._q = np.zeros(m.nq)
+        #: compiled path (same numbers), or None: then the numpy path below
+        self.kernel = None
+        if clm.kernel is not None:
+            from kangaroo_wbc.model.fast_kinematics import build_kernel
+
+            self.kernel = build_kernel(m, clm._frame_ids, clm._slot_a, clm._slot_u, clm._signed_mask,
+                                       clm._flat_rows, clm._rot_idx, (clm._uj_idx, clm._uj_ijk), self.cols)
 
     # ------------------------------------------------------------------ pinocchio passes
     def update(self, q: np.ndarray) -> None:
         """Full-model update at ``q``: FK, joint Jacobians ``data.J`` and every frame placement."""
         pin.computeJointJacobians(self.model, self.data, q)
         pin.updateFramePlacements(self.model, self.data)
+        self._q[:] = q
 
     def evaluate(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(e_l, J_lu, J_la)`` from the data of the last :meth:`update` (eq. (2), (5)).
@@ -181,6 +190,9 @@ class ClosureKinematics:
         """
         if self.n_c == 0:
             return self.e_l, self.J_l[:, :self.n_u], self.J_l[:, self.n_u:]
+        if self.kernel is not None:
+            e_l, J_l = self.kernel.error_and_jacobian(self._q)
+            return e_l, J_l[:, :self.n_u], J_l[:, self.n_u:]
         oMf = self.data.oMf
         H = self._H
         for k, fid in enumerate(self.frame_ids):

@@ -23,6 +23,7 @@ kept, minus the redundant rows found by :func:`select_independent_rows`.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -269,6 +270,7 @@ class ClosedLoopModel:
         self._uj_ijk = np.array([_universal_indices(self.closures[k].spec) for k in uj], dtype=int).reshape(-1, 4)
         self.row_closure = np.concatenate(
             [np.full(len(c.rows), k) for k, c in enumerate(self.closures)] + [np.zeros(0, dtype=int)]).astype(int)
+        self._kernel_built = False  # the compiled kernel follows the kept rows
 
     def _select_rows(self, q_ref: np.ndarray | None) -> None:
         """Drop redundant rows (rank-revealing QR), at ``q_ref`` then at the closed configuration."""
@@ -499,16 +501,39 @@ class ClosedLoopModel:
             e[uj, 3 + k] = sign * Rau[np.arange(len(uj)), i, j]
         return e
 
+    @property
+    def kernel(self):
+        """The compiled closure kinematics (:mod:`kangaroo_wbc.model.fast_kinematics`), or None.
+
+        None when numba is missing, a joint type is not supported or ``KANGAROO_WBC_NO_JIT`` is
+        set; the pinocchio path is then used. Both give the same numbers (tested to 1e-12).
+        """
+        if not self._kernel_built:
+            from kangaroo_wbc.model.fast_kinematics import build_kernel
+
+            self._kernel = None
+            if self.closures and not os.environ.get("KANGAROO_WBC_NO_JIT"):
+                self._kernel = build_kernel(self.model, self._frame_ids, self._slot_a, self._slot_u,
+                                            self._signed_mask, self._flat_rows, self._rot_idx,
+                                            (self._uj_idx, self._uj_ijk))
+            self._kernel_built = True
+        return self._kernel
+
     def closure_error(self, q: np.ndarray) -> np.ndarray:
         """Closure error ``e_l(theta)`` (eq. (2)) [m, rad], one entry per kept constraint row."""
         q = self.check_configuration(q)
         if not self.closures:
             return np.zeros(0)
+        if self.kernel is not None:
+            return self.kernel.error(q).copy()
         pin.framesForwardKinematics(self.model, self.data, q)
         R, p = self._placements(q)
         return self._full_error(R, p).reshape(-1)[self._flat_rows]
 
     def _error_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.kernel is not None:
+            e, J = self.kernel.error_and_jacobian(q)
+            return e.copy(), J.copy()
         e, J, _ = self._kinematics(q, None)
         return e, J
 
@@ -767,6 +792,8 @@ class ClosedLoopModel:
         return q, ClosureFkInfo(it, norm, norm <= tol)
 
     def _error_only(self, q: np.ndarray) -> np.ndarray:
+        if self.kernel is not None:
+            return self.kernel.error(q).copy()
         pin.framesForwardKinematics(self.model, self.data, q)
         R, p = self._placements(q)
         return self._full_error(R, p).reshape(-1)[self._flat_rows]

@@ -1,0 +1,465 @@
+"""Compiled closure kinematics: frame placements, ``e_l`` and ``J_l`` in one call (eq. (2)-(5)).
+
+The quantities are those of :meth:`ClosedLoopModel.error_and_jacobian` (same rows, same sign
+conventions: position rows in ``F_a``, ``log3`` rotation rows, exact universal-joint rows), computed
+by one `numba <https://numba.pydata.org>`_-compiled function that walks the spanning tree itself
+instead of many pinocchio calls and per-frame Python accesses. The tree (parents, joint placements,
+axes) is read from the pinocchio model once; pinocchio stays the reference: the tests compare every
+output with the pinocchio path. Supported joints: revolute (``RX``/``RY``/``RZ``/unaligned),
+prismatic (``PX``/``PY``/``PZ``/unaligned) and the free flyer; :func:`build_kernel` returns None for
+other models or when numba is not importable, and callers then use the pinocchio path.
+
+For a joint ``i`` with world placement ``(R_i, p_i)`` and local axis ``a``, the world Jacobian
+column (spatial velocity at the world origin, pinocchio's ``WORLD`` convention) is
+
+.. math::
+
+    \\text{revolute: } \\omega = R_i a,\\; v = p_i \\times \\omega, \\qquad
+    \\text{prismatic: } \\omega = 0,\\; v = R_i a,
+
+and a loop's Jacobian uses the signed support ``D = J (mask_u - mask_a)`` as in
+:mod:`kangaroo_wbc.model.closed_loop_model`:
+``J_pos = R_a^T (D_lin - p_u \\times D_ang)``, ``J_log = Jlog3(R_a^T R_u) R_u^T D_ang`` and, for a
+universal-joint cut ``e_k = s (R_a^T R_u)_{ij}``, ``J_k = -s (r \\times e_j)^T R_u^T D_ang`` with
+``r`` the ``i``-th row of ``R_a^T R_u``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pinocchio as pin
+
+try:  # numba is a dependency; without it (or on an unsupported platform) callers use pinocchio
+    import numba
+except ImportError:  # pragma: no cover - exercised only where numba is missing
+    numba = None
+
+HAVE_NUMBA = numba is not None
+
+
+def _jit(f):
+    return numba.njit(cache=True, nogil=True)(f) if HAVE_NUMBA else f
+
+REVOLUTE, PRISMATIC, FREE_FLYER, SPHERICAL, UNIVERSAL = 0, 1, 2, 3, 4
+ROT_NONE, ROT_LOG3, ROT_UNIVERSAL = 0, 1, 2
+_AXES = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
+
+
+def _joint_code(jm) -> tuple[int, tuple[float, float, float]] | None:
+    name = jm.shortname()
+    if name in ("JointModelRX", "JointModelRY", "JointModelRZ"):
+        return REVOLUTE, _AXES[name[-1]]
+    if name in ("JointModelPX", "JointModelPY", "JointModelPZ"):
+        return PRISMATIC, _AXES[name[-1]]
+    if name in ("JointModelRevoluteUnaligned", "JointModelPrismaticUnaligned"):
+        axis = getattr(jm.extract(), "axis", None) if hasattr(jm, "extract") else getattr(jm, "axis", None)
+        if axis is None:
+            return None
+        return (REVOLUTE if "Revolute" in name else PRISMATIC), tuple(float(x) for x in axis)
+    if name == "JointModelFreeFlyer":
+        return FREE_FLYER, (0.0, 0.0, 0.0)
+    if name == "JointModelSpherical":
+        return SPHERICAL, (0.0, 0.0, 0.0)
+    return None
+
+
+def _universal_axes(jm) -> tuple[np.ndarray, np.ndarray] | None:
+    if jm.shortname() != "JointModelUniversal" or not hasattr(jm, "extract"):
+        return None
+    u = jm.extract()
+    if not (hasattr(u, "axis1") and hasattr(u, "axis2")):
+        return None
+    return np.asarray(u.axis1, dtype=float), np.asarray(u.axis2, dtype=float)
+
+
+# ---------------------------------------------------------------------- compiled functions
+@_jit
+def _rotate_right(oR, jid, ax, ay, az, th):
+    """``oR[jid] <- oR[jid] exp(th [a]_x)`` (Rodrigues)."""
+    c, s_ = math.cos(th), math.sin(th)
+    C = 1.0 - c
+    m00, m01, m02 = c + ax * ax * C, ax * ay * C - az * s_, ax * az * C + ay * s_
+    m10, m11, m12 = ay * ax * C + az * s_, c + ay * ay * C, ay * az * C - ax * s_
+    m20, m21, m22 = az * ax * C - ay * s_, az * ay * C + ax * s_, c + az * az * C
+    for i in range(3):
+        r0, r1, r2 = oR[jid, i, 0], oR[jid, i, 1], oR[jid, i, 2]
+        oR[jid, i, 0] = r0 * m00 + r1 * m10 + r2 * m20
+        oR[jid, i, 1] = r0 * m01 + r1 * m11 + r2 * m21
+        oR[jid, i, 2] = r0 * m02 + r1 * m12 + r2 * m22
+
+
+@_jit
+def _rotate_quat(oR, jid, q, iq):
+    """``oR[jid] <- oR[jid] R(quaternion q[iq:iq+4])``, quaternion x, y, z, w (normalised here)."""
+    x, y, z, w = q[iq], q[iq + 1], q[iq + 2], q[iq + 3]
+    nrm = math.sqrt(x * x + y * y + z * z + w * w)
+    x, y, z, w = x / nrm, y / nrm, z / nrm, w / nrm
+    m00, m01, m02 = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
+    m10, m11, m12 = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
+    m20, m21, m22 = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
+    for i in range(3):
+        r0, r1, r2 = oR[jid, i, 0], oR[jid, i, 1], oR[jid, i, 2]
+        oR[jid, i, 0] = r0 * m00 + r1 * m10 + r2 * m20
+        oR[jid, i, 1] = r0 * m01 + r1 * m11 + r2 * m21
+        oR[jid, i, 2] = r0 * m02 + r1 * m12 + r2 * m22
+
+
+@_jit
+def _times_axis(M, jid, a):
+    """``M[jid] @ a[jid]`` as three floats."""
+    return (M[jid, 0, 0] * a[jid, 0] + M[jid, 0, 1] * a[jid, 1] + M[jid, 0, 2] * a[jid, 2],
+            M[jid, 1, 0] * a[jid, 0] + M[jid, 1, 1] * a[jid, 1] + M[jid, 1, 2] * a[jid, 2],
+            M[jid, 2, 0] * a[jid, 0] + M[jid, 2, 1] * a[jid, 1] + M[jid, 2, 2] * a[jid, 2])
+
+
+@_jit
+def _placements(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR, fp):
+    """World placements of every joint (``oR``, ``op``; ``oRpre`` before the joint's own motion)
+    and of the listed frames (``fR``, ``fp``)."""
+    n = parent.shape[0]
+    for i in range(3):
+        for j in range(3):
+            oR[0, i, j] = 1.0 if i == j else 0.0
+        op[0, i] = 0.0
+    for jid in range(1, n):
+        par = parent[jid]
+        # R = oR[par] R0, p = op[par] + oR[par] p0
+        for i in range(3):
+            s = op[par, i]
+            for k in range(3):
+                s += oR[par, i, k] * p0[jid, k]
+            op[jid, i] = s
+            for j in range(3):
+                s = 0.0
+                for k in range(3):
+                    s += oR[par, i, k] * R0[jid, k, j]
+                oR[jid, i, j] = s
+        for i in range(3):
+            for j in range(3):
+                oRpre[jid, i, j] = oR[jid, i, j]
+        t = jtype[jid]
+        iq = idx_q[jid]
+        if t == REVOLUTE:
+            _rotate_right(oR, jid, axis[jid, 0], axis[jid, 1], axis[jid, 2], q[iq])
+        elif t == PRISMATIC:
+            d = q[iq]
+            for i in range(3):
+                op[jid, i] += d * (oR[jid, i, 0] * axis[jid, 0] + oR[jid, i, 1] * axis[jid, 1]
+                                   + oR[jid, i, 2] * axis[jid, 2])
+        elif t == UNIVERSAL:
+            _rotate_right(oR, jid, axis[jid, 0], axis[jid, 1], axis[jid, 2], q[iq])
+            _rotate_right(oR, jid, axis2[jid, 0], axis2[jid, 1], axis2[jid, 2], q[iq + 1])
+        elif t == SPHERICAL:
+            _rotate_quat(oR, jid, q, iq)
+        else:  # free flyer: translation (parent axes of the joint frame) then quaternion
+            tx, ty, tz = q[iq], q[iq + 1], q[iq + 2]
+            for i in range(3):
+                op[jid, i] += oR[jid, i, 0] * tx + oR[jid, i, 1] * ty + oR[jid, i, 2] * tz
+            _rotate_quat(oR, jid, q, iq + 3)
+    for f in range(f_joint.shape[0]):
+        jid = f_joint[f]
+        for i in range(3):
+            s = op[jid, i]
+            for k in range(3):
+                s += oR[jid, i, k] * f_p[f, k]
+            fp[f, i] = s
+            for j in range(3):
+                s = 0.0
+                for k in range(3):
+                    s += oR[jid, i, k] * f_R[f, k, j]
+                fR[f, i, j] = s
+
+
+@_jit
+def _log3(R, w):
+    """``w = log3(R)`` [rad]; returns the angle."""
+    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    c = min(1.0, max(-1.0, 0.5 * (tr - 1.0)))
+    th = math.acos(c)
+    vx, vy, vz = R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]
+    if th < 1e-4:
+        k = 0.5 + th * th / 12.0
+        w[0], w[1], w[2] = k * vx, k * vy, k * vz
+    elif th < math.pi - 1e-4:
+        k = th / (2.0 * math.sin(th))
+        w[0], w[1], w[2] = k * vx, k * vy, k * vz
+    else:  # near pi: axis from the diagonal, sign from the antisymmetric part
+        for i in range(3):
+            a = (R[i, i] - c) / (1.0 - c)
+            w[i] = th * math.sqrt(max(0.0, a))
+        if vx < 0.0:
+            w[0] = -w[0]
+        if vy < 0.0:
+            w[1] = -w[1]
+        if vz < 0.0:
+            w[2] = -w[2]
+    return th
+
+
+@_jit
+def _jlog3(w, th, J):
+    """Inverse right Jacobian of SO(3) at ``w`` (pinocchio's ``Jlog3``)."""
+    if th < 1e-4:
+        b = 1.0 / 12.0 + th * th / 720.0
+    else:
+        b = 1.0 / (th * th) - (1.0 + math.cos(th)) / (2.0 * th * math.sin(th))
+    S = np.empty((3, 3))
+    S[0, 0], S[0, 1], S[0, 2] = 0.0, -w[2], w[1]
+    S[1, 0], S[1, 1], S[1, 2] = w[2], 0.0, -w[0]
+    S[2, 0], S[2, 1], S[2, 2] = -w[1], w[0], 0.0
+    for i in range(3):
+        for j in range(3):
+            s2 = 0.0
+            for k in range(3):
+                s2 += S[i, k] * S[k, j]
+            J[i, j] = (1.0 if i == j else 0.0) + 0.5 * S[i, j] + b * s2
+
+
+@_jit
+def _closure(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR, fp,
+                slot_a, slot_u, rot_type, uj_ijks, rowmap, col_joint, col_dof, col_sign, col_out,
+                want_jacobian, e_out, J_out):
+    """Closure error rows ``e_out`` and (optionally) Jacobian rows ``J_out`` (columns ``col_out``)."""
+    _placements(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR, fp)
+    K = slot_a.shape[0]
+    Rau = np.empty((3, 3))
+    RaT_d = np.empty(3)
+    w = np.empty(3)
+    Jl = np.empty((3, 3))
+    G = np.empty((3, 3))  # rotation-row map applied to R_u^T D_ang (rows 3..5)
+    for k in range(K):
+        a, u = slot_a[k], slot_u[k]
+        for i in range(3):
+            s = 0.0
+            for m in range(3):
+                s += fR[a, m, i] * (fp[u, m] - fp[a, m])
+            RaT_d[i] = s
+            for j in range(3):
+                s = 0.0
+                for m in range(3):
+                    s += fR[a, m, i] * fR[u, m, j]
+                Rau[i, j] = s
+        for i in range(3):
+            r = rowmap[k, i]
+            if r >= 0:
+                e_out[r] = RaT_d[i]
+        rt = rot_type[k]
+        for i in range(3):
+            for j in range(3):
+                G[i, j] = 0.0
+        if rt == ROT_LOG3:
+            th = _log3(Rau, w)
+            for i in range(3):
+                r = rowmap[k, 3 + i]
+                if r >= 0:
+                    e_out[r] = w[i]
+            if want_jacobian:
+                _jlog3(w, th, Jl)
+                for i in range(3):
+                    for j in range(3):
+                        G[i, j] = Jl[i, j]
+        elif rt == ROT_UNIVERSAL:
+            ui, uj, uk, sg = uj_ijks[k, 0], uj_ijks[k, 1], uj_ijks[k, 2], uj_ijks[k, 3]
+            r = rowmap[k, 3 + uk]
+            if r >= 0:
+                e_out[r] = sg * Rau[ui, uj]
+            # g = -s (r_i x e_j), r_i the i-th row of R_au
+            ri0, ri1, ri2 = Rau[ui, 0], Rau[ui, 1], Rau[ui, 2]
+            ej0, ej1, ej2 = (1.0 if uj == 0 else 0.0), (1.0 if uj == 1 else 0.0), (1.0 if uj == 2 else 0.0)
+            G[uk, 0] = -sg * (ri1 * ej2 - ri2 * ej1)
+            G[uk, 1] = -sg * (ri2 * ej0 - ri0 * ej2)
+            G[uk, 2] = -sg * (ri0 * ej1 - ri1 * ej0)
+        if not want_jacobian:
+            continue
+        pu0, pu1, pu2 = fp[u, 0], fp[u, 1], fp[u, 2]
+        for c in range(col_joint.shape[1]):
+            sgn = col_sign[k, c]
+            if sgn == 0.0:
+                break
+            jid = col_joint[k, c]
+            out = col_out[k, c]
+            t = jtype[jid]
+            dof = col_dof[k, c]
+            # world column of the joint: (v, omega)
+            if t == REVOLUTE:
+                o0, o1, o2 = _times_axis(oR, jid, axis)
+                pj0, pj1, pj2 = op[jid, 0], op[jid, 1], op[jid, 2]
+                v0, v1, v2 = pj1 * o2 - pj2 * o1, pj2 * o0 - pj0 * o2, pj0 * o1 - pj1 * o0
+            elif t == PRISMATIC:
+                o0 = o1 = o2 = 0.0
+                v0, v1, v2 = _times_axis(oR, jid, axis)
+            else:
+                if t == UNIVERSAL:  # first axis in the frame before the joint, second in the child frame
+                    if dof == 0:
+                        o0, o1, o2 = _times_axis(oRpre, jid, axis)
+                    else:
+                        o0, o1, o2 = _times_axis(oR, jid, axis2)
+                    lin = False
+                elif t == SPHERICAL:  # local angular velocity components
+                    o0, o1, o2 = oR[jid, 0, dof], oR[jid, 1, dof], oR[jid, 2, dof]
+                    lin = False
+                else:  # free flyer: dof 0..2 linear, 3..5 angular (local axes)
+                    e = dof % 3
+                    o0, o1, o2 = oR[jid, 0, e], oR[jid, 1, e], oR[jid, 2, e]
+                    lin = dof < 3
+                if lin:
+                    v0, v1, v2 = o0, o1, o2
+                    o0 = o1 = o2 = 0.0
+                else:
+                    pj0, pj1, pj2 = op[jid, 0], op[jid, 1], op[jid, 2]
+                    v0, v1, v2 = pj1 * o2 - pj2 * o1, pj2 * o0 - pj0 * o2, pj0 * o1 - pj1 * o0
+            v0, v1, v2, o0, o1, o2 = sgn * v0, sgn * v1, sgn * v2, sgn * o0, sgn * o1, sgn * o2
+            # position rows: R_a^T (D_lin - p_u x D_ang)
+            l0 = v0 - (pu1 * o2 - pu2 * o1)
+            l1 = v1 - (pu2 * o0 - pu0 * o2)
+            l2 = v2 - (pu0 * o1 - pu1 * o0)
+            for i in range(3):
+                r = rowmap[k, i]
+                if r >= 0:
+                    J_out[r, out] = fR[a, 0, i] * l0 + fR[a, 1, i] * l1 + fR[a, 2, i] * l2
+            if rt != ROT_NONE:
+                wl0 = fR[u, 0, 0] * o0 + fR[u, 1, 0] * o1 + fR[u, 2, 0] * o2  # R_u^T D_ang
+                wl1 = fR[u, 0, 1] * o0 + fR[u, 1, 1] * o1 + fR[u, 2, 1] * o2
+                wl2 = fR[u, 0, 2] * o0 + fR[u, 1, 2] * o1 + fR[u, 2, 2] * o2
+                for i in range(3):
+                    r = rowmap[k, 3 + i]
+                    if r >= 0:
+                        J_out[r, out] = G[i, 0] * wl0 + G[i, 1] * wl1 + G[i, 2] * wl2
+
+
+class ClosureKernel:
+    """Compiled ``e_l``/``J_l``/placements for one closed-loop model (see the module docstring).
+
+    Args:
+        model: the pinocchio spanning-tree model.
+        frame_ids: frames whose placements are computed (closure sides and any others).
+        slot_a, slot_u: per loop, the index in ``frame_ids`` of ``F_a`` and ``F_u``.
+        signed_mask: (K, nv) ``mask_u - mask_a`` (the loop's joint columns with their sign).
+        flat_rows: kept rows as flat indices into the (K, 6) stacked full error.
+        rot_log3: loops whose rotation rows are ``log3``.
+        universal: loops with one exact universal-joint row, and their ``(i, j, k, sign)``.
+        columns: velocity indices forming the Jacobian's columns, in output order (default: all).
+
+    Build it with :func:`build_kernel`. Outputs are internal buffers overwritten by the next call.
+    """
+
+    def __init__(self, model: pin.Model, frame_ids, slot_a, slot_u, signed_mask, flat_rows, rot_log3,
+                 universal: tuple[np.ndarray, np.ndarray], columns: np.ndarray | None = None) -> None:
+        n = model.njoints
+        self.nq, self.nv = model.nq, model.nv
+        self.parent = np.array([model.parents[j] for j in range(n)], dtype=np.int64)
+        self.jtype = np.zeros(n, dtype=np.int64)
+        self.axis = np.zeros((n, 3))
+        self.axis2 = np.zeros((n, 3))
+        self.R0 = np.zeros((n, 3, 3))
+        self.p0 = np.zeros((n, 3))
+        self.idx_q = np.zeros(n, dtype=np.int64)
+        self.idx_v = np.zeros(n, dtype=np.int64)
+        self.R0[0] = np.eye(3)
+        for j in range(1, n):
+            code = _joint_code(model.joints[j])
+            axes = _universal_axes(model.joints[j])
+            if axes is not None:
+                code = (UNIVERSAL, axes[0])
+                self.axis2[j] = axes[1]
+            if code is None:
+                raise ValueError(f"joint {model.names[j]!r} ({model.joints[j].shortname()}) is not supported")
+            self.jtype[j], self.axis[j] = code[0], code[1]
+            M = model.jointPlacements[j]
+            self.R0[j], self.p0[j] = M.rotation, M.translation
+            self.idx_q[j], self.idx_v[j] = model.joints[j].idx_q, model.joints[j].idx_v
+        frame_ids = [int(f) for f in frame_ids]
+        self.f_joint = np.array([model.frames[f].parentJoint for f in frame_ids], dtype=np.int64)
+        self.f_R = np.array([model.frames[f].placement.rotation for f in frame_ids]).reshape(-1, 3, 3)
+        self.f_p = np.array([model.frames[f].placement.translation for f in frame_ids]).reshape(-1, 3)
+        K = len(slot_a)
+        self.K = K
+        self.slot_a = np.asarray(slot_a, dtype=np.int64)
+        self.slot_u = np.asarray(slot_u, dtype=np.int64)
+        self.rot_type = np.full(K, ROT_NONE, dtype=np.int64)
+        self.rot_type[np.asarray(rot_log3, dtype=int)] = ROT_LOG3
+        uj_loops, uj_ijk = universal
+        self.uj_ijks = np.zeros((K, 4), dtype=np.int64)
+        for k, ijks in zip(np.asarray(uj_loops, dtype=int), np.asarray(uj_ijk, dtype=int).reshape(-1, 4)):
+            self.rot_type[k] = ROT_UNIVERSAL
+            self.uj_ijks[k] = ijks
+        flat_rows = np.asarray(flat_rows, dtype=int)
+        self.n_c = len(flat_rows)
+        self.rowmap = np.full((K, 6), -1, dtype=np.int64)
+        self.rowmap.reshape(-1)[flat_rows] = np.arange(self.n_c)
+        columns = np.arange(model.nv) if columns is None else np.asarray(columns, dtype=int)
+        self.n_cols = len(columns)
+        out_of = np.full(model.nv, -1, dtype=np.int64)
+        out_of[columns] = np.arange(len(columns))
+        v_joint = np.zeros(model.nv, dtype=np.int64)
+        v_dof = np.zeros(model.nv, dtype=np.int64)
+        for j in range(1, n):
+            for d in range(model.joints[j].nv):
+                v_joint[model.joints[j].idx_v + d] = j
+                v_dof[model.joints[j].idx_v + d] = d
+        signed_mask = np.asarray(signed_mask, dtype=float)
+        involved = [np.flatnonzero(signed_mask[k]) for k in range(K)]
+        for k, cols in enumerate(involved):
+            missing = [int(c) for c in cols if out_of[c] < 0]
+            if missing:
+                raise ValueError(f"loop {k} moves velocity indices {missing} that are not output columns")
+        W = max((len(c) for c in involved), default=0) + 1  # a 0 sign ends every row
+        self.col_joint = np.zeros((K, W), dtype=np.int64)
+        self.col_dof = np.zeros((K, W), dtype=np.int64)
+        self.col_sign = np.zeros((K, W))
+        self.col_out = np.zeros((K, W), dtype=np.int64)
+        for k, cols in enumerate(involved):
+            self.col_joint[k, :len(cols)] = v_joint[cols]
+            self.col_dof[k, :len(cols)] = v_dof[cols]
+            self.col_sign[k, :len(cols)] = signed_mask[k, cols]
+            self.col_out[k, :len(cols)] = out_of[cols]
+        self.oR = np.zeros((n, 3, 3))
+        self.oRpre = np.zeros((n, 3, 3))
+        self.op = np.zeros((n, 3))
+        self.R = np.zeros((len(frame_ids), 3, 3))  #: frame rotations of the last call
+        self.p = np.zeros((len(frame_ids), 3))  #: frame positions of the last call
+        self.e_l = np.zeros(self.n_c)
+        self.J_l = np.zeros((self.n_c, self.n_cols))
+        self._J_dummy = np.zeros((0, 0))
+
+    def _run(self, q: np.ndarray, jacobian: bool) -> None:
+        _closure(q, self.parent, self.jtype, self.axis, self.axis2, self.R0, self.p0, self.idx_q, self.oRpre, self.oR,
+                 self.op,
+                 self.f_joint, self.f_R, self.f_p, self.R, self.p, self.slot_a, self.slot_u, self.rot_type,
+                 self.uj_ijks, self.rowmap, self.col_joint, self.col_dof, self.col_sign, self.col_out,
+                 jacobian, self.e_l, self.J_l if jacobian else self._J_dummy)
+
+    def placements(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """World rotations (F, 3, 3) and positions (F, 3) [m] of the frames at ``q``."""
+        _placements(q, self.parent, self.jtype, self.axis, self.axis2, self.R0, self.p0, self.idx_q, self.oRpre,
+                    self.oR, self.op,
+                    self.f_joint, self.f_R, self.f_p, self.R, self.p)
+        return self.R, self.p
+
+    def error(self, q: np.ndarray) -> np.ndarray:
+        """Closure error ``e_l`` [m, rad] at ``q`` (kept rows)."""
+        self._run(q, False)
+        return self.e_l
+
+    def error_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(e_l, J_l)``; ``J_l`` has the requested columns (entries of other loops' columns stay 0)."""
+        self._run(q, True)
+        return self.e_l, self.J_l
+
+
+def build_kernel(model: pin.Model, frame_ids, slot_a, slot_u, signed_mask, flat_rows, rot_log3,
+                 universal, columns=None) -> ClosureKernel | None:
+    """A :class:`ClosureKernel`, or None when numba is missing or a joint type is not supported."""
+    if not HAVE_NUMBA:
+        return None
+    try:
+        kernel = ClosureKernel(model, frame_ids, slot_a, slot_u, signed_mask, flat_rows, rot_log3, universal,
+                               columns)
+    except ValueError:
+        return None
+    return kernel
+
+
+__all__ = ["ClosureKernel", "build_kernel"]

@@ -1,0 +1,101 @@
+"""Unit tests of the compiled closure kinematics against pinocchio (kangaroo_wbc.model.fast_kinematics)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA, ClosureKernel, build_kernel
+from test.model.conftest import THIRD_PARTY, load
+from test.model.mechanisms import ALL
+
+pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not importable")
+
+TOL = 1e-12
+FD_STEP = 1e-7
+FD_TOL = 1e-6
+
+
+def _configurations(clm, n: int, seed: int = 0):
+    """The reference configuration and random perturbations of it (not closed), on the manifold."""
+    rng = np.random.default_rng(seed)
+    yield clm.q_ref
+    for _ in range(n):
+        yield pin.integrate(clm.model, clm.q_ref, 0.2 * rng.standard_normal(clm.model.nv))
+
+
+@pytest.mark.parametrize("name", list(ALL) + THIRD_PARTY)
+@pytest.mark.parametrize("floating_base", [False, True])
+def test_kernel_equals_pinocchio_path(name, floating_base, mechanism_dir) -> None:
+    clm = load(name, mechanism_dir, floating_base)
+    assert clm.kernel is not None, "every bundled mechanism has supported joints"
+    for q in _configurations(clm, 5):
+        e_ref, J_ref, _ = clm._kinematics(q, None)  # the pinocchio path
+        e, J = clm.kernel.error_and_jacobian(q)
+        np.testing.assert_allclose(e, e_ref, rtol=0, atol=TOL)
+        np.testing.assert_allclose(J, J_ref, rtol=0, atol=TOL)
+        np.testing.assert_allclose(clm.kernel.error(q), e_ref, rtol=0, atol=TOL)
+
+
+def test_kernel_on_kangaroo_and_placements_equal_pinocchio() -> None:
+    from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
+
+    clm = load_kangaroo(floating_base=True)
+    data = clm.model.createData()
+    for q in _configurations(clm, 3, seed=1):
+        e_ref, J_ref, _ = clm._kinematics(q, None)
+        e, J = clm.kernel.error_and_jacobian(q)
+        np.testing.assert_allclose(e, e_ref, rtol=0, atol=TOL)
+        np.testing.assert_allclose(J, J_ref, rtol=0, atol=TOL)
+        R, p = clm.kernel.placements(q)
+        pin.framesForwardKinematics(clm.model, data, q)
+        for k, fid in enumerate(clm._frame_ids):
+            np.testing.assert_allclose(R[k], data.oMf[int(fid)].rotation, rtol=0, atol=TOL)
+            np.testing.assert_allclose(p[k], data.oMf[int(fid)].translation, rtol=0, atol=TOL)
+
+
+def test_column_selection_matches_full_jacobian(mechanism_dir) -> None:
+    clm = load("u2ups", mechanism_dir)
+    cols = np.concatenate([clm.idx_v_u, clm.idx_v_a])
+    k = build_kernel(clm.model, clm._frame_ids, clm._slot_a, clm._slot_u, clm._signed_mask, clm._flat_rows,
+                     clm._rot_idx, (clm._uj_idx, clm._uj_ijk), cols)
+    q = next(_configurations(clm, 0))
+    _, J_ref, _ = clm._kinematics(q, None)
+    np.testing.assert_allclose(k.error_and_jacobian(q)[1], J_ref[:, cols], rtol=0, atol=TOL)
+
+
+@pytest.mark.parametrize("name", ["u2ups", "four_bar"])
+def test_log3_rotation_rows_against_pinocchio_and_finite_differences(name, mechanism_dir) -> None:
+    """Every loop declared as a full 6-D cut with log3 rotation rows (a case the bundled models
+    do not use): error = log3(R_a^T R_u), Jacobian = central differences on the manifold."""
+    clm = load(name, mechanism_dir)
+    m = clm.model
+    K = len(clm.closures)
+    kernel = ClosureKernel(m, clm._frame_ids, clm._slot_a, clm._slot_u, clm._signed_mask, np.arange(6 * K),
+                           np.arange(K), (np.zeros(0, dtype=int), np.zeros((0, 4), dtype=int)))
+    data = m.createData()
+    rng = np.random.default_rng(3)
+    for q in _configurations(clm, 3, seed=2):
+        e, J = (x.copy() for x in kernel.error_and_jacobian(q))
+        pin.framesForwardKinematics(m, data, q)
+        for k, c in enumerate(clm.closures):
+            Ma, Mu = data.oMf[c.frame_a_id], data.oMf[c.frame_u_id]
+            np.testing.assert_allclose(e[6 * k:6 * k + 3], Ma.rotation.T @ (Mu.translation - Ma.translation),
+                                       rtol=0, atol=TOL)
+            np.testing.assert_allclose(e[6 * k + 3:6 * k + 6], pin.log3(Ma.rotation.T @ Mu.rotation),
+                                       rtol=0, atol=1e-10)
+        dv = rng.standard_normal(m.nv)
+        fd = (kernel.error(pin.integrate(m, q, FD_STEP * dv)).copy()
+              - kernel.error(pin.integrate(m, q, -FD_STEP * dv)).copy()) / (2 * FD_STEP)
+        np.testing.assert_allclose(J @ dv, fd, rtol=0, atol=FD_TOL)
+
+
+def test_unsupported_joint_gives_no_kernel() -> None:
+    model = pin.Model()
+    j = model.addJoint(0, pin.JointModelPlanar(), pin.SE3.Identity(), "planar")
+    model.appendBodyToJoint(j, pin.Inertia.Random(), pin.SE3.Identity())
+    f = model.addFrame(pin.Frame("tip", j, 0, pin.SE3.Identity(), pin.FrameType.OP_FRAME))
+    kernel = build_kernel(model, [f, f], [0], [1], np.ones((1, model.nv)), np.arange(3), [],
+                          (np.zeros(0, dtype=int), np.zeros((0, 4), dtype=int)))
+    assert kernel is None
