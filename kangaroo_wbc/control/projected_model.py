@@ -149,6 +149,14 @@ class ProjectedModel:
         self._S2 = np.zeros((3 * (K + U), 3))
         # Proxies into data.oMf / data.oMi / data.joints: read in place each tick, no lookups.
         self._oMf = [self.data.oMf[i] for i in self._fids]
+        # Compiled placements of the same frames (None: read data.oMf as above).
+        self._placements = None
+        if clm.kernel is not None:
+            from kangaroo_wbc.model.fast_kinematics import build_kernel
+
+            kernel = build_kernel(m, self._fids, [], [], np.zeros((0, m.nv)), [], [],
+                                  (np.zeros(0, dtype=int), np.zeros((0, 4), dtype=int)))
+            self._placements = None if kernel is None else kernel.placements
         self._bias_c = [self.data.joints[j] for j in self._bias_joints]
         self._bias_oMi = [self.data.oMi[j] for j in self._bias_joints]
         # Fixed parts of T.
@@ -189,8 +197,11 @@ class ProjectedModel:
         # 1. Joint Jacobians (world, at the origin) and frame placements.
         pin.computeJointJacobians(m, data, q)
         pin.updateFramePlacements(m, data)
-        Hf = np.array([M.homogeneous for M in self._oMf])
-        self._R, self._p = Hf[:, :3, :3], Hf[:, :3, 3]
+        if self._placements is not None:
+            self._R, self._p = self._placements(q)
+        else:
+            Hf = np.array([M.homogeneous for M in self._oMf])
+            self._R, self._p = Hf[:, :3, :3], Hf[:, :3, 3]
         X = self._X
         P = self._p[K:]  # p_u of the closures, then user frames
         X[:, 0, 4], X[:, 0, 5] = P[:, 2], -P[:, 1]

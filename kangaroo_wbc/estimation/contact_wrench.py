@@ -277,6 +277,13 @@ class ContactWrenchEstimator:
         self._filter_in = np.zeros(self.filter.n_channels)
         self._B_a = np.zeros((n_a, 2))
         self._B_b = np.zeros((6, 2))
+        n_rhs = n_a + (6 if self.base_rows else 0)
+        self._B = np.zeros((n_rhs, 2))  # [b_a; b_b] stacked (the rows of B_a, B_b)
+        self._P = np.zeros((6 * c, n_rhs))
+        self._P_rhs = np.zeros((6 * c, n_rhs))
+        self._eye_a = np.eye(n_a)
+        self._solver_ready = False
+        self._model_ready = False
         self.estimate = ContactWrenchEstimate(
             sole_frames=list(self.sole_frames), actuator_force=np.zeros(n_a),
             wrench_sole_in_sole_raw=np.zeros((c, 6)), wrench_sole_in_sole=np.zeros((c, 6)),
@@ -321,11 +328,14 @@ class ContactWrenchEstimator:
         self._h_valid = True
 
     # ------------------------------------------------------------------ core of eq. (46)
-    def _model_terms(self, q: np.ndarray, v: np.ndarray | None) -> None:
+    def _model_terms(self, q: np.ndarray, v: np.ndarray | None, kinematics: ClosureKinematics | None) -> None:
         """``J_c,m^T``, ``g_p,a`` and, with base rows, ``J_c,b^T``, ``g_b`` and the momentum rate."""
-        clm, m, data = self.clm, self.model, self.data
-        self.kin.update(q)
-        _, J_lu, J_la = self.kin.evaluate()
+        clm, m = self.clm, self.model
+        kin = self.kin if kinematics is None else kinematics
+        if kinematics is None:
+            kin.update(q)
+        self.data = data = kin.data
+        _, J_lu, J_la = kin.evaluate()
         Jc = self._Jc
         for i, fid in enumerate(self.frame_ids):
             Jc[6 * i:6 * i + 6] = pin.getFrameJacobian(m, data, fid, pin.LOCAL)
@@ -364,12 +374,58 @@ class ContactWrenchEstimator:
             else:
                 self.momentum_rate_in_base[:] = 0.0
                 self._h_valid = False
+        self._solver_ready = self._factor()
+
+    def _factor(self) -> bool:
+        """The linear map from right-hand sides to wrenches, ``f = P [b_a; b_b]`` (model part).
+
+        With base rows, ``P = N^{-1} [A^T, w^2 J_b^T]`` (normal equations, ``N = A^T A + w^2 J_b^T J_b``);
+        else ``P = A^{-1}`` for a square ``A = J_c,m^T``. False when this is singular (the
+        estimation step then falls back to least squares).
+        """
+        cfg, A = self.config, self.J_cm_T
+        n_a = A.shape[0]
+        P = self._P
+        if self.base_rows:
+            J_b, w2 = self.J_cb_T, cfg.base_row_weight ** 2
+            N = A.T @ A
+            N += w2 * (J_b.T @ J_b)
+            rhs = self._P_rhs
+            rhs[:, :n_a] = A.T
+            rhs[:, n_a:] = w2 * J_b.T
+            X = lu_solve(N, rhs)
+        elif self._square:
+            X = lu_solve(A, self._eye_a)
+        else:
+            return False
+        if X is None or not np.isfinite(X).all():
+            return False
+        P[:] = X
+        return True
 
     def _solve(self, B_a: np.ndarray, B_b: np.ndarray | None) -> np.ndarray:
         """Wrenches for the right-hand-side columns ``B_a`` (actuated rows) and ``B_b`` (base rows):
         weighted least squares with base rows, else eq. (46); one column per wanted solution."""
         cfg, est = self.config, self.estimate
         A = self.J_cm_T
+        if self._solver_ready:
+            n_a = A.shape[0]
+            B = self._B[:, :B_a.shape[1]]
+            B[:n_a] = B_a
+            if B_b is not None:
+                B[n_a:] = B_b
+            F = self._P @ B
+            f0 = F[:, 0]
+            # a square system without base rows is solved exactly (residual: rounding only)
+            if B_b is None:
+                est.residual = est.base_residual = 0.0
+            else:
+                r = A @ f0
+                r -= B_a[:, 0]
+                rb = self.J_cb_T @ f0
+                rb -= B_b[:, 0]
+                est.residual, est.base_residual = math.sqrt(r @ r), math.sqrt(rb @ rb)
+            return F
         if B_b is not None:
             J_b, w2 = self.J_cb_T, cfg.base_row_weight ** 2
             N = A.T @ A
@@ -394,8 +450,9 @@ class ContactWrenchEstimator:
 
     # ------------------------------------------------------------------ public
     def update(self, q: np.ndarray, motor_torque: np.ndarray | None = None,
-               actuator_force: np.ndarray | None = None, v: np.ndarray | None = None) -> ContactWrenchEstimate:
-        """One estimation tick.
+               actuator_force: np.ndarray | None = None, v: np.ndarray | None = None,
+               kinematics: ClosureKinematics | None = None) -> ContactWrenchEstimate:
+        """One estimation tick: :meth:`update_model` then :meth:`estimate`.
 
         Args:
             q: estimated configuration (base orientation included for a floating base).
@@ -405,6 +462,8 @@ class ContactWrenchEstimator:
                 the optional velocity terms; None: quasi-static. With ``momentum_rate`` call
                 once per tick at ``sample_rate_hz`` (the rate is a one-tick difference), and
                 :meth:`reset_filter` after a gap.
+            kinematics: a :class:`ClosureKinematics` of the same model already updated at ``q``
+                (the passive-state estimator's full-model update), reused instead of a new one.
 
         Returns:
             The estimate (internal buffers, overwritten at the next call).
@@ -412,41 +471,67 @@ class ContactWrenchEstimator:
         Raises:
             EstimationError: non-finite or wrongly sized input, singular configuration.
         """
-        clm, est = self.clm, self.estimate
-        n_a = clm.n_a
+        self.update_model(q, v, kinematics)
+        return self.estimate_wrenches(motor_torque=motor_torque, actuator_force=actuator_force)
+
+    def update_model(self, q: np.ndarray, v: np.ndarray | None = None,
+                     kinematics: ClosureKinematics | None = None) -> None:
+        """Model part of a tick at the estimated state (eq. (44)-(45)): ``J_c,m^T``, ``g_p,a``, the
+        base rows and the map from measurements to wrenches. Arguments as in :meth:`update`.
+
+        This is the "full-model update" the paper counts with the state estimator; the wrench
+        estimation proper is :meth:`estimate_wrenches`.
+        """
         q = np.asarray(q, dtype=float)
         if q.shape != (self.model.nq,) or not np.isfinite(q).all():
             raise EstimationError(f"configuration must be finite with shape ({self.model.nq},), got {q.shape}")
+        if v is not None:
+            v = np.asarray(v, dtype=float)
+            if v.shape != (self.model.nv,) or not np.isfinite(v).all():
+                raise EstimationError(f"velocity must be finite with shape ({self.model.nv},), got {v.shape}")
+        if kinematics is not None and kinematics.model is not self.model:
+            raise InputError("update_model: the kinematics belong to another model")
+        self._model_ready = False
+        self._model_terms(q, v, kinematics)
+        self._model_ready = True
+
+    def estimate_wrenches(self, motor_torque: np.ndarray | None = None,
+                          actuator_force: np.ndarray | None = None) -> ContactWrenchEstimate:
+        """Wrench estimation proper, eq. (46)-(47): actuator forces, filter, wrenches, CoPs, ZMP,
+        with the model terms of the last :meth:`update_model`.
+
+        Raises:
+            EstimationError: non-finite or wrongly sized efforts, or no model update yet.
+        """
+        if not self._model_ready:
+            raise EstimationError("estimate_wrenches: call update_model (or update) first")
+        clm, est = self.clm, self.estimate
+        n_a = clm.n_a
         if (motor_torque is None) == (actuator_force is None):
             raise InputError("give exactly one of motor_torque and actuator_force")
         x = np.asarray(motor_torque if actuator_force is None else actuator_force, dtype=float)
         if x.shape != (n_a,) or not np.isfinite(x).all():
             raise EstimationError(f"actuator efforts must be finite with shape ({n_a},), got {x.shape}")
-        if v is not None:
-            v = np.asarray(v, dtype=float)
-            if v.shape != (self.model.nv,) or not np.isfinite(v).all():
-                raise EstimationError(f"velocity must be finite with shape ({self.model.nv},), got {v.shape}")
         tau_bar = est.actuator_force
         tau_bar[:] = x if motor_torque is None else self.transmission.force(x)
-        self._model_terms(q, v)
-        n_a, c = clm.n_a, self.n_soles
+        c = self.n_soles
         filt = self.config.filter_enabled
         cols = 2 if filt else 1
         B_a = self._B_a[:, :cols]
-        B_a[:, 0] = self.g_pa - tau_bar
+        np.subtract(self.g_pa, tau_bar, out=B_a[:, 0])
         B_b = None
         if self.base_rows:
             B_b = self._B_b[:, :cols]
-            B_b[:, 0] = self.g_base + self.momentum_rate_in_base
+            np.add(self.g_base, self.momentum_rate_in_base, out=B_b[:, 0])
         if filt:  # the measured inputs, not the configuration-dependent model terms
             u = self._filter_in
             u[:n_a] = tau_bar
             if self.base_rows:
                 u[n_a:] = self.momentum_rate_in_base
             y = self.filter(u)
-            B_a[:, 1] = self.g_pa - y[:n_a]
+            np.subtract(self.g_pa, y[:n_a], out=B_a[:, 1])
             if B_b is not None:
-                B_b[:, 1] = self.g_base + y[n_a:]
+                np.add(self.g_base, y[n_a:], out=B_b[:, 1])
         F = self._solve(B_a, B_b)
         est.wrench_sole_in_sole_raw[:] = F[:, 0].reshape(c, 6)
         est.wrench_sole_in_sole[:] = F[:, cols - 1].reshape(c, 6)

@@ -308,3 +308,38 @@ def test_filter_acts_on_measured_inputs(mechanism_dir):
     q2[3:7] = pin.Quaternion(pin.rpy.rpyToMatrix(0.1, 0.0, 0.0)).coeffs()
     raw = est.update(q2, actuator_force=tau).wrench_sole_in_sole_raw.copy()
     np.testing.assert_allclose(est.estimate.wrench_sole_in_sole, raw, atol=1e-9)
+
+
+def test_shared_full_model_update_gives_the_same_wrenches() -> None:
+    """update_model(kinematics=<the passive estimator's>) + estimate_wrenches == update (own kinematics)."""
+    from kangaroo_wbc.estimation.passive_state import PassiveStateEstimator
+    from kangaroo_wbc.model import gravity_actuated
+    from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo, standing_configuration
+
+    clm = load_kangaroo(floating_base=True)
+    q0 = standing_configuration(clm)
+    est = PassiveStateEstimator(clm, q0=q0)
+    soles = ["left_sole", "right_sole"]
+    own, shared = ContactWrenchEstimator(clm, soles), ContactWrenchEstimator(clm, soles)
+    g = gravity_actuated(clm, q0)
+    rng = np.random.default_rng(4)
+    theta = q0[clm.idx_q_a].copy()
+    for _ in range(20):
+        theta_dot = 0.01 * rng.standard_normal(clm.n_a)
+        theta += 1e-3 * theta_dot
+        est.update(theta, theta_dot, 1e-3)
+        force = g * (1.0 + 0.05 * rng.standard_normal(clm.n_a))
+        a = own.update(est.q, actuator_force=force, v=est.v)
+        a_w, a_zmp = a.wrench_sole_in_sole.copy(), a.zmp_in_world.copy()
+        shared.update_model(est.q, est.v, kinematics=est.kin)
+        b = shared.estimate_wrenches(actuator_force=force)
+        np.testing.assert_allclose(b.wrench_sole_in_sole, a_w, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(b.zmp_in_world, a_zmp, rtol=0, atol=1e-12)
+
+
+def test_estimate_before_model_update_is_an_error() -> None:
+    from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
+
+    cwe = ContactWrenchEstimator(load_kangaroo(floating_base=True), ["left_sole", "right_sole"])
+    with pytest.raises(EstimationError, match="update_model"):
+        cwe.estimate_wrenches(actuator_force=np.zeros(12))
