@@ -279,6 +279,8 @@ class ClosedLoopModel:
             [np.full(len(c.rows), k) for k, c in enumerate(self.closures)] + [np.zeros(0, dtype=int)]).astype(int)
         self._kernel_built = False  # the compiled kernel follows the kept rows
         self._fk_lu = None  # LU of J_lu kept between closure_fk calls (chord steps)
+        self._fk_jinv = None  # J_lu^{-1} kept between calls by the compiled chord iteration
+        self._fk_chord_ready: bool | None = None
 
     def _select_rows(self, q_ref: np.ndarray | None) -> None:
         """Drop redundant rows (rank-revealing QR), at ``q_ref`` then at the closed configuration."""
@@ -743,7 +745,8 @@ class ClosedLoopModel:
         q[self.idx_q_a] = theta_a
         if self.n_c == 0:
             return q, ClosureFkInfo(0, 0.0, True)
-        q, info = self._chord_newton(q, tol, max_iter)
+        fast = self._compiled_chord(q, tol, max_iter)
+        q, info = fast if fast is not None else self._chord_newton(q, tol, max_iter)
         if not info.converged:
             if raise_on_failure:
                 raise ClosureFkError(
@@ -753,6 +756,40 @@ class ClosedLoopModel:
             return q, info
         self._q_last = q.copy()
         return q, info
+
+    def _compiled_chord(self, q: np.ndarray, tol: float, max_iter: int) -> tuple[np.ndarray, ClosureFkInfo] | None:
+        """Chord Newton in compiled code with ``J_lu^{-1}`` kept between calls; None when it cannot
+        finish (no kernel, non-square or singular ``J_lu``, or no contraction even with a fresh
+        Jacobian: far from a solution), then the damped Python iteration takes over from ``q``."""
+        from kangaroo_wbc.model.fast_kinematics import CHORD_CONVERGED, CHORD_STALLED
+
+        k = self.kernel
+        if k is None or self.n_c != self.n_u:
+            return None
+        if self._fk_chord_ready is None:
+            self._fk_chord_ready = k.set_passive_joints(self.model, self.idx_v_u)
+        if not self._fk_chord_ready:
+            return None
+        total = 0
+        for _ in range(4):
+            fresh = self._fk_jinv is None
+            if fresh:
+                _, J = k.error_and_jacobian(q)
+                try:
+                    J_inv = np.linalg.inv(J[:, self.idx_v_u])
+                except np.linalg.LinAlgError:
+                    return None
+                if not np.isfinite(J_inv).all():
+                    return None
+                self._fk_jinv = J_inv
+            status, it, norm = k.chord(q, self._fk_jinv, tol, max_iter - total, CHORD_CONTRACTION)
+            total += it
+            if status == CHORD_CONVERGED:
+                return q, ClosureFkInfo(total, norm, True)
+            self._fk_jinv = None
+            if status != CHORD_STALLED or (fresh and it <= 1):
+                return None
+        return None
 
     def _chord_newton(self, q: np.ndarray, tol: float, max_iter: int) -> tuple[np.ndarray, ClosureFkInfo]:
         m = self.model

@@ -329,6 +329,83 @@ def _closure(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_join
                         J_out[r, out] = G[i, 0] * wl0 + G[i, 1] * wl1 + G[i, 2] * wl2
 
 
+#: Status codes of :func:`_chord_fk`.
+CHORD_CONVERGED, CHORD_STALLED, CHORD_MAX_ITER = 0, 1, 2
+
+
+@_jit
+def _integrate_passive(q, dv_u, pj_iq, pj_iu, pj_kind, out):
+    """``out = q (+) dv`` for the passive joints (``dv_u`` in ``idx_v_u`` order), as ``pin.integrate``:
+    1-DOF and universal joints add, spherical joints right-multiply ``exp(omega)``."""
+    for i in range(q.shape[0]):
+        out[i] = q[i]
+    for n in range(pj_iq.shape[0]):
+        iq, iu, kind = pj_iq[n], pj_iu[n], pj_kind[n]
+        if kind == 1:
+            out[iq] += dv_u[iu]
+        elif kind == 2:
+            out[iq] += dv_u[iu]
+            out[iq + 1] += dv_u[iu + 1]
+        else:  # spherical: quaternion (x, y, z, w) times exp(omega / 2)
+            wx, wy, wz = dv_u[iu], dv_u[iu + 1], dv_u[iu + 2]
+            th = math.sqrt(wx * wx + wy * wy + wz * wz)
+            if th < 1e-8:
+                c, k = 1.0 - th * th / 8.0, 0.5 - th * th / 48.0
+            else:
+                c, k = math.cos(0.5 * th), math.sin(0.5 * th) / th
+            bx, by, bz, bw = k * wx, k * wy, k * wz, c
+            ax, ay, az, aw = q[iq], q[iq + 1], q[iq + 2], q[iq + 3]
+            x = aw * bx + ax * bw + ay * bz - az * by
+            y = aw * by - ax * bz + ay * bw + az * bx
+            z = aw * bz + ax * by - ay * bx + az * bw
+            w = aw * bw - ax * bx - ay * by - az * bz
+            nrm = math.sqrt(x * x + y * y + z * z + w * w)
+            out[iq], out[iq + 1], out[iq + 2], out[iq + 3] = x / nrm, y / nrm, z / nrm, w / nrm
+
+
+@_jit
+def _chord_fk(q, J_inv, tol, max_iter, contraction, pj_iq, pj_iu, pj_kind, e_buf, q_buf,
+              parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR, fp,
+              slot_a, slot_u, rot_type, uj_ijks, rowmap, col_joint, col_dof, col_sign, col_out, J_dummy):
+    """Chord Newton on the passive coordinates with a fixed ``J_lu^{-1}`` (updates ``q`` in place).
+
+    Returns ``(status, iterations, residual)``: converged (inf-norm <= tol), stalled (a step did
+    not shrink the residual by ``contraction``: ``q`` is the last accepted point) or out of steps.
+    """
+    _closure(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR, fp,
+             slot_a, slot_u, rot_type, uj_ijks, rowmap, col_joint, col_dof, col_sign, col_out, False, e_buf,
+             J_dummy)
+    n_c, n_u = J_inv.shape[1], J_inv.shape[0]
+    norm = 0.0
+    for r in range(n_c):
+        norm = max(norm, abs(e_buf[r]))
+    step = np.empty(n_u)
+    it = 0
+    while norm > tol:
+        if it >= max_iter:
+            return CHORD_MAX_ITER, it, norm
+        it += 1
+        for i in range(n_u):
+            s = 0.0
+            for r in range(n_c):
+                s -= J_inv[i, r] * e_buf[r]
+            step[i] = s
+        _integrate_passive(q, step, pj_iq, pj_iu, pj_kind, q_buf)
+        _closure(q_buf, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR, fp,
+                 slot_a, slot_u, rot_type, uj_ijks, rowmap, col_joint, col_dof, col_sign, col_out, False, e_buf,
+                 J_dummy)
+        new = 0.0
+        for r in range(n_c):
+            new = max(new, abs(e_buf[r]))
+        if not new < contraction * norm:
+            # restore e at the accepted point is the caller's job (it refreshes J there)
+            return CHORD_STALLED, it, norm
+        for i in range(q.shape[0]):
+            q[i] = q_buf[i]
+        norm = new
+    return CHORD_CONVERGED, it, norm
+
+
 class ClosureKernel:
     """Compiled ``e_l``/``J_l``/placements for one closed-loop model (see the module docstring).
 
@@ -448,6 +525,51 @@ class ClosureKernel:
         self._run(q, True)
         return self.e_l, self.J_l
 
+    def set_passive_joints(self, model: pin.Model, idx_v_u: np.ndarray) -> bool:
+        """Prepare :meth:`chord` for the passive velocity indices ``idx_v_u``; False if a passive
+        joint type cannot be integrated here (then :meth:`chord` must not be used)."""
+        pos = {int(v): i for i, v in enumerate(idx_v_u)}
+        iq, iu, kind = [], [], []
+        for j in range(1, model.njoints):
+            jm = model.joints[j]
+            if jm.idx_v not in pos:
+                continue
+            if any(jm.idx_v + d not in pos or pos[jm.idx_v + d] != pos[jm.idx_v] + d for d in range(jm.nv)):
+                return False
+            t = self.jtype[j]
+            if t in (REVOLUTE, PRISMATIC):
+                k = 1
+            elif t == UNIVERSAL:
+                k = 2
+            elif t == SPHERICAL:
+                k = 3
+            else:
+                return False
+            iq.append(jm.idx_q)
+            iu.append(pos[jm.idx_v])
+            kind.append(k)
+        self.pj_iq = np.array(iq, dtype=np.int64)
+        self.pj_iu = np.array(iu, dtype=np.int64)
+        self.pj_kind = np.array(kind, dtype=np.int64)
+        self._q_buf = np.zeros(self.nq)
+        self._e_buf = np.zeros(self.n_c)
+        return True
+
+    def chord(self, q: np.ndarray, J_inv: np.ndarray, tol: float, max_iter: int,
+              contraction: float) -> tuple[int, int, float]:
+        """Chord Newton steps ``dtheta_u = -J_inv e_l`` from ``q`` (updated in place), compiled.
+
+        Returns ``(status, iterations, residual)`` with status ``CHORD_CONVERGED``,
+        ``CHORD_STALLED`` (a step shrank the inf-norm residual by less than ``contraction``; ``q``
+        is the last accepted point) or ``CHORD_MAX_ITER``.
+        """
+        status, it, norm = _chord_fk(
+            q, J_inv, tol, max_iter, contraction, self.pj_iq, self.pj_iu, self.pj_kind, self._e_buf, self._q_buf,
+            self.parent, self.jtype, self.axis, self.axis2, self.R0, self.p0, self.idx_q, self.oRpre, self.oR,
+            self.op, self.f_joint, self.f_R, self.f_p, self.R, self.p, self.slot_a, self.slot_u, self.rot_type,
+            self.uj_ijks, self.rowmap, self.col_joint, self.col_dof, self.col_sign, self.col_out, self._J_dummy)
+        return int(status), int(it), float(norm)
+
 
 def build_kernel(model: pin.Model, frame_ids, slot_a, slot_u, signed_mask, flat_rows, rot_log3,
                  universal, columns=None) -> ClosureKernel | None:
@@ -462,4 +584,4 @@ def build_kernel(model: pin.Model, frame_ids, slot_a, slot_u, signed_mask, flat_
     return kernel
 
 
-__all__ = ["ClosureKernel", "build_kernel"]
+__all__ = ["CHORD_CONVERGED", "CHORD_MAX_ITER", "CHORD_STALLED", "ClosureKernel", "build_kernel"]
