@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import argparse
 
-from kangaroo_wbc.cli.common import add_json_flag, print_json
+from kangaroo_wbc.cli.common import add_json_flag, print_json, progress
 
 
 def _run(args: argparse.Namespace) -> int:
     from kangaroo_wbc.pipeline.soak import run_soak
 
-    report = run_soak(args.minutes, behaviour=args.behaviour, seed=args.seed)
+    report = run_soak(args.minutes, behaviour=args.behaviour, seed=args.seed,
+                      progress=lambda it, total, desc: progress(it, total, desc, enabled=not args.json))
     if args.json:
         print_json(report)
     else:

@@ -1,4 +1,4 @@
-"""Smoke run of ``kangaroo-wbc soak``: 0.05 simulated minutes (3 s) of the in-process closed loop."""
+"""Smoke run of ``kangaroo-wbc soak``: 0.5 simulated minutes (30 s) of the in-process closed loop."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ KEYS = ("rss_growth_mb", "latency_ms_p99_first_minute", "latency_ms_p99_last_min
 
 
 def test_soak_smoke_reports_sane_numbers(capsys):
-    code = main(["soak", "--minutes", "0.05", "--json"])
+    code = main(["soak", "--minutes", "0.5", "--json"])
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert set(KEYS) <= set(report)
     assert code == 0
@@ -24,8 +24,9 @@ def test_soak_smoke_reports_sane_numbers(capsys):
     assert report["safe_mode_entries"] == 0
     assert report["dropped_messages"] == 0
     assert report["latency_window"] == "third"  # < 2 minutes: first / last third
-    assert report["sim_time_s"] == pytest.approx(3.0, abs=0.01)
+    assert report["sim_time_s"] == pytest.approx(30.0, abs=0.01)
     for key in ("rss_growth_mb", "latency_ms_p99_first_minute", "latency_ms_p99_last_minute"):
         assert math.isfinite(report[key]), key
     assert report["latency_ms_p99_first_minute"] > 0 and report["latency_ms_p99_last_minute"] > 0
-    assert abs(report["rss_growth_mb"]) < 200.0  # 3 s cannot grow by hundreds of MB without a leak
+    # no per-tick log is kept: after the warm-up the resident set must stay flat (the soak's target)
+    assert report["rss_growth_mb"] < 10.0, report
