@@ -149,14 +149,17 @@ class ProjectedModel:
         self._S2 = np.zeros((3 * (K + U), 3))
         # Proxies into data.oMf / data.oMi / data.joints: read in place each tick, no lookups.
         self._oMf = [self.data.oMf[i] for i in self._fids]
-        # Compiled placements of the same frames (None: read data.oMf as above).
-        self._placements = None
+        # Compiled closure kinematics on the same frames (closure sides a, u, user frames):
+        # placements, J_l and the bias Jdot_l v (None: the numpy path of update()).
+        self._kernel = None
         if clm.kernel is not None:
             from kangaroo_wbc.model.fast_kinematics import build_kernel
 
-            kernel = build_kernel(m, self._fids, [], [], np.zeros((0, m.nv)), [], [],
-                                  (np.zeros(0, dtype=int), np.zeros((0, 4), dtype=int)))
-            self._placements = None if kernel is None else kernel.placements
+            rot_log3 = [k for k, c in enumerate(clm.closures)
+                        if np.any(np.asarray(c.rows) >= 3) and k not in set(self._uj.tolist())]
+            kernel = build_kernel(m, self._fids, np.arange(K), K + np.arange(K), self._dmask[:, 0, :], self._rows,
+                                  rot_log3, (self._uj, self._uj_ijk))
+            self._kernel = kernel if kernel is not None and kernel.bias_supported else None
         self._bias_c = [self.data.joints[j] for j in self._bias_joints]
         self._bias_oMi = [self.data.oMi[j] for j in self._bias_joints]
         # Fixed parts of T.
@@ -194,14 +197,48 @@ class ProjectedModel:
         self.q[:] = q
         self.nu[:] = nu
         K = self.n_closures
+        if self._kernel is not None:
+            vel, w, acc, alpha = self._closure_terms_compiled(q, nu)
+        else:
+            vel, w, acc, alpha = self._closure_terms(q, nu)
+        v = self.v
+        self.k[self._idx_u] = -dgetrs(self._lu, self._piv, self.bias_l)[0]
+        # 5. Dynamics (App. B): M_p = T^T M T, h_p = T^T (h + M k).
+        M = pin.crba(m, data, q)  # full symmetric matrix (pinocchio >= 3 fills both triangles)
+        self.M = M
+        self.h = pin.nonLinearEffects(m, data, q, v).copy()
+        T = self.T
+        self.M_p = T.T @ (M @ T)
+        self.h_p = T.T @ (self.h + M @ self.k)
+        # 6. Centroidal quantities (eq. (33)).
+        Ag = pin.ccrba(m, data, q, v)
+        self.h_G = np.concatenate([data.hg.linear, data.hg.angular])
+        self.com = data.com[0].copy()
+        self.A_G = Ag @ self.T
+        pin.computeCentroidalMomentumTimeVariation(m, data, q, v, self.k)
+        self.A_G_drift = np.concatenate([data.dhg.linear, data.dhg.angular])
+        self.J_com = self.A_G[:3] / self.mass
+        self.com_velocity = self.h_G[:3] / self.mass
+        self.com_drift = self.A_G_drift[:3] / self.mass
+        # 7. User frames: projected Jacobians, drifts (Jdot v + J k), twists.
+        u = slice(2 * K, None)
+        self._Jf_T = self._Jf @ self.T
+        self._drift = np.concatenate([acc[u], alpha[u]], axis=1) + self._Jf @ self.k
+        self._twist = np.concatenate([vel[u], w[u]], axis=1)
+        self._updated = True
+
+    def _closure_terms(self, q: np.ndarray, nu: np.ndarray):
+        """Steps 1-4 with pinocchio and numpy: placements, J_l, J_m, T, v, bias, user-frame terms.
+
+        Returns the points' velocities ``vel``, ``w`` and accelerations ``acc`` (classical), ``alpha``
+        (closure sides a, u, then user frames).
+        """
+        m, data, K = self.model, self.data, self.n_closures
         # 1. Joint Jacobians (world, at the origin) and frame placements.
         pin.computeJointJacobians(m, data, q)
         pin.updateFramePlacements(m, data)
-        if self._placements is not None:
-            self._R, self._p = self._placements(q)
-        else:
-            Hf = np.array([M.homogeneous for M in self._oMf])
-            self._R, self._p = Hf[:, :3, :3], Hf[:, :3, 3]
+        Hf = np.array([M.homogeneous for M in self._oMf])
+        self._R, self._p = Hf[:, :3, :3], Hf[:, :3, 3]
         X = self._X
         P = self._p[K:]  # p_u of the closures, then user frames
         X[:, 0, 4], X[:, 0, 5] = P[:, 2], -P[:, 1]
@@ -262,30 +299,48 @@ class ProjectedModel:
             self.bias_l = bias.reshape(-1)[self._rows]
         else:
             self.bias_l = np.zeros(0)
-        self.k[self._idx_u] = -dgetrs(self._lu, self._piv, self.bias_l)[0]
-        # 5. Dynamics (App. B): M_p = T^T M T, h_p = T^T (h + M k).
-        M = pin.crba(m, data, q)  # full symmetric matrix (pinocchio >= 3 fills both triangles)
-        self.M = M
-        self.h = pin.nonLinearEffects(m, data, q, v).copy()
-        T = self.T
-        self.M_p = T.T @ (M @ T)
-        self.h_p = T.T @ (self.h + M @ self.k)
-        # 6. Centroidal quantities (eq. (33)).
-        Ag = pin.ccrba(m, data, q, v)
-        self.h_G = np.concatenate([data.hg.linear, data.hg.angular])
-        self.com = data.com[0].copy()
-        self.A_G = Ag @ self.T
-        pin.computeCentroidalMomentumTimeVariation(m, data, q, v, self.k)
-        self.A_G_drift = np.concatenate([data.dhg.linear, data.dhg.angular])
-        self.J_com = self.A_G[:3] / self.mass
-        self.com_velocity = self.h_G[:3] / self.mass
-        self.com_drift = self.A_G_drift[:3] / self.mass
-        # 7. User frames: projected Jacobians, drifts (Jdot v + J k), twists.
+        return vel, w, acc, alpha
+
+    def _closure_terms_compiled(self, q: np.ndarray, nu: np.ndarray):
+        """Steps 1-4 of :meth:`_closure_terms` with the compiled kernel (same numbers, tested)."""
+        m, data, K, kernel = self.model, self.data, self.n_closures, self._kernel
+        _, J_l = kernel.error_and_jacobian(q)
+        self._R, self._p = kernel.R, kernel.p
+        self.J_l = J_l
+        # user frames: LOCAL_WORLD_ALIGNED Jacobians at their origins from data.J, masked by support
+        pin.computeJointJacobians(m, data, q)
+        J = data.J
+        P = self._p[2 * K:]
+        U = self.n_frames
+        Jf = self._Jf_buf if hasattr(self, "_Jf_buf") else np.empty((U, 6, self.nv))
+        self._Jf_buf = Jf
+        for i in range(U):  # J_lin - [p]x J_ang
+            px, py, pz = P[i]
+            Jf[i, 0] = J[0] - (py * J[5] - pz * J[4])
+            Jf[i, 1] = J[1] - (pz * J[3] - px * J[5])
+            Jf[i, 2] = J[2] - (px * J[4] - py * J[3])
+            Jf[i, 3:] = J[3:]
+        Jf *= self._umask
+        self._Jf = Jf
+        J_lu = J_l[:, self._idx_u]
+        self._lu, self._piv, info = dgetrf(J_lu)
+        if info != 0 or not np.all(np.isfinite(self._lu)):
+            raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
+        self.J_m = -dgetrs(self._lu, self._piv, J_l[:, self._idx_a])[0]
+        self.T[self._idx_u, self.n_b:] = self.J_m
+        v = self.T @ nu
+        self.v[:] = v
+        self.bias_l = kernel.velocity_bias(q, v).copy()
+        # user frames (the closure rows are done): point velocities and classical accelerations
         u = slice(2 * K, None)
-        self._Jf_T = self._Jf @ self.T
-        self._drift = np.concatenate([acc[u], alpha[u]], axis=1) + self._Jf @ self.k
-        self._twist = np.concatenate([vel[u], w[u]], axis=1)
-        self._updated = True
+        V, A = kernel.frame_velocity[u], kernel.frame_bias_acceleration[u]  # spatial at the world origin
+        p = self._p[u]
+        w, alpha = V[:, 3:], A[:, 3:]
+        vel = V[:, :3] + _cross(w, p)
+        acc = A[:, :3] + _cross(alpha, p) + _cross(w, vel)
+        pad = np.zeros((2 * K, 3))  # update() reads rows 2K: only
+        return (np.concatenate([pad, vel]), np.concatenate([pad, w]), np.concatenate([pad, acc]),
+                np.concatenate([pad, alpha]))
 
     def _universal_rows(self, Q: np.ndarray) -> None:
         """Rotation row of each universal-joint cut: ``g^T R_u^T`` with

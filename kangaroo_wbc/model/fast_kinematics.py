@@ -329,6 +329,163 @@ def _closure(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_join
                         J_out[r, out] = G[i, 0] * wl0 + G[i, 1] * wl1 + G[i, 2] * wl2
 
 
+@_jit
+def _joint_column(jid, dof, jtype, axis, axis2, oRpre, oR, op):
+    """World column of velocity ``dof`` of joint ``jid``: ``(v_O, omega)`` (spatial, world origin)."""
+    t = jtype[jid]
+    if t == REVOLUTE:
+        o0, o1, o2 = _times_axis(oR, jid, axis)
+        lin = False
+    elif t == PRISMATIC:
+        o0, o1, o2 = _times_axis(oR, jid, axis)
+        lin = True
+    elif t == UNIVERSAL:
+        if dof == 0:
+            o0, o1, o2 = _times_axis(oRpre, jid, axis)
+        else:
+            o0, o1, o2 = _times_axis(oR, jid, axis2)
+        lin = False
+    elif t == SPHERICAL:
+        o0, o1, o2 = oR[jid, 0, dof], oR[jid, 1, dof], oR[jid, 2, dof]
+        lin = False
+    else:
+        e = dof % 3
+        o0, o1, o2 = oR[jid, 0, e], oR[jid, 1, e], oR[jid, 2, e]
+        lin = dof < 3
+    if lin:
+        return o0, o1, o2, 0.0, 0.0, 0.0
+    p0, p1, p2 = op[jid, 0], op[jid, 1], op[jid, 2]
+    return p1 * o2 - p2 * o1, p2 * o0 - p0 * o2, p0 * o1 - p1 * o0, o0, o1, o2
+
+
+@_jit
+def _cross3(a0, a1, a2, b0, b1, b2):
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+@_jit
+def _velocity_bias(v, parent, jtype, axis, axis2, idx_v, jnv, oRpre, oR, op, f_joint, fR, fp, slot_a, slot_u,
+                   rot_type, uj_ijks, rowmap, Vj, Aj, fV, fA, bias_out):
+    """Frame twists / velocity-product accelerations and the closure bias ``Jdot_l v``.
+
+    Needs the placements of the same configuration (a previous :func:`_placements` call).
+    ``Vj``/``Aj`` (n, 6): per joint, world spatial velocity and ``Jdot v`` at the world origin
+    (linear first). ``fV``/``fA`` (F, 6): the same for the frames' bodies. ``bias_out`` gets the
+    bias rows of the position and universal-joint rows (log3 rows are not handled here).
+    """
+    n = parent.shape[0]
+    for c in range(6):
+        Vj[0, c] = 0.0
+        Aj[0, c] = 0.0
+    for jid in range(1, n):
+        par = parent[jid]
+        for c in range(6):
+            Vj[jid, c] = Vj[par, c]
+            Aj[jid, c] = Aj[par, c]
+        # joint velocity first (the cross term of its own column with itself vanishes)
+        for d in range(jnv[jid]):
+            s0, s1, s2, s3, s4, s5 = _joint_column(jid, d, jtype, axis, axis2, oRpre, oR, op)
+            qd = v[idx_v[jid] + d]
+            Vj[jid, 0] += s0 * qd
+            Vj[jid, 1] += s1 * qd
+            Vj[jid, 2] += s2 * qd
+            Vj[jid, 3] += s3 * qd
+            Vj[jid, 4] += s4 * qd
+            Vj[jid, 5] += s5 * qd
+        vx, vy, vz, wx, wy, wz = Vj[jid, 0], Vj[jid, 1], Vj[jid, 2], Vj[jid, 3], Vj[jid, 4], Vj[jid, 5]
+        for d in range(jnv[jid]):
+            s0, s1, s2, s3, s4, s5 = _joint_column(jid, d, jtype, axis, axis2, oRpre, oR, op)
+            qd = v[idx_v[jid] + d]
+            if jtype[jid] == UNIVERSAL and d == 0:
+                # the first axis is fixed in the intermediate frame, which the second rotation
+                # does not move: its column turns with the velocity before the second axis
+                t0, t1, t2, t3, t4, t5 = _joint_column(jid, 1, jtype, axis, axis2, oRpre, oR, op)
+                q2 = v[idx_v[jid] + 1]
+                vx, vy, vz = vx - t0 * q2, vy - t1 * q2, vz - t2 * q2
+                wx, wy, wz = wx - t3 * q2, wy - t4 * q2, wz - t5 * q2
+            elif jtype[jid] == UNIVERSAL:
+                vx, vy, vz, wx, wy, wz = Vj[jid, 0], Vj[jid, 1], Vj[jid, 2], Vj[jid, 3], Vj[jid, 4], Vj[jid, 5]
+            # motion cross product V x S = (w x s_lin + v x s_ang, w x s_ang)
+            a0, a1, a2 = _cross3(wx, wy, wz, s0, s1, s2)
+            b0, b1, b2 = _cross3(vx, vy, vz, s3, s4, s5)
+            c0, c1, c2 = _cross3(wx, wy, wz, s3, s4, s5)
+            Aj[jid, 0] += (a0 + b0) * qd
+            Aj[jid, 1] += (a1 + b1) * qd
+            Aj[jid, 2] += (a2 + b2) * qd
+            Aj[jid, 3] += c0 * qd
+            Aj[jid, 4] += c1 * qd
+            Aj[jid, 5] += c2 * qd
+    for f in range(f_joint.shape[0]):
+        jid = f_joint[f]
+        for c in range(6):
+            fV[f, c] = Vj[jid, c]
+            fA[f, c] = Aj[jid, c]
+    pd = np.empty((2, 3))
+    pdd = np.empty((2, 3))
+    for k in range(slot_a.shape[0]):
+        for side in range(2):
+            f = slot_a[k] if side == 0 else slot_u[k]
+            px, py, pz = fp[f, 0], fp[f, 1], fp[f, 2]
+            wx, wy, wz = fV[f, 3], fV[f, 4], fV[f, 5]
+            ax, ay, az = fA[f, 3], fA[f, 4], fA[f, 5]
+            c0, c1, c2 = _cross3(wx, wy, wz, px, py, pz)
+            pd[side, 0], pd[side, 1], pd[side, 2] = fV[f, 0] + c0, fV[f, 1] + c1, fV[f, 2] + c2
+            c0, c1, c2 = _cross3(ax, ay, az, px, py, pz)
+            e0, e1, e2 = _cross3(wx, wy, wz, pd[side, 0], pd[side, 1], pd[side, 2])
+            pdd[side, 0], pdd[side, 1], pdd[side, 2] = fA[f, 0] + c0 + e0, fA[f, 1] + c1 + e1, fA[f, 2] + c2 + e2
+        a, u = slot_a[k], slot_u[k]
+        d0, d1, d2 = fp[u, 0] - fp[a, 0], fp[u, 1] - fp[a, 1], fp[u, 2] - fp[a, 2]
+        dd0, dd1, dd2 = pd[1, 0] - pd[0, 0], pd[1, 1] - pd[0, 1], pd[1, 2] - pd[0, 2]
+        ddd0, ddd1, ddd2 = pdd[1, 0] - pdd[0, 0], pdd[1, 1] - pdd[0, 1], pdd[1, 2] - pdd[0, 2]
+        wa0, wa1, wa2 = fV[a, 3], fV[a, 4], fV[a, 5]
+        aa0, aa1, aa2 = fA[a, 3], fA[a, 4], fA[a, 5]
+        c0, c1, c2 = _cross3(d0, d1, d2, wa0, wa1, wa2)
+        w0, w1, w2 = dd0 + c0, dd1 + c1, dd2 + c2
+        c0, c1, c2 = _cross3(dd0, dd1, dd2, wa0, wa1, wa2)
+        e0, e1, e2 = _cross3(d0, d1, d2, aa0, aa1, aa2)
+        g0, g1, g2 = _cross3(wa0, wa1, wa2, w0, w1, w2)
+        x0, x1, x2 = ddd0 + c0 + e0 - g0, ddd1 + c1 + e1 - g1, ddd2 + c2 + e2 - g2
+        for i in range(3):
+            r = rowmap[k, i]
+            if r >= 0:
+                bias_out[r] = fR[a, 0, i] * x0 + fR[a, 1, i] * x1 + fR[a, 2, i] * x2
+        if rot_type[k] == ROT_UNIVERSAL:
+            ui, uj, uk, sg = uj_ijks[k, 0], uj_ijks[k, 1], uj_ijks[k, 2], uj_ijks[k, 3]
+            r = rowmap[k, 3 + uk]
+            if r < 0:
+                continue
+            wu0, wu1, wu2 = fV[u, 3], fV[u, 4], fV[u, 5]
+            au0, au1, au2 = fA[u, 3], fA[u, 4], fA[u, 5]
+            c0, c1, c2 = _cross3(wu0, wu1, wu2, wa0, wa1, wa2)
+            r0, r1, r2 = wu0 - wa0, wu1 - wa1, wu2 - wa2
+            s0, s1, s2 = au0 - aa0 + c0, au1 - aa1 + c1, au2 - aa2 + c2
+            # w = R_u^T r, wd = R_u^T s
+            w = np.empty(3)
+            wd = np.empty(3)
+            for i in range(3):
+                w[i] = fR[u, 0, i] * r0 + fR[u, 1, i] * r1 + fR[u, 2, i] * r2
+                wd[i] = fR[u, 0, i] * s0 + fR[u, 1, i] * s1 + fR[u, 2, i] * s2
+            # M = Sw Sw + skew(wd); Sw Sw = w w^T - |w|^2 I; need (R_au M)[ui, uj]
+            ww = w[0] * w[0] + w[1] * w[1] + w[2] * w[2]
+            total = 0.0
+            for m in range(3):
+                Mmj = w[m] * w[uj] - (ww if m == uj else 0.0)
+                # skew(wd)[m, uj]
+                if m == uj:
+                    sk = 0.0
+                elif m == 0:
+                    sk = -wd[2] if uj == 1 else wd[1]
+                elif m == 1:
+                    sk = wd[2] if uj == 0 else -wd[0]
+                else:
+                    sk = -wd[1] if uj == 0 else wd[0]
+                Mmj += sk
+                # R_au[ui, m] = sum_l R_a[l, ui] R_u[l, m]
+                rau = fR[a, 0, ui] * fR[u, 0, m] + fR[a, 1, ui] * fR[u, 1, m] + fR[a, 2, ui] * fR[u, 2, m]
+                total += rau * Mmj
+            bias_out[r] = sg * total
+
+
 #: Status codes of :func:`_chord_fk`.
 CHORD_CONVERGED, CHORD_STALLED, CHORD_MAX_ITER = 0, 1, 2
 
@@ -434,6 +591,7 @@ class ClosureKernel:
         self.p0 = np.zeros((n, 3))
         self.idx_q = np.zeros(n, dtype=np.int64)
         self.idx_v = np.zeros(n, dtype=np.int64)
+        self.jnv = np.zeros(n, dtype=np.int64)
         self.R0[0] = np.eye(3)
         for j in range(1, n):
             code = _joint_code(model.joints[j])
@@ -447,6 +605,7 @@ class ClosureKernel:
             M = model.jointPlacements[j]
             self.R0[j], self.p0[j] = M.rotation, M.translation
             self.idx_q[j], self.idx_v[j] = model.joints[j].idx_q, model.joints[j].idx_v
+            self.jnv[j] = model.joints[j].nv
         frame_ids = [int(f) for f in frame_ids]
         self.f_joint = np.array([model.frames[f].parentJoint for f in frame_ids], dtype=np.int64)
         self.f_R = np.array([model.frames[f].placement.rotation for f in frame_ids]).reshape(-1, 3, 3)
@@ -524,6 +683,32 @@ class ClosureKernel:
         """``(e_l, J_l)``; ``J_l`` has the requested columns (entries of other loops' columns stay 0)."""
         self._run(q, True)
         return self.e_l, self.J_l
+
+    @property
+    def bias_supported(self) -> bool:
+        """:meth:`velocity_bias` handles every loop (position and universal-joint rows, no log3)."""
+        return not np.any(self.rot_type == ROT_LOG3)
+
+    def velocity_bias(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Closure bias ``Jdot_l v`` [m/s², rad/s²] at ``(q, v)`` (kept rows); also fills
+        :attr:`frame_velocity` and :attr:`frame_bias_acceleration` (F, 6): the frames' bodies'
+        world spatial velocity and ``Jdot v`` at the world origin, linear first.
+
+        Raises:
+            ValueError: the model has log3 rotation rows (see :attr:`bias_supported`).
+        """
+        if not self.bias_supported:
+            raise ValueError("velocity_bias: log3 rotation rows are not supported by the compiled path")
+        self.placements(q)
+        if not hasattr(self, "_Vj"):
+            n, F = self.parent.shape[0], self.f_joint.shape[0]
+            self._Vj, self._Aj = np.zeros((n, 6)), np.zeros((n, 6))
+            self.frame_velocity, self.frame_bias_acceleration = np.zeros((F, 6)), np.zeros((F, 6))
+            self.bias_l = np.zeros(self.n_c)
+        _velocity_bias(v, self.parent, self.jtype, self.axis, self.axis2, self.idx_v, self.jnv, self.oRpre, self.oR,
+                       self.op, self.f_joint, self.R, self.p, self.slot_a, self.slot_u, self.rot_type, self.uj_ijks,
+                       self.rowmap, self._Vj, self._Aj, self.frame_velocity, self.frame_bias_acceleration, self.bias_l)
+        return self.bias_l
 
     def set_passive_joints(self, model: pin.Model, idx_v_u: np.ndarray) -> bool:
         """Prepare :meth:`chord` for the passive velocity indices ``idx_v_u``; False if a passive
