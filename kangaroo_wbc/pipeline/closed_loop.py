@@ -118,6 +118,7 @@ class ClosedLoopRun:
         self.qp_failures = 0
         self.safe_mode_ticks = 0
         self.fell = False
+        self.last_state = None  # (q, v, references) given to the controller at the last tick
         self._true_ids: np.ndarray | None = None
         self._true_vids: np.ndarray | None = None
         m = clm.model
@@ -215,6 +216,7 @@ class ClosedLoopRun:
         refs = self.behaviour.references(t) if self._behaviour_started else None
         safe = False
         try:
+            self.last_state = (q, v, refs)  # what the controller gets this tick (benchmarks replay it)
             out = self.wbc.step(q, v, references=refs)
             tau = out.tau_a
             status = "ok"
@@ -270,8 +272,11 @@ class ClosedLoopRun:
             self.fell = True
         return {"t": t, "status": status, "est_ms": (t2 - t0) * 1e3, "wbc_ms": (t3 - t2) * 1e3}
 
-    def run(self, progress=None) -> dict:
-        """Boot, then run ``duration_s``; returns the metrics (see :mod:`kangaroo_wbc.pipeline.metrics`)."""
+    def run(self, progress=None, on_tick=None) -> dict:
+        """Boot, then run ``duration_s``; returns the metrics (see :mod:`kangaroo_wbc.pipeline.metrics`).
+
+        ``on_tick(run)`` is called after every control tick (e.g. to record :attr:`last_state`).
+        """
         from kangaroo_wbc.pipeline.metrics import summarize
 
         self._data_true = self.clm.model.createData()
@@ -282,6 +287,8 @@ class ClosedLoopRun:
         it = progress(range(n), total=n, desc=f"demo {self.config.behaviour}") if progress else range(n)
         for _ in it:
             self.tick()
+            if on_tick is not None:
+                on_tick(self)
             if self.fell:
                 break
         self.wall_time_s = time.perf_counter() - w0
