@@ -12,7 +12,6 @@ import functools
 import traceback
 
 import numpy as np
-import pinocchio as pin
 
 from kangaroo_wbc.bench.timing import time_calls
 from kangaroo_wbc.bench.workload import ModelSpec, reachable_trajectory
@@ -29,15 +28,13 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-def _corners(clm: ClosedLoopModel, q: np.ndarray, sole: str) -> np.ndarray:
-    """Sole corner positions in the sole frame [m] (frames ``<sole>_corner_*``)."""
-    m, d = clm.model, clm.model.createData()
-    pin.framesForwardKinematics(m, d, q)
-    oMs = d.oMf[m.getFrameId(sole)]
-    names = [f.name for f in m.frames if f.name.startswith(sole + "_corner")]
-    if not names:
-        raise ValueError(f"no {sole}_corner_* frames in the model")
-    return np.array([(oMs.inverse() * d.oMf[m.getFrameId(n)]).translation for n in names])
+def _contacts(clm: ClosedLoopModel) -> list:
+    """The soles with their four corner frames, as the closed loop and the controller node build them."""
+    from kangaroo_wbc.control.contacts import ContactSpec
+    from kangaroo_wbc.pipeline.closed_loop import CORNERS
+
+    return [ContactSpec.from_corner_frames(clm.model, name, frame, [f"{frame}_corner_{c}" for c in CORNERS])
+            for name, frame in SOLES.items()]
 
 
 def _wbc_tick(wbc, states: list[np.ndarray], vs: list[np.ndarray], refs: list, active: tuple[str, ...], k: int):
@@ -125,7 +122,6 @@ def run_stages(kangaroo: tuple[ModelSpec, ClosedLoopModel] | None, iterations: i
 
     # --- whole-body controller, double and single support
     try:
-        from kangaroo_wbc.control.contacts import ContactSpec
         from kangaroo_wbc.control.wbc import WholeBodyController
 
         if len(recorded) >= len(ticks):
@@ -136,8 +132,7 @@ def run_stages(kangaroo: tuple[ModelSpec, ClosedLoopModel] | None, iterations: i
             w_q, w_v, w_refs = states, vs, [None] * len(states)
             out["detail"]["wbc_step_ms_double"] = "WholeBodyController.step on the actuator trajectory"
         objects["wbc_inputs"] = (w_q, w_v, w_refs)
-        contacts = [ContactSpec(name, frame, _corners(clm, w_q[0], frame)) for name, frame in SOLES.items()]
-        wbc = WholeBodyController(clm, contacts)
+        wbc = WholeBodyController(clm, _contacts(clm))
         for key, active in (("wbc_step_ms_double", ("left", "right")), ("wbc_step_ms_single", ("left",))):
             try:
                 wbc.step(w_q[0], w_v[0], active_contacts=active)  # the new contact set's first solve

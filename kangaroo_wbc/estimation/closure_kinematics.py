@@ -46,6 +46,7 @@ from scipy.linalg import lapack
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
 
 _gesv = lapack.dgesv
+_getrf, _getrs = lapack.dgetrf, lapack.dgetrs
 
 log3 = pin.log3
 Jlog3 = pin.Jlog3
@@ -167,6 +168,8 @@ class ClosureKinematics:
         self.e_l = np.zeros(self.n_c)
         self.J_l = np.zeros((self.n_c, n))
         self._q = np.zeros(m.nq)
+        self._evaluated = False
+        self._lu = None
         #: compiled path (same numbers), or None: then the numpy path below
         self.kernel = None
         if clm.kernel is not None:
@@ -181,6 +184,8 @@ class ClosureKinematics:
         pin.computeJointJacobians(self.model, self.data, q)
         pin.updateFramePlacements(self.model, self.data)
         self._q[:] = q
+        self._evaluated = False  # evaluate() and the LU of J_lu are computed once per update
+        self._lu = None
 
     def evaluate(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(e_l, J_lu, J_la)`` from the data of the last :meth:`update` (eq. (2), (5)).
@@ -191,7 +196,10 @@ class ClosureKinematics:
         if self.n_c == 0:
             return self.e_l, self.J_l[:, :self.n_u], self.J_l[:, self.n_u:]
         if self.kernel is not None:
-            e_l, J_l = self.kernel.error_and_jacobian(self._q)
+            if not self._evaluated:
+                self.kernel.error_and_jacobian(self._q)
+                self._evaluated = True
+            e_l, J_l = self.kernel.e_l, self.kernel.J_l
             return e_l, J_l[:, :self.n_u], J_l[:, self.n_u:]
         oMf = self.data.oMf
         H = self._H
@@ -229,6 +237,20 @@ class ClosureKinematics:
         self.e_l[:] = e6.reshape(-1)[self.flat_rows]
         self.J_l.reshape(-1)[self._dst] = J6.reshape(-1)[self._src]
         return self.e_l, self.J_l[:, :self.n_u], self.J_l[:, self.n_u:]
+
+    def solve(self, B: np.ndarray, transpose: bool = False) -> np.ndarray | None:
+        """``J_lu^{-1} B`` (``J_lu^{-T} B`` with ``transpose``) at the last :meth:`update`; the LU
+        factorisation (partial pivoting) is computed once per update and shared by its users (the
+        passive-state estimator and the contact-wrench model terms). None if ``J_lu`` is singular.
+        """
+        if self._lu is None:
+            _, J_lu, _ = self.evaluate()
+            lu, piv, info = _getrf(J_lu)
+            if info != 0 or not np.isfinite(lu).all():
+                return None
+            self._lu = (lu, piv)
+        x, info = _getrs(self._lu[0], self._lu[1], B, trans=1 if transpose else 0)
+        return x if info == 0 else None
 
 
 __all__ = ["ClosureKinematics", "SKEW_MAP", "lu_solve", "universal_joint_indices"]

@@ -353,7 +353,7 @@ class ContactWrenchEstimator:
         rhs[:, 0] = 0.0 if g_u is None else g_u
         rhs[:, 1:] = Jc_u.T
         if clm.n_u:
-            Y = lu_solve(J_lu.T, rhs)
+            Y = kin.solve(rhs, transpose=True)
             if Y is None:
                 raise EstimationError("J_lu is singular: the configuration is at a kinematic singularity")
             JlaT = J_la.T

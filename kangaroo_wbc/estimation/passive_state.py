@@ -37,7 +37,7 @@ import numpy as np
 import pinocchio as pin
 
 from kangaroo_wbc.errors import EstimationError, InputError
-from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics, lu_solve
+from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
 
 
@@ -203,7 +203,7 @@ class PassiveStateEstimator:
             np.dot(J_la, theta_dot_a_k, out=rhs[0])
             rhs[0] += alpha * e
             np.dot(J_la, theta_dot_a, out=rhs[1])
-            sol = lu_solve(J_lu, rhs.T)
+            sol = self.kin.solve(rhs.T)
             if sol is None or not np.isfinite(sol).all():
                 raise EstimationError("J_lu is singular: the estimate is at a kinematic singularity")
             step[self.idx_v_u] = -sol[:, 0]  # eq. (38)
