@@ -160,6 +160,7 @@ class ProjectedModel:
             kernel = build_kernel(m, self._fids, np.arange(K), K + np.arange(K), self._dmask[:, 0, :], self._rows,
                                   rot_log3, (self._uj, self._uj_ijk))
             self._kernel = kernel if kernel is not None and kernel.bias_supported else None
+        self._block_lu = clm.jlu_block_lu() if self._kernel is not None else None
         self._bias_c = [self.data.joints[j] for j in self._bias_joints]
         self._bias_oMi = [self.data.oMi[j] for j in self._bias_joints]
         # Fixed parts of T.
@@ -202,7 +203,10 @@ class ProjectedModel:
         else:
             vel, w, acc, alpha = self._closure_terms(q, nu)
         v = self.v
-        self.k[self._idx_u] = -dgetrs(self._lu, self._piv, self.bias_l)[0]
+        if self._kernel is not None and self._block_lu is not None:
+            self.k[self._idx_u] = -self._block_lu.solve(self.bias_l)
+        else:
+            self.k[self._idx_u] = -dgetrs(self._lu, self._piv, self.bias_l)[0]
         # 5. Dynamics (App. B): M_p = T^T M T, h_p = T^T (h + M k).
         M = pin.crba(m, data, q)  # full symmetric matrix (pinocchio >= 3 fills both triangles)
         self.M = M
@@ -323,10 +327,16 @@ class ProjectedModel:
         Jf *= self._umask
         self._Jf = Jf
         J_lu = J_l[:, self._idx_u]
-        self._lu, self._piv, info = dgetrf(J_lu)
-        if info != 0 or not np.all(np.isfinite(self._lu)):
-            raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
-        self.J_m = -dgetrs(self._lu, self._piv, J_l[:, self._idx_a])[0]
+        blu = self._block_lu
+        if blu is not None:
+            if not blu.factor(J_lu):
+                raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
+            self.J_m = -blu.solve(J_l[:, self._idx_a])
+        else:
+            self._lu, self._piv, info = dgetrf(J_lu)
+            if info != 0 or not np.all(np.isfinite(self._lu)):
+                raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
+            self.J_m = -dgetrs(self._lu, self._piv, J_l[:, self._idx_a])[0]
         self.T[self._idx_u, self.n_b:] = self.J_m
         v = self.T @ nu
         self.v[:] = v
@@ -408,6 +418,8 @@ class ProjectedModel:
         """
         v_dot = self.T @ nu_dot + self.k
         rhs = self.M[self._idx_u] @ v_dot + self.h[self._idx_u] - generalized_contact_force[self._idx_u]
+        if self._kernel is not None and self._block_lu is not None:
+            return self._block_lu.solve(rhs, transpose=True)
         return dgetrs(self._lu, self._piv, rhs, trans=1)[0]
 
 

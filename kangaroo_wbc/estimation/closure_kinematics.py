@@ -177,6 +177,8 @@ class ClosureKinematics:
 
             self.kernel = build_kernel(m, clm._frame_ids, clm._slot_a, clm._slot_u, clm._signed_mask,
                                        clm._flat_rows, clm._rot_idx, (clm._uj_idx, clm._uj_ijk), self.cols)
+        #: block LU of J_lu (sub-mechanisms), or None: LAPACK on the dense matrix
+        self.block_lu = clm.jlu_block_lu()
 
     # ------------------------------------------------------------------ pinocchio passes
     def update(self, q: np.ndarray) -> None:
@@ -245,10 +247,17 @@ class ClosureKinematics:
         """
         if self._lu is None:
             _, J_lu, _ = self.evaluate()
-            lu, piv, info = _getrf(J_lu)
-            if info != 0 or not np.isfinite(lu).all():
-                return None
-            self._lu = (lu, piv)
+            if self.block_lu is not None:
+                if not self.block_lu.factor(J_lu):
+                    return None
+                self._lu = self.block_lu
+            else:
+                lu, piv, info = _getrf(J_lu)
+                if info != 0 or not np.isfinite(lu).all():
+                    return None
+                self._lu = (lu, piv)
+        if self.block_lu is not None:
+            return self.block_lu.solve(B, transpose)
         x, info = _getrs(self._lu[0], self._lu[1], B, trans=1 if transpose else 0)
         return x if info == 0 else None
 

@@ -529,6 +529,19 @@ class ClosedLoopModel:
             self._kernel_built = True
         return self._kernel
 
+    def jlu_block_lu(self):
+        """A :class:`~kangaroo_wbc.model.block_lu.BlockLU` for ``J_lu`` (its independent square blocks,
+        from the loops' joint columns), or None (no numba, no passive joints, or coupled blocks
+        that are not square). A new object per call: each user keeps its own factors."""
+        from kangaroo_wbc.model.block_lu import BlockLU, block_structure
+        from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA
+
+        if not HAVE_NUMBA or self.n_c == 0 or self.n_c != self.n_u or os.environ.get("KANGAROO_WBC_NO_JIT"):
+            return None
+        pattern = self._signed_mask[self.row_closure][:, self.idx_v_u] != 0.0
+        blocks = block_structure(pattern)
+        return None if blocks is None else BlockLU(blocks, self.n_u)
+
     def closure_error(self, q: np.ndarray) -> np.ndarray:
         """Closure error ``e_l(theta)`` (eq. (2)) [m, rad], one entry per kept constraint row."""
         q = self.check_configuration(q)

@@ -1,0 +1,160 @@
+"""LU factorisation of ``J_lu`` block by block (the sub-mechanisms of a closed-chain robot).
+
+``J_lu`` couples only the passive joints of one loop group: its rows and columns split into
+independent square blocks (on the Kangaroo: 2, 8 and 22 per leg, hip yaw, hip pitch-roll, knee and
+ankle together). :func:`block_structure` finds them from the sparsity pattern (connected
+components of the row-column graph); :class:`BlockLU` factorises every block with partial pivoting
+(as LAPACK ``getrf``) and solves ``J_lu X = B`` or ``J_lu^T X = B`` in compiled code. For the
+Kangaroo this is 22 k instead of 262 k multiply-adds per factorisation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA, _jit
+
+
+def block_structure(pattern: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Independent square blocks ``(rows, cols)`` of a square matrix with nonzero ``pattern``.
+
+    None when a connected component is not square (then the matrix is singular or needs the
+    dense factorisation).
+    """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    pattern = np.asarray(pattern, dtype=bool)
+    n_r, n_c = pattern.shape
+    if n_r != n_c:
+        return None
+    graph = np.zeros((n_r + n_c, n_r + n_c), dtype=bool)
+    graph[:n_r, n_r:] = pattern
+    graph[n_r:, :n_r] = pattern.T
+    k, label = connected_components(csr_matrix(graph), directed=False)
+    blocks = []
+    for i in range(k):
+        rows, cols = np.flatnonzero(label[:n_r] == i), np.flatnonzero(label[n_r:] == i)
+        if rows.size != cols.size:
+            return None
+        blocks.append((rows, cols))
+    return blocks
+
+
+@_jit
+def _factor(A, rows, cols, sizes, LU, piv):
+    """Partial-pivoting LU of every block ``A[rows_b][:, cols_b]`` into ``LU[b]``; False if singular."""
+    for b in range(sizes.shape[0]):
+        m = sizes[b]
+        for i in range(m):
+            for j in range(m):
+                LU[b, i, j] = A[rows[b, i], cols[b, j]]
+        for k in range(m):
+            p, best = k, abs(LU[b, k, k])
+            for i in range(k + 1, m):
+                if abs(LU[b, i, k]) > best:
+                    p, best = i, abs(LU[b, i, k])
+            piv[b, k] = p
+            if best == 0.0:
+                return False
+            if p != k:
+                for j in range(m):
+                    LU[b, k, j], LU[b, p, j] = LU[b, p, j], LU[b, k, j]
+            inv = 1.0 / LU[b, k, k]
+            for i in range(k + 1, m):
+                LU[b, i, k] *= inv
+                f = LU[b, i, k]
+                if f != 0.0:
+                    for j in range(k + 1, m):
+                        LU[b, i, j] -= f * LU[b, k, j]
+    return True
+
+
+@_jit
+def _solve(LU, piv, rows, cols, sizes, B, X, transpose):
+    """``X = A^{-1} B`` (or ``A^{-T} B``) with the block factors; ``B``, ``X`` are (n, k)."""
+    y = np.empty(LU.shape[1])
+    for b in range(sizes.shape[0]):
+        m = sizes[b]
+        for c in range(B.shape[1]):
+            if not transpose:  # P A = L U: L U x = P b, b from the block rows, x to the block columns
+                for i in range(m):
+                    y[i] = B[rows[b, i], c]
+                for k in range(m):
+                    p = piv[b, k]
+                    if p != k:
+                        y[k], y[p] = y[p], y[k]
+                for i in range(m):
+                    s = y[i]
+                    for j in range(i):
+                        s -= LU[b, i, j] * y[j]
+                    y[i] = s
+                for i in range(m - 1, -1, -1):
+                    s = y[i]
+                    for j in range(i + 1, m):
+                        s -= LU[b, i, j] * y[j]
+                    y[i] = s / LU[b, i, i]
+                for i in range(m):
+                    X[cols[b, i], c] = y[i]
+            else:  # A^T = U^T L^T P: U^T z = b (block columns), L^T w = z, x = P^T w (block rows)
+                for i in range(m):
+                    y[i] = B[cols[b, i], c]
+                for i in range(m):
+                    s = y[i]
+                    for j in range(i):
+                        s -= LU[b, j, i] * y[j]
+                    y[i] = s / LU[b, i, i]
+                for i in range(m - 1, -1, -1):
+                    s = y[i]
+                    for j in range(i + 1, m):
+                        s -= LU[b, j, i] * y[j]
+                    y[i] = s
+                for k in range(m - 1, -1, -1):
+                    p = piv[b, k]
+                    if p != k:
+                        y[k], y[p] = y[p], y[k]
+                for i in range(m):
+                    X[rows[b, i], c] = y[i]
+
+
+class BlockLU:
+    """Block-diagonal LU of a square matrix with a fixed block structure (see the module docstring).
+
+    Args:
+        blocks: ``(rows, cols)`` per block, from :func:`block_structure`.
+        n: matrix size.
+    """
+
+    def __init__(self, blocks: list[tuple[np.ndarray, np.ndarray]], n: int) -> None:
+        if not HAVE_NUMBA:
+            raise RuntimeError("BlockLU needs numba")
+        M = max(len(r) for r, _ in blocks)
+        self.n = n
+        self.sizes = np.array([len(r) for r, _ in blocks], dtype=np.int64)
+        self.rows = np.zeros((len(blocks), M), dtype=np.int64)
+        self.cols = np.zeros((len(blocks), M), dtype=np.int64)
+        for b, (r, c) in enumerate(blocks):
+            self.rows[b, :len(r)] = r
+            self.cols[b, :len(c)] = c
+        self.LU = np.zeros((len(blocks), M, M))
+        self.piv = np.zeros((len(blocks), M), dtype=np.int64)
+        self.ok = False
+
+    def factor(self, A: np.ndarray) -> bool:
+        """Factorise ``A`` (n, n); False (and :attr:`ok` False) when a block is singular or not finite."""
+        self.ok = bool(_factor(np.ascontiguousarray(A, dtype=float), self.rows, self.cols, self.sizes, self.LU,
+                               self.piv)) and bool(np.isfinite(self.LU).all())
+        return self.ok
+
+    def solve(self, B: np.ndarray, transpose: bool = False) -> np.ndarray:
+        """``A^{-1} B`` or ``A^{-T} B`` for ``B`` of shape (n,) or (n, k) (after a successful :meth:`factor`)."""
+        if not self.ok:
+            raise RuntimeError("BlockLU.solve: no valid factorisation")
+        B = np.asarray(B, dtype=float)
+        B2 = np.ascontiguousarray(B.reshape(self.n, -1))
+        X = np.empty(B2.shape)
+        _solve(self.LU, self.piv, self.rows, self.cols, self.sizes, B2, X, transpose)
+        return X if B.ndim == 2 else X[:, 0]
+
+
+__all__ = ["BlockLU", "block_structure"]

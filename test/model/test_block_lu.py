@@ -1,0 +1,49 @@
+"""Unit tests of the block LU of J_lu (kangaroo_wbc.model.block_lu) against dense solves."""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA
+
+pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not importable")
+
+
+def test_block_structure_of_the_kangaroo_and_solves_equal_dense() -> None:
+    from kangaroo_wbc.model.block_lu import BlockLU, block_structure
+    from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
+
+    clm = load_kangaroo(floating_base=True)
+    rng = np.random.default_rng(8)
+    q = pin.integrate(clm.model, clm.q_ref, 0.05 * rng.standard_normal(clm.model.nv))
+    J_lu = clm.error_and_jacobian(q)[1][:, clm.idx_v_u]
+    blocks = block_structure(np.abs(J_lu) > 0)
+    # hip yaw (2), hip pitch-roll (8), knee and ankle coupled (22), per leg
+    assert sorted(len(r) for r, _ in blocks) == [2, 2, 8, 8, 22, 22]
+    lu = BlockLU(blocks, J_lu.shape[0])
+    assert lu.factor(J_lu)
+    B = rng.standard_normal((J_lu.shape[0], 13))
+    np.testing.assert_allclose(lu.solve(B), np.linalg.solve(J_lu, B), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(lu.solve(B, transpose=True), np.linalg.solve(J_lu.T, B), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(lu.solve(B[:, 0]), np.linalg.solve(J_lu, B[:, 0]), rtol=0, atol=1e-9)
+
+
+def test_pivoting_singular_and_coupled_cases() -> None:
+    from kangaroo_wbc.model.block_lu import BlockLU, block_structure
+
+    A = np.array([[0.0, 2.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 3.0]])  # needs a row swap
+    blocks = block_structure(A != 0)
+    assert len(blocks) == 2
+    lu = BlockLU(blocks, 3)
+    assert lu.factor(A)
+    b = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(lu.solve(b), np.linalg.solve(A, b), atol=1e-14)
+    np.testing.assert_allclose(lu.solve(b, transpose=True), np.linalg.solve(A.T, b), atol=1e-14)
+    S = A.copy()
+    S[2, 2] = 0.0
+    assert not lu.factor(S)
+    with pytest.raises(RuntimeError):
+        lu.solve(b)
+    assert block_structure(np.array([[1, 1], [0, 0]], dtype=bool)) is None  # a component is not square
