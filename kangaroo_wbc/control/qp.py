@@ -337,8 +337,9 @@ class OsqpSolver:
             lb, ub = problem.box()
             parts_l.append(lb)
             parts_u.append(ub)
-        l = np.clip(np.concatenate(parts_l), -OSQP_INFTY, OSQP_INFTY)
-        u = np.clip(np.concatenate(parts_u), -OSQP_INFTY, OSQP_INFTY)
+        l, u = np.concatenate(parts_l), np.concatenate(parts_u)
+        for x in (l, u):  # clip to OSQP's infinity (np.clip costs several µs more on small arrays)
+            np.minimum(np.maximum(x, -OSQP_INFTY, out=x), OSQP_INFTY, out=x)
         return l, u
 
     def _pattern_miss(self, problem: QpProblem) -> bool:

@@ -61,13 +61,13 @@ class ActuatorStrokeLimits(Constraint):
         lo = np.maximum(lo_p, lo_v)
         hi = np.minimum(hi_p, hi_v)
         bad = lo > hi
-        if np.any(bad):
-            pinned = np.clip(0.5 * (lo + hi), lo_p, hi_p)
+        if bad.any():
+            pinned = np.minimum(np.maximum(0.5 * (lo + hi), lo_p), hi_p)
             lo = np.where(bad, pinned, lo)
             hi = np.where(bad, pinned, hi)
-        amax = self.acceleration_max
-        lo = np.clip(lo, -amax, amax)
-        hi = np.clip(hi, -amax, amax)
+        amax = self.acceleration_max  # np.clip is several times slower on 12 entries
+        np.minimum(np.maximum(lo, -amax, out=lo), amax, out=lo)
+        np.minimum(np.maximum(hi, -amax, out=hi), amax, out=hi)
         return lo, hi
 
     def fill(self, M: np.ndarray | None, lo: np.ndarray, hi: np.ndarray, pm: ProjectedModel,
