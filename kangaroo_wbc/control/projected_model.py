@@ -160,7 +160,7 @@ class ProjectedModel:
             kernel = build_kernel(m, self._fids, np.arange(K), K + np.arange(K), self._dmask[:, 0, :], self._rows,
                                   rot_log3, (self._uj, self._uj_ijk))
             self._kernel = kernel if kernel is not None and kernel.bias_supported else None
-        self._block_lu = clm.jlu_block_lu() if self._kernel is not None else None
+        self._block_lu = clm.jlu_block_lu()
         self._bias_c = [self.data.joints[j] for j in self._bias_joints]
         self._bias_oMi = [self.data.oMi[j] for j in self._bias_joints]
         # Fixed parts of T.
@@ -203,7 +203,7 @@ class ProjectedModel:
         else:
             vel, w, acc, alpha = self._closure_terms(q, nu)
         v = self.v
-        if self._kernel is not None and self._block_lu is not None:
+        if self._block_lu is not None:
             self.k[self._idx_u] = -self._block_lu.solve(self.bias_l)
         else:
             self.k[self._idx_u] = -dgetrs(self._lu, self._piv, self.bias_l)[0]
@@ -230,6 +230,25 @@ class ProjectedModel:
         self._drift = np.concatenate([acc[u], alpha[u]], axis=1) + self._Jf @ self.k
         self._twist = np.concatenate([vel[u], w[u]], axis=1)
         self._updated = True
+
+    def _mapping(self, J_l: np.ndarray, nu: np.ndarray) -> np.ndarray:
+        """Factorise ``J_lu`` (blocks when available), ``J_m = -J_lu^{-1} J_la`` (eq. (7)), ``T`` and
+        ``v = T nu``."""
+        J_lu = J_l[:, self._idx_u]
+        blu = self._block_lu
+        if blu is not None:
+            if not blu.factor(J_lu):
+                raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
+            self.J_m = -blu.solve(J_l[:, self._idx_a])
+        else:
+            self._lu, self._piv, info = dgetrf(J_lu)
+            if info != 0 or not np.all(np.isfinite(self._lu)):
+                raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
+            self.J_m = -dgetrs(self._lu, self._piv, J_l[:, self._idx_a])[0]
+        self.T[self._idx_u, self.n_b:] = self.J_m
+        v = self.T @ nu
+        self.v[:] = v
+        return v
 
     def _closure_terms(self, q: np.ndarray, nu: np.ndarray):
         """Steps 1-4 with pinocchio and numpy: placements, J_l, J_m, T, v, bias, user-frame terms.
@@ -267,14 +286,7 @@ class ProjectedModel:
             J_l = np.zeros((0, self.nv))
         self.J_l = J_l
         self._Jf = XJ[K:] * self._umask
-        J_lu = J_l[:, self._idx_u]
-        self._lu, self._piv, info = dgetrf(J_lu)
-        if info != 0 or not np.all(np.isfinite(self._lu)):
-            raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
-        self.J_m = -dgetrs(self._lu, self._piv, J_l[:, self._idx_a])[0]
-        self.T[self._idx_u, self.n_b:] = self.J_m
-        v = self.T @ nu
-        self.v[:] = v
+        v = self._mapping(J_l, nu)
         # 3. Body velocities and zero-acceleration accelerations at the points.
         pin.computeJointJacobiansTimeVariation(m, data, q, v)
         JJ = self._JJ
@@ -326,20 +338,7 @@ class ProjectedModel:
             Jf[i, 3:] = J[3:]
         Jf *= self._umask
         self._Jf = Jf
-        J_lu = J_l[:, self._idx_u]
-        blu = self._block_lu
-        if blu is not None:
-            if not blu.factor(J_lu):
-                raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
-            self.J_m = -blu.solve(J_l[:, self._idx_a])
-        else:
-            self._lu, self._piv, info = dgetrf(J_lu)
-            if info != 0 or not np.all(np.isfinite(self._lu)):
-                raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
-            self.J_m = -dgetrs(self._lu, self._piv, J_l[:, self._idx_a])[0]
-        self.T[self._idx_u, self.n_b:] = self.J_m
-        v = self.T @ nu
-        self.v[:] = v
+        v = self._mapping(J_l, nu)
         self.bias_l = kernel.velocity_bias(q, v).copy()
         # user frames (the closure rows are done): point velocities and classical accelerations
         u = slice(2 * K, None)
@@ -418,7 +417,7 @@ class ProjectedModel:
         """
         v_dot = self.T @ nu_dot + self.k
         rhs = self.M[self._idx_u] @ v_dot + self.h[self._idx_u] - generalized_contact_force[self._idx_u]
-        if self._kernel is not None and self._block_lu is not None:
+        if self._block_lu is not None:
             return self._block_lu.solve(rhs, transpose=True)
         return dgetrs(self._lu, self._piv, rhs, trans=1)[0]
 

@@ -76,6 +76,16 @@ def _universal_axes(jm) -> tuple[np.ndarray, np.ndarray] | None:
 
 # ---------------------------------------------------------------------- compiled functions
 @_jit
+def _right_multiply(oR, jid, m00, m01, m02, m10, m11, m12, m20, m21, m22):
+    """``oR[jid] <- oR[jid] M`` for the 3x3 matrix ``M`` given by its entries."""
+    for i in range(3):
+        r0, r1, r2 = oR[jid, i, 0], oR[jid, i, 1], oR[jid, i, 2]
+        oR[jid, i, 0] = r0 * m00 + r1 * m10 + r2 * m20
+        oR[jid, i, 1] = r0 * m01 + r1 * m11 + r2 * m21
+        oR[jid, i, 2] = r0 * m02 + r1 * m12 + r2 * m22
+
+
+@_jit
 def _rotate_right(oR, jid, ax, ay, az, th):
     """``oR[jid] <- oR[jid] exp(th [a]_x)`` (Rodrigues)."""
     c, s_ = math.cos(th), math.sin(th)
@@ -83,11 +93,7 @@ def _rotate_right(oR, jid, ax, ay, az, th):
     m00, m01, m02 = c + ax * ax * C, ax * ay * C - az * s_, ax * az * C + ay * s_
     m10, m11, m12 = ay * ax * C + az * s_, c + ay * ay * C, ay * az * C - ax * s_
     m20, m21, m22 = az * ax * C - ay * s_, az * ay * C + ax * s_, c + az * az * C
-    for i in range(3):
-        r0, r1, r2 = oR[jid, i, 0], oR[jid, i, 1], oR[jid, i, 2]
-        oR[jid, i, 0] = r0 * m00 + r1 * m10 + r2 * m20
-        oR[jid, i, 1] = r0 * m01 + r1 * m11 + r2 * m21
-        oR[jid, i, 2] = r0 * m02 + r1 * m12 + r2 * m22
+    _right_multiply(oR, jid, m00, m01, m02, m10, m11, m12, m20, m21, m22)
 
 
 @_jit
@@ -99,11 +105,7 @@ def _rotate_quat(oR, jid, q, iq):
     m00, m01, m02 = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
     m10, m11, m12 = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
     m20, m21, m22 = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
-    for i in range(3):
-        r0, r1, r2 = oR[jid, i, 0], oR[jid, i, 1], oR[jid, i, 2]
-        oR[jid, i, 0] = r0 * m00 + r1 * m10 + r2 * m20
-        oR[jid, i, 1] = r0 * m01 + r1 * m11 + r2 * m21
-        oR[jid, i, 2] = r0 * m02 + r1 * m12 + r2 * m22
+    _right_multiply(oR, jid, m00, m01, m02, m10, m11, m12, m20, m21, m22)
 
 
 @_jit
@@ -112,6 +114,21 @@ def _times_axis(M, jid, a):
     return (M[jid, 0, 0] * a[jid, 0] + M[jid, 0, 1] * a[jid, 1] + M[jid, 0, 2] * a[jid, 2],
             M[jid, 1, 0] * a[jid, 0] + M[jid, 1, 1] * a[jid, 1] + M[jid, 1, 2] * a[jid, 2],
             M[jid, 2, 0] * a[jid, 0] + M[jid, 2, 1] * a[jid, 1] + M[jid, 2, 2] * a[jid, 2])
+
+
+@_jit
+def _compose(oR, op, src, R_loc, p_loc, k, out_R, out_p, dst):
+    """``(out_R[dst], out_p[dst]) = (oR[src], op[src]) * (R_loc[k], p_loc[k])`` (placement product)."""
+    for i in range(3):
+        s = op[src, i]
+        for m in range(3):
+            s += oR[src, i, m] * p_loc[k, m]
+        out_p[dst, i] = s
+        for j in range(3):
+            s = 0.0
+            for m in range(3):
+                s += oR[src, i, m] * R_loc[k, m, j]
+            out_R[dst, i, j] = s
 
 
 @_jit
@@ -124,18 +141,7 @@ def _placements(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_j
             oR[0, i, j] = 1.0 if i == j else 0.0
         op[0, i] = 0.0
     for jid in range(1, n):
-        par = parent[jid]
-        # R = oR[par] R0, p = op[par] + oR[par] p0
-        for i in range(3):
-            s = op[par, i]
-            for k in range(3):
-                s += oR[par, i, k] * p0[jid, k]
-            op[jid, i] = s
-            for j in range(3):
-                s = 0.0
-                for k in range(3):
-                    s += oR[par, i, k] * R0[jid, k, j]
-                oR[jid, i, j] = s
+        _compose(oR, op, parent[jid], R0, p0, jid, oR, op, jid)
         for i in range(3):
             for j in range(3):
                 oRpre[jid, i, j] = oR[jid, i, j]
@@ -159,17 +165,7 @@ def _placements(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_j
                 op[jid, i] += oR[jid, i, 0] * tx + oR[jid, i, 1] * ty + oR[jid, i, 2] * tz
             _rotate_quat(oR, jid, q, iq + 3)
     for f in range(f_joint.shape[0]):
-        jid = f_joint[f]
-        for i in range(3):
-            s = op[jid, i]
-            for k in range(3):
-                s += oR[jid, i, k] * f_p[f, k]
-            fp[f, i] = s
-            for j in range(3):
-                s = 0.0
-                for k in range(3):
-                    s += oR[jid, i, k] * f_R[f, k, j]
-                fR[f, i, j] = s
+        _compose(oR, op, f_joint[f], f_R, f_p, f, fR, fp, f)
 
 
 @_jit
