@@ -5,6 +5,8 @@
 * :mod:`.floating_base` — base pose and twist from the IMU and contact-aided leg kinematics;
 * :mod:`.contact_wrench` — quasi-static sole wrenches, CoPs and ZMP, eq. (43)-(47);
 * :mod:`.filters` — per-sample Butterworth low-pass;
+* :mod:`.encoder_sanity` — jump and freeze checks of the actuator encoder stream;
+* :mod:`.stamp_order` — out-of-order stamps and restarted clocks of an input stream;
 * :mod:`.closure_kinematics` — batched closure error and Jacobian used by the 1 kHz loops.
 """
 
@@ -20,6 +22,11 @@ from kangaroo_wbc.estimation.contact_wrench import (
     ContactWrenchEstimator,
     ScrewTransmission,
 )
+from kangaroo_wbc.estimation.encoder_sanity import (
+    EncoderSanityChecker,
+    EncoderSanityConfig,
+    EncoderVerdict,
+)
 from kangaroo_wbc.estimation.filters import ButterworthFilter
 from kangaroo_wbc.estimation.floating_base import (
     ContactDetector,
@@ -27,10 +34,12 @@ from kangaroo_wbc.estimation.floating_base import (
     FloatingBaseEstimator,
 )
 from kangaroo_wbc.estimation.passive_state import PassiveStateConfig, PassiveStateEstimator
+from kangaroo_wbc.estimation.stamp_order import StampOrder, StampVerdict
 
 __all__ = [
     "ButterworthFilter", "CalibrationConfig", "CalibrationResult", "ClosureKinematics", "ContactDetector",
     "ContactWrenchConfig", "ContactWrenchEstimate", "ContactWrenchEstimator", "EncoderCalibrator",
-    "FloatingBaseConfig", "FloatingBaseEstimator", "PassiveStateConfig", "PassiveStateEstimator",
-    "ScrewTransmission",
+    "EncoderSanityChecker", "EncoderSanityConfig", "EncoderVerdict", "FloatingBaseConfig",
+    "FloatingBaseEstimator", "PassiveStateConfig", "PassiveStateEstimator", "ScrewTransmission",
+    "StampOrder", "StampVerdict",
 ]

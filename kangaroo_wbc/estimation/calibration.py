@@ -56,6 +56,10 @@ class CalibrationConfig:
         max_velocity: largest actuator speed allowed in the calibration window [m/s or rad/s].
         max_position_drift: largest change of the mean actuator (and encoder) position between the
             first and the last quarter of the window [m or rad] (insensitive to white noise).
+        limit_margin: a calibrated actuator position or a passive encoder reading beyond the
+            model's position limits by more than this is implausible: the encoders contradict the
+            closures (the iteration can converge to a configuration the mechanism cannot reach)
+            [m or rad]; ``inf`` disables the check.
     """
 
     alpha: float = 1.0
@@ -63,6 +67,7 @@ class CalibrationConfig:
     max_iterations: int = 30
     max_velocity: float = 5e-3
     max_position_drift: float = 2e-4
+    limit_margin: float = 0.01
 
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha <= 1.0:
@@ -71,6 +76,8 @@ class CalibrationConfig:
             raise InputError("CalibrationConfig: tolerance must be > 0 and max_iterations >= 1")
         if not (self.max_velocity > 0 and self.max_position_drift > 0):
             raise InputError("CalibrationConfig: max_velocity and max_position_drift must be > 0")
+        if not self.limit_margin >= 0:
+            raise InputError(f"CalibrationConfig.limit_margin must be >= 0, got {self.limit_margin}")
 
 
 @dataclass
@@ -206,6 +213,24 @@ class EncoderCalibrator:
                 f"missing encoders: the offsets of {names or 'some actuators'} are unobservable with the "
                 f"encoders {self.encoder_names} (augmented Jacobian rank {rank} < {n_unknown} unknowns)")
 
+    def _check_limits(self, theta_true: np.ndarray, theta_m: np.ndarray) -> None:
+        """CalibrationError if a calibrated actuator position or an encoder reading lies outside
+        the model's position limits by more than ``limit_margin``."""
+        margin = self.config.limit_margin
+        if not np.isfinite(margin):
+            return
+        clm = self.clm
+        lo, hi = clm.model.lowerPositionLimit, clm.model.upperPositionLimit
+        checks = [("actuator", n, theta_true[i], clm.idx_q_a[i]) for i, n in enumerate(clm.actuated_joint_names)]
+        checks += [("passive encoder", n, x, iq)
+                   for n, x, iq, cont in zip(self.encoder_names, theta_m, self._enc_q, self._enc_cont) if not cont]
+        bad = [f"{kind} {n} at {x:.4g} outside [{lo[iq]:.4g}, {hi[iq]:.4g}]" for kind, n, x, iq in checks
+               if lo[iq] < hi[iq] and not lo[iq] - margin <= x <= hi[iq] + margin]
+        if bad:
+            more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+            raise CalibrationError(f"implausible calibration (encoders inconsistent with the closures): "
+                                   f"{'; '.join(bad[:3])}{more} (margin {margin:g})")
+
     def _window(self, x: np.ndarray, n: int, what: str) -> np.ndarray:
         x = np.asarray(x, dtype=float)
         if x.ndim == 1:
@@ -233,7 +258,8 @@ class EncoderCalibrator:
 
         Raises:
             CalibrationError: the robot moves over the window, an encoder is missing or the
-                offsets are unobservable, the iteration does not converge.
+                offsets are unobservable, the iteration does not converge, or the solution lies
+                outside the position limits (``limit_margin``).
         """
         cfg, clm = self.config, self.clm
         theta_bar = self._window(actuator_positions, clm.n_a, "actuator_positions")
@@ -294,6 +320,7 @@ class EncoderCalibrator:
             q, e, J = q_new, e_new, J_new
             history.append(n_new)
         theta_true = q[clm.idx_q_a]
+        self._check_limits(theta_true, theta_m)
         offsets = np.where(self.is_absolute, 0.0, theta_mean - theta_true)
         e_l = clm.closure_error(q)
         return CalibrationResult(

@@ -7,6 +7,15 @@ Butterworth) and publishes ``contact/<sole>/wrench`` (ground on sole, in the sol
 ``contact/<sole>/cop`` (sole frame, while loaded), ``zmp`` (odom, while in contact) and, decimated,
 ``contact/markers``. Every output carries the actuator sample's stamp. Missing, stale or malformed
 input is skipped and reported (throttled log + ``/diagnostics``). Topics: ``docs/interface.md``.
+
+Input faults: a sample with non-finite values, wrong lengths or bad joint names is skipped; a
+sample older than the newest one of its topic is skipped as out-of-order
+(:class:`~kangaroo_wbc.estimation.stamp_order.StampOrder`; ``clock_restart_samples`` of them in a
+row are taken as a restarted clock, e.g. a simulator reset, and reset the filter); an actuator
+sample whose ``joint_states`` or odometry differ from it by more than ``max_input_age_s`` (either
+way) is not used: nothing is published for it. Status ``wrench``: WARN when samples were skipped
+since the last report, ERROR when nothing could be published; the message gives the latest reason
+per input and kind of fault since the last report.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from kangaroo_wbc.estimation.contact_wrench import (
     ContactWrenchEstimator,
     ScrewTransmission,
 )
+from kangaroo_wbc.estimation.stamp_order import StampOrder, StampVerdict
 from kangaroo_wbc.nodes.state_estimator_node import load_model
 from kangaroo_wbc.ros import qos
 from kangaroo_wbc.ros.conversions import (
@@ -57,8 +67,11 @@ class ContactWrenchParams:
     min_normal_force_n: float = parameter(10.0, "CoP/ZMP published above this normal force [N]",
                                           bounds=(1e-3, None))
     include_velocity_terms: bool = parameter(False, "Add Coriolis/centrifugal terms (slow)")
-    max_input_age_s: float = parameter(0.05, "joint_states / odometry older than the actuator sample by more than "
-                                       "this are stale [s]", bounds=(0.0, None))
+    max_input_age_s: float = parameter(0.05, "joint_states / odometry whose stamp differs from the actuator "
+                                       "sample's by more than this are stale [s]", bounds=(0.0, None))
+    clock_restart_samples: int = parameter(10, "Out-of-order samples in a row on one topic taken as a restarted "
+                                           "clock (e.g. simulator reset) instead of skipped", bounds=(2, 100000),
+                                           read_only=True)
     marker_rate_hz: float = parameter(50.0, "Rate of contact/markers [Hz] (0: off)", bounds=(0.0, 1000.0))
     marker_force_scale_m_per_n: float = parameter(0.001, "Arrow length per newton [m/N]", bounds=(0.0, None))
     default_screw_lead_m: float = parameter(PAPER_LEAD_HIP_ANKLE_M, "Screw lead of actuators the closure file "
@@ -93,10 +106,13 @@ class ContactWrenchNode(KangarooNode):
         self._q = clm.q_ref.copy()
         self._v = np.zeros(m.nv)
         self._joint_stamp: float | None = None
-        self._odom_stamp: float | None = None if clm.floating_base else float("inf")
-        self._stats = {"ticks": 0, "rejected": 0, "stale": 0}
+        self._odom_stamp: float | None = None
+        self._stats = {"ticks": 0, "rejected": 0, "stale": 0, "out_of_order": 0, "waiting": 0}
+        self._order = {t: StampOrder(p.clock_restart_samples)
+                       for t in ("actuators/state", "joint_states", "estimation/base_odometry")}
         self._reported = dict(self._stats)
         self._last_error = ""
+        self._errors: dict[str, str] = {}  # latest reason per input and kind since the last report
         self._step_s = [0.0, 0.0, 0]
         self._next_marker = 0.0
         pub = self.create_publisher
@@ -114,16 +130,33 @@ class ContactWrenchNode(KangarooNode):
                                f"{np.array2string(transmission.screw_lead_m, precision=3)}")
 
     # ------------------------------------------------------------------ inputs
-    def _reject(self, topic: str, exc: Exception) -> None:
-        self._stats["rejected"] += 1
-        self._last_error = f"{topic}: {exc}"
-        self.throttled.warning(topic, f"{topic} sample skipped: {exc}")
+    def _reject(self, topic: str, exc: Exception | str, kind: str = "rejected") -> None:
+        self._stats[kind] += 1
+        self._last_error = self._errors[f"{topic} {kind}"] = f"{topic}: {exc}"
+        self.throttled.warning(f"{topic} {kind}", f"{topic} sample skipped: {exc}")
+
+    def _in_order(self, topic: str, stamp_s: float) -> bool:
+        """False (sample skipped and reported) if ``stamp_s`` is older than the topic's newest one."""
+        order = self._order[topic]
+        verdict = order.update(stamp_s)
+        if verdict is StampVerdict.OUT_OF_ORDER:
+            self._reject(topic, f"out-of-order stamp, {order.last_lag_s * 1e3:.1f} ms older than the newest sample",
+                         "out_of_order")
+            return False
+        if verdict is StampVerdict.RESTARTED:
+            self.get_logger().warning(f"{topic}: clock went back by {order.last_lag_s:.3f} s for "
+                                      f"{order.restart_after} samples: taken as a restart")
+            if topic == "actuators/state":
+                self.estimator.reset_filter()
+        return True
 
     def _on_joints(self, msg: JointState) -> None:
         try:
             arr = self._joints.from_joint_state(msg, required=("position",))
         except InputError as exc:
             return self._reject("joint_states", exc)
+        if not self._in_order("joint_states", arr.stamp_s):
+            return
         self._q[self._idx_q] = arr.position
         self._v[self._idx_v] = 0.0 if arr.velocity is None else arr.velocity
         self._joint_stamp = arr.stamp_s
@@ -133,6 +166,8 @@ class ContactWrenchNode(KangarooNode):
             odom = odometry_msg_to_arrays(msg)
         except InputError as exc:
             return self._reject("estimation/base_odometry", exc)
+        if not self._in_order("estimation/base_odometry", odom.stamp_s):
+            return
         if self.clm.floating_base:
             self._q[:3], self._q[3:7] = odom.position, odom.quaternion_xyzw / np.linalg.norm(odom.quaternion_xyzw)
             self._v[:3], self._v[3:6] = odom.linear, odom.angular
@@ -145,11 +180,20 @@ class ContactWrenchNode(KangarooNode):
         except InputError as exc:
             return self._reject("actuators/state", exc)
         t = arr.stamp_s
-        if self._joint_stamp is None or self._odom_stamp is None or t - self._joint_stamp > p.max_input_age_s \
-                or t - self._odom_stamp > p.max_input_age_s:
-            self._stats["stale"] += 1
-            self.throttled.warning("stale", "joint_states or estimation/base_odometry missing or stale: skipped")
+        if not self._in_order("actuators/state", t):
             return
+        inputs = [("joint_states", self._joint_stamp)]
+        if self.clm.floating_base:  # a fixed base needs no odometry
+            inputs.append(("estimation/base_odometry", self._odom_stamp))
+        for topic, stamp in inputs:
+            if stamp is None:
+                self._stats["waiting"] += 1
+                self.throttled.info("waiting", f"waiting for {topic}: actuators/state skipped")
+                return
+            if abs(t - stamp) > p.max_input_age_s:
+                lag = f"{abs(t - stamp) * 1e3:.1f} ms {'older' if stamp < t else 'newer'} than actuators/state"
+                return self._reject(topic, f"stale input: {topic} {lag} (limit {p.max_input_age_s * 1e3:.1f} ms), "
+                                    "nothing published", "stale")
         t0 = time.perf_counter()
         try:
             out = self.estimator.update(self._q, motor_torque=arr.effort, v=self._v)
@@ -212,13 +256,21 @@ class ContactWrenchNode(KangarooNode):
         self._reported = dict(s)
         total, worst, n = self._step_s
         self._step_s = [0.0, 0.0, 0]
-        ok = recent["ticks"] > 0 and not recent["rejected"] and not recent["stale"]
+        skipped = recent["rejected"] + recent["stale"] + recent["out_of_order"]
+        faults = "; ".join(self._errors.values())  # every input and kind that was skipped, latest reason
+        self._errors = {}
         values = {"step_mean_ms": 1e3 * total / max(n, 1), "step_max_ms": 1e3 * worst,
                   "total_force_z_n": float(est.total_force_in_world[2]), "cop_valid": est.cop_valid.tolist(),
                   "residual_n": est.residual, **s, "last_error": self._last_error}
-        return [self.diagnostics.status("wrench", Level.OK if ok else Level.WARN,
-                                        "running" if ok else "waiting for fresh input" if not recent["ticks"]
-                                        else "input skipped", values)]
+        if skipped and not recent["ticks"]:
+            level, message = Level.ERROR, f"no output, input skipped: {faults}"
+        elif skipped:
+            level, message = Level.WARN, f"{skipped} input sample(s) skipped: {faults}"
+        elif not recent["ticks"]:
+            level, message = Level.WARN, "waiting for input"
+        else:
+            level, message = Level.OK, "running"
+        return [self.diagnostics.status("wrench", level, message, values)]
 
 
 def _point(msg: PointStamped, xyz: np.ndarray) -> PointStamped:

@@ -9,6 +9,14 @@ estimator (eq. (35)-(40)) and the floating-base estimator (IMU + legs, contacts 
 publishes ``joint_states`` (all joints), ``estimation/base_odometry`` and TF ``odom → base_link``,
 stamped with the actuator sample's stamp. Bad input is skipped and reported (throttled log +
 ``/diagnostics``); nothing non-finite is published. Topics: ``docs/interface.md``.
+
+Encoder faults (:mod:`~kangaroo_wbc.estimation.encoder_sanity`): a sample whose reading jumps
+faster than the actuator can move is skipped (WARN ``encoders``); a persistent jump or a frozen
+reading invalidates the calibration: ``joint_states`` stop (the controller's staleness watchdog
+takes over), ERROR ``encoders``, and the node recalibrates as at start-up, which needs the robot
+still. Without fresh ``imu/data`` ``joint_states`` continue but the base odometry and TF are
+withheld (WARN ``imu``, ERROR after ``imu_error_after_s``). A failed calibration attempt is an
+ERROR ``calibration`` naming the reason; the next window is tried.
 """
 
 from __future__ import annotations
@@ -24,6 +32,11 @@ from sensor_msgs.msg import Imu, JointState
 
 from kangaroo_wbc.errors import CalibrationError, ConfigError, EstimationError, InputError
 from kangaroo_wbc.estimation.calibration import CalibrationConfig, EncoderCalibrator
+from kangaroo_wbc.estimation.encoder_sanity import (
+    EncoderSanityChecker,
+    EncoderSanityConfig,
+    EncoderVerdict,
+)
 from kangaroo_wbc.estimation.floating_base import (
     ContactDetector,
     FloatingBaseConfig,
@@ -61,6 +74,23 @@ class StateEstimatorParams:
                                                     bounds=(0.0, None))
     calibration_max_drift_m: float = parameter(2e-4, "Largest mean-position drift over the window [m]",
                                                bounds=(0.0, None))
+    calibration_limit_margin: float = parameter(0.01, "A calibrated actuator position or passive encoder reading "
+                                                "beyond the position limits by more than this fails the "
+                                                "calibration [m, rad]", bounds=(0.0, None), read_only=True)
+    encoder_jump_speed_factor: float = parameter(1.5, "A reading implying more than this times the actuator's "
+                                                 "speed limit is a jump: sample skipped [-]", bounds=(1.0, 100.0),
+                                                 read_only=True)
+    encoder_position_tolerance_m: float = parameter(1e-4, "Noise allowance of the jump check [m]",
+                                                    bounds=(0.0, 0.1), read_only=True)
+    encoder_max_rejected_samples: int = parameter(3, "Jumped samples in a row that make the jump persistent "
+                                                  "(recalibration)", bounds=(1, 1000), read_only=True)
+    encoder_freeze_samples: int = parameter(20, "Bit-identical samples in a row, while the reported velocity "
+                                            "moves, that make a reading frozen (recalibration)",
+                                            bounds=(2, 100000), read_only=True)
+    encoder_freeze_min_travel_m: float = parameter(5e-4, "Travel the reported velocity must integrate to over "
+                                                   "those samples [m]", bounds=(0.0, None), read_only=True)
+    imu_error_after_s: float = parameter(0.5, "imu/data silent for longer than this, relative to actuators/state, "
+                                         "is an ERROR (a WARN from max_input_age_s) [s]", bounds=(0.0, None))
     sole_frames: list[str] = parameter(["left_sole", "right_sole"], "Contact frames (URDF)", read_only=True)
     imu_frame: str = parameter("imu", "IMU frame (URDF, on the base link)", read_only=True)
     odom_frame: str = parameter("odom", "World frame of the odometry")
@@ -88,6 +118,8 @@ class StateEstimatorParams:
             raise ValueError("alpha and beta must not exceed rate_hz (alpha dt, beta dt <= 1)")
         if self.contact_force_off_n >= self.contact_force_on_n:
             raise ValueError("contact_force_off_n must be below contact_force_on_n (hysteresis)")
+        if self.imu_error_after_s < self.max_input_age_s:
+            raise ValueError("imu_error_after_s must not be below max_input_age_s (WARN before ERROR)")
 
 
 def load_model(urdf_dir: str, floating_base: bool = True):
@@ -113,7 +145,14 @@ class StateEstimatorNode(KangarooNode):
         self._enc = JointIndexMap(clm.absolute_encoders, what="passive encoder", allow_extra=True)
         self._joints = JointIndexMap(clm.joint_names)
         self.calibrator = EncoderCalibrator(clm, config=CalibrationConfig(
-            max_velocity=p.calibration_max_velocity_m_s, max_position_drift=p.calibration_max_drift_m))
+            max_velocity=p.calibration_max_velocity_m_s, max_position_drift=p.calibration_max_drift_m,
+            limit_margin=p.calibration_limit_margin))
+        linear = [m.joints[m.getJointId(n)].shortname().startswith("JointModelP") for n in clm.actuated_joint_names]
+        self.encoders = EncoderSanityChecker(clm.actuated_joint_names, np.asarray(m.velocityLimit)[clm.idx_v_a],
+                                             EncoderSanityConfig(
+            jump_speed_factor=p.encoder_jump_speed_factor, position_tolerance=p.encoder_position_tolerance_m,
+            max_rejected_samples=p.encoder_max_rejected_samples, freeze_samples=p.encoder_freeze_samples,
+            freeze_min_travel=p.encoder_freeze_min_travel_m, nominal_dt_s=1.0 / p.rate_hz), linear=linear)
         self.estimator = PassiveStateEstimator(clm, PassiveStateConfig(alpha=p.alpha, beta=p.beta, dt_s=1 / p.rate_hz))
         self.base = FloatingBaseEstimator(clm, p.sole_frames, p.imu_frame, FloatingBaseConfig(
             accel_noise_std=p.accel_noise_std, leg_velocity_std=p.leg_velocity_std,
@@ -124,11 +163,17 @@ class StateEstimatorNode(KangarooNode):
         self._window: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._encoders: tuple[np.ndarray, float] | None = None
         self._imu = None
+        self._first_actuator_stamp: float | None = None  # of a valid actuators/state [s]
+        self._actuator_stamp = 0.0  # latest valid actuators/state [s]
         self._normal_force = np.full(len(p.sole_frames), np.nan)
         self._wrench_time = np.full(len(p.sole_frames), -math.inf)
         self._last_stamp: float | None = None
-        self._stats = {"ticks": 0, "rejected": 0, "imu_stale": 0, "bad_dt": 0, "calibration_failures": 0}
+        self._stats = {"ticks": 0, "rejected": 0, "imu_stale": 0, "bad_dt": 0, "calibration_failures": 0,
+                       "encoder_rejected": 0, "encoder_faults": 0}
         self._last_error = ""
+        self._calibration_error = ""  # reason of the last failed calibration attempt
+        self._encoder_fault = ""  # persistent encoder fault waiting for the recalibration
+        self._encoder_events = ["", ""]  # last rejected sample, last persistent fault
         self._reported = dict(self._stats)  # counts at the last diagnostics report
         self._step_s = [0.0, 0.0, 0]  # sum, max, count since the last report
         self._msgs = {"js": JointState(), "odom": Odometry()}
@@ -185,10 +230,33 @@ class StateEstimatorNode(KangarooNode):
             arr = self._act.from_joint_state(msg, required=("position", "velocity"))
         except InputError as exc:
             return self._reject("actuators/state", exc)
+        self._actuator_stamp = arr.stamp_s
+        if self._first_actuator_stamp is None:
+            self._first_actuator_stamp = arr.stamp_s
+        verdict = self.encoders.update(arr.position, arr.velocity, arr.stamp_s)
+        if not verdict.accepted:
+            self._on_encoder_fault(verdict)
         if self.calibration is None:
-            self._collect(arr.position, arr.velocity, arr.stamp_s, msg)
+            if verdict.accepted:
+                self._collect(arr.position, arr.velocity, arr.stamp_s, msg)
         else:
-            self._estimate(arr.position, arr.velocity, arr.stamp_s, msg)
+            self._estimate(arr.position, arr.velocity, arr.stamp_s, msg, verdict.accepted)
+
+    def _on_encoder_fault(self, verdict: EncoderVerdict) -> None:
+        """A rejected sample: skipped; a persistent fault also drops the calibration (recalibrate)."""
+        self._stats["encoder_rejected"] += 1
+        self._last_error = f"actuators/state: {verdict.message}"
+        self._encoder_events[0] = verdict.message
+        key = f"encoder {verdict.persistent} {verdict.jumped} {verdict.frozen}"  # throttled per fault and actuator
+        if not verdict.persistent:
+            self.throttled.warning(key, verdict.message)
+            return
+        if not self._encoder_fault:
+            self._stats["encoder_faults"] += 1
+        self._encoder_fault = self._encoder_events[1] = verdict.message
+        self.calibration = None
+        self._window.clear()
+        self.throttled.error(key, f"{verdict.message}: joint_states withheld, recalibrating (needs the robot still)")
 
     # ------------------------------------------------------------------ calibration
     def _collect(self, pos: np.ndarray, vel: np.ndarray, stamp: float, msg: JointState) -> None:
@@ -206,9 +274,14 @@ class StateEstimatorNode(KangarooNode):
         except CalibrationError as exc:
             self._stats["calibration_failures"] += 1
             self._last_error = f"calibration: {exc}"
-            self.throttled.warning("calibration", f"calibration failed, retrying: {exc}")
+            self._calibration_error = str(exc)
+            reason = str(exc).split(":")[0]  # throttled per reason: a new reason is logged at once
+            self.throttled.error(f"calibration {reason}", f"calibration failed, retrying: {exc}")
             return
+        if self._encoder_fault:
+            self.get_logger().info(f"recalibrated after the encoder fault ({self._encoder_fault})")
         self.calibration = res
+        self._calibration_error = self._encoder_fault = ""
         self.estimator.reset(res.q)
         self._last_stamp = stamp
         self._pub_cal.publish(self._act.to_joint_state(res.offsets, stamp=msg.header.stamp))
@@ -216,16 +289,21 @@ class StateEstimatorNode(KangarooNode):
                                f"offsets [m]: {np.array2string(res.offsets, precision=5)}")
 
     # ------------------------------------------------------------------ estimation
-    def _estimate(self, pos: np.ndarray, vel: np.ndarray, stamp: float, msg: JointState) -> None:
+    def _estimate(self, pos: np.ndarray, vel: np.ndarray, stamp: float, msg: JointState, accepted: bool) -> None:
         p, cal = self.params, self.calibration
         t0 = time.perf_counter()
         dt = stamp - self._last_stamp if self._last_stamp is not None else 0.0
         if not 0.0 < dt <= 10.0 / p.rate_hz:
             self._stats["bad_dt"] += 1
             dt = 1.0 / p.rate_hz
-        self._last_stamp = stamp
         imu = self._imu
         imu_ok = imu is not None and abs(stamp - imu.stamp_s) <= p.max_input_age_s
+        if not imu_ok:
+            self._stats["imu_stale"] += 1
+            self.throttled.warning("imu", "imu/data missing or stale: base odometry not updated")
+        if not accepted:  # encoder fault: nothing published for this sample
+            return
+        self._last_stamp = stamp
         try:
             self.estimator.update(cal.correct(pos), vel, dt)
             if imu_ok:
@@ -239,9 +317,6 @@ class StateEstimatorNode(KangarooNode):
                 est.set_base_state(self.base.q_base, self.base.v_base)
         except EstimationError as exc:
             return self._reject("estimation", exc)
-        if not imu_ok:
-            self._stats["imu_stale"] += 1
-            self.throttled.warning("imu", "imu/data missing or stale: base odometry not updated")
         self._publish(msg, imu_ok)
         self._stats["ticks"] += 1
         dt_step = time.perf_counter() - t0
@@ -274,8 +349,14 @@ class StateEstimatorNode(KangarooNode):
         d, s, p = self.diagnostics, self._stats, self.params
         cal = self.calibration
         if cal is None:
-            status = d.status("calibration", Level.WARN if not s["calibration_failures"] else Level.ERROR,
-                              f"calibrating ({len(self._window)}/{p.calibration_samples} samples)",
+            progress = f"{len(self._window)}/{p.calibration_samples} samples"
+            if self._calibration_error:
+                level, message = Level.ERROR, f"calibration failed, retrying ({progress}): {self._calibration_error}"
+            elif self._encoder_fault:
+                level, message = Level.ERROR, f"recalibrating after an encoder fault ({progress})"
+            else:
+                level, message = Level.WARN, f"calibrating ({progress})"
+            status = d.status("calibration", level, message,
                               {"failures": s["calibration_failures"], "last_error": self._last_error})
         else:
             status = d.status("calibration", Level.OK, "calibrated", {
@@ -286,12 +367,44 @@ class StateEstimatorNode(KangarooNode):
         err = self.estimator.closure_error_norm
         recent = {k: v - self._reported[k] for k, v in s.items()}  # since the last report
         self._reported = dict(s)
-        bad_input = recent["rejected"] or recent["imu_stale"] or (cal is not None and not recent["ticks"])
+        bad_input = (recent["rejected"] or recent["imu_stale"] or recent["encoder_rejected"]
+                     or (cal is not None and not recent["ticks"]))
         level = Level.WARN if err > p.closure_error_warn or bad_input else Level.OK
         values = {"closure_error": err, "step_mean_ms": 1e3 * total / max(n, 1), "step_max_ms": 1e3 * worst,
                   "reprojections": self.estimator.reprojections, "contacts": self.base.contact.tolist(), **s,
                   "last_error": self._last_error}
-        return [status, d.status("estimator", level, "running" if level == Level.OK else "degraded", values)]
+        return [status, d.status("estimator", level, "running" if level == Level.OK else "degraded", values),
+                self._encoder_status(recent), self._imu_status()]
+
+    def _encoder_status(self, recent: dict):
+        """ERROR while a persistent encoder fault waits for the recalibration or when one happened
+        since the last report; WARN when samples were rejected since then."""
+        rejected, persistent = self._encoder_events
+        values = {"rejected": recent["encoder_rejected"], "faults": recent["encoder_faults"]}
+        if self._encoder_fault:
+            return self.diagnostics.status("encoders", Level.ERROR, f"{self._encoder_fault}; joint_states withheld "
+                                           "until recalibrated (needs the robot still)", values)
+        if recent["encoder_faults"]:
+            return self.diagnostics.status("encoders", Level.ERROR, f"{persistent}; recalibrated", values)
+        if recent["encoder_rejected"]:
+            return self.diagnostics.status("encoders", Level.WARN, f"{recent['encoder_rejected']} sample(s) "
+                                           f"skipped, last: {rejected}", values)
+        return self.diagnostics.status("encoders", Level.OK, "consistent", values)
+
+    def _imu_status(self):
+        """Age of imu/data relative to the latest actuators/state: WARN above max_input_age_s,
+        ERROR above imu_error_after_s."""
+        p, first, imu = self.params, self._first_actuator_stamp, self._imu
+        if first is None:
+            return self.diagnostics.status("imu", Level.WARN, "no actuators/state yet")
+        age = self._actuator_stamp - (first if imu is None else imu.stamp_s)
+        values = {"age_ms": 1e3 * age}
+        if age <= p.max_input_age_s:
+            return self.diagnostics.status("imu", Level.OK, "fresh", values)
+        level = Level.ERROR if age > p.imu_error_after_s else Level.WARN
+        what = "no imu/data received" if imu is None else "imu/data stale"
+        return self.diagnostics.status("imu", level, f"{what} for {1e3 * age:.0f} ms: base odometry and TF "
+                                       "withheld (base estimate frozen), joint_states continue", values)
 
 
 main = main_for(StateEstimatorNode)
