@@ -27,19 +27,20 @@ universal-joint cut ``e_k = s (R_a^T R_u)_{ij}``, ``J_k = -s (r \\times e_j)^T R
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pinocchio as pin
 
 try:  # numba is a dependency; without it (or on an unsupported platform) callers use pinocchio
     import numba
+
+    HAVE_NUMBA = True
 except ImportError:  # pragma: no cover - exercised only where numba is missing
-    numba = None
-
-HAVE_NUMBA = numba is not None
+    HAVE_NUMBA = False
 
 
-def _jit(f):
+def _jit(f: Any) -> Any:
     return numba.njit(cache=True, nogil=True)(f) if HAVE_NUMBA else f
 
 REVOLUTE, PRISMATIC, FREE_FLYER, SPHERICAL, UNIVERSAL = 0, 1, 2, 3, 4
@@ -47,7 +48,7 @@ ROT_NONE, ROT_LOG3, ROT_UNIVERSAL = 0, 1, 2
 _AXES = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
 
 
-def _joint_code(jm) -> tuple[int, tuple[float, float, float]] | None:
+def _joint_code(jm: Any) -> tuple[int, Any] | None:
     name = jm.shortname()
     if name in ("JointModelRX", "JointModelRY", "JointModelRZ"):
         return REVOLUTE, _AXES[name[-1]]
