@@ -278,8 +278,8 @@ class ClosedLoopModel:
         self.row_closure = np.concatenate(
             [np.full(len(c.rows), k) for k, c in enumerate(self.closures)] + [np.zeros(0, dtype=int)]).astype(int)
         self._kernel_built = False  # the compiled kernel follows the kept rows
-        self._fk_lu = None  # LU of J_lu kept between closure_fk calls (chord steps)
-        self._fk_jinv = None  # J_lu^{-1} kept between calls by the compiled chord iteration
+        self._fk_lu: tuple[np.ndarray, np.ndarray] | None = None  # LU of J_lu kept between closure_fk calls
+        self._fk_jinv: np.ndarray | None = None  # J_lu^{-1} kept between calls by the compiled chord iteration
         self._fk_chord_ready: bool | None = None
 
     def _select_rows(self, q_ref: np.ndarray | None) -> None:
@@ -738,7 +738,8 @@ class ClosedLoopModel:
         return q, ClosureFkInfo(it, err, err <= tol)
 
     def closure_fk(self, theta_a: np.ndarray, q_guess: np.ndarray | None = None, tol: float = 1e-12,
-                   max_iter: int = 50, raise_on_failure: bool = True) -> tuple[np.ndarray, ClosureFkInfo]:
+                   max_iter: int = 50, raise_on_failure: bool = True,
+                   max_step: float | np.ndarray | None = None) -> tuple[np.ndarray, ClosureFkInfo]:
         """Closure forward kinematics: passive coordinates such that ``e_l = 0`` for ``theta_a``.
 
         Newton on ``J_lu`` (eq. (2), (5)) warm-started from ``q_guess`` (default: the last solution,
@@ -748,6 +749,13 @@ class ClosedLoopModel:
         halved (backtracking) until the residual decreases. Near the previous solution (the 1 kHz
         case) this needs one Jacobian and two or three error evaluations.
 
+        Continuation: when some actuator is farther from its position in ``q_guess`` than
+        ``max_step`` (per actuator, in its unit; default an eighth of its position range), the
+        change is split into equal steps, each solved from the previous solution, so that a far
+        target is reached on the assembly branch of ``q_guess`` (a strongly non-linear linkage can
+        otherwise converge to another branch). If a step fails, the target is solved directly from
+        ``q_guess``; ``iterations`` counts the steps' iterations too.
+
         Raises:
             ClosureFkError: no convergence to ``tol`` (inf-norm, [m]/[rad]) in ``max_iter`` steps.
         """
@@ -755,11 +763,15 @@ class ClosedLoopModel:
         if q_guess is None:
             q_guess = self._q_last if self._q_last is not None else self.q_ref
         q = self.check_configuration(q_guess).copy()
-        q[self.idx_q_a] = theta_a
         if self.n_c == 0:
+            q[self.idx_q_a] = theta_a
             return q, ClosureFkInfo(0, 0.0, True)
-        fast = self._compiled_chord(q, tol, max_iter)
-        q, info = fast if fast is not None else self._chord_newton(q, tol, max_iter)
+        steps = self._fk_continuation_steps(q[self.idx_q_a], theta_a, max_step)
+        if steps > 1:
+            q, info = self._fk_continuation(q, theta_a, steps, tol, max_iter)
+        else:
+            q[self.idx_q_a] = theta_a
+            q, info = self._fk_solve(q, tol, max_iter)
         if not info.converged:
             if raise_on_failure:
                 raise ClosureFkError(
@@ -769,6 +781,57 @@ class ClosedLoopModel:
             return q, info
         self._q_last = q.copy()
         return q, info
+
+    def _fk_solve(self, q: np.ndarray, tol: float, max_iter: int) -> tuple[np.ndarray, ClosureFkInfo]:
+        """Chord Newton from ``q`` (actuators already set): compiled when possible, else Python."""
+        fast = self._compiled_chord(q, tol, max_iter)
+        return fast if fast is not None else self._chord_newton(q, tol, max_iter)
+
+    def _fk_continuation_steps(self, theta_from: np.ndarray, theta_to: np.ndarray,
+                               max_step: float | np.ndarray | None) -> int:
+        """Number of equal continuation steps from ``theta_from`` to ``theta_to`` (1: solve directly)."""
+        d = theta_to - theta_from
+        if max_step is None:
+            limit = getattr(self, "_fk_default_step", None)
+            if limit is None:
+                # an eighth of each actuator's position range; no limit where the range is unbounded
+                span = (self.model.upperPositionLimit[self.idx_q_a]
+                        - self.model.lowerPositionLimit[self.idx_q_a])
+                limit = np.where(np.isfinite(span) & (span > 0.0), 0.125 * span, np.inf)
+                self._fk_default_step = limit
+                self._fk_default_step_min2 = float(limit.min()) ** 2 if limit.size else np.inf
+            if d.dot(d) <= self._fk_default_step_min2:
+                return 1  # the small-step case (warm start from a nearby solution)
+        else:
+            try:
+                limit = np.broadcast_to(np.asarray(max_step, dtype=float), d.shape)
+            except ValueError as exc:
+                raise InputError(f"max_step must be a number or one per actuator ({d.size}), got {max_step!r}") from exc
+            if not np.all(limit > 0.0):
+                raise InputError(f"max_step must be positive, got {max_step!r}")
+        ratio = float(np.max(np.abs(d) / limit))
+        if not ratio > 1.0:
+            return 1
+        return int(np.ceil(ratio)) if np.isfinite(ratio) else 1
+
+    def _fk_continuation(self, q: np.ndarray, theta_a: np.ndarray, steps: int, tol: float,
+                         max_iter: int) -> tuple[np.ndarray, ClosureFkInfo]:
+        """Solve ``theta_a`` in ``steps`` equal actuator steps from ``q`` (a copy of the guess);
+        intermediate steps to a looser tolerance. Falls back to the direct solve from ``q``."""
+        start = q.copy()
+        theta0 = q[self.idx_q_a].copy()
+        total = 0
+        for k in range(1, steps + 1):
+            q[self.idx_q_a] = theta_a if k == steps else theta0 + (theta_a - theta0) * (k / steps)
+            q, info = self._fk_solve(q, tol if k == steps else max(tol, 1e-9), max_iter)
+            total += info.iterations
+            if not info.converged:
+                break
+        else:
+            return q, ClosureFkInfo(total, info.residual, True)
+        start[self.idx_q_a] = theta_a
+        q, info = self._fk_solve(start, tol, max_iter)
+        return q, ClosureFkInfo(total + info.iterations, info.residual, info.converged)
 
     def _compiled_chord(self, q: np.ndarray, tol: float, max_iter: int) -> tuple[np.ndarray, ClosureFkInfo] | None:
         """Chord Newton in compiled code with ``J_lu^{-1}`` kept between calls; None when it cannot

@@ -122,6 +122,53 @@ def test_dik_and_inverse_torque_map_round_trip(mechanism_dir):
     np.testing.assert_allclose(clm.inverse_torque_map(q, joints, tau_a), tau_s, atol=1e-9)
 
 
+def _four_bar_path(clm, target: float, samples: int = 81) -> np.ndarray:
+    """Closed configuration at crank angle ``target`` followed from q_ref in small steps."""
+    q = clm.q_ref.copy()
+    for t in np.linspace(0.0, target, samples)[1:]:
+        q, _ = clm.closure_fk(np.array([t]), q, max_step=0.05)
+    return q
+
+
+@pytest.mark.parametrize("target", [-2.5, 1.0, 2.0, 3.0])
+def test_closure_fk_continues_to_far_targets_on_the_branch_of_the_guess(mechanism_dir, target):
+    """A far actuator target is reached in continuation steps from the guess: same assembly mode as
+    following the input in small steps (one Newton solve from q_ref flips the four-bar's mode)."""
+    clm = load("four_bar", mechanism_dir)
+    q_path = _four_bar_path(clm, target)
+    q, info = clm.closure_fk(np.array([target]), clm.q_ref)
+    assert info.converged
+    np.testing.assert_allclose(q, q_path, atol=1e-9)
+
+
+def test_closure_fk_small_steps_solve_directly(mechanism_dir):
+    """Within the step limit the solve is the direct chord iteration: same result and iterations as
+    with continuation switched off (max_step = inf)."""
+    rng = np.random.default_rng(3)
+    a, b = load("u2ups", mechanism_dir), load("u2ups", mechanism_dir)
+    q_a = q_b = a.q_ref
+    for _ in range(20):
+        theta = q_a[a.idx_q_a] + rng.normal(0.0, 0.002, a.n_a)
+        q_a, info_a = a.closure_fk(theta, q_a)
+        q_b, info_b = b.closure_fk(theta, q_b, max_step=np.inf)
+        assert info_a.iterations == info_b.iterations
+        np.testing.assert_array_equal(q_a, q_b)
+
+
+def test_closure_fk_step_limit(mechanism_dir):
+    """An explicit max_step splits the change into equal steps (their iterations are counted)."""
+    clm = load("u2ups", mechanism_dir)
+    theta = np.array([0.03, -0.02])
+    q_one, info_one = clm.closure_fk(theta, clm.q_ref, max_step=np.inf)
+    q_many, info_many = clm.closure_fk(theta, clm.q_ref, max_step=0.001)
+    np.testing.assert_allclose(q_many, q_one, atol=1e-10)
+    assert info_many.iterations >= 30 > info_one.iterations
+    with pytest.raises(InputError, match="max_step"):
+        clm.closure_fk(theta, clm.q_ref, max_step=0.0)
+    with pytest.raises(InputError, match="max_step"):
+        clm.closure_fk(theta, clm.q_ref, max_step=[0.01, 0.01, 0.01])
+
+
 def test_closure_fk_failure_is_reported(mechanism_dir):
     clm = load("rrpr", mechanism_dir)
     with pytest.raises(ClosureFkError, match="did not converge"):

@@ -14,6 +14,7 @@ import pytest
 
 from kangaroo_wbc.robots.kangaroo import ACTUATORS
 from kangaroo_wbc.robots.kangaroo.files import standing_configuration
+from kangaroo_wbc.robots.kangaroo.params import FIG15_OVERRIDES
 
 #: Table II output ranges are matched to this tolerance [deg].
 RANGE_TOL_DEG = 1.5
@@ -150,8 +151,8 @@ def test_ankle_ranges_at_the_standing_knee(left, params):
     """Ankle roll +-27 deg (Table II) at the standing knee; pitch authority of at least +-20 deg.
 
     Table II's ankle pitch span (-36..34 deg) is not reached: with the 120 deg knee transmission
-    the foot lever already turns 120 deg w.r.t. the tibia, and the rods along the tibia become
-    singular once the lever's total swing nears 180 deg (see urdf/README.md).
+    the foot lever already turns 120 deg w.r.t. the lower rods, and the rods become singular once
+    the lever's total swing nears 180 deg (test below, urdf/README.md).
     """
     stand = params.standing_actuators()
     lo, hi = _stroke(left.clm, "ankle_inner")
@@ -165,6 +166,48 @@ def test_ankle_ranges_at_the_standing_knee(left, params):
     level = np.degrees(left.joint(q0, "ankle_pitch_joint"))
     assert pitch[0] - level > 15.0 and level - pitch[1] > 25.0
     assert pitch[0] - pitch[1] > 45.0
+
+
+def _heel_lever_rod_angle(clm, q, side: str = "left", part: str = "inner") -> float:
+    """Angle [deg] between the foot's heel lever (ankle axis -> rod end) and the lower rod, in the
+    sagittal plane: 0 or 180 deg is the dead point of the lower rod (singular J_l,u)."""
+    m, d = clm.model, clm.data
+    pin.framesForwardKinematics(m, d, q)
+    a = d.oMi[m.getJointId(f"{side}_ankle_pitch_joint")].translation
+    top = d.oMi[m.getJointId(f"{side}_ankle_{part}_lower_rod_pitch")].translation
+    end = d.oMf[m.getFrameId(f"{side}_ankle_{part}_rod_cut_u")].translation
+    lever, rod = (end - a)[[0, 2]], (end - top)[[0, 2]]
+    return float(np.degrees(np.arccos(lever @ rod / np.linalg.norm(lever) / np.linalg.norm(rod))))
+
+
+def test_ankle_pitch_window_is_bounded_by_the_lower_rod_dead_points(left, params):
+    """Why Table II's ankle pitch span does not fit (urdf/README.md, "Design trade-off").
+
+    With the ankle actuators fixed the foot keeps its orientation w.r.t. the femur (Figs. 12-14), so
+    the heel lever turns 120 deg w.r.t. the lower rods over the knee stroke; the pitch window at the
+    standing knee plus these 120 deg plus the margins to the two dead points (lever along the rod)
+    at the corners of the stroke box fill the 180 deg between the dead points. Table II's 70 deg
+    window would need negative margins, i.e. a singular J_l,u inside the box.
+    """
+    stand = params.standing_actuators()
+    lo, hi = _stroke(left.clm, "ankle_inner")
+    angles = {}
+    for a in (lo, stand["ankle_inner"], hi):
+        q, row = left.clm.q_ref, []
+        for s in np.linspace(*_stroke(left.clm, "leg_length"), 16):
+            q = left.solve(q, **dict(stand, leg_length=s, ankle_inner=a, ankle_outer=a))
+            row.append(_heel_lever_rod_angle(left.clm, q))
+        angles[a] = np.array(row)
+    assert angles[stand["ankle_inner"]][0] - angles[stand["ankle_inner"]][-1] == pytest.approx(120.0, abs=1.0)
+    box = np.concatenate(list(angles.values()))
+    margins = (180.0 - box.max(), box.min())
+    assert min(margins) > 5.0
+    q0 = left.solve(**stand)
+    pitch = [np.degrees(left.joint(left.solve(q0, **dict(stand, ankle_inner=a, ankle_outer=a)), "ankle_pitch_joint"))
+             for a in (lo, hi)]
+    window = pitch[0] - pitch[1]
+    assert window + 120.0 + sum(margins) == pytest.approx(180.0, abs=2.0)
+    assert window < 36.0 + 34.0 - 2 * min(margins)
 
 
 def test_standing_pose(kangaroo, params):
@@ -186,20 +229,6 @@ def test_standing_pose(kangaroo, params):
     assert jq("left_hip_roll_joint") == pytest.approx(-jq("right_hip_roll_joint"), abs=1e-9)
 
 
-#: A knee linkage shaped for the squat force of the paper's Fig. 15 (three non-linear stages:
-#: unequal relay arms, arms and rods out of level). Not the committed design: see urdf/README.md,
-#: "Design notes: squat force (Fig. 15)".
-FIG15_KNEE = {
-    "knee.tibia_lever_m": 0.0650, "knee.mid_range_deg": 78.5, "knee.pushrod_length_m": 0.0629,
-    "knee.pushrod_angle_deg": -40.0, "knee.rocker2_output_arm_m": 0.0303, "knee.rocker2_arm_deg": -55.8,
-    "knee.rocker2_relay_arm_m": 0.0544, "knee.relay_length_m": 0.05, "knee.rocker1_relay_arm_m": 0.0599,
-    "knee.rocker1_relay_arm_deg": 134.7, "knee.rocker1_actuator_arm_m": 0.0936, "knee.rocker1_arm_deg": -8.0,
-    "knee.actuator_length_m": 0.1901, "knee.actuator_angle_deg": -22.0, "standing_pose_m.leg_length": 0.0070,
-    "passive_limits_deg.knee_rocker1": [-10.0, 120.0], "passive_limits_deg.knee_relay": [-10.0, 85.0],
-    "passive_limits_deg.knee_rocker2": [-10.0, 225.0], "passive_limits_deg.knee_pushrod": [-85.0, 10.0],
-}
-
-
 def test_committed_knee_relay_is_a_parallelogram(params):
     """The committed knee copies the rotation of rocker 1 to rocker 2 (equal, opposite relay arms)."""
     assert params.num("knee.rocker1_relay_arm_m") == params.num("knee.rocker2_relay_arm_m")
@@ -209,16 +238,19 @@ def test_committed_knee_relay_is_a_parallelogram(params):
 def test_knee_generator_shapes_the_squat_force(params, tmp_path):
     """The generator's knee parameters can move the squat-force peak to half squat (Fig. 15).
 
-    With FIG15_KNEE the sole force produced by the leg-length actuator's maximum force, from the
-    standing stroke to full compression, peaks between 0.3 and 0.7 of the squat, is lowest fully
-    compressed and in between at the standing pose; knee 0..120 deg over the stroke, no dead point.
+    With FIG15_OVERRIDES the sole force produced by the leg-length actuator's maximum force, from
+    the standing stroke to full compression, peaks between 0.3 and 0.7 of the squat, is lowest fully
+    compressed and in between at the standing pose; knee 0..120 deg over the stroke, no dead point;
+    ankle roll +-27 deg at its standing knee. The knee turns ~40 rad per metre of stroke near the
+    straight leg: closure FK reaches far strokes from the zero configuration by continuation only.
     """
     from kangaroo_wbc.analysis.mechanism import transmission_sweep
     from kangaroo_wbc.model import ClosedLoopModel
     from kangaroo_wbc.robots.kangaroo import generate
     from kangaroo_wbc.robots.kangaroo.robot import leg_spec
+    from test.robots.conftest import Leg
 
-    prm = params.with_overrides(FIG15_KNEE)
+    prm = params.with_overrides(FIG15_OVERRIDES)
     paths = generate(tmp_path, prm, mjcf=False)
     clm = ClosedLoopModel.from_files(paths["urdf"], paths["closures"], floating_base=False)
     q0 = standing_configuration(clm, prm)
@@ -229,12 +261,20 @@ def test_knee_generator_shapes_the_squat_force(params, tmp_path):
     assert tr["max_orientation_deviation_deg"] < MAX_TRANSMISSION_DEVIATION_DEG
     m = clm.model
     iq = m.joints[m.getJointId("left_knee_joint")].idx_q
+    col = clm.actuated_joint_names.index("left_leg_length_actuator")
     knee, q = [], q0
     for s in tr["stroke_m"]:
         th = q[clm.idx_q_a].copy()
-        th[clm.actuated_joint_names.index("left_leg_length_actuator")] = s
+        th[col] = s
         q, _ = clm.closure_fk(th, q)
         knee.append(np.degrees(q[iq]))
         assert np.linalg.cond(clm.constraint_jacobian(q)[:, clm.idx_v_u]) < MAX_COND_J_LU
+        if s > 0.1:  # one Newton solve from the zero configuration lands on another assembly branch
+            q_far, _ = clm.closure_fk(th, clm.q_ref)
+            assert np.max(np.abs(q_far - q)) < 1e-8
     assert knee[0] == pytest.approx(0.0, abs=RANGE_TOL_DEG) and knee[-1] == pytest.approx(120.0, abs=RANGE_TOL_DEG)
     assert np.all(np.diff(knee) > 0.0)
+    leg, stand = Leg(clm), prm.standing_actuators()
+    roll = [np.degrees(leg.joint(leg.solve(q0, **dict(stand, ankle_inner=a, ankle_outer=-a)), "ankle_roll_joint"))
+            for a in _stroke(clm, "ankle_inner")]
+    assert roll == pytest.approx([-27.0, 27.0], abs=RANGE_TOL_DEG)

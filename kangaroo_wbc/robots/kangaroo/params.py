@@ -27,6 +27,23 @@ ACTUATORS = ("hip_yaw", "hip_inner", "hip_outer", "leg_length", "ankle_inner", "
 OUTPUTS = ("hip_yaw", "hip_roll", "hip_pitch", "knee", "ankle_roll", "ankle_pitch")
 
 
+#: Overrides of ``params.yaml`` (for :meth:`KangarooParams.with_overrides`) giving the squat force of
+#: the paper's Fig. 15: a knee linkage with three non-linear stages (unequal relay arms, arms and
+#: rods out of level) that turns the knee fast near the straight leg, the standing stroke at knee
+#: 18 deg, and the ankle chains spread to keep the ankle roll at +-27 deg [T2] at that knee. Not the
+#: committed design: see urdf/README.md, "Design notes: squat force (Fig. 15)".
+FIG15_OVERRIDES: dict[str, Any] = {
+    "knee.tibia_lever_m": 0.0650, "knee.mid_range_deg": 78.5, "knee.pushrod_length_m": 0.0629,
+    "knee.pushrod_angle_deg": -40.0, "knee.rocker2_output_arm_m": 0.0303, "knee.rocker2_arm_deg": -55.8,
+    "knee.rocker2_relay_arm_m": 0.0544, "knee.relay_length_m": 0.05, "knee.rocker1_relay_arm_m": 0.0599,
+    "knee.rocker1_relay_arm_deg": 134.7, "knee.rocker1_actuator_arm_m": 0.0936, "knee.rocker1_arm_deg": -8.0,
+    "knee.actuator_length_m": 0.1901, "knee.actuator_angle_deg": -22.0, "standing_pose_m.leg_length": 0.0070,
+    "ankle.chain_lateral_m": 0.0408,
+    "passive_limits_deg.knee_rocker1": [-10.0, 120.0], "passive_limits_deg.knee_relay": [-10.0, 85.0],
+    "passive_limits_deg.knee_rocker2": [-10.0, 225.0], "passive_limits_deg.knee_pushrod": [-85.0, 10.0],
+}
+
+
 class KangarooParams:
     """Validated view of ``params.yaml``.
 
