@@ -138,6 +138,12 @@ class BlockLU:
             self.cols[b, :len(c)] = c
         self.LU = np.zeros((len(blocks), M, M))
         self.piv = np.zeros((len(blocks), M), dtype=np.int64)
+        # compile (or load) the kernels now rather than in the first control tick
+        warm = np.zeros((n, n))
+        for r, c in blocks:
+            warm[r, c] = 1.0  # nonsingular on every block
+        if self.factor(warm):
+            self.solve(np.ones((n, 1)))
         self.ok = False
 
     def factor(self, A: np.ndarray) -> bool:

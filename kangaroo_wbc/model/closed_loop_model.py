@@ -527,6 +527,9 @@ class ClosedLoopModel:
                                             self._signed_mask, self._flat_rows, self._rot_idx,
                                             (self._uj_idx, self._uj_ijk))
             self._kernel_built = True
+            self._fk_chord_ready = None
+            if self._kernel is not None and self.n_c == self.n_u:  # compiles the chord iteration now
+                self._fk_chord_ready = self._kernel.set_passive_joints(self.model, self.idx_v_u)
         return self._kernel
 
     def jlu_block_lu(self):

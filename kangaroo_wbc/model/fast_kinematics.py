@@ -681,6 +681,15 @@ class ClosureKernel:
         self._run(q, True)
         return self.e_l, self.J_l
 
+    def warm_up(self, model: pin.Model) -> None:
+        """Compile (or load from numba's cache) every function now, not at the first use in a
+        control loop: a lazy compilation stalls that tick for up to a second and adds tens of MB."""
+        q = pin.neutral(model)
+        self.error_and_jacobian(q)
+        self.error(q)
+        if self.bias_supported:
+            self.velocity_bias(q, np.zeros(model.nv))
+
     @property
     def bias_supported(self) -> bool:
         """:meth:`velocity_bias` handles every loop (position and universal-joint rows, no log3)."""
@@ -735,6 +744,8 @@ class ClosureKernel:
         self.pj_kind = np.array(kind, dtype=np.int64)
         self._q_buf = np.zeros(self.nq)
         self._e_buf = np.zeros(self.n_c)
+        # compile the chord iteration now (no step taken: max_iter 0)
+        self.chord(pin.neutral(model), np.zeros((len(idx_v_u), self.n_c)), 0.0, 0, 0.1)
         return True
 
     def chord(self, q: np.ndarray, J_inv: np.ndarray, tol: float, max_iter: int,
@@ -763,6 +774,7 @@ def build_kernel(model: pin.Model, frame_ids, slot_a, slot_u, signed_mask, flat_
                                columns)
     except ValueError:
         return None
+    kernel.warm_up(model)
     return kernel
 
 

@@ -78,6 +78,8 @@ def run_soak(minutes: float, *, behaviour: str = "stand", seed: int = 0, progres
     latency = np.full(n, np.nan)  # estimator + controller wall time per tick [ms]
     t_tick = np.full(n, np.nan)
     safe_entries, was_safe, ticks = 0, False, 0
+    rss_per_minute: list[float] = []
+    per_minute = max(1, int(round(60.0 / run.dt)))
     per_second = max(1, int(round(1.0 / run.dt)))
     seconds = range((n + per_second - 1) // per_second)
     for sec in progress(seconds, total=len(seconds), desc="soak [s]") if progress else seconds:
@@ -91,6 +93,8 @@ def run_soak(minutes: float, *, behaviour: str = "stand", seed: int = 0, progres
             was_safe = safe
             if i + 1 == n_warm:
                 rss_warm = rss_mb()
+            if (i + 1) % per_minute == 0:
+                rss_per_minute.append(round(rss_mb(), 2))
             if run.fell:
                 break
         if run.fell:
@@ -121,6 +125,8 @@ def run_soak(minutes: float, *, behaviour: str = "stand", seed: int = 0, progres
         "latency_ms_p99_last_minute": _p99(last),
         "latency_ms_median": float(np.median(latency)) if ticks else math.nan,
         "latency_ms_max": float(np.max(latency)) if ticks else math.nan,
+        "latency_ms_max_at_s": float(t[int(np.argmax(latency))]) if ticks else math.nan,
+        "rss_mb_per_minute": rss_per_minute,
         "dropped_messages": 0,
         "safe_mode_entries": safe_entries,
         "safe_mode_ticks": int(run.safe_mode_ticks),
