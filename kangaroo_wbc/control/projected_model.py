@@ -33,6 +33,7 @@ from scipy.linalg.lapack import dgetrf, dgetrs
 
 from kangaroo_wbc.errors import FrameNotFound, InputError, ModelError, suggest
 from kangaroo_wbc.model import ClosedLoopModel, ProjectedDynamics
+from kangaroo_wbc.model.fast_kinematics import frame_terms
 
 #: Joint types whose motion subspace is constant in the joint frame (zero joint bias ``c_J``).
 CONSTANT_SUBSPACE_JOINTS = frozenset(
@@ -161,6 +162,10 @@ class ProjectedModel:
                                   rot_log3, (self._uj, self._uj_ijk))
             self._kernel = kernel if kernel is not None and kernel.bias_supported else None
         self._block_lu = clm.jlu_block_lu()
+        #: Smallest accepted LU pivot ratio ``min |u_kk| / max |u_kk|`` of ``J_lu`` per independent
+        #: block (:meth:`update` raises ModelError below it: near a kinematic singularity); 0 only
+        #: rejects an exactly singular ``J_lu``.
+        self.min_pivot_ratio = 0.0
         self._bias_c = [self.data.joints[j] for j in self._bias_joints]
         self._bias_oMi = [self.data.oMi[j] for j in self._bias_joints]
         # Fixed parts of T.
@@ -197,11 +202,10 @@ class ProjectedModel:
             raise InputError("non-finite configuration or velocity")
         self.q[:] = q
         self.nu[:] = nu
-        K = self.n_closures
         if self._kernel is not None:
-            vel, w, acc, alpha = self._closure_terms_compiled(q, nu)
+            twist, drift = self._closure_terms_compiled(q, nu)
         else:
-            vel, w, acc, alpha = self._closure_terms(q, nu)
+            twist, drift = self._closure_terms(q, nu)
         v = self.v
         if self._block_lu is not None:
             self.k[self._idx_u] = -self._block_lu.solve(self.bias_l)
@@ -225,10 +229,9 @@ class ProjectedModel:
         self.com_velocity = self.h_G[:3] / self.mass
         self.com_drift = self.A_G_drift[:3] / self.mass
         # 7. User frames: projected Jacobians, drifts (Jdot v + J k), twists.
-        u = slice(2 * K, None)
         self._Jf_T = self._Jf @ self.T
-        self._drift = np.concatenate([acc[u], alpha[u]], axis=1) + self._Jf @ self.k
-        self._twist = np.concatenate([vel[u], w[u]], axis=1)
+        self._drift = drift + self._Jf @ self.k
+        self._twist = twist
         self._updated = True
 
     def _mapping(self, J_l: np.ndarray, nu: np.ndarray) -> np.ndarray:
@@ -239,22 +242,42 @@ class ProjectedModel:
         if blu is not None:
             if not blu.factor(J_lu):
                 raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
+            if self.min_pivot_ratio > 0.0:
+                self._check_pivots(blu.pivot_ratios())
             self.J_m = -blu.solve(J_l[:, self._idx_a])
         else:
             self._lu, self._piv, info = dgetrf(J_lu)
             if info != 0 or not np.all(np.isfinite(self._lu)):
                 raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
+            if self.min_pivot_ratio > 0.0:
+                d = np.abs(np.diag(self._lu))
+                self._check_pivots(np.array([d.min() / d.max()]))
             self.J_m = -dgetrs(self._lu, self._piv, J_l[:, self._idx_a])[0]
         self.T[self._idx_u, self.n_b:] = self.J_m
         v = self.T @ nu
         self.v[:] = v
         return v
 
+    def _check_pivots(self, ratios: np.ndarray) -> None:
+        """ModelError naming the worst block of ``J_lu`` (one ratio per block of the block LU, else one
+        for the whole matrix) if its pivot ratio is below ``min_pivot_ratio``."""
+        b = int(np.argmin(ratios))
+        if ratios[b] >= self.min_pivot_ratio:
+            return
+        blu, m = self._block_lu, self.model
+        columns = np.arange(self.n_u) if blu is None else blu.cols[b, :blu.sizes[b]]
+        joint_of_v = {m.joints[j].idx_v + k: j for j in range(1, m.njoints) for k in range(m.joints[j].nv)}
+        joints = list(dict.fromkeys(m.names[joint_of_v[int(v)]] for v in self._idx_u[columns]))
+        shown = ", ".join(joints[:3]) + (", ..." if len(joints) > 3 else "")
+        raise ModelError(f"J_lu ill-conditioned: LU pivot ratio {ratios[b]:.1e} < {self.min_pivot_ratio:.1e} in the "
+                         f"sub-mechanism of {len(joints)} passive joints ({shown}): near a kinematic singularity "
+                         "(dead point)")
+
     def _closure_terms(self, q: np.ndarray, nu: np.ndarray):
         """Steps 1-4 with pinocchio and numpy: placements, J_l, J_m, T, v, bias, user-frame terms.
 
-        Returns the points' velocities ``vel``, ``w`` and accelerations ``acc`` (classical), ``alpha``
-        (closure sides a, u, then user frames).
+        Returns the user frames' twists ``(v, w)`` and zero-acceleration classical accelerations
+        ``(a, alpha)`` (U, 6), world axes at their origins.
         """
         m, data, K = self.model, self.data, self.n_closures
         # 1. Joint Jacobians (world, at the origin) and frame placements.
@@ -315,7 +338,8 @@ class ProjectedModel:
             self.bias_l = bias.reshape(-1)[self._rows]
         else:
             self.bias_l = np.zeros(0)
-        return vel, w, acc, alpha
+        u = slice(2 * K, None)  # user frames: (twist, Jdot v) linear first
+        return (np.concatenate([vel[u], w[u]], axis=1), np.concatenate([acc[u], alpha[u]], axis=1))
 
     def _closure_terms_compiled(self, q: np.ndarray, nu: np.ndarray):
         """Steps 1-4 of :meth:`_closure_terms` with the compiled kernel (same numbers, tested)."""
@@ -325,31 +349,19 @@ class ProjectedModel:
         self.J_l = J_l
         # user frames: LOCAL_WORLD_ALIGNED Jacobians at their origins from data.J, masked by support
         pin.computeJointJacobians(m, data, q)
-        J = data.J
-        P = self._p[2 * K:]
-        U = self.n_frames
-        Jf = self._Jf_buf if hasattr(self, "_Jf_buf") else np.empty((U, 6, self.nv))
-        self._Jf_buf = Jf
-        for i in range(U):  # J_lin - [p]x J_ang
-            px, py, pz = P[i]
-            Jf[i, 0] = J[0] - (py * J[5] - pz * J[4])
-            Jf[i, 1] = J[1] - (pz * J[3] - px * J[5])
-            Jf[i, 2] = J[2] - (px * J[4] - py * J[3])
-            Jf[i, 3:] = J[3:]
-        Jf *= self._umask
-        self._Jf = Jf
         v = self._mapping(J_l, nu)
-        self.bias_l = kernel.velocity_bias(q, v).copy()
+        self.bias_l = kernel.velocity_bias(q, v, placements_current=True).copy()
         # user frames (the closure rows are done): point velocities and classical accelerations
         u = slice(2 * K, None)
-        V, A = kernel.frame_velocity[u], kernel.frame_bias_acceleration[u]  # spatial at the world origin
-        p = self._p[u]
-        w, alpha = V[:, 3:], A[:, 3:]
-        vel = V[:, :3] + _cross(w, p)
-        acc = A[:, :3] + _cross(alpha, p) + _cross(w, vel)
-        pad = np.zeros((2 * K, 3))  # update() reads rows 2K: only
-        return (np.concatenate([pad, vel]), np.concatenate([pad, w]), np.concatenate([pad, acc]),
-                np.concatenate([pad, alpha]))
+        U = self.n_frames
+        if not hasattr(self, "_Jf_buf"):
+            self._Jf_buf = np.empty((U, 6, self.nv))
+            self._frame_mask = np.ascontiguousarray(self._umask[:, 0, :])
+        twist, drift = np.empty((U, 6)), np.empty((U, 6))
+        frame_terms(data.J, self._p[u], self._frame_mask, kernel.frame_velocity[u],
+                    kernel.frame_bias_acceleration[u], self._Jf_buf, twist, drift)
+        self._Jf = self._Jf_buf
+        return twist, drift
 
     def _universal_rows(self, Q: np.ndarray) -> None:
         """Rotation row of each universal-joint cut: ``g^T R_u^T`` with

@@ -15,6 +15,13 @@ as explicit zeros) and afterwards only calls ``update(q, l, u, Px, Ax)`` and war
 nonzero appearing outside the pattern triggers one new setup on the union pattern (counted in
 :attr:`OsqpSolver.n_setups`), so correctness never depends on the caller's pattern hints.
 
+Before OSQP, :class:`OsqpSolver` tries the previous solution's active set: one KKT solve (with
+a few corrections of the set), accepted only when the result satisfies every KKT condition
+(:class:`OsqpSettings`, ``active_set_prediction``). A controller's QP keeps its active set from one
+tick to the next almost always, so most ticks get the exact optimum for the price of one dense
+symmetric solve; OSQP, warm-started from the last solution, decides whenever the prediction fails.
+:attr:`QpSolution.method` tells which path answered.
+
 Every :class:`QpSolution` can check itself: :meth:`QpSolution.kkt` returns the primal,
 dual (stationarity) and complementarity residuals of the KKT conditions, computed from the
 problem data in double precision, independently of the solver's own residuals.
@@ -30,14 +37,22 @@ import numpy as np
 import osqp
 import scipy.sparse as sp
 
+from kangaroo_wbc.control.active_set import solve_active_set
+from kangaroo_wbc.control.active_set import warm_up as _warm_up_active_set
 from kangaroo_wbc.errors import InputError, NoSolutionFound
 
 #: OSQP's infinity: bounds beyond it are treated as absent.
 OSQP_INFTY = 1e30
 
+#: ``delta`` of the active-set KKT matrix ``[[H, C^T], [C, -delta I]]`` (see :class:`OsqpSettings`).
+_KKT_DUAL_REGULARISATION = 1e-10
+
 #: Statuses accepted when the primal residual is small (see :class:`OsqpSettings`).
-_ACCEPTABLE = (osqp.SolverStatus.OSQP_SOLVED_INACCURATE, osqp.SolverStatus.OSQP_MAX_ITER_REACHED,
-               osqp.SolverStatus.OSQP_TIME_LIMIT_REACHED)
+_ACCEPTABLE = (
+    osqp.SolverStatus.OSQP_SOLVED_INACCURATE,
+    osqp.SolverStatus.OSQP_MAX_ITER_REACHED,
+    osqp.SolverStatus.OSQP_TIME_LIMIT_REACHED,
+)
 
 
 @dataclass
@@ -91,23 +106,40 @@ class QpProblem:
     def validate(self) -> None:
         """Raise :class:`InputError` on inconsistent shapes or non-finite data."""
         n = self.n
-        checks = [("H", self.H, (n, n)), ("A", self.A, (self.A.shape[0], n)), ("b", self.b, (self.A.shape[0],)),
-                  ("G", self.G, (self.G.shape[0], n)), ("h", self.h, (self.G.shape[0],)),
-                  ("h_lower", self.h_lower, (self.G.shape[0],))]
+        checks = [
+            ("H", self.H, (n, n)),
+            ("A", self.A, (self.A.shape[0], n)),
+            ("b", self.b, (self.A.shape[0],)),
+            ("G", self.G, (self.G.shape[0], n)),
+            ("h", self.h, (self.G.shape[0],)),
+            ("h_lower", self.h_lower, (self.G.shape[0],)),
+        ]
         for name, arr, shape in checks:
             if arr.shape != shape:
                 raise InputError(f"QP {name} has shape {arr.shape}, expected {shape}")
         # One reduction per array (a sum is non-finite iff an entry is, barring overflow, which is
         # rejected as well); the slow per-entry scan only runs to name the culprit.
-        for name, arr in (("H", self.H), ("c", self.c), ("A", self.A), ("b", self.b), ("G", self.G)):
+        for name, arr in (
+            ("H", self.H),
+            ("c", self.c),
+            ("A", self.A),
+            ("b", self.b),
+            ("G", self.G),
+        ):
             if not math.isfinite(float(np.sum(arr))):
                 raise InputError(f"QP {name} contains non-finite values")
-        for name, arr in (("h", self.h), ("h_lower", self.h_lower), ("lb", self.lb), ("ub", self.ub)):
+        for name, arr in (
+            ("h", self.h),
+            ("h_lower", self.h_lower),
+            ("lb", self.lb),
+            ("ub", self.ub),
+        ):
             if arr is not None and math.isnan(float(np.sum(arr))) and np.any(np.isnan(arr)):
                 raise InputError(f"QP {name} contains NaN")
 
-    def kkt_residuals(self, x: np.ndarray, y_eq: np.ndarray, y_in: np.ndarray,
-                      y_box: np.ndarray | None) -> KktResiduals:
+    def kkt_residuals(
+        self, x: np.ndarray, y_eq: np.ndarray, y_in: np.ndarray, y_box: np.ndarray | None
+    ) -> KktResiduals:
         """KKT residuals (inf-norms) with OSQP's multiplier sign convention.
 
         Multipliers ``y > 0`` act on upper bounds, ``y < 0`` on lower bounds. Residuals:
@@ -138,8 +170,9 @@ def _inf_norm(parts: list[np.ndarray]) -> float:
     return float(max((np.max(p, initial=0.0) for p in parts), default=0.0))
 
 
-def _inequality_residuals(z: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                          y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _inequality_residuals(
+    z: np.ndarray, lo: np.ndarray, hi: np.ndarray, y: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Per row: (multiplier on an infinite bound, ``|y⁺|·|hi - z| + |y⁻|·|z - lo|`` on finite bounds)."""
     y_up, y_dn = np.maximum(y, 0.0), np.maximum(-y, 0.0)
     fin_hi, fin_lo = np.isfinite(hi), np.isfinite(lo)
@@ -175,6 +208,8 @@ class QpSolution:
         osqp_solve_time_s: OSQP's own solve time [s].
         objective: ``½xᵀHx + cᵀx``.
         warm_started: whether the iterate was warm-started from the previous solution.
+        method: ``"osqp"`` or ``"active-set"`` (the KKT solve of a predicted active set, checked
+            optimal; ``iterations`` then counts its corrections, ``osqp_solve_time_s`` is 0).
     """
 
     x: np.ndarray
@@ -190,6 +225,7 @@ class QpSolution:
     objective: float
     warm_started: bool
     problem: QpProblem = field(repr=False)
+    method: str = "osqp"
 
     @property
     def solved(self) -> bool:
@@ -209,6 +245,16 @@ class OsqpSettings:
     below ``inaccurate_primal_tol``: a controller prefers a slightly inaccurate answer to none, and
     ``max_iter`` / ``time_limit_s`` bound the worst-case solve time. The status stays visible in the
     solution.
+
+    ``active_set_prediction``: before calling OSQP, solve the equality-constrained KKT system of
+    the previous solution's active set (and up to ``active_set_iterations`` corrections of it: add
+    the violated rows, drop the rows whose multiplier has the wrong sign) and accept the result
+    only when it *is* optimal: every row feasible to ``active_set_primal_tol`` (absolute, plus
+    the same relative to the bound), every multiplier of the right sign to
+    ``active_set_dual_tol``, stationarity to 1e-9 relative. A controller's QP changes little
+    from one tick to the next, so its active set usually does not change at all; the KKT
+    solution is then exact, and OSQP (warm-started from it) is only called when the active set
+    changed more than the corrections can follow, or the KKT system is singular.
     """
 
     eps_abs: float = 1e-6
@@ -223,12 +269,25 @@ class OsqpSettings:
     time_limit_s: float = 0.0  # 0: no limit
     accept_inaccurate: bool = True
     inaccurate_primal_tol: float = 1e-2
+    active_set_prediction: bool = True
+    active_set_iterations: int = 8
+    active_set_primal_tol: float = 1e-7
+    active_set_dual_tol: float = 1e-7
 
     def osqp_kwargs(self) -> dict:
-        out = dict(eps_abs=self.eps_abs, eps_rel=self.eps_rel, max_iter=self.max_iter,
-                   polishing=self.polish, adaptive_rho=self.adaptive_rho,
-                   check_termination=self.check_termination, rho=self.rho, sigma=self.sigma,
-                   scaling=self.scaling, verbose=False, warm_starting=True)
+        out = dict(
+            eps_abs=self.eps_abs,
+            eps_rel=self.eps_rel,
+            max_iter=self.max_iter,
+            polishing=self.polish,
+            adaptive_rho=self.adaptive_rho,
+            check_termination=self.check_termination,
+            rho=self.rho,
+            sigma=self.sigma,
+            scaling=self.scaling,
+            verbose=False,
+            warm_starting=True,
+        )
         if self.time_limit_s > 0:
             out["time_limit"] = self.time_limit_s
         return out
@@ -247,9 +306,13 @@ class OsqpSolver:
     solution attached) when OSQP does not return a usable solution.
     """
 
-    def __init__(self, settings: OsqpSettings | None = None, structure: QpProblem | None = None) -> None:
+    def __init__(
+        self, settings: OsqpSettings | None = None, structure: QpProblem | None = None
+    ) -> None:
         self.settings = settings or OsqpSettings()
         self._structure = structure
+        if self.settings.active_set_prediction:
+            _warm_up_active_set()  # compiled (or loaded) now, never inside a control tick
         self._prob: osqp.OSQP | None = None
         self._shape: tuple | None = None
         self.n_setups = 0
@@ -260,6 +323,14 @@ class OsqpSolver:
         self._C_src: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._nnz_C = 0
         self._Cx = np.zeros(0)
+        # active-set prediction: (row indices into [A; G; I], side +1 upper / -1 lower / 0 equal)
+        self._active: tuple[np.ndarray, np.ndarray] | None = (
+            None  # sides of [A; G] rows, of the box
+        )
+        self._active_shape: tuple | None = None
+        self._last_xy: tuple[np.ndarray, np.ndarray] | None = None
+        self._osqp_stale = False  # OSQP's data lag behind (ticks solved by the active set)
+        self.n_active_set = 0
 
     # ------------------------------------------------------------------ pattern
     @staticmethod
@@ -270,8 +341,11 @@ class OsqpSolver:
         t0 = time.perf_counter()
         n, m_eq, m_in = problem.n, problem.n_eq, problem.n_in
         mH, mA, mG = self._mask(problem)
-        if self._structure is not None and self._structure.n == n and self._shape_of(self._structure) == \
-                self._shape_of(problem):
+        if (
+            self._structure is not None
+            and self._structure.n == n
+            and self._shape_of(self._structure) == self._shape_of(problem)
+        ):
             sH, sA, sG = self._mask(self._structure)
             mH, mA, mG = mH | sH, mA | sA, mG | sG
         if self._prob is not None and self._shape == self._shape_of(problem):
@@ -283,8 +357,10 @@ class OsqpSolver:
         # P: upper triangle, CSC order (column-major)
         cols, rows = np.nonzero(mH.T)
         self._P_rows, self._P_cols = rows, cols
-        P = sp.csc_matrix((problem.H[rows, cols].astype(float), rows, np.searchsorted(cols, np.arange(n + 1))),
-                          shape=(n, n))
+        P = sp.csc_matrix(
+            (problem.H[rows, cols].astype(float), rows, np.searchsorted(cols, np.arange(n + 1))),
+            shape=(n, n),
+        )
         # C = [A; G; I]: collect (row, col) per block, then sort into CSC order.
         blocks = []
         rA, cA = np.nonzero(mA)
@@ -302,16 +378,22 @@ class OsqpSolver:
         self._C_src = []
         start = 0
         for r, c, _ in blocks:
-            self._C_src.append((r, c, inv[start:start + r.size]))
+            self._C_src.append((r, c, inv[start : start + r.size]))
             start += r.size
         self._nnz_C = order.size
         # Flat indices outside the pattern, for the per-tick miss check (one gather per block).
         oH = np.flatnonzero(~mH.ravel())
-        self._outside = [oH[(oH // n) <= (oH % n)], np.flatnonzero(~mA.ravel()), np.flatnonzero(~mG.ravel())]
+        self._outside = [
+            oH[(oH // n) <= (oH % n)],
+            np.flatnonzero(~mA.ravel()),
+            np.flatnonzero(~mG.ravel()),
+        ]
         self._Cx = np.empty(self._nnz_C)
         self._fill_C(problem)
-        C = sp.csc_matrix((self._Cx.copy(), all_rows[order], np.searchsorted(all_cols[order], np.arange(n + 1))),
-                          shape=(m_eq + m_in + n_box, n))
+        C = sp.csc_matrix(
+            (self._Cx.copy(), all_rows[order], np.searchsorted(all_cols[order], np.arange(n + 1))),
+            shape=(m_eq + m_in + n_box, n),
+        )
         l, u = self._bounds(problem)
         self._prob = osqp.OSQP()
         self._prob.setup(P, problem.c.astype(float), C, l, u, **self.settings.osqp_kwargs())
@@ -345,19 +427,26 @@ class OsqpSolver:
     def _pattern_miss(self, problem: QpProblem) -> bool:
         """True when ``problem`` has a nonzero outside the set-up pattern (upper triangle of ``H``)."""
         oH, oA, oG = self._outside
-        return bool(np.any(problem.H.ravel()[oH]) or np.any(problem.A.ravel()[oA])
-                    or np.any(problem.G.ravel()[oG]))
+        return bool(
+            np.any(problem.H.ravel()[oH])
+            or np.any(problem.A.ravel()[oA])
+            or np.any(problem.G.ravel()[oG])
+        )
 
     # ------------------------------------------------------------------ solve
     def reset(self) -> None:
-        """Forget the warm start (next solve starts cold); the set-up pattern is kept."""
+        """Forget the warm start (next solve starts cold) and the predicted active set; the set-up
+        pattern is kept."""
         self._warm = False
+        self._active = None
         if self._prob is not None:
             n = self._shape[0]
             m = self._prob.m
             self._prob.warm_start(x=np.zeros(n), y=np.zeros(m))
 
-    def solve(self, problem: QpProblem, check_pattern: bool = True, validate: bool = True) -> QpSolution:
+    def solve(
+        self, problem: QpProblem, check_pattern: bool = True, validate: bool = True
+    ) -> QpSolution:
         """Solve ``problem`` (update in place when the pattern allows) and return the solution.
 
         ``validate=False`` skips the shape/finiteness scan of the data (for callers that build the
@@ -375,16 +464,54 @@ class OsqpSolver:
         if np.any(l > u):
             rows = np.flatnonzero(l > u)
             self.reset()
-            raise NoSolutionFound(f"lower bound above upper bound in constraint rows {rows.tolist()} "
-                                  f"(rows: {problem.n_eq} eq, {problem.n_in} ineq, then box)", problem=problem)
+            raise NoSolutionFound(
+                f"lower bound above upper bound in constraint rows {rows.tolist()} "
+                f"(rows: {problem.n_eq} eq, {problem.n_in} ineq, then box)",
+                problem=problem,
+            )
+        if (
+            self.settings.active_set_prediction
+            and self._active is not None
+            and self._active_shape == self._shape_of(problem)
+        ):
+            fast = self._active_set_solve(problem, l, u)
+            if fast is not None:
+                x, y, n_corr = fast
+                self.n_solves += 1
+                self.n_active_set += 1
+                self._osqp_stale = True
+                self._last_xy = (x, y)
+                m_eq, m_in = problem.n_eq, problem.n_in
+                return QpSolution(
+                    x=x,
+                    y_eq=y[:m_eq],
+                    y_in=y[m_eq : m_eq + m_in],
+                    y_box=y[m_eq + m_in :] if problem.has_box else None,
+                    status="solved",
+                    status_val=int(osqp.SolverStatus.OSQP_SOLVED),
+                    iterations=n_corr,
+                    setup_time_s=0.0,
+                    solve_time_s=time.perf_counter() - t0,
+                    osqp_solve_time_s=0.0,
+                    objective=float(0.5 * x @ problem.H @ x + problem.c @ x),
+                    warm_started=True,
+                    problem=problem,
+                    method="active-set",
+                )
         try:
-            if (self._prob is None or self._shape != self._shape_of(problem)
-                    or (check_pattern and self._pattern_miss(problem))):
+            if (
+                self._prob is None
+                or self._shape != self._shape_of(problem)
+                or (check_pattern and self._pattern_miss(problem))
+            ):
                 self._setup(problem)
                 setup_time = self._last_setup_time
             else:
                 self._fill_C(problem)
                 self._update(problem.c, l, u, problem.H[self._P_rows, self._P_cols], self._Cx)
+                if self._osqp_stale and self._last_xy is not None and self._warm:
+                    self._prob.warm_start(x=self._last_xy[0], y=self._last_xy[1])
+            self._osqp_stale = False
             warm = self._warm
             x, y, info = self._solve_raw()
         except (osqp.OSQPException, ValueError) as exc:  # solver errors are wrapped, never leaked
@@ -394,20 +521,37 @@ class OsqpSolver:
         self.n_solves += 1
         m_eq, m_in = problem.n_eq, problem.n_in
         sol = QpSolution(
-            x=x, y_eq=y[:m_eq], y_in=y[m_eq:m_eq + m_in],
-            y_box=y[m_eq + m_in:] if problem.has_box else None,
-            status=str(info.status), status_val=int(info.status_val), iterations=int(info.iter),
-            setup_time_s=setup_time, solve_time_s=wall, osqp_solve_time_s=float(info.solve_time),
-            objective=float(info.obj_val), warm_started=warm, problem=problem)
+            x=x,
+            y_eq=y[:m_eq],
+            y_in=y[m_eq : m_eq + m_in],
+            y_box=y[m_eq + m_in :] if problem.has_box else None,
+            status=str(info.status),
+            status_val=int(info.status_val),
+            iterations=int(info.iter),
+            setup_time_s=setup_time,
+            solve_time_s=wall,
+            osqp_solve_time_s=float(info.solve_time),
+            objective=float(info.obj_val),
+            warm_started=warm,
+            problem=problem,
+        )
         if not self._usable(sol):
             self._warm = False
+            self._active = None
             self.reset()
-            raise NoSolutionFound(f"OSQP returned status {sol.status!r} after {sol.iterations} iterations",
-                                  problem=problem, result=sol)
+            raise NoSolutionFound(
+                f"OSQP returned status {sol.status!r} after {sol.iterations} iterations",
+                problem=problem,
+                result=sol,
+            )
         self._warm = True
+        if self.settings.active_set_prediction:
+            self._remember_active_set(problem, l, u, y)
         return sol
 
-    def _update(self, q: np.ndarray, l: np.ndarray, u: np.ndarray, Px: np.ndarray, Ax: np.ndarray) -> None:
+    def _update(
+        self, q: np.ndarray, l: np.ndarray, u: np.ndarray, Px: np.ndarray, Ax: np.ndarray
+    ) -> None:
         """In-place data update. Calls the extension object directly when available (osqp 1.x): the
         Python wrapper re-clips the bounds (done in :meth:`_bounds`) and caches data for
         derivatives, which costs tens of µs per tick."""
@@ -425,7 +569,11 @@ class OsqpSolver:
             res = self._prob.solve(raise_error=False)
             return np.array(res.x, dtype=float), np.array(res.y, dtype=float), res.info
         ext.solve()
-        return np.array(ext.solution.x, dtype=float), np.array(ext.solution.y, dtype=float), ext.info
+        return (
+            np.array(ext.solution.x, dtype=float),
+            np.array(ext.solution.y, dtype=float),
+            ext.info,
+        )
 
     def _usable(self, sol: QpSolution) -> bool:
         if not np.all(np.isfinite(sol.x)):
@@ -436,10 +584,59 @@ class OsqpSolver:
             return sol.kkt().primal <= self.settings.inaccurate_primal_tol
         return False
 
+    # ------------------------------------------------------------------ active-set prediction
+    def _remember_active_set(
+        self, problem: QpProblem, l: np.ndarray, u: np.ndarray, y: np.ndarray
+    ) -> None:
+        """Active rows of a solution: equal bounds (0), upper (+1) / lower (-1) bounds whose multiplier
+        is not zero, inactive (2); kept separately for the general rows ``[A; G]`` and the box."""
+        tol = 1e-6 * max(1.0, float(np.max(np.abs(y), initial=0.0)))
+        side = np.where(y > tol, 1, np.where(y < -tol, -1, 2)).astype(np.int8)
+        side[l == u] = 0
+        m_g = problem.n_eq + problem.n_in
+        box = side[m_g:] if problem.has_box else np.full(problem.n, 2, dtype=np.int8)
+        self._active = (side[:m_g].copy(), box.copy())
+        self._active_shape = self._shape_of(problem)
+
+    def _active_set_solve(
+        self, problem: QpProblem, l: np.ndarray, u: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, int] | None:
+        """KKT solve on the predicted active set, with a few corrections; ``None`` unless optimal
+        (:func:`kangaroo_wbc.control.active_set.solve_active_set`)."""
+        st = self.settings
+        n, m_g = problem.n, problem.n_eq + problem.n_in
+        if problem.n_eq and problem.n_in:
+            Cg = np.concatenate([problem.A, problem.G], axis=0)
+        else:
+            Cg = np.ascontiguousarray(problem.G if problem.n_in else problem.A)
+        if problem.has_box:
+            lb, ub = l[m_g:], u[m_g:]
+        else:
+            lb, ub = np.full(n, -OSQP_INFTY), np.full(n, OSQP_INFTY)
+        side_g, side_b = self._active[0].copy(), self._active[1].copy()
+        x, y_g, y_b = np.empty(n), np.empty(m_g), np.empty(n)
+        it = solve_active_set(
+            np.ascontiguousarray(problem.H), problem.c, Cg, l[:m_g], u[:m_g], lb, ub, side_g, side_b,
+            st.active_set_iterations, st.active_set_primal_tol, st.active_set_dual_tol, _KKT_DUAL_REGULARISATION,
+            x, y_g, y_b,
+        )
+        if it < 0:
+            return None
+        self._active = (side_g, side_b)
+        return x, (np.concatenate([y_g, y_b]) if problem.has_box else y_g), int(it)
+
 
 def solve_qp(problem: QpProblem, settings: OsqpSettings | None = None) -> QpSolution:
     """One-shot convenience: set up and solve ``problem`` with a fresh :class:`OsqpSolver`."""
     return OsqpSolver(settings).solve(problem)
 
 
-__all__ = ["QpProblem", "QpSolution", "KktResiduals", "OsqpSettings", "OsqpSolver", "solve_qp", "OSQP_INFTY"]
+__all__ = [
+    "QpProblem",
+    "QpSolution",
+    "KktResiduals",
+    "OsqpSettings",
+    "OsqpSolver",
+    "solve_qp",
+    "OSQP_INFTY",
+]

@@ -4,11 +4,14 @@ One :meth:`WbcSupervisor.tick` per state sample returns a :class:`Command` that 
 
 * ``mode = "control"``: the WBC's actuator forces (eq. (29)), clipped to the force limits;
 * ``mode = "safe"``: damping ``tau = -d theta_dot_a`` (or zero force) with the reason, when the state
-  is stale or non-finite, the QP fails, the model is singular, or a limit is breached.
+  is stale or non-finite, the QP is infeasible or the solver fails, the configuration is singular
+  (or near it: ``J_lu`` ill-conditioned), or a limit is breached.
 
-Stale / non-finite input and QP failures are *transient* (control resumes with the next good
-sample); a breached limit (base tilt, actuator stroke) *latches* the safe mode until
-:meth:`WbcSupervisor.reset` or a new behaviour is selected.
+Stale / non-finite input, QP failures and singular configurations are *transient* (control resumes
+with the next good sample); a breached limit (base tilt, actuator stroke) *latches* the safe mode
+until :meth:`WbcSupervisor.reset` or a new behaviour is selected. When no state arrives at all, the
+caller's watchdog calls :meth:`WbcSupervisor.stale`: the behaviour then restarts from the next good
+state.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ class SupervisorStats:
     ticks: int = 0
     safe_ticks: int = 0
     qp_failures: int = 0
+    singular: int = 0
     stale: int = 0
     invalid: int = 0
     iterations_max: int = 0
@@ -78,8 +82,12 @@ class WbcSupervisor:
         behaviour_factory: ``name, **params -> Behaviour`` (default :func:`make_behaviour`).
     """
 
-    def __init__(self, controller, safety: SafetySettings | None = None,
-                 behaviour_factory: Callable[..., Behaviour] = make_behaviour) -> None:
+    def __init__(
+        self,
+        controller,
+        safety: SafetySettings | None = None,
+        behaviour_factory: Callable[..., Behaviour] = make_behaviour,
+    ) -> None:
         self.controller = controller
         self.safety = safety or SafetySettings()
         self._factory = behaviour_factory
@@ -108,12 +116,21 @@ class WbcSupervisor:
 
     @property
     def behaviour_name(self) -> str:
-        return self._pending[0] if self._pending else (self.behaviour.name if self.behaviour else "")
+        return (
+            self._pending[0] if self._pending else (self.behaviour.name if self.behaviour else "")
+        )
 
     # ------------------------------------------------------------------ tick
-    def tick(self, t: float, q: np.ndarray, v: np.ndarray, measured_contacts: Iterable[str] | None = None,
-             state_age_s: float = 0.0, com_reference: np.ndarray | None = None,
-             foot_references: Mapping[str, FrameReference] | None = None) -> Command:
+    def tick(
+        self,
+        t: float,
+        q: np.ndarray,
+        v: np.ndarray,
+        measured_contacts: Iterable[str] | None = None,
+        state_age_s: float = 0.0,
+        com_reference: np.ndarray | None = None,
+        foot_references: Mapping[str, FrameReference] | None = None,
+    ) -> Command:
         """One control tick at time ``t`` [s]; never raises on bad state, never returns NaN.
 
         Args:
@@ -126,8 +143,11 @@ class WbcSupervisor:
         self.stats.ticks += 1
         v = np.asarray(v, dtype=float)
         q = np.asarray(q, dtype=float)
-        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))) or q.shape != (self.clm.model.nq,) \
-                or v.shape != (self.clm.model.nv,):
+        if (
+            not (np.all(np.isfinite(q)) and np.all(np.isfinite(v)))
+            or q.shape != (self.clm.model.nq,)
+            or v.shape != (self.clm.model.nv,)
+        ):
             self.stats.invalid += 1
             return self._safe(v, "non-finite or mis-sized state")
         if not state_age_s <= self.safety.max_state_age_s:
@@ -147,8 +167,14 @@ class WbcSupervisor:
             out = self.controller.step(q, v, references=ref)
         except NoSolutionFound as exc:
             self.stats.qp_failures += 1
-            return self._safe(v, f"QP failed: {exc}")
-        except (InputError, ModelError) as exc:
+            status = str(getattr(exc.result, "status", ""))
+            return self._safe(
+                v, f"{'QP infeasible' if 'infeasible' in status else 'QP solver failed'}: {exc}"
+            )
+        except ModelError as exc:
+            self.stats.singular += 1
+            return self._safe(v, f"singular configuration: {exc}")
+        except InputError as exc:
             self.stats.invalid += 1
             return self._safe(v, f"controller rejected the state: {exc}")
         except KangarooWbcError as exc:
@@ -161,6 +187,18 @@ class WbcSupervisor:
         self.last = cmd
         return cmd
 
+    def stale(self, silent_s: float) -> Command:
+        """Safe mode because no state arrived for ``silent_s`` [s] (called by a watchdog between
+        ticks): zero force (there is no velocity to damp), and the behaviour and the task references
+        restart from the next good state (the robot may have moved, or the hardware restarted)."""
+        self.stats.stale += 1
+        if self.behaviour is not None and self._pending is None:
+            self._pending = (self.behaviour.name, getattr(self, "_params", {}))
+        self._full.reset_references()
+        return self._safe(
+            np.zeros(self.clm.model.nv), f"stale state (no state for {silent_s * 1e3:.0f} ms)"
+        )
+
     def _start_pending(self, t: float, q: np.ndarray, v: np.ndarray) -> None:
         name, params = self._pending
         if self.behaviour is None or not getattr(self._full, "_initialised", False):
@@ -170,12 +208,19 @@ class WbcSupervisor:
         self.behaviour, self._params = behaviour, params
         self._pending = None
 
-    def _merge(self, ref: WbcReferences, measured: Iterable[str] | None, com: np.ndarray | None,
-               feet: Mapping[str, FrameReference] | None) -> None:
+    def _merge(
+        self,
+        ref: WbcReferences,
+        measured: Iterable[str] | None,
+        com: np.ndarray | None,
+        feet: Mapping[str, FrameReference] | None,
+    ) -> None:
         if ref.active_contacts is not None and measured is not None:
             measured = set(measured)
             kept = tuple(c for c in ref.active_contacts if c in measured)
-            ref.active_contacts = kept or ref.active_contacts  # never zero contacts from sensing alone
+            ref.active_contacts = (
+                kept or ref.active_contacts
+            )  # never zero contacts from sensing alone
         if com is not None:
             ref.com_position = np.asarray(com, dtype=float)
             ref.com_velocity = np.zeros(3)
@@ -192,7 +237,9 @@ class WbcSupervisor:
                 return f"base tilt {np.degrees(np.arccos(np.clip(cos_tilt, -1, 1))):.0f} deg beyond limit"
         theta = q[clm.idx_q_a]
         lim = self.limits
-        over = (theta > lim.position_max + s.stroke_margin_m) | (theta < lim.position_min - s.stroke_margin_m)
+        over = (theta > lim.position_max + s.stroke_margin_m) | (
+            theta < lim.position_min - s.stroke_margin_m
+        )
         if np.any(over):
             names = [clm.actuated_joint_names[i] for i in np.flatnonzero(over)]
             return f"actuator stroke limit breached: {names}"
@@ -205,7 +252,11 @@ class WbcSupervisor:
         if self.safety.fallback == "damp" and v.shape == (self.clm.model.nv,):
             theta_dot = v[self.clm.idx_v_a]
             if np.all(np.isfinite(theta_dot)):
-                tau = np.clip(-self.safety.damping_n_s_per_m * theta_dot, self.limits.force_min, self.limits.force_max)
+                tau = np.clip(
+                    -self.safety.damping_n_s_per_m * theta_dot,
+                    self.limits.force_min,
+                    self.limits.force_max,
+                )
         cmd = Command(tau_a=tau, mode="safe", reason=reason, latched=latched)
         self.last = cmd
         return cmd

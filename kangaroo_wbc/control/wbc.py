@@ -108,6 +108,9 @@ class WbcSettings:
     stroke_horizon_s: float = 0.05
     acceleration_max: float = 500.0  # [m/s²] on theta_ddot_a
     compute_lambda: bool = False
+    #: ``J_lu`` pivot ratio below which ``step`` raises ModelError (near-singular configuration,
+    #: :attr:`ProjectedModel.min_pivot_ratio`); 0 rejects only an exactly singular ``J_lu``.
+    min_jlu_pivot_ratio: float = 0.0
     osqp: OsqpSettings = field(default_factory=OsqpSettings)
 
 
@@ -186,6 +189,7 @@ class WholeBodyController:
         self.contacts = tuple(contacts)
         self.layout = L = DecisionLayout(clm.n_b, clm.n_a, self.contacts)
         self.pm = ProjectedModel(clm, [s.base_frame] + [c.frame for c in contacts])
+        self.pm.min_pivot_ratio = s.min_jlu_pivot_ratio
         self.limits = limits or ActuatorLimits.from_model(clm)
         # Tasks.
         self.com_task = ComTask(s.com_weight, s.com_kp, s.com_kd)
@@ -257,6 +261,10 @@ class WholeBodyController:
             task.set_reference_from_current(pm)
         self._initialised = True
 
+    def reset_references(self) -> None:
+        """Take every task reference from the state of the next :meth:`step`, as the first step does."""
+        self._initialised = False
+
     def set_references(self, ref: WbcReferences) -> None:
         """Apply the non-``None`` fields of ``ref`` to the tasks."""
         if ref.com_position is not None:
@@ -323,7 +331,7 @@ class WholeBodyController:
         Raises:
             InputError: non-finite or mis-sized state, unknown contact names.
             NoSolutionFound: the QP has no usable solution (the caller picks the fallback).
-            ModelError: singular closure Jacobian.
+            ModelError: singular or ill-conditioned closure Jacobian (``min_jlu_pivot_ratio``).
         """
         t0 = time.perf_counter()
         clm = self.clm

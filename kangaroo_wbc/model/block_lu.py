@@ -77,7 +77,20 @@ def _solve(LU, piv, rows, cols, sizes, B, X, transpose):
     for b in range(sizes.shape[0]):
         m = sizes[b]
         for c in range(B.shape[1]):
-            if not transpose:  # P A = L U: L U x = P b, b from the block rows, x to the block columns
+            src = cols[b] if transpose else rows[b]
+            dst = rows[b] if transpose else cols[b]
+            nonzero = False
+            for i in range(m):
+                if B[src[i], c] != 0.0:
+                    nonzero = True
+                    break
+            if not nonzero:  # a block untouched by this column (another sub-mechanism's actuator)
+                for i in range(m):
+                    X[dst[i], c] = 0.0
+                continue
+            if (
+                not transpose
+            ):  # P A = L U: L U x = P b, b from the block rows, x to the block columns
                 for i in range(m):
                     y[i] = B[rows[b, i], c]
                 for k in range(m):
@@ -117,6 +130,18 @@ def _solve(LU, piv, rows, cols, sizes, B, X, transpose):
                     X[rows[b, i], c] = y[i]
 
 
+@_jit
+def _pivot_ratios(LU, sizes, out):
+    """Per block, ``min |u_kk| / max |u_kk|`` of the factor ``U`` (0 for a zero block)."""
+    for b in range(sizes.shape[0]):
+        lo, hi = np.inf, 0.0
+        for k in range(sizes[b]):
+            d = abs(LU[b, k, k])
+            lo = min(lo, d)
+            hi = max(hi, d)
+        out[b] = lo / hi if hi > 0.0 else 0.0
+
+
 class BlockLU:
     """Block-diagonal LU of a square matrix with a fixed block structure (see the module docstring).
 
@@ -134,23 +159,40 @@ class BlockLU:
         self.rows = np.zeros((len(blocks), M), dtype=np.int64)
         self.cols = np.zeros((len(blocks), M), dtype=np.int64)
         for b, (r, c) in enumerate(blocks):
-            self.rows[b, :len(r)] = r
-            self.cols[b, :len(c)] = c
+            self.rows[b, : len(r)] = r
+            self.cols[b, : len(c)] = c
         self.LU = np.zeros((len(blocks), M, M))
         self.piv = np.zeros((len(blocks), M), dtype=np.int64)
+        self._ratios = np.zeros(len(blocks))
         # compile (or load) the kernels now rather than in the first control tick
         warm = np.zeros((n, n))
         for r, c in blocks:
             warm[r, c] = 1.0  # nonsingular on every block
         if self.factor(warm):
             self.solve(np.ones((n, 1)))
+            self.pivot_ratios()
         self.ok = False
 
     def factor(self, A: np.ndarray) -> bool:
         """Factorise ``A`` (n, n); False (and :attr:`ok` False) when a block is singular or not finite."""
-        self.ok = bool(_factor(np.ascontiguousarray(A, dtype=float), self.rows, self.cols, self.sizes, self.LU,
-                               self.piv)) and bool(np.isfinite(self.LU).all())
+        self.ok = bool(
+            _factor(
+                np.ascontiguousarray(A, dtype=float),
+                self.rows,
+                self.cols,
+                self.sizes,
+                self.LU,
+                self.piv,
+            )
+        ) and bool(np.isfinite(self.LU).all())
         return self.ok
+
+    def pivot_ratios(self) -> np.ndarray:
+        """Per block, ``min |u_kk| / max |u_kk|`` of the last factorisation (a view, overwritten by the
+        next call): a cheap conditioning indicator, small near a singular block (for a block close to
+        singular it is about ``1 / cond``, within a small factor)."""
+        _pivot_ratios(self.LU, self.sizes, self._ratios)
+        return self._ratios
 
     def solve(self, B: np.ndarray, transpose: bool = False) -> np.ndarray:
         """``A^{-1} B`` or ``A^{-T} B`` for ``B`` of shape (n,) or (n, k) (after a successful :meth:`factor`)."""

@@ -488,6 +488,41 @@ CHORD_CONVERGED, CHORD_STALLED, CHORD_MAX_ITER = 0, 1, 2
 
 
 @_jit
+def frame_terms(J, P, mask, V, A, Jf, twist, drift):
+    """Frame Jacobians, twists and bias accelerations at the frames' origins (world axes).
+
+    ``J`` (6, nv): pinocchio's joint Jacobians stacked as ``data.J`` (world, at the origin, linear
+    first); ``P`` (U, 3) frame origins; ``mask`` (U, nv) support of each frame; ``V``, ``A`` (U, 6)
+    body spatial velocity and ``Jdot v`` at the world origin (linear first). Fills ``Jf`` (U, 6, nv)
+    with ``[J_lin - [p]x J_ang; J_ang]`` on the support, ``twist`` (U, 6) with ``(v_p, w)`` and
+    ``drift`` (U, 6) with the classical acceleration ``(a_p, alpha)`` of the origin at zero
+    acceleration (``Jdot v``; the caller adds ``J k``).
+    """
+    U, nv = P.shape[0], J.shape[1]
+    for i in range(U):
+        px, py, pz = P[i, 0], P[i, 1], P[i, 2]
+        for c in range(nv):
+            m = mask[i, c]
+            Jf[i, 0, c] = m * (J[0, c] - (py * J[5, c] - pz * J[4, c]))
+            Jf[i, 1, c] = m * (J[1, c] - (pz * J[3, c] - px * J[5, c]))
+            Jf[i, 2, c] = m * (J[2, c] - (px * J[4, c] - py * J[3, c]))
+            Jf[i, 3, c] = m * J[3, c]
+            Jf[i, 4, c] = m * J[4, c]
+            Jf[i, 5, c] = m * J[5, c]
+        wx, wy, wz = V[i, 3], V[i, 4], V[i, 5]
+        ax, ay, az = A[i, 3], A[i, 4], A[i, 5]
+        vx = V[i, 0] + wy * pz - wz * py
+        vy = V[i, 1] + wz * px - wx * pz
+        vz = V[i, 2] + wx * py - wy * px
+        twist[i, 0], twist[i, 1], twist[i, 2] = vx, vy, vz
+        twist[i, 3], twist[i, 4], twist[i, 5] = wx, wy, wz
+        drift[i, 0] = A[i, 0] + ay * pz - az * py + wy * vz - wz * vy
+        drift[i, 1] = A[i, 1] + az * px - ax * pz + wz * vx - wx * vz
+        drift[i, 2] = A[i, 2] + ax * py - ay * px + wx * vy - wy * vx
+        drift[i, 3], drift[i, 4], drift[i, 5] = ax, ay, az
+
+
+@_jit
 def _integrate_passive(q, dv_u, pj_iq, pj_iu, pj_kind, out):
     """``out = q (+) dv`` for the passive joints (``dv_u`` in ``idx_v_u`` order), as ``pin.integrate``:
     1-DOF and universal joints add, spherical joints right-multiply ``exp(omega)``."""
@@ -695,17 +730,20 @@ class ClosureKernel:
         """:meth:`velocity_bias` handles every loop (position and universal-joint rows, no log3)."""
         return not np.any(self.rot_type == ROT_LOG3)
 
-    def velocity_bias(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    def velocity_bias(self, q: np.ndarray, v: np.ndarray, placements_current: bool = False) -> np.ndarray:
         """Closure bias ``Jdot_l v`` [m/s², rad/s²] at ``(q, v)`` (kept rows); also fills
         :attr:`frame_velocity` and :attr:`frame_bias_acceleration` (F, 6): the frames' bodies'
         world spatial velocity and ``Jdot v`` at the world origin, linear first.
+        ``placements_current``: the last :meth:`placements` / :meth:`error_and_jacobian` call was at
+        this same ``q`` (its placements are reused).
 
         Raises:
             ValueError: the model has log3 rotation rows (see :attr:`bias_supported`).
         """
         if not self.bias_supported:
             raise ValueError("velocity_bias: log3 rotation rows are not supported by the compiled path")
-        self.placements(q)
+        if not placements_current:
+            self.placements(q)
         if not hasattr(self, "_Vj"):
             n, F = self.parent.shape[0], self.f_joint.shape[0]
             self._Vj, self._Aj = np.zeros((n, 6)), np.zeros((n, 6))

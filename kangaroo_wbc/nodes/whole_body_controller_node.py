@@ -11,6 +11,14 @@ Behaviours: parameter ``behaviour`` (``ros2 param set``) or the ``std_srvs/Trigg
 ``wbc/behaviour/<name>``; ``wbc/reset`` leaves a latched safe mode. External references:
 ``wbc/com_reference`` (PointStamped, ``odom``) and ``wbc/<sole>/pose_reference`` (PoseStamped) override
 the behaviour while younger than ``reference_timeout_s``. Topics: ``docs/interface.md``.
+
+Safe mode (:class:`~kangaroo_wbc.control.supervisor.WbcSupervisor`): stale or malformed state, an
+infeasible QP or a solver failure, a configuration near a kinematic singularity (``J_l,u`` pivot
+ratio below ``min_jlu_pivot_ratio``) or a breached limit give damping (or zero force), an ERROR
+``wbc`` status naming the cause and one log line per change of cause (then one per 5 s). When
+``joint_states`` stop for longer than ``state_timeout_s`` (steady clock) the node reports the safe
+mode and publishes nothing (the actuators' own command watchdog acts); the behaviour restarts from
+the next good state.
 """
 
 from __future__ import annotations
@@ -51,6 +59,8 @@ from kangaroo_wbc.ros.node_base import KangarooNode, main_for  # noqa: E402
 from kangaroo_wbc.ros.params import parameter  # noqa: E402
 
 TIMING_LABELS = ("model", "build", "solve", "output", "total", "iterations")
+#: Period [s] of the joint_states watchdog (steady clock).
+WATCHDOG_PERIOD_S = 0.1
 
 
 def _check_behaviour(name: str) -> str | None:
@@ -61,26 +71,50 @@ def _check_behaviour(name: str) -> str | None:
 class WholeBodyControllerParams:
     """Parameters of the ``whole_body_controller`` node (``config/whole_body_controller.yaml``)."""
 
-    rate_hz: float = parameter(1000.0, "Nominal rate of joint_states [Hz] (stroke-limit horizon floor)",
-                               bounds=(1.0, 10000.0), read_only=True)
-    urdf_dir: str = parameter("", "Folder with kangaroo.urdf and kangaroo_closures.yaml (empty: the package's)",
-                              read_only=True)
-    sole_frames: list[str] = parameter(["left_sole", "right_sole"], "Contact frames (URDF)", read_only=True)
-    corner_suffixes: list[str] = parameter(["_corner_fl", "_corner_fr", "_corner_rl", "_corner_rr"],
-                                           "Corner frames are <sole><suffix>; if absent, a sole_length_m x "
-                                           "sole_width_m rectangle is used", read_only=True)
-    sole_length_m: float = parameter(0.2, "Sole length when there are no corner frames [m]", bounds=(0.01, 1.0),
-                                     read_only=True)
-    sole_width_m: float = parameter(0.1, "Sole width when there are no corner frames [m]", bounds=(0.01, 1.0),
-                                    read_only=True)
-    base_frame: str = parameter("base_link", "Floating-base frame (orientation task)", read_only=True)
-    formulation: str = parameter("full", "QP formulation: full (one QP) or reduced (centroidal two-stage)",
-                                 read_only=True,
-                                 check=lambda s: None if s in ("full", "reduced") else "full or reduced")
-    friction_coefficient: float = parameter(0.8, "Coulomb friction coefficient [-]", bounds=(0.05, 2.0),
-                                            read_only=True)
-    min_normal_force_n: float = parameter(0.0, "Minimum normal force per sole corner in contact [N]",
-                                          bounds=(0.0, 1000.0), read_only=True)
+    rate_hz: float = parameter(
+        1000.0,
+        "Nominal rate of joint_states [Hz] (stroke-limit horizon floor)",
+        bounds=(1.0, 10000.0),
+        read_only=True,
+    )
+    urdf_dir: str = parameter(
+        "",
+        "Folder with kangaroo.urdf and kangaroo_closures.yaml (empty: the package's)",
+        read_only=True,
+    )
+    sole_frames: list[str] = parameter(
+        ["left_sole", "right_sole"], "Contact frames (URDF)", read_only=True
+    )
+    corner_suffixes: list[str] = parameter(
+        ["_corner_fl", "_corner_fr", "_corner_rl", "_corner_rr"],
+        "Corner frames are <sole><suffix>; if absent, a sole_length_m x "
+        "sole_width_m rectangle is used",
+        read_only=True,
+    )
+    sole_length_m: float = parameter(
+        0.2, "Sole length when there are no corner frames [m]", bounds=(0.01, 1.0), read_only=True
+    )
+    sole_width_m: float = parameter(
+        0.1, "Sole width when there are no corner frames [m]", bounds=(0.01, 1.0), read_only=True
+    )
+    base_frame: str = parameter(
+        "base_link", "Floating-base frame (orientation task)", read_only=True
+    )
+    formulation: str = parameter(
+        "full",
+        "QP formulation: full (one QP) or reduced (centroidal two-stage)",
+        read_only=True,
+        check=lambda s: None if s in ("full", "reduced") else "full or reduced",
+    )
+    friction_coefficient: float = parameter(
+        0.8, "Coulomb friction coefficient [-]", bounds=(0.05, 2.0), read_only=True
+    )
+    min_normal_force_n: float = parameter(
+        0.0,
+        "Minimum normal force per sole corner in contact [N] (a value "
+        "the robot cannot press makes the QP infeasible: safe mode)",
+        bounds=(0.0, 1000.0),
+    )
     com_kp: float = parameter(100.0, "CoM task stiffness [1/s^2]", bounds=(0.0, 10000.0))
     com_kd: float = parameter(20.0, "CoM task damping [1/s]", bounds=(0.0, 1000.0))
     com_weight: float = parameter(10.0, "CoM task weight [-]", bounds=(0.0, 1e6))
@@ -91,35 +125,78 @@ class WholeBodyControllerParams:
     foot_kd: float = parameter(35.0, "Swing sole damping [1/s]", bounds=(0.0, 1000.0))
     foot_weight: float = parameter(10.0, "Swing sole weight [-]", bounds=(0.0, 1e6))
     posture_weight: float = parameter(0.01, "Actuator posture weight [-]", bounds=(0.0, 1e6))
-    angular_momentum_kd: float = parameter(5.0, "Angular momentum damping [1/s]", bounds=(0.0, 1000.0))
-    angular_momentum_weight: float = parameter(0.01, "Angular momentum weight [-]", bounds=(0.0, 1e6))
-    stroke_horizon_s: float = parameter(0.05, "Horizon of the stroke-limit acceleration bounds [s]",
-                                        bounds=(1e-3, 1.0), read_only=True)
-    behaviour: str = parameter("stand", "Running behaviour: stand, squat, sway, weight_shift, push_recovery",
-                               check=_check_behaviour)
+    angular_momentum_kd: float = parameter(
+        5.0, "Angular momentum damping [1/s]", bounds=(0.0, 1000.0)
+    )
+    angular_momentum_weight: float = parameter(
+        0.01, "Angular momentum weight [-]", bounds=(0.0, 1e6)
+    )
+    stroke_horizon_s: float = parameter(
+        0.05,
+        "Horizon of the stroke-limit acceleration bounds [s]",
+        bounds=(1e-3, 1.0),
+        read_only=True,
+    )
+    behaviour: str = parameter(
+        "stand",
+        "Running behaviour: stand, squat, sway, weight_shift, push_recovery",
+        check=_check_behaviour,
+    )
     squat_depth_m: float = parameter(0.05, "Squat CoM depth [m]", bounds=(0.0, 0.3))
     squat_period_s: float = parameter(4.0, "Squat period [s]", bounds=(0.5, 60.0))
-    sway_ratio: float = parameter(0.6, "Sway amplitude / half distance between the soles [-]", bounds=(0.0, 0.95))
+    sway_ratio: float = parameter(
+        0.6, "Sway amplitude / half distance between the soles [-]", bounds=(0.0, 0.95)
+    )
     sway_period_s: float = parameter(3.0, "Sway period [s]", bounds=(0.5, 60.0))
     behaviour_cycles: int = parameter(1000, "Squat / sway cycles", bounds=(1, 1000000))
     stance_sole: str = parameter("left_sole", "Stance sole of weight_shift")
-    lift_height_m: float = parameter(0.05, "Swing sole lift of weight_shift [m]", bounds=(0.0, 0.3))
-    use_measured_contacts: bool = parameter(True, "Drop behaviour contacts that contact/<sole>/wrench says are "
-                                            "unloaded")
-    contact_force_on_n: float = parameter(60.0, "A sole counts as in contact above this normal force [N]",
-                                          bounds=(0.0, None))
-    contact_force_off_n: float = parameter(30.0, "... and out of contact below this one [N]", bounds=(0.0, None))
-    max_state_age_s: float = parameter(0.05, "State older than this (node clock) triggers the safe mode [s]",
-                                       bounds=(0.0, None))
-    odometry_max_lag_s: float = parameter(0.02, "Odometry older than joint_states by more than this is stale [s]",
-                                          bounds=(0.0, None))
-    reference_timeout_s: float = parameter(0.5, "External references expire after this [s]", bounds=(0.0, None))
-    safe_mode: str = parameter("damp", "Fallback: damp (tau = -d theta_dot) or zero",
-                               check=lambda s: None if s in ("damp", "zero") else "damp or zero")
-    damping_n_s_per_m: float = parameter(200.0, "Damping of the safe mode [N.s/m]", bounds=(0.0, 1e5))
-    max_tilt_rad: float = parameter(0.7, "Base tilt that latches the safe mode [rad]", bounds=(0.0, 3.2))
-    publish_command_array: bool = parameter(False, "Also publish actuators/command_array (ros2_control mirror)",
-                                            read_only=True)
+    lift_height_m: float = parameter(
+        0.05, "Swing sole lift of weight_shift [m]", bounds=(0.0, 0.3)
+    )
+    use_measured_contacts: bool = parameter(
+        True, "Drop behaviour contacts that contact/<sole>/wrench says are unloaded"
+    )
+    contact_force_on_n: float = parameter(
+        60.0, "A sole counts as in contact above this normal force [N]", bounds=(0.0, None)
+    )
+    contact_force_off_n: float = parameter(
+        30.0, "... and out of contact below this one [N]", bounds=(0.0, None)
+    )
+    max_state_age_s: float = parameter(
+        0.05, "State older than this (node clock) triggers the safe mode [s]", bounds=(0.0, None)
+    )
+    state_timeout_s: float = parameter(
+        0.5,
+        "No joint_states for longer than this (steady clock): safe mode "
+        "(stale state), the behaviour restarts from the next state [s]",
+        bounds=(0.01, 60.0),
+    )
+    min_jlu_pivot_ratio: float = parameter(
+        1e-3,
+        "J_l,u LU pivot ratio (about 1/cond) below which the "
+        "configuration counts as singular: safe mode [-]",
+        bounds=(0.0, 1.0),
+    )
+    odometry_max_lag_s: float = parameter(
+        0.02, "Odometry older than joint_states by more than this is stale [s]", bounds=(0.0, None)
+    )
+    reference_timeout_s: float = parameter(
+        0.5, "External references expire after this [s]", bounds=(0.0, None)
+    )
+    safe_mode: str = parameter(
+        "damp",
+        "Fallback: damp (tau = -d theta_dot) or zero",
+        check=lambda s: None if s in ("damp", "zero") else "damp or zero",
+    )
+    damping_n_s_per_m: float = parameter(
+        200.0, "Damping of the safe mode [N.s/m]", bounds=(0.0, 1e5)
+    )
+    max_tilt_rad: float = parameter(
+        0.7, "Base tilt that latches the safe mode [rad]", bounds=(0.0, 3.2)
+    )
+    publish_command_array: bool = parameter(
+        False, "Also publish actuators/command_array (ros2_control mirror)", read_only=True
+    )
     odom_frame: str = parameter("odom", "World frame of the references")
 
     def __post_init__(self) -> None:
@@ -135,7 +212,7 @@ class WholeBodyControllerNode(KangarooNode):
         p = self.params
         self.clm = clm = load_model(p.urdf_dir)
         m = clm.model
-        contacts = []
+        self.contacts = contacts = []
         for sole in p.sole_frames:
             corners = [sole + s for s in p.corner_suffixes]
             kw = dict(mu=p.friction_coefficient, normal_force_min_n=p.min_normal_force_n)
@@ -143,7 +220,9 @@ class WholeBodyControllerNode(KangarooNode):
                 if corners and all(m.existFrame(c) for c in corners):
                     contacts.append(ContactSpec.from_corner_frames(m, sole, sole, corners, **kw))
                 else:
-                    contacts.append(ContactSpec.rectangle(sole, sole, p.sole_length_m, p.sole_width_m, **kw))
+                    contacts.append(
+                        ContactSpec.rectangle(sole, sole, p.sole_length_m, p.sole_width_m, **kw)
+                    )
             except KangarooWbcError as exc:
                 raise ConfigError(f"whole_body_controller: sole {sole!r}: {exc}") from exc
         settings = self._settings(p)
@@ -152,9 +231,15 @@ class WholeBodyControllerNode(KangarooNode):
             self.controller = cls(clm, contacts, settings)
         except KangarooWbcError as exc:
             raise ConfigError(f"whole_body_controller: {exc}") from exc
-        self.supervisor = WbcSupervisor(self.controller, SafetySettings(
-            max_state_age_s=p.max_state_age_s, fallback=p.safe_mode, damping_n_s_per_m=p.damping_n_s_per_m,
-            max_tilt_rad=p.max_tilt_rad))
+        self.supervisor = WbcSupervisor(
+            self.controller,
+            SafetySettings(
+                max_state_age_s=p.max_state_age_s,
+                fallback=p.safe_mode,
+                damping_n_s_per_m=p.damping_n_s_per_m,
+                max_tilt_rad=p.max_tilt_rad,
+            ),
+        )
         self._select(p.behaviour)
         self._idx_q = np.array([m.joints[m.getJointId(n)].idx_q for n in clm.joint_names])
         self._idx_v = np.array([m.joints[m.getJointId(n)].idx_v for n in clm.joint_names])
@@ -169,11 +254,15 @@ class WholeBodyControllerNode(KangarooNode):
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._msg_cmd = JointState()
         self._timing = {"n": 0, "total": 0.0, "max": 0.0}
-        self._last_reason = ""
+        self._last_cause = ""
+        self._last_state: float | None = None  # steady time [s] of the latest joint_states
         pub = self.create_publisher
         self._pub_cmd = pub(JointState, "actuators/command", qos.COMMAND)
-        self._pub_arr = pub(Float64MultiArray, "actuators/command_array", qos.COMMAND) \
-            if p.publish_command_array else None
+        self._pub_arr = (
+            pub(Float64MultiArray, "actuators/command_array", qos.COMMAND)
+            if p.publish_command_array
+            else None
+        )
         self._pub_timing = pub(Float64MultiArray, "wbc/timing", qos.VISUALIZATION)
         # Newest sample wins: if a tick overruns, the controller skips to the latest state instead
         # of working through a backlog (reliable depth 1 matches the reliable publishers).
@@ -181,33 +270,62 @@ class WholeBodyControllerNode(KangarooNode):
         self.create_subscription(JointState, "joint_states", self._on_joints, latest)
         self.create_subscription(Odometry, "estimation/base_odometry", self._on_odometry, latest)
         for sole in p.sole_frames:
-            self.create_subscription(WrenchStamped, f"contact/{sole}/wrench",
-                                     lambda msg, s=sole: self._on_wrench(s, msg), qos.SENSOR_STATE)
-            self.create_subscription(PoseStamped, f"wbc/{sole}/pose_reference",
-                                     lambda msg, s=sole: self._on_foot_reference(s, msg), qos.SENSOR_STATE)
-        self.create_subscription(PointStamped, "wbc/com_reference", self._on_com_reference, qos.SENSOR_STATE)
+            self.create_subscription(
+                WrenchStamped,
+                f"contact/{sole}/wrench",
+                lambda msg, s=sole: self._on_wrench(s, msg),
+                qos.SENSOR_STATE,
+            )
+            self.create_subscription(
+                PoseStamped,
+                f"wbc/{sole}/pose_reference",
+                lambda msg, s=sole: self._on_foot_reference(s, msg),
+                qos.SENSOR_STATE,
+            )
+        self.create_subscription(
+            PointStamped, "wbc/com_reference", self._on_com_reference, qos.SENSOR_STATE
+        )
         for name in BEHAVIOURS:
-            self.create_service(Trigger, f"wbc/behaviour/{name}",
-                                lambda req, res, n=name: self._on_behaviour_service(n, res))
+            self.create_service(
+                Trigger,
+                f"wbc/behaviour/{name}",
+                lambda req, res, n=name: self._on_behaviour_service(n, res),
+            )
         self.create_service(Trigger, "wbc/reset", self._on_reset)
-        self.get_logger().info(f"whole_body_controller: {p.formulation} QP, {cls.__name__}, "
-                               f"{self.controller.layout.describe() if hasattr(self.controller, 'layout') else ''}, "
-                               f"behaviour {p.behaviour}")
+        self.create_timer(WATCHDOG_PERIOD_S, self._watchdog, clock=self._steady)
+        self.get_logger().info(
+            f"whole_body_controller: {p.formulation} QP, {cls.__name__}, "
+            f"{self.controller.layout.describe() if hasattr(self.controller, 'layout') else ''}, "
+            f"behaviour {p.behaviour}"
+        )
 
     @staticmethod
     def _settings(p: WholeBodyControllerParams) -> WbcSettings:
-        return WbcSettings(base_frame=p.base_frame, com_weight=p.com_weight, com_kp=p.com_kp, com_kd=p.com_kd,
-                           base_weight=p.base_weight, base_kp=p.base_kp, base_kd=p.base_kd,
-                           foot_weight=p.foot_weight, foot_kp=p.foot_kp, foot_kd=p.foot_kd,
-                           posture_weight=p.posture_weight, angular_momentum_kd=p.angular_momentum_kd,
-                           angular_momentum_weight=p.angular_momentum_weight,
-                           stroke_horizon_s=max(p.stroke_horizon_s, 1.0 / p.rate_hz))
+        return WbcSettings(
+            base_frame=p.base_frame,
+            com_weight=p.com_weight,
+            com_kp=p.com_kp,
+            com_kd=p.com_kd,
+            base_weight=p.base_weight,
+            base_kp=p.base_kp,
+            base_kd=p.base_kd,
+            foot_weight=p.foot_weight,
+            foot_kp=p.foot_kp,
+            foot_kd=p.foot_kd,
+            posture_weight=p.posture_weight,
+            angular_momentum_kd=p.angular_momentum_kd,
+            angular_momentum_weight=p.angular_momentum_weight,
+            stroke_horizon_s=max(p.stroke_horizon_s, 1.0 / p.rate_hz),
+            min_jlu_pivot_ratio=p.min_jlu_pivot_ratio,
+        )
 
     # ------------------------------------------------------------------ behaviours and parameters
     def _behaviour_params(self, name: str) -> dict:
         p = self.params
         if name == "squat":
-            return dict(depth_m=p.squat_depth_m, period_s=p.squat_period_s, cycles=p.behaviour_cycles)
+            return dict(
+                depth_m=p.squat_depth_m, period_s=p.squat_period_s, cycles=p.behaviour_cycles
+            )
         if name == "sway":
             return dict(ratio=p.sway_ratio, period_s=p.sway_period_s, cycles=p.behaviour_cycles)
         if name == "weight_shift":
@@ -222,11 +340,17 @@ class WholeBodyControllerNode(KangarooNode):
         self.get_logger().info(f"behaviour: {name}")
 
     def on_parameters_changed(self, params, changed: set[str]) -> None:
-        gains = {"com_kp": ("com_task", "kp"), "com_kd": ("com_task", "kd"), "com_weight": ("com_task", "weight"),
-                 "base_kp": ("base_task", "kp"), "base_kd": ("base_task", "kd"),
-                 "base_weight": ("base_task", "weight"), "posture_weight": ("posture_task", "weight"),
-                 "angular_momentum_kd": ("momentum_task", "kd"),
-                 "angular_momentum_weight": ("momentum_task", "weight")}
+        gains = {
+            "com_kp": ("com_task", "kp"),
+            "com_kd": ("com_task", "kd"),
+            "com_weight": ("com_task", "weight"),
+            "base_kp": ("base_task", "kp"),
+            "base_kd": ("base_task", "kd"),
+            "base_weight": ("base_task", "weight"),
+            "posture_weight": ("posture_task", "weight"),
+            "angular_momentum_kd": ("momentum_task", "kd"),
+            "angular_momentum_weight": ("momentum_task", "weight"),
+        }
         full = getattr(self.controller, "full", self.controller)
         for key in changed & set(gains):
             task, attr = gains[key]
@@ -235,15 +359,32 @@ class WholeBodyControllerNode(KangarooNode):
             if key in changed:
                 for task in full.foot_tasks.values():
                     getattr(task, attr)[:] = getattr(params, key)
+        if "min_normal_force_n" in changed:
+            for contact in self.contacts:  # shared with the controller's constraints: next tick
+                contact.set_normal_force_min(params.min_normal_force_n)
+        full.pm.min_pivot_ratio = params.min_jlu_pivot_ratio
         s = self.supervisor.safety
-        s.max_state_age_s, s.damping_n_s_per_m, s.max_tilt_rad = (params.max_state_age_s, params.damping_n_s_per_m,
-                                                                 params.max_tilt_rad)
+        s.max_state_age_s, s.damping_n_s_per_m, s.max_tilt_rad = (
+            params.max_state_age_s,
+            params.damping_n_s_per_m,
+            params.max_tilt_rad,
+        )
         s.fallback = params.safe_mode
-        behaviour_keys = {"behaviour", "squat_depth_m", "squat_period_s", "sway_ratio", "sway_period_s",
-                          "behaviour_cycles", "stance_sole", "lift_height_m"}
+        behaviour_keys = {
+            "behaviour",
+            "squat_depth_m",
+            "squat_period_s",
+            "sway_ratio",
+            "sway_period_s",
+            "behaviour_cycles",
+            "stance_sole",
+            "lift_height_m",
+        }
         if changed & behaviour_keys:
             try:
-                self.supervisor.select(params.behaviour, **self._behaviour_params(params.behaviour))
+                self.supervisor.select(
+                    params.behaviour, **self._behaviour_params(params.behaviour)
+                )
                 self.get_logger().info(f"behaviour: {params.behaviour}")
             except InputError as exc:
                 self.get_logger().error(f"behaviour {params.behaviour!r} not started: {exc}")
@@ -254,7 +395,10 @@ class WholeBodyControllerNode(KangarooNode):
         except InputError as exc:
             response.success, response.message = False, str(exc)
             return response
-        response.success, response.message = True, f"behaviour {name} starts at the next state sample"
+        response.success, response.message = (
+            True,
+            f"behaviour {name} starts at the next state sample",
+        )
         self.get_logger().info(f"behaviour: {name} (service)")
         return response
 
@@ -270,8 +414,14 @@ class WholeBodyControllerNode(KangarooNode):
         except InputError as exc:
             self.throttled.warning("odometry", f"estimation/base_odometry skipped: {exc}")
             return
-        self._q[:3], self._q[3:7] = odom.position, odom.quaternion_xyzw / np.linalg.norm(odom.quaternion_xyzw)
-        self._v[:3], self._v[3:6] = odom.linear, odom.angular  # twist in base_link = free-flyer convention
+        self._q[:3], self._q[3:7] = (
+            odom.position,
+            odom.quaternion_xyzw / np.linalg.norm(odom.quaternion_xyzw),
+        )
+        self._v[:3], self._v[3:6] = (
+            odom.linear,
+            odom.angular,
+        )  # twist in base_link = free-flyer convention
         self._odom_stamp = odom.stamp_s
 
     def _on_wrench(self, sole: str, msg: WrenchStamped) -> None:
@@ -305,46 +455,80 @@ class WholeBodyControllerNode(KangarooNode):
     def _on_joints(self, msg: JointState) -> None:
         p = self.params
         now = self._now_s()
+        self._last_state = self._steady.now().nanoseconds * 1e-9
         try:
             arr = self._joints.from_joint_state(msg, required=("position", "velocity"))
             self._q[self._idx_q] = arr.position
             self._v[self._idx_v] = arr.velocity
             age = now - arr.stamp_s
-            if self._odom_stamp is None or arr.stamp_s - self._odom_stamp > p.odometry_max_lag_s:
-                age = float("inf")  # no (fresh) base state
+            if (
+                self._odom_stamp is None
+                or abs(arr.stamp_s - self._odom_stamp) > p.odometry_max_lag_s
+            ):
+                age = float(
+                    "inf"
+                )  # no base state of this sample's time (either way: a clock restart)
         except InputError as exc:
             self.throttled.warning("joint_states", f"joint_states rejected: {exc}")
             age = float("inf")
         measured = None
-        if p.use_measured_contacts and all(s is not None and now - s < p.max_state_age_s
-                                           for s in self._wrench_stamp.values()):
+        if p.use_measured_contacts and all(
+            s is not None and abs(now - s) < p.max_state_age_s for s in self._wrench_stamp.values()
+        ):
             measured = [s for s, c in self._in_contact.items() if c]
-        com = self._com_ref[1] if self._com_ref and now - self._com_ref[0] < p.reference_timeout_s else None
+        com = (
+            self._com_ref[1]
+            if self._com_ref and now - self._com_ref[0] < p.reference_timeout_s
+            else None
+        )
         feet = {s: r for s, (t, r) in self._foot_ref.items() if now - t < p.reference_timeout_s}
         t0 = self._steady.now().nanoseconds
         cmd = self.supervisor.tick(now, self._q, self._v, measured, age, com, feet or None)
         dt = (self._steady.now().nanoseconds - t0) * 1e-9
         self._publish(cmd, msg.header.stamp, dt)
 
+    def _watchdog(self) -> None:
+        """Safe mode while joint_states are silent for longer than ``state_timeout_s`` (steady clock)."""
+        if self._last_state is None:
+            return
+        silent = self._steady.now().nanoseconds * 1e-9 - self._last_state
+        if silent > self.params.state_timeout_s:
+            self._log_mode(self.supervisor.stale(silent))
+
     # ------------------------------------------------------------------ outputs
+    def _log_mode(self, cmd) -> None:
+        """One line when the cause of the safe mode changes, then one per throttle period."""
+        if cmd.mode == "control":
+            if self._last_cause:
+                self.get_logger().info("control resumed")
+            self._last_cause = ""
+            return
+        cause = cmd.reason.split(":")[0].split(" (")[0]  # e.g. "stale state", "QP infeasible"
+        key = f"safe {cause}"
+        if cause != self._last_cause:
+            self.throttled.reset(key)
+        self.throttled.error(key, f"safe mode ({self.params.safe_mode}): {cmd.reason}")
+        self._last_cause = cause
+
     def _publish(self, cmd, stamp, dt: float) -> None:
-        self._pub_cmd.publish(self._act.to_joint_state(effort=cmd.tau_a, stamp=stamp, msg=self._msg_cmd))
+        self._pub_cmd.publish(
+            self._act.to_joint_state(effort=cmd.tau_a, stamp=stamp, msg=self._msg_cmd)
+        )
         if self._pub_arr is not None:
             self._pub_arr.publish(self._act.to_float64_multi_array(cmd.tau_a))
-        if cmd.mode != "control":
-            if cmd.reason != self._last_reason:
-                self.get_logger().error(f"safe mode ({self.params.safe_mode}): {cmd.reason}")
-            self.throttled.error("safe", f"safe mode: {cmd.reason}")
-        elif self._last_reason:
-            self.get_logger().info("control resumed")
-        self._last_reason = cmd.reason if cmd.mode != "control" else ""
+        self._log_mode(cmd)
         t = self._timing
         t["n"], t["total"], t["max"] = t["n"] + 1, t["total"] + dt, max(t["max"], dt)
         out = cmd.output
-        timing = [out.timing.get(k, 0.0) for k in TIMING_LABELS[:-1]] + [float(out.qp.iterations)] if out else \
-            [0.0, 0.0, 0.0, 0.0, dt, 0.0]
+        timing = (
+            [out.timing.get(k, 0.0) for k in TIMING_LABELS[:-1]] + [float(out.qp.iterations)]
+            if out
+            else [0.0, 0.0, 0.0, 0.0, dt, 0.0]
+        )
         msg = Float64MultiArray()
-        msg.layout.dim = [MultiArrayDimension(label=label, size=1, stride=1) for label in TIMING_LABELS]
+        msg.layout.dim = [
+            MultiArrayDimension(label=label, size=1, stride=1) for label in TIMING_LABELS
+        ]
         msg.data = timing
         self._pub_timing.publish(msg)
 
@@ -359,16 +543,27 @@ class WholeBodyControllerNode(KangarooNode):
             level, message = Level.ERROR, f"safe mode: {last.reason}"
         elif t["n"] == 0:
             level, message = Level.WARN, "no joint_states in the last period"
-        values = {"behaviour": sv.behaviour_name, "ticks": st.ticks, "safe_ticks": st.safe_ticks,
-                  "qp_failures": st.qp_failures, "stale": st.stale, "invalid": st.invalid,
-                  "iterations_max": st.iterations_max, "step_mean_ms": 1e3 * t["total"] / max(t["n"], 1),
-                  "step_max_ms": 1e3 * t["max"], "latched": bool(last.latched) if last else False}
+        values = {
+            "behaviour": sv.behaviour_name,
+            "ticks": st.ticks,
+            "safe_ticks": st.safe_ticks,
+            "qp_failures": st.qp_failures,
+            "singular": st.singular,
+            "stale": st.stale,
+            "invalid": st.invalid,
+            "iterations_max": st.iterations_max,
+            "step_mean_ms": 1e3 * t["total"] / max(t["n"], 1),
+            "step_max_ms": 1e3 * t["max"],
+            "latched": bool(last.latched) if last else False,
+        }
         self._timing = {"n": 0, "total": 0.0, "max": 0.0}
         return [self.diagnostics.status("wbc", level, message, values)]
 
     def on_shutdown(self) -> None:
         """Leave the actuators with zero force."""
-        self._pub_cmd.publish(self._act.to_joint_state(effort=np.zeros(self.clm.n_a), msg=self._msg_cmd))
+        self._pub_cmd.publish(
+            self._act.to_joint_state(effort=np.zeros(self.clm.n_a), msg=self._msg_cmd)
+        )
 
 
 main = main_for(WholeBodyControllerNode)

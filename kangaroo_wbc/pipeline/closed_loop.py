@@ -158,6 +158,13 @@ class ClosedLoopRun:
         return q, gt
 
     # ------------------------------------------------------------------ boot
+    def start(self) -> None:
+        """Prepare a run and :meth:`boot`; then call :meth:`tick` once per control period (what
+        :meth:`run` does, for callers that drive the ticks themselves)."""
+        self._data_true = self.clm.model.createData()
+        self._behaviour_started = False
+        self.boot()
+
     def boot(self) -> None:
         """Crane phase: hold still, calibrate the relative encoders, start the estimators."""
         cfg, sim = self.config, self.sim
@@ -193,8 +200,13 @@ class ClosedLoopRun:
         t = sim.time
         r, theta_raw, vel, torque = self._sensors()
         # ground truth at the instant of the measurements (metrics only, never fed back): the
-        # estimates describe this instant, the state after the step is one tick later
-        q_true, gt = self._true_q()
+        # estimates describe this instant, the state after the step is one tick later; without
+        # the report log only the base height is read (fall detection)
+        if self.log.enabled:
+            q_true, gt = self._true_q()
+            base_z = q_true[2]
+        else:
+            base_z = float(sim.base_position()[2])
         theta = self.calibration.correct(theta_raw)
         t0 = time.perf_counter()
         self.passive.update(theta, vel, self.dt)
@@ -268,7 +280,7 @@ class ClosedLoopRun:
                          est_ms=(t2 - t0) * 1e3, passive_ms=(t1 - t0) * 1e3, wbc_ms=(t3 - t2) * 1e3,
                          safe=float(safe), crane=float(self.sim.base_held),
                          behaviour=float(self._behaviour_started), tau=np.asarray(tau, float).copy())
-        if q_true[2] < cfg.fall_height_m:
+        if base_z < cfg.fall_height_m:
             self.fell = True
         return {"t": t, "status": status, "est_ms": (t2 - t0) * 1e3, "wbc_ms": (t3 - t2) * 1e3}
 
@@ -279,10 +291,8 @@ class ClosedLoopRun:
         """
         from kangaroo_wbc.pipeline.metrics import summarize
 
-        self._data_true = self.clm.model.createData()
-        self._behaviour_started = False
         w0 = time.perf_counter()
-        self.boot()
+        self.start()
         n = int(round(self.config.duration_s / self.dt))
         it = progress(range(n), total=n, desc=f"demo {self.config.behaviour}") if progress else range(n)
         for _ in it:

@@ -67,10 +67,8 @@ def run_soak(minutes: float, *, behaviour: str = "stand", seed: int = 0, progres
     duration_s = 60.0 * minutes
     run = ClosedLoopRun(LoopConfig(behaviour=behaviour, duration_s=duration_s, seed=seed))
     run.log.enabled = False  # bounded memory: the soak keeps its own statistics
-    run._data_true = run.clm.model.createData()  # what ClosedLoopRun.run() prepares
-    run._behaviour_started = False
     w0 = time.perf_counter()
-    run.boot()
+    run.start()
     rss_boot = rss_mb()
     n = int(round(duration_s / run.dt))
     n_warm = max(1, min(int(WARMUP_FRACTION * n), int(WARMUP_MAX_S / run.dt)))

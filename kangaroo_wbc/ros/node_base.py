@@ -9,9 +9,10 @@ per-key throttled logger. Subclasses override :meth:`KangarooNode.diagnostic_sta
 :func:`run_nodes` runs one or several nodes in one executor and handles SIGINT and SIGTERM itself:
 the signal only sets a flag, the spin loop returns, every node's :meth:`~KangarooNode.on_shutdown`
 runs *while the context is still valid* (so a controller can still publish its zero-force command),
-then the nodes are destroyed and the process exits with code 0. A
-:class:`~kangaroo_wbc.errors.ConfigError` while building a node is logged as one fatal line and
-gives exit code 2.
+then the nodes are destroyed and the process exits with code 0. A configuration error gives one
+fatal line and exit code 2: a :class:`~kangaroo_wbc.errors.ConfigError` while building a node (the
+line also lists the ``--params-file`` files), a parameter file rcl cannot read (its error names the
+file and the line), or a parameter override (file or ``-p``) that no node declared.
 
 Example::
 
@@ -21,6 +22,7 @@ Example::
 
 from __future__ import annotations
 
+import difflib
 import signal
 import sys
 import threading
@@ -30,6 +32,7 @@ from typing import Any
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticStatus
+from rclpy._rclpy_pybind11 import RCLError
 from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
@@ -109,6 +112,20 @@ class KangarooNode(Node):
     def on_shutdown(self) -> None:
         """Called once by :func:`run_nodes` before destruction, with the context still valid."""
 
+    def check_parameter_overrides(self) -> None:
+        """Raise ConfigError for a parameter given to this node (parameter file or ``-p``) that it
+        does not declare: rclpy would silently ignore it (a misspelt key keeps the default)."""
+        overrides = getattr(self, "_parameter_overrides", {})  # rclpy's overrides of this node
+        unknown = sorted(n for n in overrides if not self.has_parameter(n))
+        if not unknown:
+            return
+        declared = list(self.list_parameters([], 0).names)
+        hints = {n: difflib.get_close_matches(n, declared, n=1) for n in unknown}
+        text = ", ".join(
+            f"{n!r}" + (f" (did you mean {h[0]!r}?)" if h else "") for n, h in hints.items()
+        )
+        raise ConfigError(f"node {self.get_name()!r}: unknown parameter(s) {text}")
+
 
 NodeFactory = Callable[[], Node]
 
@@ -130,12 +147,17 @@ def run_nodes(
     Returns:
         The process exit code: 0 after a signal or an external shutdown, 2 after a ConfigError.
     """
+    files = _parameter_files(sys.argv if args is None else args)
+    try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except RCLError as exc:  # e.g. a parameter file that is not valid YAML, or missing
+        sys.stderr.write(f"[FATAL] [kangaroo_wbc]: configuration error: {exc}\n")
+        return EXIT_CONFIG_ERROR
     stop = threading.Event()
     previous: dict[signal.Signals, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, lambda signum, frame: stop.set())
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     context = rclpy.get_default_context()
     nodes: list[Node] = []
     executor = executor or SingleThreadedExecutor()
@@ -143,6 +165,9 @@ def run_nodes(
     try:
         for factory in factories:
             nodes.append(factory())
+        for node in nodes:
+            if isinstance(node, KangarooNode):
+                node.check_parameter_overrides()
         for node in nodes:
             executor.add_node(node)
         while not stop.is_set() and context.ok():
@@ -157,7 +182,8 @@ def run_nodes(
         return EXIT_OK
     except ConfigError as exc:
         name = getattr(factory, "__name__", "kangaroo_wbc")
-        rclpy.logging.get_logger(name).fatal(f"configuration error: {exc}")
+        source = f" (parameter files: {files})" if files else ""
+        rclpy.logging.get_logger(name).fatal(f"configuration error: {exc}{source}")
         return EXIT_CONFIG_ERROR
     except (KeyboardInterrupt, ExternalShutdownException):
         return EXIT_OK
@@ -169,6 +195,11 @@ def run_nodes(
             context.try_shutdown()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _parameter_files(args: Sequence[str]) -> list[str]:
+    """The ``--params-file`` arguments of a command line."""
+    return [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--params-file"]
 
 
 def _flush_publishers(nodes: list[Node], budget_s: float) -> None:

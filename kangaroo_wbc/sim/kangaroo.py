@@ -29,9 +29,19 @@ ROTOR_INERTIA_KGM2 = 3e-5
 
 
 def kangaroo_files(urdf_dir: str | Path | None = None) -> tuple[Path, Path]:
-    """``(urdf/kangaroo.urdf, urdf/kangaroo_closures.yaml)`` from the source tree or the installed share."""
-    candidates = [Path(urdf_dir)] if urdf_dir is not None else []
-    candidates.append(Path(__file__).resolve().parents[2] / "urdf")
+    """``(kangaroo.urdf, kangaroo_closures.yaml)`` from ``urdf_dir`` if given (no fallback: a folder
+    without them is a ConfigError naming the missing files), else from the source tree's ``urdf/`` or
+    the installed share."""
+    if urdf_dir is not None:
+        urdf, closures = (
+            Path(urdf_dir) / "kangaroo.urdf",
+            Path(urdf_dir) / "kangaroo_closures.yaml",
+        )
+        missing = [str(f) for f in (urdf, closures) if not f.is_file()]
+        if missing:
+            raise ConfigError(f"model file(s) not found: {missing}")
+        return urdf, closures
+    candidates = [Path(__file__).resolve().parents[2] / "urdf"]
     try:  # installed ROS 2 package
         from ament_index_python.packages import get_package_share_directory
 
@@ -42,7 +52,9 @@ def kangaroo_files(urdf_dir: str | Path | None = None) -> tuple[Path, Path]:
         urdf, closures = d / "kangaroo.urdf", d / "kangaroo_closures.yaml"
         if urdf.is_file() and closures.is_file():
             return urdf, closures
-    raise ConfigError(f"kangaroo.urdf / kangaroo_closures.yaml not found in {[str(c) for c in candidates]}")
+    raise ConfigError(
+        f"kangaroo.urdf / kangaroo_closures.yaml not found in {[str(c) for c in candidates]}"
+    )
 
 
 def _pose_in_ancestor(tree: UrdfTree, link: str, ancestor: str) -> np.ndarray | None:
@@ -59,9 +71,11 @@ def _pose_in_ancestor(tree: UrdfTree, link: str, ancestor: str) -> np.ndarray | 
     return p
 
 
-def sole_boxes_from_corners(urdf_path: str | Path, soles: tuple[str, ...] = KANGAROO_SOLES,
-                            default_size_m: tuple[float, float] = DEFAULT_SOLE_SIZE_M
-                            ) -> dict[str, tuple[float, float, float, float]]:
+def sole_boxes_from_corners(
+    urdf_path: str | Path,
+    soles: tuple[str, ...] = KANGAROO_SOLES,
+    default_size_m: tuple[float, float] = DEFAULT_SOLE_SIZE_M,
+) -> dict[str, tuple[float, float, float, float]]:
     """Sole boxes ``(length_x, width_y, center_x, center_y)`` [m] spanned by each sole's corner frames.
 
     Corner frames are links whose name starts with the sole name and contains ``corner``, rigidly
@@ -82,8 +96,12 @@ def sole_boxes_from_corners(urdf_path: str | Path, soles: tuple[str, ...] = KANG
         if len(pts) >= 3:
             P = np.array(pts)
             lo, hi = P.min(axis=0), P.max(axis=0)
-            out[sole] = (float(hi[0] - lo[0]), float(hi[1] - lo[1]),
-                         float(0.5 * (hi[0] + lo[0])), float(0.5 * (hi[1] + lo[1])))
+            out[sole] = (
+                float(hi[0] - lo[0]),
+                float(hi[1] - lo[1]),
+                float(0.5 * (hi[0] + lo[0])),
+                float(0.5 * (hi[1] + lo[1])),
+            )
         else:
             out[sole] = (default_size_m[0], default_size_m[1], 0.0, 0.0)
     return out
@@ -110,8 +128,13 @@ def _pose_in_common_body(tree: UrdfTree, corner: str, sole: str) -> np.ndarray |
     return R.T @ (p_corner - p)
 
 
-def export_kangaroo_mjcf(urdf_path: str | Path | None = None, closures_path: str | Path | None = None, *,
-                         floating_base: bool = True, **kwargs: Any) -> str:
+def export_kangaroo_mjcf(
+    urdf_path: str | Path | None = None,
+    closures_path: str | Path | None = None,
+    *,
+    floating_base: bool = True,
+    **kwargs: Any,
+) -> str:
     """MJCF of the Kangaroo model with its sole boxes (``kwargs`` go to :func:`export_mjcf`)."""
     if urdf_path is None or closures_path is None:
         urdf_path, closures_path = kangaroo_files()
@@ -126,8 +149,13 @@ def export_kangaroo_mjcf(urdf_path: str | Path | None = None, closures_path: str
     return export_mjcf(urdf_path, closures_path, floating_base=floating_base, **kwargs)
 
 
-def make_kangaroo_sim(*, floating_base: bool = True, mjcf: str | Path | None = None,
-                      export_options: dict[str, Any] | None = None, **sim_kwargs: Any) -> ClosedChainSim:
+def make_kangaroo_sim(
+    *,
+    floating_base: bool = True,
+    mjcf: str | Path | None = None,
+    export_options: dict[str, Any] | None = None,
+    **sim_kwargs: Any,
+) -> ClosedChainSim:
     """The Kangaroo simulator: standing on the floor (``floating_base``) or hanging on a crane.
 
     Args:

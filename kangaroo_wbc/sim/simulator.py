@@ -641,6 +641,11 @@ class ClosedChainSim:
         return self._held_base is not None
 
     # ------------------------------------------------------------------ observations
+    def base_position(self) -> np.ndarray:
+        """True position of the base (root link) in the world [m] (cheaper than :meth:`ground_truth`)."""
+        d = self.data
+        return d.qpos[0:3].copy() if self.floating_base else d.xpos[self._root_body].copy()
+
     def actuator_positions(self) -> np.ndarray:
         """True actuator positions [m] or [rad] (not what the encoders read)."""
         return self.data.qpos[self._act_qadr].copy()

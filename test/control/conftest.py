@@ -46,7 +46,9 @@ def add_sole_frames(clm: ClosedLoopModel, feet: dict[str, str]) -> None:
         f = m.frames[m.getFrameId(foot)]
         oMsole = pin.SE3(np.eye(3), data.oMf[m.getFrameId(foot)].translation.copy())
         placement = data.oMi[f.parentJoint].inverse() * oMsole
-        m.addFrame(pin.Frame(sole, f.parentJoint, f.parentFrame, placement, pin.FrameType.OP_FRAME))
+        m.addFrame(
+            pin.Frame(sole, f.parentJoint, f.parentFrame, placement, pin.FrameType.OP_FRAME)
+        )
     clm.data = m.createData()
 
 
@@ -59,20 +61,27 @@ def digit_fb() -> ClosedLoopModel:
 
 
 def digit_contacts(mu: float = 0.8) -> list[ContactSpec]:
-    return [ContactSpec.rectangle("right", "right_sole", 0.16, 0.08, mu=mu),
-            ContactSpec.rectangle("left", "left_sole", 0.16, 0.08, mu=mu)]
+    return [
+        ContactSpec.rectangle("right", "right_sole", 0.16, 0.08, mu=mu),
+        ContactSpec.rectangle("left", "left_sole", 0.16, 0.08, mu=mu),
+    ]
 
 
 def digit_limits(clm: ClosedLoopModel, force_max: float = 500.0) -> ActuatorLimits:
     """The fixture's URDF limits are placeholders (effort 1, zero stroke): use generous ones."""
     n = clm.n_a
-    return ActuatorLimits(force_min=np.full(n, -force_max), force_max=np.full(n, force_max),
-                          position_min=np.full(n, -np.inf), position_max=np.full(n, np.inf),
-                          velocity_max=np.full(n, np.inf))
+    return ActuatorLimits(
+        force_min=np.full(n, -force_max),
+        force_max=np.full(n, force_max),
+        position_min=np.full(n, -np.inf),
+        position_max=np.full(n, np.inf),
+        velocity_max=np.full(n, np.inf),
+    )
 
 
-def random_state(clm: ClosedLoopModel, seed: int, spread: float = 0.1, speed: float = 0.3
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def random_state(
+    clm: ClosedLoopModel, seed: int, spread: float = 0.1, speed: float = 0.3
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A closed configuration with a random base pose, and a random independent velocity ``nu``.
 
     Returns ``(q, nu, v)`` with ``v`` the closure-consistent full velocity.
@@ -82,7 +91,7 @@ def random_state(clm: ClosedLoopModel, seed: int, spread: float = 0.1, speed: fl
     q[:3] = rng.normal(0.0, 0.1, 3)
     q[3:7] = pin.Quaternion(pin.exp3(rng.normal(0.0, 0.2, 3))).coeffs()
     nu = rng.normal(0.0, speed, clm.n_b + clm.n_a)
-    v = clm.complete_velocity(q, nu[clm.n_b:], nu[:clm.n_b])
+    v = clm.complete_velocity(q, nu[clm.n_b :], nu[: clm.n_b])
     return q, nu, v
 
 
@@ -94,8 +103,18 @@ def closed_neighbour(clm: ClosedLoopModel, q: np.ndarray, v: np.ndarray, eps: fl
     return q_new
 
 
-__all__ = ["FD_STEP", "FD_TOL", "KKT_TOL", "EXACT_TOL", "add_sole_frames", "digit_contacts", "digit_limits",
-           "random_state", "closed_neighbour", "Path"]
+__all__ = [
+    "FD_STEP",
+    "FD_TOL",
+    "KKT_TOL",
+    "EXACT_TOL",
+    "add_sole_frames",
+    "digit_contacts",
+    "digit_limits",
+    "random_state",
+    "closed_neighbour",
+    "Path",
+]
 
 
 KANGAROO_DIR = Path(__file__).resolve().parents[2] / "urdf"
@@ -116,7 +135,34 @@ def assert_kkt(sol, tol: float = 1e-4) -> None:
     p, kkt = sol.problem, sol.kkt()
     finite = [np.abs(a[np.isfinite(a)]) for a in (p.b, p.h, p.h_lower)]
     primal_scale = max([1.0] + [float(a.max()) for a in finite if a.size])
-    dual_scale = max(1.0, float(np.abs(p.c).max(initial=0.0)), float(np.abs(p.H @ sol.x).max(initial=0.0)))
+    dual_scale = max(
+        1.0, float(np.abs(p.c).max(initial=0.0)), float(np.abs(p.H @ sol.x).max(initial=0.0))
+    )
     assert kkt.primal <= tol * primal_scale, (kkt, primal_scale)
     assert kkt.dual <= tol * dual_scale, (kkt, dual_scale)
     assert kkt.complementarity <= tol * primal_scale * dual_scale, kkt
+
+
+def ankle_dead_point_configuration(
+    clm: ClosedLoopModel, ankle_m: float, side: str = "left"
+) -> np.ndarray:
+    """Kangaroo closed configuration near the lower-rod dead point of one ankle (urdf/README.md,
+    "Design trade-off"): the standing pose with that leg fully compressed (``leg_length`` at the end
+    of its stroke, 0.15 m) and both ankle actuators at ``ankle_m``. The dead point (singular
+    ``J_l,u``) is at about 0.0248 m, 4.8 mm past the ankle stroke, inside the 5 mm stroke margin of
+    the safe mode; reached by continuation along the actuators (closure FK stays on the branch)."""
+    from kangaroo_wbc.robots.kangaroo.robot import standing_configuration
+
+    q = standing_configuration(clm)
+    theta = q[clm.idx_q_a].copy()
+    col = {
+        k: clm.actuated_joint_names.index(f"{side}_{k}_actuator")
+        for k in ("leg_length", "ankle_inner", "ankle_outer")
+    }
+    for s in np.linspace(theta[col["leg_length"]], 0.15, 20):
+        theta[col["leg_length"]] = s
+        q, _ = clm.closure_fk(theta, q)
+    for a in np.linspace(theta[col["ankle_inner"]], ankle_m, 25):
+        theta[col["ankle_inner"]] = theta[col["ankle_outer"]] = a
+        q, _ = clm.closure_fk(theta, q)
+    return q

@@ -16,8 +16,11 @@ from kangaroo_wbc.errors import FrameNotFound, InputError
 from kangaroo_wbc.model import centroidal_momentum_matrix, lagrange_multipliers, projected_dynamics
 from test.control.conftest import EXACT_TOL, random_state
 
-CASES = [("u2ups_fb", ["sole"]), ("digit_fb", ["right_sole", "left_sole"]),
-         ("kangaroo_fb", ["left_sole", "right_sole"])]
+CASES = [
+    ("u2ups_fb", ["sole"]),
+    ("digit_fb", ["right_sole", "left_sole"]),
+    ("kangaroo_fb", ["left_sole", "right_sole"]),
+]
 
 
 @pytest.mark.parametrize("fixture, frames", CASES)
@@ -47,7 +50,9 @@ def test_frame_kinematics_match_pinocchio(fixture, frames, request):
     pm = ProjectedModel(clm, frames)
     pm.update(q, nu)
     m, data = clm.model, clm.model.createData()
-    pin.forwardKinematics(m, data, q, v, pm.k)  # drift = acceleration at nu_dot = 0, i.e. v_dot = k
+    pin.forwardKinematics(
+        m, data, q, v, pm.k
+    )  # drift = acceleration at nu_dot = 0, i.e. v_dot = k
     pin.updateFramePlacements(m, data)
     pin.computeJointJacobians(m, data, q)
     lwa = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -79,7 +84,9 @@ def test_lagrange_multipliers_match_core(digit_fb):
     ref_pd = projected_dynamics(clm, q, v, frames, 6)
     lam_ref = lagrange_multipliers(clm, q, v, ref_pd, nu_dot, f)
     gen = ref_pd.J_c_full.T @ f
-    np.testing.assert_allclose(pm.lagrange_multipliers(nu_dot, gen), lam_ref, atol=1e-7 * max(1, np.abs(lam_ref).max()))
+    np.testing.assert_allclose(
+        pm.lagrange_multipliers(nu_dot, gen), lam_ref, atol=1e-7 * max(1, np.abs(lam_ref).max())
+    )
 
 
 def test_bad_inputs(u2ups_fb):
@@ -94,3 +101,27 @@ def test_bad_inputs(u2ups_fb):
     pm.update(q, nu)
     with pytest.raises(FrameNotFound):
         pm.jacobian("base")
+
+
+def test_jlu_pivot_ratio_over_the_stroke_box_stays_far_from_the_singularity_threshold(kangaroo_fb):
+    """The near-singularity check never trips at the 64 corners of the left leg's actuator stroke
+    box (closure FK by continuation from standing), even at 10 x the node's default threshold."""
+    import itertools
+
+    from kangaroo_wbc.robots.kangaroo.robot import standing_configuration
+
+    clm = kangaroo_fb
+    pm = ProjectedModel(clm, ["left_sole"])
+    pm.min_pivot_ratio = 1e-2  # the node's min_jlu_pivot_ratio is 1e-3
+    m = clm.model
+    legs = [i for i, n in enumerate(clm.actuated_joint_names) if n.startswith("left_")]
+    lo, hi = m.lowerPositionLimit[clm.idx_q_a], m.upperPositionLimit[clm.idx_q_a]
+    stand = standing_configuration(clm)
+    theta0 = stand[clm.idx_q_a]
+    for corner in itertools.product((0, 1), repeat=len(legs)):
+        target = theta0.copy()
+        target[legs] = np.where(corner, hi[legs], lo[legs])
+        q = stand
+        for s in np.linspace(0.0, 1.0, 15):
+            q, _ = clm.closure_fk(theta0 + s * (target - theta0), q)
+        pm.update(q, np.zeros(pm.n_nu))  # raises ModelError below the threshold

@@ -46,7 +46,7 @@ def test_box_and_two_sided_inequalities_clip_and_give_signed_multipliers():
 def test_update_in_place_keeps_one_setup_and_warm_starts():
     rng = np.random.default_rng(1)
     base, _ = _projection_problem(rng)
-    solver = OsqpSolver()
+    solver = OsqpSolver(OsqpSettings(active_set_prediction=False))  # OSQP's own in-place update
     iterations = []
     for k in range(5):
         x0 = rng.normal(size=base.n)
@@ -64,7 +64,7 @@ def test_structural_zeros_are_kept_and_a_pattern_miss_sets_up_again():
     n = 3
     A0 = np.array([[1.0, 0.0, 0.0]])
     structure = QpProblem(H=np.eye(n), c=np.zeros(n), A=np.array([[1.0, 1.0, 0.0]]), b=np.zeros(1))
-    solver = OsqpSolver(structure=structure)
+    solver = OsqpSolver(OsqpSettings(active_set_prediction=False), structure=structure)
     x0 = np.array([1.0, 2.0, 3.0])
     solver.solve(QpProblem(H=np.eye(n), c=-x0, A=A0, b=np.zeros(1)))
     # Entry (0, 1) was zero but declared structural: updated in place.

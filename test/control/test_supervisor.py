@@ -10,12 +10,14 @@ from kangaroo_wbc.control.contacts import ContactSpec
 from kangaroo_wbc.control.supervisor import SafetySettings, WbcSupervisor
 from kangaroo_wbc.control.wbc import ActuatorLimits, WbcSettings, WholeBodyController
 from kangaroo_wbc.errors import InputError
-from test.control.conftest import digit_contacts, digit_limits
+from test.control.conftest import ankle_dead_point_configuration, digit_contacts, digit_limits
 
 
 @pytest.fixture()
 def supervisor(digit_fb):
-    wbc = WholeBodyController(digit_fb, digit_contacts(), WbcSettings(base_frame="torso"), digit_limits(digit_fb))
+    wbc = WholeBodyController(
+        digit_fb, digit_contacts(), WbcSettings(base_frame="torso"), digit_limits(digit_fb)
+    )
     return WbcSupervisor(wbc, SafetySettings(damping_n_s_per_m=100.0))
 
 
@@ -53,12 +55,83 @@ def test_tilt_latches_until_reset(supervisor, digit_fb):
 
 def test_qp_failure_gives_safe_mode(digit_fb):
     n = digit_fb.n_a
-    weak = ActuatorLimits(np.full(n, -1e-3), np.full(n, 1e-3), np.full(n, -np.inf), np.full(n, np.inf),
-                          np.full(n, np.inf))
-    pushing = [ContactSpec.rectangle(c.name, c.frame, 0.16, 0.08, normal_force_min_n=1000.0) for c in digit_contacts()]
-    sup = WbcSupervisor(WholeBodyController(digit_fb, pushing, WbcSettings(base_frame="torso"), weak))
+    weak = ActuatorLimits(
+        np.full(n, -1e-3),
+        np.full(n, 1e-3),
+        np.full(n, -np.inf),
+        np.full(n, np.inf),
+        np.full(n, np.inf),
+    )
+    pushing = [
+        ContactSpec.rectangle(c.name, c.frame, 0.16, 0.08, normal_force_min_n=1000.0)
+        for c in digit_contacts()
+    ]
+    sup = WbcSupervisor(
+        WholeBodyController(digit_fb, pushing, WbcSettings(base_frame="torso"), weak)
+    )
     cmd = sup.tick(0.0, *_rest(digit_fb))
-    assert cmd.mode == "safe" and "QP failed" in cmd.reason and sup.stats.qp_failures == 1
+    assert cmd.mode == "safe" and sup.stats.qp_failures == 1
+    assert cmd.reason.startswith(("QP infeasible: OSQP", "QP solver failed: OSQP")), cmd.reason
+    np.testing.assert_array_equal(cmd.tau_a, 0.0)  # damping of a still robot
+
+
+def test_stale_restarts_the_behaviour_from_the_next_state(supervisor, digit_fb):
+    """No state for a while (watchdog): safe, zero force; the behaviour restarts where the robot is."""
+    q, v = _rest(digit_fb)
+    assert supervisor.tick(0.0, q, v).mode == "control"
+    first = supervisor.behaviour
+    cmd = supervisor.stale(0.6)
+    assert (
+        cmd.mode == "safe"
+        and not cmd.latched
+        and cmd.reason == "stale state (no state for 600 ms)"
+    )
+    np.testing.assert_array_equal(cmd.tau_a, 0.0)
+    assert supervisor.stats.stale == 1
+    moved = q.copy()
+    moved[0] += 0.05  # the robot was moved meanwhile
+    assert supervisor.tick(1.0, moved, v).mode == "control"
+    assert supervisor.behaviour is not first and supervisor.behaviour.t0 == 1.0
+    np.testing.assert_allclose(
+        supervisor.behaviour.state.com, supervisor.controller.pm.com, atol=1e-12
+    )
+    assert supervisor.behaviour.state.com[0] - first.state.com[0] == pytest.approx(0.05, abs=1e-9)
+
+
+def test_near_singular_kangaroo_configuration_gives_safe_mode(kangaroo_fb):
+    """The ankle's lower rods near their dead point: J_lu ill-conditioned (pivot ratio ~3e-4 < 1e-3),
+    ModelError from the model update, safe mode naming the sub-mechanism (damping, not latched);
+    control resumes at the standing configuration."""
+    from kangaroo_wbc.errors import ModelError
+    from kangaroo_wbc.robots.kangaroo.robot import standing_configuration
+
+    clm = kangaroo_fb
+    corners = ("_corner_fl", "_corner_fr", "_corner_rl", "_corner_rr")
+    contacts = [
+        ContactSpec.from_corner_frames(clm.model, s, s, [s + c for c in corners])
+        for s in ("left_sole", "right_sole")
+    ]
+    wbc = WholeBodyController(clm, contacts, WbcSettings(min_jlu_pivot_ratio=1e-3))
+    sup = WbcSupervisor(wbc, SafetySettings(damping_n_s_per_m=200.0))
+    stand, v = standing_configuration(clm), np.zeros(clm.model.nv)
+    near = ankle_dead_point_configuration(clm, 0.0247)
+    assert sup.tick(0.0, stand, v).mode == "control"
+    moving = v.copy()
+    moving[clm.idx_v_a] = 0.01
+    cmd = sup.tick(0.001, near, moving)
+    assert cmd.mode == "safe" and not cmd.latched and sup.stats.singular == 1
+    assert cmd.reason.startswith("singular configuration: J_lu ill-conditioned: LU pivot ratio"), (
+        cmd.reason
+    )
+    assert "22 passive joints (left_ankle_" in cmd.reason and "dead point" in cmd.reason
+    np.testing.assert_allclose(cmd.tau_a, -200.0 * 0.01)
+    assert sup.tick(0.002, stand, v).mode == "control"
+    # the check, not an exactly singular matrix: without it the model update goes through
+    wbc.pm.min_pivot_ratio = 0.0
+    wbc.pm.update(near, np.zeros(wbc.pm.n_nu))
+    wbc.pm.min_pivot_ratio = 1e-3
+    with pytest.raises(ModelError, match="ill-conditioned"):
+        wbc.pm.update(near, np.zeros(wbc.pm.n_nu))
 
 
 def test_behaviour_switch_and_measured_contacts(supervisor, digit_fb):

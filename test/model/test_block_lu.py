@@ -26,8 +26,12 @@ def test_block_structure_of_the_kangaroo_and_solves_equal_dense() -> None:
     assert lu.factor(J_lu)
     B = rng.standard_normal((J_lu.shape[0], 13))
     np.testing.assert_allclose(lu.solve(B), np.linalg.solve(J_lu, B), rtol=0, atol=1e-9)
-    np.testing.assert_allclose(lu.solve(B, transpose=True), np.linalg.solve(J_lu.T, B), rtol=0, atol=1e-9)
-    np.testing.assert_allclose(lu.solve(B[:, 0]), np.linalg.solve(J_lu, B[:, 0]), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        lu.solve(B, transpose=True), np.linalg.solve(J_lu.T, B), rtol=0, atol=1e-9
+    )
+    np.testing.assert_allclose(
+        lu.solve(B[:, 0]), np.linalg.solve(J_lu, B[:, 0]), rtol=0, atol=1e-9
+    )
 
 
 def test_pivoting_singular_and_coupled_cases() -> None:
@@ -46,4 +50,26 @@ def test_pivoting_singular_and_coupled_cases() -> None:
     assert not lu.factor(S)
     with pytest.raises(RuntimeError):
         lu.solve(b)
-    assert block_structure(np.array([[1, 1], [0, 0]], dtype=bool)) is None  # a component is not square
+    assert (
+        block_structure(np.array([[1, 1], [0, 0]], dtype=bool)) is None
+    )  # a component is not square
+
+
+def test_pivot_ratios_per_block_match_the_dense_factors() -> None:
+    """``pivot_ratios`` is ``min |u_kk| / max |u_kk|`` of each block's LU (as scipy's getrf)."""
+    from scipy.linalg import lu
+
+    from kangaroo_wbc.model.block_lu import BlockLU, block_structure
+
+    near = np.array([[1.0, 1.0], [1.0, 1.0 + 1e-6]])  # almost singular 2 x 2 block
+    well = np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]])
+    A = np.zeros((5, 5))
+    A[:2, :2], A[2:, 2:] = near, well
+    blocks = block_structure(A != 0)
+    blu = BlockLU(blocks, 5)
+    assert blu.factor(A)
+    ratios = blu.pivot_ratios()
+    for b, (rows, cols) in enumerate(blocks):
+        u = np.abs(np.diag(lu(A[np.ix_(rows, cols)])[2]))
+        assert ratios[b] == pytest.approx(u.min() / u.max(), rel=1e-12)
+    assert min(ratios) < 1e-5 < max(ratios)

@@ -45,7 +45,9 @@ class DemoParams:
 
     def __post_init__(self) -> None:
         if self.cutoff_hz >= self.rate_hz / 2:
-            raise ValueError(f"cutoff_hz={self.cutoff_hz} must be below rate_hz/2={self.rate_hz / 2}")
+            raise ValueError(
+                f"cutoff_hz={self.cutoff_hz} must be below rate_hz/2={self.rate_hz / 2}"
+            )
 
 
 def test_declares_defaults_with_descriptors(make_node) -> None:
@@ -55,7 +57,10 @@ def test_declares_defaults_with_descriptors(make_node) -> None:
     assert params.weights == (1.0, 2.0) and params.extra_frames == []
     d = node.describe_parameter("rate_hz")
     assert d.type == ParameterType.PARAMETER_DOUBLE and d.description == "Loop rate [Hz]"
-    assert (d.floating_point_range[0].from_value, d.floating_point_range[0].to_value) == (1.0, 2000.0)
+    assert (d.floating_point_range[0].from_value, d.floating_point_range[0].to_value) == (
+        1.0,
+        2000.0,
+    )
     assert node.describe_parameter("iterations").integer_range[0].to_value == 100
     assert node.describe_parameter("cutoff_hz").floating_point_range[0].to_value > 1e300
     assert node.describe_parameter("frame").read_only
@@ -74,7 +79,11 @@ def test_overrides_and_prefix(make_node) -> None:
     node = make_node("params_overrides", parameter_overrides=overrides)
     params = declare_parameters(node, DemoParams, prefix="demo.")
     assert (params.rate_hz, params.iterations, params.extra_frames, params.weights) == (
-        500.0, 20, ["a", "b"], (3.0,))
+        500.0,
+        20,
+        ["a", "b"],
+        (3.0,),
+    )
 
 
 def test_instance_gives_defaults(make_node) -> None:
@@ -86,7 +95,10 @@ def test_instance_gives_defaults(make_node) -> None:
 @pytest.mark.parametrize(
     ("override", "match"),
     [
-        (Parameter("rate_hz", value=1000), r"'rate_hz' must be double \(write floating-point values"),
+        (
+            Parameter("rate_hz", value=1000),
+            r"'rate_hz' must be double \(write floating-point values",
+        ),
         (Parameter("rate_hz", value=5000.0), "out of range"),
         (Parameter("iterations", value=0), "out of range"),
         (Parameter("offset_m", value=[1.0, 2.0]), "needs 3 values, got 2"),
@@ -104,8 +116,11 @@ def test_bad_overrides_raise_config_error(make_node, override, match) -> None:
 def test_runtime_validation_and_update(make_node) -> None:
     node = make_node("params_runtime")
     changes = []
-    binding = bind_parameters(node, declare_parameters(node, DemoParams),
-                              on_change=lambda p, names: changes.append((p.rate_hz, names)))
+    binding = bind_parameters(
+        node,
+        declare_parameters(node, DemoParams),
+        on_change=lambda p, names: changes.append((p.rate_hz, names)),
+    )
 
     def set_one(name, value):
         return node.set_parameters([Parameter(name, value=value)])[0]
@@ -176,7 +191,9 @@ def test_params_file_with_wildcard_and_namespace(make_node, tmp_path) -> None:
     data = parameters_to_yaml_dict(DemoParams(rate_hz=250.0, cutoff_hz=20.0), "/**")
     path = tmp_path / "demo.yaml"
     path.write_text(yaml.safe_dump(data))
-    node = make_node("demo", namespace="/kangaroo", cli_args=["--ros-args", "--params-file", str(path)])
+    node = make_node(
+        "demo", namespace="/kangaroo", cli_args=["--ros-args", "--params-file", str(path)]
+    )
     params = declare_parameters(node, DemoParams)
     assert params.rate_hz == 250.0 and params.cutoff_hz == 20.0
 
@@ -185,11 +202,36 @@ def test_params_file_with_wildcard_and_namespace(make_node, tmp_path) -> None:
 def test_config_files_load(make_node, node_name) -> None:
     """config/<node>.yaml parses with rcl and sets rate_hz as a double, in a pushed namespace."""
     path = REPO / "config" / f"{node_name}.yaml"
-    node = make_node(node_name, namespace="/kangaroo",
-                     cli_args=["--ros-args", "--params-file", str(path)])
+    node = make_node(
+        node_name, namespace="/kangaroo", cli_args=["--ros-args", "--params-file", str(path)]
+    )
 
     @dataclasses.dataclass
     class RateOnly:
         rate_hz: float = parameter(1.0, "rate [Hz]", bounds=(1.0, 10000.0))
 
     assert declare_parameters(node, RateOnly).rate_hz == 1000.0
+
+
+@pytest.mark.parametrize("node_name", CONFIG_NODES)
+def test_config_files_set_exactly_the_declared_parameters(node_name) -> None:
+    """config/<node>.yaml sets every parameter of the node's dataclass to its default and nothing
+    else (a key the node does not declare stops it at start-up)."""
+    import importlib
+
+    import yaml
+
+    module, cls = {
+        "sim": ("sim_node", "SimParams"),
+        "state_estimator": ("state_estimator_node", "StateEstimatorParams"),
+        "contact_wrench_estimator": ("contact_wrench_node", "ContactWrenchParams"),
+        "whole_body_controller": ("whole_body_controller_node", "WholeBodyControllerParams"),
+    }[node_name]
+    params_cls = getattr(importlib.import_module(f"kangaroo_wbc.nodes.{module}"), cls)
+    values = yaml.safe_load((REPO / "config" / f"{node_name}.yaml").read_text())["/**"][
+        "ros__parameters"
+    ]
+    defaults = params_cls()
+    assert set(values) == {f.name for f in dataclasses.fields(params_cls)}
+    for name, value in values.items():
+        assert value == getattr(defaults, name), name

@@ -6,7 +6,10 @@
 * :class:`SyntheticStream` — publishes a synthetic sensor stream from a background thread at a
   fixed period with synthetic stamps ``t0 + k dt``; the test changes what its callback publishes
   while it runs;
-* :func:`name_faults`, :func:`joint_state` — malformed ``sensor_msgs/JointState`` messages.
+* :func:`name_faults`, :func:`joint_state` — malformed ``sensor_msgs/JointState`` messages;
+* :func:`set_parameters`, :func:`get_parameters` — a node's parameter services, called from the
+  test probe as ``ros2 param set`` / ``get`` would;
+* :func:`assert_commands_safe` — every ``actuators/command`` finite and within ``max_force_n``.
 """
 
 from __future__ import annotations
@@ -16,8 +19,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rcl_interfaces.msg import SetParametersResult
+from rcl_interfaces.srv import GetParameters, SetParameters
+from rclpy.parameter import Parameter, parameter_value_to_python
 from sensor_msgs.msg import JointState
 
 from kangaroo_wbc.ros.conversions import seconds_to_time_msg
@@ -26,6 +33,7 @@ from test.integration.ros_harness import RosEnvironment, RosHarness
 
 START_TIMEOUT_S = 90.0  # node start-up (model loading) on a loaded machine
 DIAG_TIMEOUT_S = 8.0  # a few periods of the 1 Hz /diagnostics timer, with margin for load
+SERVICE_TIMEOUT_S = 20.0  # a parameter service call on a loaded machine
 WARN_OR_ERROR = (int(Level.WARN), int(Level.ERROR))
 ERROR = (int(Level.ERROR),)
 OK = (int(Level.OK),)
@@ -74,20 +82,22 @@ class Diagnostics:
         levels: tuple[int, ...],
         *fragments: str,
         separator: str | None = None,
+        value: str | None = None,
         timeout_s: float = DIAG_TIMEOUT_S,
     ) -> DiagnosticStatus:
-        """The first status named ``name`` at one of ``levels`` whose message contains every
-        fragment (with ``separator``: all in one of the message's parts), received since
-        :meth:`mark`; AssertionError listing what was seen otherwise."""
+        """The first status named ``name`` at one of ``levels`` whose message (with ``value``: the
+        value of that key instead) contains every fragment (with ``separator``: all in one of its
+        parts), received since :meth:`mark`; AssertionError listing what was seen otherwise."""
         found: list[DiagnosticStatus] = []
 
-        def contains(message: str) -> bool:
-            parts = [message] if separator is None else message.split(separator)
+        def contains(status: DiagnosticStatus) -> bool:
+            text = status.message if value is None else values(status).get(value, "")
+            parts = [text] if separator is None else text.split(separator)
             return any(all(f in part for f in fragments) for part in parts)
 
         def match() -> bool:
             for s in self.statuses(name):
-                if s.level[0] in levels and contains(s.message):
+                if s.level[0] in levels and contains(s):
                     found.append(s)
                     return True
             return False
@@ -95,7 +105,10 @@ class Diagnostics:
         try:
             self.harness._poll(match, timeout_s, f"no {name} status with {fragments}", True)
         except TimeoutError:
-            seen = [(s.level[0], s.message) for s in self.statuses(name)]
+            seen = [
+                (s.level[0], s.message if value is None else values(s).get(value))
+                for s in self.statuses(name)
+            ]
             raise AssertionError(
                 f"no /diagnostics {name!r} at {levels} mentioning {fragments}; seen: {seen[-8:]}"
             ) from None
@@ -171,3 +184,39 @@ def joint_state(names: list[str], stamp_s: float, **fields: list[float]) -> Join
     for key, vals in fields.items():
         setattr(msg, key, [float(x) for x in vals])
     return msg
+
+
+def _call(harness: RosHarness, srv_type: type, name: str, request: object) -> object:
+    """Response of service ``name`` called from the probe (AssertionError if it does not answer)."""
+    client = harness.probe.node.create_client(srv_type, name)
+    assert client.wait_for_service(timeout_sec=SERVICE_TIMEOUT_S), f"service {name} not available"
+    future = client.call_async(request)
+    harness._poll(future.done, SERVICE_TIMEOUT_S, f"no response from {name}", True)
+    return future.result()
+
+
+def set_parameters(harness: RosHarness, node: str, **values: object) -> SetParametersResult:
+    """Set parameters of ``/<node>`` at once through its ``set_parameters`` service; the result of
+    the first one (the node's validator answers for the whole request)."""
+    request = SetParameters.Request()
+    request.parameters = [Parameter(k, value=v).to_parameter_msg() for k, v in values.items()]
+    response = _call(harness, SetParameters, f"/{node}/set_parameters", request)
+    return response.results[0]
+
+
+def get_parameters(harness: RosHarness, node: str, *names: str) -> list[object]:
+    """Current values of parameters of ``/<node>`` (its ``get_parameters`` service)."""
+    response = _call(
+        harness, GetParameters, f"/{node}/get_parameters", GetParameters.Request(names=list(names))
+    )
+    return [parameter_value_to_python(v) for v in response.values]
+
+
+def assert_commands_safe(messages: list[JointState], limits: dict[str, float]) -> None:
+    """Every effort of the ``actuators/command`` messages finite and within ``limits`` [N] by name."""
+    assert messages, "no actuators/command received"
+    for msg in messages:
+        effort = np.asarray(msg.effort, dtype=float)
+        assert np.all(np.isfinite(effort)), list(msg.effort)
+        bound = np.array([limits[n] for n in msg.name])
+        assert np.all(np.abs(effort) <= bound + 1e-9), dict(zip(msg.name, effort))

@@ -1,0 +1,190 @@
+"""Compiled KKT solve of a predicted active set, accepted only when it is the optimum.
+
+``min ½xᵀHx + cᵀx  s.t.  l_g ≤ C_g x ≤ u_g,  l_b ≤ x ≤ u_b`` (equalities as ``l = u``). The active
+set is given per row as a *side*: ``0`` equality (``l = u``), ``+1`` at the upper bound, ``-1`` at
+the lower bound, ``2`` inactive; separately for the general rows ``C_g`` and for the box.
+
+:func:`solve_active_set` fixes the variables whose box side is active, solves the KKT system of
+the remaining ones with the active general rows
+
+.. math::
+
+    \\begin{bmatrix} H_{ff} & C_{af}^T \\\\ C_{af} & -\\delta I \\end{bmatrix}
+    \\begin{bmatrix} x_f \\\\ y_a \\end{bmatrix} =
+    \\begin{bmatrix} -c_f - H_{fx} x_x \\\\ d_a - C_{ax} x_x \\end{bmatrix}
+
+(``delta`` keeps the matrix non-singular when active rows are linearly dependent, e.g. a corner
+force at the apex of its friction pyramid; it moves those rows by ``delta·y``), recovers the box
+multipliers from stationarity and checks every KKT condition: stationarity, primal feasibility
+of every row (``primal_tol·(1 + |bound|)``), multiplier signs (``dual_tol``; OSQP's convention,
+``y > 0`` on upper bounds). When a check fails the set is corrected (violated rows added,
+wrong-sign rows dropped) and solved again, at most ``max_corrections`` times. Rows whose
+coefficients on the free variables are all zero are only checked (they cannot be active
+constraints of the reduced problem).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kangaroo_wbc.model.fast_kinematics import _jit
+
+INFINITY = 1e30  # OSQP's infinity: bounds beyond it are absent
+
+#: Return codes of :func:`solve_active_set` other than the number of corrections used.
+NOT_OPTIMAL, SINGULAR = -1, -2
+
+
+@_jit
+def solve_active_set(H, c, Cg, lg, ug, lb, ub, side_g, side_b, max_corrections, primal_tol, dual_tol, delta,
+                     x, y_g, y_b):
+    """See the module docstring. ``side_g``/``side_b`` are updated in place to the final set;
+    ``x``, ``y_g``, ``y_b`` receive the solution. Returns the number of corrections used, or
+    ``NOT_OPTIMAL`` / ``SINGULAR``."""
+    n, m = H.shape[0], Cg.shape[0]
+    free = np.empty(n, dtype=np.int64)
+    fixed = np.empty(n, dtype=np.int64)
+    act = np.empty(m, dtype=np.int64)
+    r = np.empty(n)
+    z = np.empty(m)
+    scale_c = 0.0
+    for i in range(n):
+        scale_c = max(scale_c, abs(c[i]))
+    for i in range(m):  # rows with equal bounds are equalities, and only they
+        if lg[i] == ug[i]:
+            side_g[i] = 0
+        elif side_g[i] == 0:
+            side_g[i] = 2
+    for j in range(n):
+        if lb[j] == ub[j]:
+            side_b[j] = 0
+        elif side_b[j] == 0:
+            side_b[j] = 2
+    for it in range(max_corrections + 1):
+        # sides on an infinite bound cannot be active
+        for i in range(m):
+            if (side_g[i] == 1 and ug[i] >= INFINITY) or (side_g[i] == -1 and lg[i] <= -INFINITY):
+                side_g[i] = 2
+        nf, nx = 0, 0
+        for j in range(n):
+            if (side_b[j] == 1 and ub[j] >= INFINITY) or (side_b[j] == -1 and lb[j] <= -INFINITY):
+                side_b[j] = 2
+            if side_b[j] == 2:
+                free[nf] = j
+                nf += 1
+            else:
+                fixed[nx] = j
+                nx += 1
+                x[j] = ub[j] if side_b[j] > 0 else lb[j]
+        k = 0
+        for i in range(m):
+            if side_g[i] == 2:
+                continue
+            live = False
+            for a in range(nf):
+                if Cg[i, free[a]] != 0.0:
+                    live = True
+                    break
+            if live:
+                act[k] = i
+                k += 1
+        N = nf + k
+        K = np.zeros((N, N))
+        rhs = np.empty(N)
+        for a in range(nf):
+            ja = free[a]
+            for b in range(nf):
+                K[a, b] = H[ja, free[b]]
+            s = -c[ja]
+            for b in range(nx):
+                s -= H[ja, fixed[b]] * x[fixed[b]]
+            rhs[a] = s
+        for a in range(k):
+            i = act[a]
+            for b in range(nf):
+                K[nf + a, b] = Cg[i, free[b]]
+                K[b, nf + a] = Cg[i, free[b]]
+            K[nf + a, nf + a] = -delta
+            s = ug[i] if side_g[i] > 0 else lg[i]
+            for b in range(nx):
+                s -= Cg[i, fixed[b]] * x[fixed[b]]
+            rhs[nf + a] = s
+        if N > 0:
+            sol = np.linalg.solve(K, rhs)
+        else:
+            sol = np.zeros(0)
+        for a in range(N):
+            if not np.isfinite(sol[a]):
+                return SINGULAR
+        for a in range(nf):
+            x[free[a]] = sol[a]
+        for i in range(m):
+            y_g[i] = 0.0
+        for a in range(k):
+            y_g[act[a]] = sol[nf + a]
+        # stationarity r = H x + c + Cg^T y_g (on the fixed variables: -y_box)
+        scale_hx = 0.0
+        for j in range(n):
+            s = 0.0
+            for b in range(n):
+                s += H[j, b] * x[b]
+            scale_hx = max(scale_hx, abs(s))
+            s += c[j]
+            for a in range(k):
+                s += Cg[act[a], j] * sol[nf + a]
+            r[j] = s
+        tol_stat = 1e-9 * (1.0 + scale_c + scale_hx)
+        for a in range(nf):
+            if abs(r[free[a]]) > tol_stat:
+                return SINGULAR
+        for j in range(n):
+            y_b[j] = -r[j] if side_b[j] != 2 else 0.0
+        # primal feasibility and multiplier signs; corrections on the way
+        ok = True
+        for i in range(m):
+            s = 0.0
+            for j in range(n):
+                s += Cg[i, j] * x[j]
+            z[i] = s
+        for i in range(m):
+            above = z[i] - ug[i] > primal_tol * (1.0 + abs(ug[i]))
+            below = lg[i] - z[i] > primal_tol * (1.0 + abs(lg[i]))
+            if side_g[i] == 1 and y_g[i] < -dual_tol or side_g[i] == -1 and y_g[i] > dual_tol:
+                side_g[i] = 2
+                ok = False
+            elif above or below:
+                if side_g[i] != 2:  # an active row that does not hold: constant in x, or inconsistent
+                    return NOT_OPTIMAL
+                side_g[i] = 1 if above else -1
+                ok = False
+        for j in range(n):
+            above = x[j] - ub[j] > primal_tol * (1.0 + abs(ub[j]))
+            below = lb[j] - x[j] > primal_tol * (1.0 + abs(lb[j]))
+            if side_b[j] == 1 and y_b[j] < -dual_tol or side_b[j] == -1 and y_b[j] > dual_tol:
+                side_b[j] = 2
+                ok = False
+            elif above or below:
+                side_b[j] = 1 if above else -1
+                ok = False
+        if ok:
+            return it
+    return NOT_OPTIMAL
+
+
+_WARM = False
+
+
+def warm_up() -> None:
+    """Compile (or load from the cache) now, not inside the first control tick (once per process)."""
+    global _WARM
+    if _WARM:
+        return
+    _WARM = True
+    H, c = np.eye(2), np.array([1.0, -1.0])
+    Cg = np.array([[1.0, 1.0]])
+    x, y_g, y_b = np.zeros(2), np.zeros(1), np.zeros(2)
+    solve_active_set(H, c, Cg, np.array([0.0]), np.array([0.0]), np.full(2, -INFINITY), np.full(2, INFINITY),
+                     np.zeros(1, dtype=np.int8), np.full(2, 2, dtype=np.int8), 1, 1e-7, 1e-7, 1e-10, x, y_g, y_b)
+
+
+__all__ = ["solve_active_set", "warm_up", "NOT_OPTIMAL", "SINGULAR"]

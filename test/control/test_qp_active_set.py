@@ -1,0 +1,104 @@
+"""The active-set prediction of :class:`OsqpSolver`: exact KKT solutions, accepted only when optimal."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kangaroo_wbc.control.qp import OsqpSettings, OsqpSolver, QpProblem
+from kangaroo_wbc.errors import NoSolutionFound
+from test.control.conftest import KKT_TOL
+
+OSQP_ONLY = OsqpSettings(active_set_prediction=False, eps_abs=1e-9, eps_rel=1e-9, max_iter=20000)
+
+
+def _drifting_problems(n_ticks: int, seed: int = 0) -> list[QpProblem]:
+    """A slowly changing QP with equalities, two-sided rows and a box, several rows active."""
+    rng = np.random.default_rng(seed)
+    n, m_eq, m_in = 8, 2, 6
+    L = rng.normal(size=(n, n))
+    H0 = L @ L.T + 0.5 * np.eye(n)
+    A0, G0 = rng.normal(size=(m_eq, n)), rng.normal(size=(m_in, n))
+    c0, c1 = 3.0 * rng.normal(size=n), rng.normal(size=n)
+    out = []
+    for k in range(n_ticks):
+        s = 0.02 * k
+        out.append(
+            QpProblem(
+                H=H0 + 0.1 * np.sin(s) * np.eye(n),
+                c=c0 + np.sin(s) * c1,
+                A=A0 + 0.01 * np.cos(s),
+                b=np.array([0.1 * np.sin(s), 0.2]),
+                G=G0,
+                h=np.full(m_in, 0.5),
+                h_lower=np.full(m_in, -0.5),
+                lb=np.full(n, -0.4),
+                ub=np.full(n, 0.4),
+            )
+        )
+    return out
+
+
+def test_predicted_active_set_gives_the_exact_optimum_and_is_used_on_most_ticks():
+    problems = _drifting_problems(200)
+    fast, ref = OsqpSolver(), OsqpSolver(OSQP_ONLY)
+    methods = []
+    for p in problems:
+        a, b = fast.solve(p), ref.solve(p)
+        methods.append(a.method)
+        kkt = a.kkt()
+        tol = 1e-7 if a.method == "active-set" else KKT_TOL  # exact KKT solve / OSQP's tolerance
+        assert max(kkt.primal, kkt.dual, kkt.complementarity) < tol, (a.method, kkt)
+        np.testing.assert_allclose(a.x, b.x, atol=1e-5)
+        assert a.objective == pytest.approx(b.objective, abs=1e-6)
+    assert methods[0] == "osqp"  # the first solve has no prediction
+    # at least some rows are active (the test would be trivial otherwise) ...
+    last = fast.solve(problems[-1])
+    assert np.count_nonzero(np.abs(np.concatenate([last.y_in, last.y_box])) > 1e-6) >= 2
+    # ... and the prediction (with its corrections) carries the sequence
+    assert methods.count("active-set") >= 0.9 * len(problems), methods.count("osqp")
+
+
+def test_dependent_active_rows_are_handled():
+    """Two identical rows active at the optimum (the apex of a friction pyramid has the same kind)."""
+    G = np.array([[-1.0, 0.0], [-2.0, 0.0], [0.0, 1.0]])
+    p = QpProblem(H=np.eye(2), c=np.array([1.0, -1.0]), G=G, h=np.array([0.0, 0.0, 0.5]))
+    solver = OsqpSolver()
+    first = solver.solve(p)
+    second = solver.solve(p)
+    assert first.method == "osqp" and second.method == "active-set"
+    np.testing.assert_allclose(second.x, [0.0, 0.5], atol=1e-8)
+    assert second.kkt().ok(1e-7)
+
+
+def test_a_changed_active_set_is_corrected_or_left_to_osqp():
+    """The target jumps across the box: the predicted set is wrong; the answer is still optimal."""
+    solver = OsqpSolver(OsqpSettings(active_set_iterations=0))
+    lb, ub = -np.ones(3), np.ones(3)
+    solver.solve(
+        QpProblem(H=np.eye(3), c=-np.array([2.0, 2.0, 2.0]), lb=lb, ub=ub)
+    )  # upper bounds active
+    sol = solver.solve(QpProblem(H=np.eye(3), c=-np.array([-2.0, 0.3, -2.0]), lb=lb, ub=ub))
+    assert sol.method == "osqp"  # no corrections allowed: OSQP decides
+    np.testing.assert_allclose(sol.x, [-1.0, 0.3, -1.0], atol=1e-5)
+    corrected = OsqpSolver(OsqpSettings(active_set_iterations=3))
+    corrected.solve(QpProblem(H=np.eye(3), c=-np.array([2.0, 2.0, 2.0]), lb=lb, ub=ub))
+    sol = corrected.solve(QpProblem(H=np.eye(3), c=-np.array([-2.0, 0.3, -2.0]), lb=lb, ub=ub))
+    assert sol.method == "active-set" and sol.iterations >= 1
+    np.testing.assert_allclose(sol.x, [-1.0, 0.3, -1.0], atol=1e-10)
+
+
+def test_an_infeasible_problem_is_never_accepted_by_the_prediction():
+    solver = OsqpSolver(OsqpSettings(max_iter=2000))
+    A = np.array([[1.0, 1.0]])
+    solver.solve(
+        QpProblem(
+            H=np.eye(2), c=np.zeros(2), A=A, b=np.array([1.0]), lb=np.zeros(2), ub=np.ones(2)
+        )
+    )
+    with pytest.raises(NoSolutionFound):  # x1 + x2 = 3 cannot hold inside the unit box
+        solver.solve(
+            QpProblem(
+                H=np.eye(2), c=np.zeros(2), A=A, b=np.array([3.0]), lb=np.zeros(2), ub=np.ones(2)
+            )
+        )
