@@ -56,6 +56,7 @@ import pinocchio as pin
 
 from kangaroo_wbc.errors import EstimationError, FrameNotFound, InputError, ModelError, suggest
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel, skew
+from kangaroo_wbc.model.so3 import quaternion_xyzw_from_matrix
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -343,7 +344,7 @@ class FloatingBaseEstimator:
     def _write_outputs(self) -> None:
         R = self.R_world_base
         self.q_base[:3] = self.x[0]
-        self.q_base[3:] = pin.Quaternion(R).coeffs()  # x, y, z, w
+        self.q_base[3:] = quaternion_xyzw_from_matrix(R)  # x, y, z, w (pin.Quaternion(R) leaks)
         self.v_base[:3] = R.T @ self.x[1]
         self.v_base[3:] = self.angular_velocity_base_in_base
 

@@ -73,3 +73,37 @@ def jlog3_batch(r: np.ndarray) -> np.ndarray:
                  1.0 / th**2 - (1.0 + np.cos(th)) / (2.0 * th * np.sin(th)))
     S = skew_batch(r)
     return np.eye(3) + 0.5 * S + c[..., None, None] * (S @ S)
+
+
+def quaternion_xyzw_from_matrix(R: np.ndarray) -> np.ndarray:
+    """Unit quaternion ``(x, y, z, w)`` of a rotation matrix, with Eigen's choice of sign.
+
+    The same numbers as ``pin.Quaternion(R).coeffs()`` (Eigen's algorithm: ``w = √(1 + tr R)/2``
+    when ``tr R > 0``, else from the largest diagonal entry), without the call: pinocchio's
+    ``Quaternion`` constructor copies a row-major (C-ordered) ``R`` into a temporary it never
+    frees (72 bytes per call, found by a soak), and every numpy product is C-ordered.
+    """
+    R = np.asarray(R, dtype=float)
+    t = R[0, 0] + R[1, 1] + R[2, 2]
+    q = np.empty(4)
+    if t > 0.0:
+        s = np.sqrt(t + 1.0)
+        q[3] = 0.5 * s
+        s = 0.5 / s
+        q[0] = (R[2, 1] - R[1, 2]) * s
+        q[1] = (R[0, 2] - R[2, 0]) * s
+        q[2] = (R[1, 0] - R[0, 1]) * s
+        return q
+    i = 0
+    if R[1, 1] > R[0, 0]:
+        i = 1
+    if R[2, 2] > R[i, i]:
+        i = 2
+    j, k = (i + 1) % 3, (i + 2) % 3
+    s = np.sqrt(R[i, i] - R[j, j] - R[k, k] + 1.0)
+    q[i] = 0.5 * s
+    s = 0.5 / s
+    q[3] = (R[k, j] - R[j, k]) * s
+    q[j] = (R[j, i] + R[i, j]) * s
+    q[k] = (R[k, i] + R[i, k]) * s
+    return q

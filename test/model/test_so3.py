@@ -46,3 +46,16 @@ def test_jlog_matches_pinocchio_and_finite_differences():
 def test_near_pi_log_keeps_angle():
     R = exp3_batch(np.array([[0.0, np.pi - 1e-8, 0.0]]))
     assert abs(np.linalg.norm(log3_batch(R)[0]) - (np.pi - 1e-8)) < 1e-6
+
+
+def test_quaternion_from_matrix_matches_eigen_including_its_sign():
+    from kangaroo_wbc.model.so3 import quaternion_xyzw_from_matrix
+
+    rng = np.random.default_rng(7)
+    rotations = [pin.exp3(rng.normal(size=3)) for _ in range(200)]
+    # tr R <= 0 on every branch (largest diagonal entry x, y, z): rotations near pi
+    rotations += [pin.exp3((np.pi - 1e-3 * k) * axis) for k in range(3) for axis in np.eye(3)]
+    for R in rotations:
+        R = np.ascontiguousarray(R)
+        ref = pin.Quaternion(np.asfortranarray(R)).coeffs()
+        np.testing.assert_allclose(quaternion_xyzw_from_matrix(R), ref, atol=1e-14)
