@@ -101,18 +101,20 @@ def bench_model(clm: ClosedLoopModel, traj: Trajectory, states: list[np.ndarray]
                                  / res.timings["closure_fk_chord_prototype"].median, 2)}
 
     # --- kinematics sweeps at closed states
-    res.timings["error_and_jacobian"], _ = time_calls(clm.error_and_jacobian, states, warmup)
-    res.timings["mapping_jacobian"], _ = time_calls(clm.mapping_jacobian, states, warmup)
+    res.timings["error_and_jacobian"], _ = time_calls(clm.error_and_jacobian, states, warmup, keep_outputs=False)
+    res.timings["mapping_jacobian"], _ = time_calls(clm.mapping_jacobian, states, warmup, keep_outputs=False)
 
     # --- dynamics: consistent velocities and actuator accelerations along the trajectory
     vs = [clm.complete_velocity(q, vd) for q, vd in zip(states, traj.theta_dot_a)]
     samples = list(zip(states, vs, traj.theta_ddot_a))
     a_zero = np.zeros(m.nv)  # RNEA's cost does not depend on the values
-    res.timings["rnea"], _ = time_calls(lambda s: pin.rnea(m, data, s[0], s[1], a_zero), samples, warmup)
-    res.timings["crba"], _ = time_calls(lambda s: pin.crba(m, data, s[0]), samples, warmup)
+    res.timings["rnea"], _ = time_calls(lambda s: pin.rnea(m, data, s[0], s[1], a_zero), samples, warmup,
+                                        keep_outputs=False)
+    res.timings["crba"], _ = time_calls(lambda s: pin.crba(m, data, s[0]), samples, warmup, keep_outputs=False)
     res.timings["inverse_dynamics"], ids = time_calls(lambda s: inverse_dynamics(clm, s[0], s[1], s[2]), samples,
                                                       warmup)
-    res.timings["projected_dynamics"], _ = time_calls(lambda s: projected_dynamics(clm, s[0], s[1]), samples, warmup)
+    res.timings["projected_dynamics"], _ = time_calls(lambda s: projected_dynamics(clm, s[0], s[1]), samples,
+                                                      warmup, keep_outputs=False)
 
     # --- pinocchio's proximal constrained forward dynamics, fed with our ID torques
     cons = _pin_constraints(clm)
