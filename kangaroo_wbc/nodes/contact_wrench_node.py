@@ -38,6 +38,7 @@ from kangaroo_wbc.estimation.contact_wrench import (
     ScrewTransmission,
 )
 from kangaroo_wbc.estimation.stamp_order import StampOrder, StampVerdict
+from kangaroo_wbc.nodes import urdf_dir_parameter
 from kangaroo_wbc.nodes.state_estimator_node import load_model
 from kangaroo_wbc.ros import qos
 from kangaroo_wbc.ros.conversions import (
@@ -57,8 +58,7 @@ class ContactWrenchParams:
 
     rate_hz: float = parameter(1000.0, "Rate of actuators/state, the filter's sampling rate [Hz]",
                                bounds=(1.0, 10000.0), read_only=True)
-    urdf_dir: str = parameter("", "Folder with kangaroo.urdf and kangaroo_closures.yaml (empty: the package's)",
-                              read_only=True)
+    urdf_dir: str = urdf_dir_parameter()
     sole_frames: list[str] = parameter(["left_sole", "right_sole"], "Contact frames (URDF)", read_only=True)
     odom_frame: str = parameter("odom", "World frame of the ZMP")
     cutoff_hz: float = parameter(5.0, "Butterworth cutoff of the wrench filter [Hz]", bounds=(0.01, None),

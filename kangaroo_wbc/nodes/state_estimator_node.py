@@ -57,6 +57,7 @@ from kangaroo_wbc.estimation.floating_base import (
 )
 from kangaroo_wbc.estimation.passive_state import PassiveStateConfig, PassiveStateEstimator
 from kangaroo_wbc.estimation.stamp_order import StampOrder, StampVerdict
+from kangaroo_wbc.nodes import urdf_dir_parameter
 from kangaroo_wbc.ros import qos
 from kangaroo_wbc.ros.conversions import (
     JointIndexMap,
@@ -81,11 +82,7 @@ class StateEstimatorParams:
         bounds=(1.0, 10000.0),
         read_only=True,
     )
-    urdf_dir: str = parameter(
-        "",
-        "Folder with kangaroo.urdf and kangaroo_closures.yaml (empty: the package's)",
-        read_only=True,
-    )
+    urdf_dir: str = urdf_dir_parameter()
     alpha: float = parameter(
         1.0, "Closure-error gain alpha of eq. (38) [1/s], at most rate_hz", bounds=(0.0, 1e4)
     )

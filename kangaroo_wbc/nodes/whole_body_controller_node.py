@@ -44,6 +44,7 @@ from kangaroo_wbc.control.reduced_wbc import ReducedWholeBodyController  # noqa:
 from kangaroo_wbc.control.supervisor import SafetySettings, WbcSupervisor  # noqa: E402
 from kangaroo_wbc.control.wbc import FrameReference, WbcSettings, WholeBodyController  # noqa: E402
 from kangaroo_wbc.errors import ConfigError, InputError, KangarooWbcError  # noqa: E402
+from kangaroo_wbc.nodes import urdf_dir_parameter
 from kangaroo_wbc.nodes.state_estimator_node import load_model  # noqa: E402
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.conversions import (  # noqa: E402
@@ -77,11 +78,7 @@ class WholeBodyControllerParams:
         bounds=(1.0, 10000.0),
         read_only=True,
     )
-    urdf_dir: str = parameter(
-        "",
-        "Folder with kangaroo.urdf and kangaroo_closures.yaml (empty: the package's)",
-        read_only=True,
-    )
+    urdf_dir: str = urdf_dir_parameter()
     sole_frames: list[str] = parameter(
         ["left_sole", "right_sole"], "Contact frames (URDF)", read_only=True
     )
