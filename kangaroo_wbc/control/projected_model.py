@@ -200,6 +200,7 @@ class ProjectedModel:
                              f"(expected ({self.n_nu},))")
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(nu))):
             raise InputError("non-finite configuration or velocity")
+        self._updated = False  # until every term below is evaluated
         self.q[:] = q
         self.nu[:] = nu
         if self._kernel is not None:
@@ -233,6 +234,11 @@ class ProjectedModel:
         self._drift = drift + self._Jf @ self.k
         self._twist = twist
         self._updated = True
+
+    def is_current(self, q: np.ndarray, nu: np.ndarray | None = None) -> bool:
+        """True if the last :meth:`update` completed at exactly this ``q`` (and ``nu`` if given)."""
+        return (self._updated and np.array_equal(self.q, q)
+                and (nu is None or np.array_equal(self.nu, nu)))
 
     def _mapping(self, J_l: np.ndarray, nu: np.ndarray) -> np.ndarray:
         """Factorise ``J_lu`` (blocks when available), ``J_m = -J_lu^{-1} J_la`` (eq. (7)), ``T`` and

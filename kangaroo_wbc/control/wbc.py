@@ -314,6 +314,23 @@ class WholeBodyController:
         for con in self.boxes:
             con.fill(None, p.lb, p.ub, pm, terms)
 
+    def _nu(self, v: np.ndarray) -> np.ndarray:
+        clm = self.clm
+        v = np.asarray(v, dtype=float)
+        if v.shape != (clm.model.nv,):
+            raise InputError(f"velocity has shape {v.shape}, expected ({clm.model.nv},)")
+        return np.concatenate([v[clm.idx_v_base], v[clm.idx_v_a]])
+
+    def update_model(self, q: np.ndarray, v: np.ndarray) -> None:
+        """The full-model update of a tick (:attr:`pm` at ``q``, ``v``) ahead of :meth:`step`.
+
+        Other users in the same process can read it before the step (the contact-wrench estimator,
+        :meth:`ContactWrenchEstimator.update_model` with ``projected=wbc.pm``); a :meth:`step` at
+        the same ``q`` and ``v`` then skips its own update. Raises as :meth:`step`.
+        """
+        nu = self._nu(v)
+        self.pm.update(q, nu)
+
     def step(self, q: np.ndarray, v: np.ndarray, active_contacts: Iterable[str] | None = None,
              references: WbcReferences | None = None) -> WbcOutput:
         """One control tick.
@@ -334,12 +351,9 @@ class WholeBodyController:
             ModelError: singular or ill-conditioned closure Jacobian (``min_jlu_pivot_ratio``).
         """
         t0 = time.perf_counter()
-        clm = self.clm
-        v = np.asarray(v, dtype=float)
-        if v.shape != (clm.model.nv,):
-            raise InputError(f"velocity has shape {v.shape}, expected ({clm.model.nv},)")
-        nu = np.concatenate([v[clm.idx_v_base], v[clm.idx_v_a]])
-        self.pm.update(q, nu)
+        nu = self._nu(v)
+        if not self.pm.is_current(q, nu):
+            self.pm.update(q, nu)
         if not self._initialised:
             self._init_references()
         if references is not None:

@@ -74,6 +74,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pinocchio as pin
@@ -83,6 +84,9 @@ from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics, lu_sol
 from kangaroo_wbc.estimation.filters import ButterworthFilter
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
 from kangaroo_wbc.model.dynamics import projected_dynamics
+
+if TYPE_CHECKING:
+    from kangaroo_wbc.control.projected_model import ProjectedModel
 
 #: Paper values (Section VI-B): ball-screw efficiency, leads of the leg-length and hip/ankle actuators.
 PAPER_SCREW_EFFICIENCY = 0.95
@@ -282,6 +286,10 @@ class ContactWrenchEstimator:
         self._P = np.zeros((6 * c, n_rhs))
         self._P_rhs = np.zeros((6 * c, n_rhs))
         self._eye_a = np.eye(n_a)
+        self._rot6 = np.zeros((6, 6))
+        #: sole placements (rotation, translation) at the last model update, as nested lists
+        self._sole_poses: list = [None] * c
+        self._J_local = np.zeros((6, clm.n_b + n_a))
         self._solver_ready = False
         self._model_ready = False
         self.estimate = ContactWrenchEstimate(
@@ -307,16 +315,20 @@ class ContactWrenchEstimator:
         """``dh_b``: momentum rate in the base frame, by differencing the momentum over one tick."""
         m, data = self.model, self.data
         pin.computeCentroidalMomentum(m, data, q, v)
-        lx, ly, lz = data.hg.linear.tolist()
-        kx, ky, kz = data.hg.angular.tolist()
-        cx, cy, cz = data.com[0].tolist()
+        self._momentum_rate_from(data.hg.linear, data.hg.angular, data.com[0], data.oMi[1])
+
+    def _momentum_rate_from(self, linear: np.ndarray, angular: np.ndarray, com: np.ndarray, oMb: pin.SE3) -> None:
+        """:meth:`_momentum_rate` from the centroidal momentum (world axes, about the CoM) and the
+        base placement."""
+        lx, ly, lz = linear.tolist()
+        kx, ky, kz = angular.tolist()
+        cx, cy, cz = com.tolist()
         h = self._h_world  # [l; c x l + k_G], world axes, about the world origin
         hx = (lx, ly, lz, cy * lz - cz * ly + kx, cz * lx - cx * lz + ky, cx * ly - cy * lx + kz)
         out = self.momentum_rate_in_base
         if self._h_valid:
             rate = self.config.sample_rate_hz
             fx, fy, fz, tx, ty, tz = ((a - b) * rate for a, b in zip(hx, h.tolist()))
-            oMb = data.oMi[1]
             px, py, pz = oMb.translation.tolist()
             tx, ty, tz = tx - (py * fz - pz * fy), ty - (pz * fx - px * fz), tz - (px * fy - py * fx)
             Rt = oMb.rotation.T
@@ -339,6 +351,8 @@ class ContactWrenchEstimator:
         Jc = self._Jc
         for i, fid in enumerate(self.frame_ids):
             Jc[6 * i:6 * i + 6] = pin.getFrameJacobian(m, data, fid, pin.LOCAL)
+            oMs = data.oMf[fid]
+            self._sole_poses[i] = (oMs.rotation.tolist(), oMs.translation.tolist())
         Jc_u, Jc_a = Jc[:, clm.idx_v_u], Jc[:, clm.idx_v_a]
         if self.config.include_velocity_terms and v is not None:
             pd = projected_dynamics(clm, q, v, self.sole_frames, 6, pin.LOCAL)
@@ -371,6 +385,35 @@ class ContactWrenchEstimator:
             self.g_base[:] = g[:6]
             if self.config.momentum_rate and v is not None:
                 self._momentum_rate(q, v)
+            else:
+                self.momentum_rate_in_base[:] = 0.0
+                self._h_valid = False
+        self._solver_ready = self._factor()
+
+    def _model_terms_projected(self, q: np.ndarray, v: np.ndarray | None, pm: ProjectedModel) -> None:
+        """:meth:`_model_terms` from a :class:`ProjectedModel` already updated at ``q``: its sole
+        Jacobians ``J_c T`` (rotated to the sole frames), ``J_m``, centroidal momentum and, with
+        velocity terms, ``h_p``; only the generalised gravity is computed here."""
+        clm, m, n_b = self.clm, self.model, self.clm.n_b
+        Jl = self._J_local
+        for i, sole in enumerate(self.sole_frames):
+            R, p = pm.placement(sole)
+            self._sole_poses[i] = (R.tolist(), p.tolist())
+            B = self._rot6
+            B[:3, :3] = B[3:, 3:] = R.T
+            np.matmul(B, pm.jacobian(sole), out=Jl)  # LOCAL rows of J_c T: [J_c,b, J_c,m]
+            self.J_cm_T[:, 6 * i:6 * i + 6] = Jl[:, n_b:].T
+            if self.base_rows:
+                self.J_cb_T[:, 6 * i:6 * i + 6] = Jl[:, :6].T
+        g = pin.computeGeneralizedGravity(m, self.kin.data, q)
+        if self.config.include_velocity_terms and v is not None:
+            self.g_pa[:] = pm.h_p[n_b:]
+        else:
+            self.g_pa[:] = g[clm.idx_v_a] + pm.J_m.T @ g[clm.idx_v_u]
+        if self.base_rows:
+            self.g_base[:] = g[:6]
+            if self.config.momentum_rate and v is not None:
+                self._momentum_rate_from(pm.h_G[:3], pm.h_G[3:], pm.com, pm.data.oMi[1])
             else:
                 self.momentum_rate_in_base[:] = 0.0
                 self._h_valid = False
@@ -451,7 +494,8 @@ class ContactWrenchEstimator:
     # ------------------------------------------------------------------ public
     def update(self, q: np.ndarray, motor_torque: np.ndarray | None = None,
                actuator_force: np.ndarray | None = None, v: np.ndarray | None = None,
-               kinematics: ClosureKinematics | None = None) -> ContactWrenchEstimate:
+               kinematics: ClosureKinematics | None = None,
+               projected: ProjectedModel | None = None) -> ContactWrenchEstimate:
         """One estimation tick: :meth:`update_model` then :meth:`estimate`.
 
         Args:
@@ -464,6 +508,10 @@ class ContactWrenchEstimator:
                 :meth:`reset_filter` after a gap.
             kinematics: a :class:`ClosureKinematics` of the same model already updated at ``q``
                 (the passive-state estimator's full-model update), reused instead of a new one.
+            projected: a :class:`~kangaroo_wbc.control.projected_model.ProjectedModel` of the same
+                model already updated at ``q`` (e.g. the whole-body controller's, when both run in
+                one process): its closure and contact terms are reused, only the generalised
+                gravity is computed (the momentum rate uses its velocity ``T nu``).
 
         Returns:
             The estimate (internal buffers, overwritten at the next call).
@@ -471,11 +519,12 @@ class ContactWrenchEstimator:
         Raises:
             EstimationError: non-finite or wrongly sized input, singular configuration.
         """
-        self.update_model(q, v, kinematics)
+        self.update_model(q, v, kinematics, projected)
         return self.estimate_wrenches(motor_torque=motor_torque, actuator_force=actuator_force)
 
     def update_model(self, q: np.ndarray, v: np.ndarray | None = None,
-                     kinematics: ClosureKinematics | None = None) -> None:
+                     kinematics: ClosureKinematics | None = None,
+                     projected: ProjectedModel | None = None) -> None:
         """Model part of a tick at the estimated state (eq. (44)-(45)): ``J_c,m^T``, ``g_p,a``, the
         base rows and the map from measurements to wrenches. Arguments as in :meth:`update`.
 
@@ -491,8 +540,22 @@ class ContactWrenchEstimator:
                 raise EstimationError(f"velocity must be finite with shape ({self.model.nv},), got {v.shape}")
         if kinematics is not None and kinematics.model is not self.model:
             raise InputError("update_model: the kinematics belong to another model")
+        if projected is not None:
+            if kinematics is not None:
+                raise InputError("update_model: give kinematics or projected, not both")
+            if projected.model is not self.model:
+                raise InputError("update_model: the projected model belongs to another model")
+            missing = [s for s in self.sole_frames if s not in projected.frame_names]
+            if missing:
+                raise InputError(f"update_model: sole frames {missing} not registered in the projected model "
+                                 f"(it has {projected.frame_names})")
+            if not projected.is_current(q):
+                raise InputError("update_model: the projected model was not updated at this configuration")
         self._model_ready = False
-        self._model_terms(q, v, kinematics)
+        if projected is not None:
+            self._model_terms_projected(q, v, projected)
+        else:
+            self._model_terms(q, v, kinematics)
         self._model_ready = True
 
     def estimate_wrenches(self, motor_torque: np.ndarray | None = None,
@@ -544,14 +607,12 @@ class ContactWrenchEstimator:
         A handful of soles: plain float arithmetic is faster than small numpy operations here.
         """
         est, f_min = self.estimate, self.config.min_normal_force_n
-        oMf = self.data.oMf  # frame placements at q (full-model update of _model_terms)
         Fx = Fy = Fz = Tx = Ty = 0.0
         h_num = h_den = 0.0
         nan = math.nan
-        for i, fid in enumerate(self.frame_ids):
-            M = oMf[fid]
-            (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = M.rotation.tolist()
-            px, py, pz = M.translation.tolist()
+        for i, (rot, trans) in enumerate(self._sole_poses):  # at q, from the model update
+            (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = rot
+            px, py, pz = trans
             fx, fy, fz, tx, ty, tz = est.wrench_sole_in_sole[i].tolist()
             fwx, fwy, fwz = (r00 * fx + r01 * fy + r02 * fz, r10 * fx + r11 * fy + r12 * fz,
                              r20 * fx + r21 * fy + r22 * fz)

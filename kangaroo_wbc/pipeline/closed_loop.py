@@ -212,15 +212,26 @@ class ClosedLoopRun:
         self.passive.update(theta, vel, self.dt)
         q, v = self.passive.q_at_sample.copy(), self.passive.v.copy()
         t1 = time.perf_counter()
-        est = self.wrench.update(q, motor_torque=torque, v=v)
-        contact = self.contact.update(est.wrench_sole_in_world[:, 2])
         imu = r.imu
         # hanging, the crane holds the base still (the boot sequence knows it): no sole is a fixed
-        # point for leg odometry, whatever the wrench estimate says; zero-velocity updates instead
+        # point for leg odometry, whatever the wrench estimate says; zero-velocity updates instead.
+        # The contact flags are the previous tick's, as in the node graph (the state estimator
+        # node reads the wrench node's last message).
         self.base.update(q, v, imu.orientation_xyzw, imu.angular_velocity_imu_in_imu,
-                         imu.linear_acceleration_imu_in_imu, contact, self.dt, held=self.sim.base_held)
+                         imu.linear_acceleration_imu_in_imu, self.contact.state.copy(), self.dt,
+                         held=self.sim.base_held)
         q[:7], v[:6] = self.base.q_base, self.base.v_base
         self.passive.set_base_state(self.base.q_base, self.base.v_base)
+        # one full-model update at the estimated state, shared by the wrench estimator and the
+        # controller (composable nodes in one process); if it fails the controller's step below
+        # reports it, and the wrench estimator makes its own
+        try:
+            self.wbc.update_model(q, v)
+            shared = self.wbc.pm
+        except KangarooWbcError:
+            shared = None
+        est = self.wrench.update(q, motor_torque=torque, v=v, projected=shared)
+        self.contact.update(est.wrench_sole_in_world[:, 2])
         t2 = time.perf_counter()
         if not self._behaviour_started and t >= cfg.behaviour_start_s:
             self.behaviour.start(t, BehaviourState.from_controller(self.wbc))

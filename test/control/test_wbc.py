@@ -146,3 +146,32 @@ def test_kangaroo_corner_forces_through_the_core_point_contacts(kangaroo_fb, act
     np.testing.assert_allclose(out.tau_a, pd.actuated_forces(out.nu_dot, f),
                                atol=1e-7 * max(1, np.abs(out.tau_a).max()))
     assert np.max(np.abs(pd.base_residual(out.nu_dot, f))) < KKT_TOL
+
+
+def test_update_model_ahead_of_the_step_is_reused_and_stale_updates_are_not(digit_fb):
+    """update_model(q, v) + step(q, v) == step(q, v) alone; a step at another state updates again."""
+    clm = digit_fb
+    a, b = _wbc(clm), _wbc(clm)
+    for seed in (0, 1, 2):
+        q, nu, v = random_state(clm, seed, speed=0.2)
+        out_a = a.step(q, v, active_contacts=("right", "left"))
+        b.update_model(q, v)
+        assert b.pm.is_current(q)
+        out_b = b.step(q, v, active_contacts=("right", "left"))
+        np.testing.assert_array_equal(out_b.tau_a, out_a.tau_a)
+        assert out_b.timing["model"] < out_a.timing["model"]  # the update was not repeated
+    # an update at one state, a step at another: the step must not use the stale model
+    q1, _, v1 = random_state(clm, 5, speed=0.2)
+    q2, _, v2 = random_state(clm, 6, speed=0.2)
+    ref = _wbc(clm).step(q2, v2, active_contacts=("right",))
+    b = _wbc(clm)
+    b.update_model(q1, v1)
+    out = b.step(q2, v2, active_contacts=("right",))
+    np.testing.assert_array_equal(out.tau_a, ref.tau_a)
+    assert b.pm.is_current(q2) and not b.pm.is_current(q1)
+    # an update that fails leaves no model that a step could reuse
+    bad = q2.copy()
+    bad[-1] = np.nan
+    with pytest.raises(InputError):
+        b.update_model(bad, v2)
+    assert b.pm.is_current(q2)  # rejected before anything changed

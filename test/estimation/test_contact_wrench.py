@@ -343,3 +343,75 @@ def test_estimate_before_model_update_is_an_error() -> None:
     cwe = ContactWrenchEstimator(load_kangaroo(floating_base=True), ["left_sole", "right_sole"])
     with pytest.raises(EstimationError, match="update_model"):
         cwe.estimate_wrenches(actuator_force=np.zeros(12))
+
+
+@pytest.mark.parametrize("velocity_terms", [False, True])
+def test_projected_model_terms_give_the_same_wrenches(velocity_terms: bool) -> None:
+    """update_model(projected=<the controller's ProjectedModel at q>) == the estimator's own update,
+    along a moving, tilted state (momentum rate, gravity direction, optional velocity terms)."""
+    from kangaroo_wbc.control.projected_model import ProjectedModel
+    from kangaroo_wbc.model import gravity_actuated
+    from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo, standing_configuration
+
+    clm = load_kangaroo(floating_base=True)
+    soles = ["left_sole", "right_sole"]
+    pm = ProjectedModel(clm, ["base_link", *soles])
+    cfg = ContactWrenchConfig(include_velocity_terms=velocity_terms)
+    own, shared = ContactWrenchEstimator(clm, soles, config=cfg), ContactWrenchEstimator(clm, soles, config=cfg)
+    q = standing_configuration(clm)
+    q[3:7] = pin.Quaternion(pin.rpy.rpyToMatrix(0.08, -0.05, 0.3)).coeffs()
+    g = gravity_actuated(clm, q)
+    rng = np.random.default_rng(7)
+    nu = np.zeros(clm.n_b + clm.n_a)
+    for k in range(8):
+        nu += 0.05 * rng.standard_normal(nu.size)
+        theta = q[clm.idx_q_a] + 1e-3 * nu[clm.n_b:]
+        q, _ = clm.closure_fk(theta, q_guess=q)
+        pm.update(q, nu)
+        v = pm.v.copy()
+        force = g * (1.0 + 0.05 * rng.standard_normal(clm.n_a))
+        a = own.update(q, actuator_force=force, v=v)
+        a_w, a_raw = a.wrench_sole_in_sole.copy(), a.wrench_sole_in_sole_raw.copy()
+        a_world, a_cop, a_zmp = a.wrench_sole_in_world.copy(), a.cop_in_world.copy(), a.zmp_in_world.copy()
+        b = shared.update(q, actuator_force=force, v=v, projected=pm)
+        np.testing.assert_allclose(shared.J_cm_T, own.J_cm_T, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(shared.g_pa, own.g_pa, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(shared.momentum_rate_in_base, own.momentum_rate_in_base, rtol=0, atol=1e-8)
+        np.testing.assert_allclose(b.wrench_sole_in_sole_raw, a_raw, rtol=0, atol=1e-8)
+        np.testing.assert_allclose(b.wrench_sole_in_sole, a_w, rtol=0, atol=1e-8)
+        np.testing.assert_allclose(b.wrench_sole_in_world, a_world, rtol=0, atol=1e-8)
+        np.testing.assert_allclose(b.cop_in_world, a_cop, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(b.zmp_in_world, a_zmp, rtol=0, atol=1e-10)
+        assert b.zmp_valid and np.isfinite(a_zmp).all()
+        assert k == 0 or np.abs(own.momentum_rate_in_base).max() > 1e-3  # the moving case is exercised
+
+
+def test_projected_model_terms_reject_a_stale_or_foreign_model() -> None:
+    from kangaroo_wbc.control.projected_model import ProjectedModel
+    from kangaroo_wbc.model import ClosedLoopModel
+    from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo, standing_configuration
+    from test.estimation.conftest import KANGAROO_CLOSURES, KANGAROO_URDF
+
+    clm = load_kangaroo(floating_base=True)
+    soles = ["left_sole", "right_sole"]
+    cwe = ContactWrenchEstimator(clm, soles)
+    q = standing_configuration(clm)
+    nu = np.zeros(clm.n_b + clm.n_a)
+    pm = ProjectedModel(clm, soles)
+    with pytest.raises(InputError, match="not updated at this configuration"):
+        cwe.update_model(q, projected=pm)  # never updated
+    pm.update(q, nu)
+    q2 = q.copy()
+    q2[0] += 1e-3
+    with pytest.raises(InputError, match="not updated at this configuration"):
+        cwe.update_model(q2, projected=pm)
+    with pytest.raises(InputError, match="not registered"):
+        cwe.update_model(q, projected=ProjectedModel(clm, ["left_sole"]))
+    other = ClosedLoopModel.from_files(KANGAROO_URDF, KANGAROO_CLOSURES, floating_base=True)
+    other_pm = ProjectedModel(other, soles)
+    other_pm.update(q, nu)
+    with pytest.raises(InputError, match="another model"):
+        cwe.update_model(q, projected=other_pm)
+    with pytest.raises(InputError, match="not both"):
+        cwe.update_model(q, kinematics=cwe.kin, projected=pm)
+    cwe.update_model(q, projected=pm)  # the current one is accepted
