@@ -35,6 +35,11 @@ _SLIDE = int(mujoco.mjtJoint.mjJNT_SLIDE)
 _HINGE = int(mujoco.mjtJoint.mjJNT_HINGE)
 _FREE = int(mujoco.mjtJoint.mjJNT_FREE)
 _BOX = int(mujoco.mjtGeom.mjGEOM_BOX)
+#: integration step of mj_step per integrator, for the steps that reuse the sensor pass (RK4 and
+#: the others evaluate the dynamics several times: always a full mj_step)
+_INTEGRATORS = {int(mujoco.mjtIntegrator.mjINT_EULER): mujoco.mj_Euler,
+                int(mujoco.mjtIntegrator.mjINT_IMPLICIT): mujoco.mj_implicit,
+                int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST): mujoco.mj_implicit}
 
 #: Below this normal force [N] a sole is reported as not in contact (CoP undefined).
 CONTACT_FORCE_THRESHOLD_N = 1.0
@@ -448,6 +453,7 @@ class ClosedChainSim:
         self._command = np.zeros(m.nu)
         d.ctrl[:] = 0.0
         mujoco.mj_forward(m, d)
+        self._fwd_qpos = None  # the next step runs a full mj_step
         self.sensors.boot(self.rng)
         self._wall_time = 0.0
         self._sim_time_stepped = 0.0
@@ -611,17 +617,45 @@ class ClosedChainSim:
         t0 = _time.perf_counter()
         d.ctrl[:] = self._command
         held = self._held_base
-        for _ in range(int(n) * self.substeps):
-            mujoco.mj_step(m, d)
+        integrate = _INTEGRATORS.get(int(m.opt.integrator))
+        # The sensor pass that ended the previous step left the position and velocity stages of
+        # this very state in ``data``: only the acceleration stage (actuation, constraint forces)
+        # depends on the new command. Skipping the rest is what mj_step computes, bit for bit
+        # (tested), unless the state was changed in between (then a full mj_step).
+        fresh = integrate is not None and self._forward_is_current()
+        for i in range(int(n) * self.substeps):
+            if i == 0 and fresh:
+                mujoco.mj_checkPos(m, d)
+                mujoco.mj_checkVel(m, d)
+                mujoco.mj_forwardSkip(m, d, mujoco.mjtStage.mjSTAGE_VEL, 1)
+                mujoco.mj_checkAcc(m, d)
+                integrate(m, d)
+            else:
+                mujoco.mj_step(m, d)
             if held is not None:  # crane: the base is kinematically held
                 d.qpos[:7] = held
                 d.qvel[:6] = 0.0
         # recompute derived quantities (sensors, contacts, site poses) for the new state
         mujoco.mj_forward(m, d)
+        self._mark_forward()
         self._wall_time += _time.perf_counter() - t0
         self._sim_time_stepped += n * self.timestep
         if not np.all(np.isfinite(d.qpos)) or not np.all(np.isfinite(d.qvel)):
             raise ModelError(f"simulation diverged at t={d.time:.4f} s (non-finite state)")
+
+    def _mark_forward(self) -> None:
+        """Remember the state whose position and velocity stages ``data`` now holds."""
+        d = self.data
+        if self._fwd_qpos is None or self._fwd_qpos.shape != d.qpos.shape:
+            self._fwd_qpos, self._fwd_qvel = d.qpos.copy(), d.qvel.copy()
+        else:
+            self._fwd_qpos[:] = d.qpos
+            self._fwd_qvel[:] = d.qvel
+
+    def _forward_is_current(self) -> bool:
+        d = self.data
+        return (self._fwd_qpos is not None and np.array_equal(d.qpos, self._fwd_qpos)
+                and np.array_equal(d.qvel, self._fwd_qvel) and self.model.nmocap == 0 and self.model.na == 0)
 
     def hold_base(self, hold: bool = True) -> None:
         """Hang the floating base on a crane (held at its current pose) or release it.
