@@ -163,21 +163,32 @@ class DecisionLayout:
     n_a: int
     contacts: tuple[ContactSpec, ...] = field(default_factory=tuple)
 
+    def __post_init__(self) -> None:
+        # The layout is immutable: its sizes and slices are computed once (read every tick).
+        n_nu = self.n_b + self.n_a
+        slices, start = {}, n_nu
+        for c in self.contacts:
+            slices[c.name] = slice(start, start + 3 * c.n_points)
+            start += 3 * c.n_points
+        object.__setattr__(self, "_sizes", (n_nu, start - n_nu, start))
+        object.__setattr__(self, "_slices", slices)
+        object.__setattr__(self, "_names", tuple(c.name for c in self.contacts))
+
     @property
     def n_nu(self) -> int:
-        return self.n_b + self.n_a
+        return self._sizes[0]
 
     @property
     def n_f(self) -> int:
-        return 3 * sum(c.n_points for c in self.contacts)
+        return self._sizes[1]
 
     @property
     def n(self) -> int:
-        return self.n_nu + self.n_f
+        return self._sizes[2]
 
     @property
     def nu(self) -> slice:
-        return slice(0, self.n_nu)
+        return slice(0, self._sizes[0])
 
     @property
     def base(self) -> slice:
@@ -185,15 +196,15 @@ class DecisionLayout:
 
     @property
     def actuated(self) -> slice:
-        return slice(self.n_b, self.n_nu)
+        return slice(self.n_b, self._sizes[0])
 
     @property
     def forces(self) -> slice:
-        return slice(self.n_nu, self.n)
+        return slice(self._sizes[0], self._sizes[2])
 
     @property
     def contact_names(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.contacts)
+        return self._names
 
     def contact(self, name: str) -> ContactSpec:
         for c in self.contacts:
@@ -203,12 +214,10 @@ class DecisionLayout:
 
     def force_slice(self, name: str) -> slice:
         """Slice of ``x`` holding the corner forces of contact ``name`` (3P entries)."""
-        start = self.n_nu
-        for c in self.contacts:
-            if c.name == name:
-                return slice(start, start + 3 * c.n_points)
-            start += 3 * c.n_points
-        raise InputError(f"unknown contact {name!r}; contacts are {list(self.contact_names)}")
+        try:
+            return self._slices[name]
+        except KeyError:
+            raise InputError(f"unknown contact {name!r}; contacts are {list(self.contact_names)}") from None
 
     def describe(self) -> str:
         parts = [f"v_dot_base[{self.n_b}]", f"theta_ddot_a[{self.n_a}]"]
