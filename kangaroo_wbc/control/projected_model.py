@@ -33,6 +33,7 @@ from scipy.linalg.lapack import dgetrf, dgetrs
 
 from kangaroo_wbc.errors import FrameNotFound, InputError, ModelError, suggest
 from kangaroo_wbc.model import ClosedLoopModel, ProjectedDynamics
+from kangaroo_wbc.model.closed_loop_model import universal_cut_indices
 from kangaroo_wbc.model.fast_kinematics import frame_terms
 
 #: Joint types whose motion subspace is constant in the joint frame (zero joint bias ``c_J``).
@@ -48,17 +49,8 @@ _SKEW_E = np.array([[[0.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]],
                     [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])
 
 
-def universal_cut(direction_indices: Sequence[int]) -> tuple[int, int, int, int] | None:
-    """``(i, j, k, sign)`` of a universal-joint cut (exactly one declared rotation direction ``k``):
-    free axes ``i`` (in ``F_a``) and ``j`` (in ``F_u``), row ``e_k = sign (R_a^T R_u)[i, j]`` (the
-    core's definition, exact for a bent joint); None for other closures."""
-    rot = [d - 3 for d in direction_indices if d >= 3]
-    if len(rot) != 1:
-        return None
-    k = rot[0]
-    i, j = [a for a in range(3) if a != k]
-    eps = 1 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1
-    return i, j, k, -eps
+#: ``(i, j, k, sign)`` of a universal-joint cut, None for other closures (the core's definition).
+universal_cut = universal_cut_indices
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:

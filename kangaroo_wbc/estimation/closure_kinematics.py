@@ -43,7 +43,7 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg import lapack
 
-from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
+from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel, universal_cut_indices
 
 _gesv = lapack.dgesv
 _getrf, _getrs = lapack.dgetrf, lapack.dgetrs
@@ -63,20 +63,8 @@ _SKEW_E = np.array([[[0.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]],
                     [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])
 
 
-def universal_joint_indices(direction_indices) -> tuple[int, int, int, int] | None:
-    """``(i, j, k, sign)`` of a universal-joint cut, or None if the loop is not one.
-
-    A loop is a universal-joint cut when exactly one rotation direction ``k`` (3 + k in
-    ``direction_indices``) is declared; ``i < j`` are the free axes and ``sign = -epsilon_ijk``
-    (the core's convention, :mod:`kangaroo_wbc.model.closed_loop_model`).
-    """
-    rot = [int(d) - 3 for d in direction_indices if int(d) >= 3]
-    if len(rot) != 1:
-        return None
-    k = rot[0]
-    i, j = [a for a in range(3) if a != k]
-    eps = 1 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1
-    return i, j, k, -eps
+#: ``(i, j, k, sign)`` of a universal-joint cut, None for other closures (the core's definition).
+universal_joint_indices = universal_cut_indices
 
 
 def lu_solve(A: np.ndarray, B: np.ndarray) -> np.ndarray | None:

@@ -69,15 +69,26 @@ _SKEW_E = np.array([[[0.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]],
                     [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])
 
 
-def _universal_indices(spec: ClosureSpec) -> tuple[int, int, int, int]:
-    """``(i, j, k, sign)`` of a universal-joint cut: free rotation axes ``i`` (first, fixed in
-    ``F_a``) and ``j`` (second, fixed in ``F_u``), constrained axis ``k``, and the sign
-    ``-epsilon_ijk`` that makes ``e_k = sign * (R_a^T R_u)[i, j]`` equal the rotation about ``k`` to
-    first order. For ``R_a^T R_u = R_i(alpha) R_j(beta)`` the entry ``[i, j]`` vanishes exactly."""
-    k = [d - 3 for d in spec.direction_indices if d >= 3][0]
+def universal_cut_indices(direction_indices) -> tuple[int, int, int, int] | None:
+    """``(i, j, k, sign)`` of a universal-joint cut (exactly one declared rotation direction
+    ``3 + k``), None for any other closure: free rotation axes ``i`` (first, fixed in ``F_a``) and
+    ``j`` (second, fixed in ``F_u``), constrained axis ``k``, and the sign ``-epsilon_ijk`` that
+    makes ``e_k = sign * (R_a^T R_u)[i, j]`` equal the rotation about ``k`` to first order. For
+    ``R_a^T R_u = R_i(alpha) R_j(beta)`` the entry ``[i, j]`` vanishes exactly."""
+    rot = [int(d) - 3 for d in direction_indices if int(d) >= 3]
+    if len(rot) != 1:
+        return None
+    k = rot[0]
     i, j = [a for a in range(3) if a != k]
     eps = 1 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1
     return i, j, k, -eps
+
+
+def _universal_indices(spec: ClosureSpec) -> tuple[int, int, int, int]:
+    idx = universal_cut_indices(spec.direction_indices)
+    if idx is None:
+        raise ValueError(f"closure {spec.name!r} is not a universal-joint cut")
+    return idx
 
 
 def _tmul(R: np.ndarray, x: np.ndarray) -> np.ndarray:

@@ -7,6 +7,8 @@
   fixed period with synthetic stamps ``t0 + k dt``; the test changes what its callback publishes
   while it runs;
 * :func:`name_faults`, :func:`joint_state` — malformed ``sensor_msgs/JointState`` messages;
+* :func:`still_odometry` — the estimator's base odometry of a robot standing still;
+* :func:`estimator_params` — the ``state_estimator`` parameters of the tests' synthetic streams;
 * :func:`set_parameters`, :func:`get_parameters` — a node's parameter services, called from the
   test probe as ``ros2 param set`` / ``get`` would;
 * :func:`assert_commands_safe` — every ``actuators/command`` finite and within ``max_force_n``.
@@ -22,12 +24,13 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import SetParametersResult
 from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.parameter import Parameter, parameter_value_to_python
 from sensor_msgs.msg import JointState
 
-from kangaroo_wbc.ros.conversions import seconds_to_time_msg
+from kangaroo_wbc.ros.conversions import arrays_to_odometry_msg, seconds_to_time_msg
 from kangaroo_wbc.ros.diagnostics import Level
 from test.integration.ros_harness import RosEnvironment, RosHarness
 
@@ -184,6 +187,19 @@ def joint_state(names: list[str], stamp_s: float, **fields: list[float]) -> Join
     for key, vals in fields.items():
         setattr(msg, key, [float(x) for x in vals])
     return msg
+
+
+def still_odometry(q: np.ndarray, stamp_s: float) -> Odometry:
+    """``estimation/base_odometry`` of a still robot at configuration ``q`` (base pose from
+    ``q[:7]``, zero twist), frames ``odom`` → ``base_link``."""
+    return arrays_to_odometry_msg(q[:3], q[3:7], np.zeros(3), np.zeros(3), frame_id="odom",
+                                  child_frame_id="base_link", stamp=seconds_to_time_msg(stamp_s))
+
+
+def estimator_params(dt_s: float, **extra: object) -> dict[str, object]:
+    """``state_estimator`` parameters for synthetic streams of period ``dt_s``: the rate and the
+    velocity-feedback gain of the stream, a short calibration window, no TF; ``extra`` added."""
+    return {"rate_hz": 1.0 / dt_s, "beta": 1.0 / dt_s, "calibration_samples": 20, "publish_tf": False, **extra}
 
 
 def _call(harness: RosHarness, srv_type: type, name: str, request: object) -> object:

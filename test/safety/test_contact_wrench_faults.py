@@ -26,7 +26,6 @@ from nav_msgs.msg import Odometry  # noqa: E402
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.conversions import (  # noqa: E402
     JointIndexMap,
-    arrays_to_odometry_msg,
     seconds_to_time_msg,
     time_msg_to_seconds,
     wrench_msg_to_vector,
@@ -42,6 +41,7 @@ from test.safety.dds_faults import (  # noqa: E402
     joint_state,
     module_harness,  # noqa: F401 - fixture
     name_faults,
+    still_odometry,
     values,
 )
 
@@ -86,15 +86,7 @@ class Inputs:
         self.stream = SyntheticStream(self._publish, DT)
 
     def odometry(self, stamp_s: float) -> Odometry:
-        return arrays_to_odometry_msg(
-            self.q[:3],
-            self.q[3:7],
-            np.zeros(3),
-            np.zeros(3),
-            frame_id="odom",
-            child_frame_id="base_link",
-            stamp=seconds_to_time_msg(stamp_s),
-        )
+        return still_odometry(self.q, stamp_s)
 
     def actuators(self, stamp_s: float):
         return self.act_map.to_joint_state(

@@ -23,7 +23,6 @@ pytest.importorskip("rclpy", reason="rclpy is not importable (ROS 2 not sourced)
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from kangaroo_wbc.ros import qos  # noqa: E402
-from kangaroo_wbc.ros.conversions import arrays_to_odometry_msg, seconds_to_time_msg  # noqa: E402
 from test.control.conftest import ankle_dead_point_configuration  # noqa: E402
 from test.integration.ros_harness import ros_environment  # noqa: E402,F401 - fixture
 from test.safety.conftest import max_force_n  # noqa: E402
@@ -37,6 +36,7 @@ from test.safety.dds_faults import (  # noqa: E402
     joint_state,
     module_harness,  # noqa: F401 - fixture
     set_parameters,
+    still_odometry,
     values,
 )
 
@@ -72,17 +72,7 @@ class EstimatorRole:
         with self.lock:
             q, speed = self.q, self.speed
         now = time.time()
-        stamp = seconds_to_time_msg(now)
-        odom = arrays_to_odometry_msg(
-            q[:3],
-            q[3:7],
-            np.zeros(3),
-            np.zeros(3),
-            frame_id="odom",
-            child_frame_id="base_link",
-            stamp=stamp,
-        )
-        self.harness.publish("estimation/base_odometry", odom, qos.SENSOR_STATE)
+        self.harness.publish("estimation/base_odometry", still_odometry(q, now), qos.SENSOR_STATE)
         velocity = np.where(self.actuated, speed, 0.0)
         self.harness.publish(
             "joint_states",

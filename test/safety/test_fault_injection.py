@@ -24,7 +24,6 @@ from sensor_msgs.msg import Imu, JointState  # noqa: E402
 
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.conversions import (  # noqa: E402
-    arrays_to_odometry_msg,
     seconds_to_time_msg,
 )
 from kangaroo_wbc.ros.diagnostics import Level  # noqa: E402
@@ -38,8 +37,10 @@ from test.safety.dds_faults import (  # noqa: E402
     Diagnostics,
     SyntheticStream,
     assert_commands_safe,
+    estimator_params,
     joint_state,
     name_faults,
+    still_odometry,
     values,
 )
 
@@ -121,12 +122,7 @@ def test_state_estimator_skips_bad_inputs_and_keeps_publishing(ros_harness):
     joints = ros_harness.probe.recorder("/joint_states", JointState)
     est = ros_harness.start_node(
         "state_estimator",
-        params={
-            "rate_hz": 1.0 / DT,
-            "beta": 1.0 / DT,
-            "calibration_samples": 20,
-            "publish_tf": False,
-        },
+        params=estimator_params(DT),
     )
     for topic in ("actuators/state", "imu/data", "passive_encoders/state"):
         ros_harness.wait_for_subscribers(topic, timeout_s=START_TIMEOUT_S)
@@ -238,15 +234,7 @@ def test_whole_body_controller_enters_safe_mode_on_bad_inputs_with_bounded_comma
         now = time.time()
         stamp = seconds_to_time_msg(now)
         if fault["odom"] is None:
-            odom = arrays_to_odometry_msg(
-                q[:3],
-                q[3:7],
-                np.zeros(3),
-                np.zeros(3),
-                frame_id="odom",
-                child_frame_id="base_link",
-                stamp=stamp,
-            )
+            odom = still_odometry(q, now)
         else:
             odom = _bad_odometry(fault["odom"], stamp)
         ros_harness.publish("estimation/base_odometry", odom, qos.SENSOR_STATE)

@@ -37,6 +37,7 @@ from test.safety.dds_faults import (  # noqa: E402
     WARN_OR_ERROR,
     Diagnostics,
     SyntheticStream,
+    estimator_params,
     module_harness,  # noqa: F401 - fixture
 )
 
@@ -161,13 +162,7 @@ def estimator(module_harness):
     odom = h.probe.recorder("/estimation/base_odometry", Odometry)
     proc = h.start_node(
         "state_estimator",
-        params={
-            "rate_hz": 1.0 / DT,
-            "beta": 1.0 / DT,
-            "calibration_samples": 20,
-            "publish_tf": False,
-            "imu_error_after_s": IMU_ERROR_AFTER_S,
-        },
+        params=estimator_params(DT, imu_error_after_s=IMU_ERROR_AFTER_S),
     )
     for topic in ("actuators/state", "imu/data", "passive_encoders/state"):
         h.wait_for_subscribers(topic, timeout_s=START_TIMEOUT_S)
