@@ -58,6 +58,13 @@ def _received(rec) -> int:
         return rec.total
 
 
+def _since(rec, total_before: int) -> list:
+    """The messages ``rec`` received after it had received ``total_before``."""
+    with rec.lock:
+        n_new = rec.total - total_before
+        return [m for _, m in rec.items[len(rec.items) - n_new:]] if n_new > 0 else []
+
+
 def _assert_estimates_match_truth(estimates, truth, names: list[str]) -> int:
     """Actuator positions of ``joint_states`` equal the simulator's ground truth at the same stamp;
     returns the number of samples compared."""
@@ -105,8 +112,9 @@ def test_simulator_killed_and_restarted(ros_harness):
     diag.wait(EST, ERROR, "inputs stale: no actuators/state for")
     assert est.is_running() and wbc.is_running()
     # 3. a new simulator (clock from 0, other boot offsets): restart detected, recalibration
-    with joints.lock:
-        before_restart = joints.total
+    # from here on only the new simulator's messages count: the old one's ground truth has the
+    # same stamps (both clocks start at 0) and describes another run
+    joints_before, truth_before = _received(joints), _received(truth)
     diag.mark()
     new_sim = _sim(h, seed=2)
     st = diag.wait(
@@ -136,10 +144,7 @@ def test_simulator_killed_and_restarted(ros_harness):
     )
 
     def compared() -> int:
-        with joints.lock:
-            after = [m for _, m in joints.items[-(joints.total - before_restart) :]]
-        with truth.lock:
-            true_states = [m for _, m in truth.items]
+        after, true_states = _since(joints, joints_before), _since(truth, truth_before)
         return _assert_estimates_match_truth(after, true_states, names)
 
     h._poll(
