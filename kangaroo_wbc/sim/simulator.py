@@ -647,15 +647,19 @@ class ClosedChainSim:
         """Remember the state whose position and velocity stages ``data`` now holds."""
         d = self.data
         if self._fwd_qpos is None or self._fwd_qpos.shape != d.qpos.shape:
-            self._fwd_qpos, self._fwd_qvel = d.qpos.copy(), d.qvel.copy()
+            self._fwd_qpos, self._fwd_qvel, self._fwd_eq = d.qpos.copy(), d.qvel.copy(), d.eq_active.copy()
         else:
             self._fwd_qpos[:] = d.qpos
             self._fwd_qvel[:] = d.qvel
+            self._fwd_eq[:] = d.eq_active
 
     def _forward_is_current(self) -> bool:
+        """True if ``data`` still holds the position and velocity stages of the last sensor pass:
+        same ``qpos``, ``qvel`` and active equalities (no mocap bodies, no actuator activations)."""
         d = self.data
         return (self._fwd_qpos is not None and np.array_equal(d.qpos, self._fwd_qpos)
-                and np.array_equal(d.qvel, self._fwd_qvel) and self.model.nmocap == 0 and self.model.na == 0)
+                and np.array_equal(d.qvel, self._fwd_qvel) and np.array_equal(d.eq_active, self._fwd_eq)
+                and self.model.nmocap == 0 and self.model.na == 0)
 
     def hold_base(self, hold: bool = True) -> None:
         """Hang the floating base on a crane (held at its current pose) or release it.
