@@ -117,10 +117,13 @@ def run_stages(kangaroo: tuple[ModelSpec, ClosedLoopModel] | None, iterations: i
         run.start()
         n = int(round(duration / run.dt))
         walls = np.empty(n)
+        stages: dict[str, list[float]] = {}
         for k in range(n):
             w0 = time.perf_counter()
-            run.tick()
+            info = run.tick()
             walls[k] = time.perf_counter() - w0
+            for name, ms in info["stages_ms"].items():
+                stages.setdefault(name, []).append(ms)
             recorded.append((run.last_state[0].copy(), run.last_state[1].copy(), run.last_state[2]))
             if run.fell:
                 break
@@ -130,6 +133,8 @@ def run_stages(kangaroo: tuple[ModelSpec, ClosedLoopModel] | None, iterations: i
             f"simulated / wall time of the composed closed loop ({tick_s.size} ticks of sway after the crane boot): "
             f"MuJoCo step + sensors + passive state + floating base + contact wrench + WBC at 1 kHz, one process, "
             f"no ground-truth metrics; tick median {1e3 * float(np.median(tick_s)):.3f} ms (fell: {run.fell})")
+        out["detail"]["sim_rtf_stage_median_ms"] = {name: round(float(np.median(v)), 4)
+                                                    for name, v in stages.items()}
     except Exception as exc:  # noqa: BLE001
         out["sim_rtf_all_nodes"] = (None, f"closed loop: {_why(exc)}")
 

@@ -198,6 +198,7 @@ class ClosedLoopRun:
     def tick(self) -> dict:
         cfg, sim, clm = self.config, self.sim, self.clm
         t = sim.time
+        ts = time.perf_counter()
         r, theta_raw, vel, torque = self._sensors()
         # ground truth at the instant of the measurements (metrics only, never fed back): the
         # estimates describe this instant, the state after the step is one tick later; without
@@ -222,6 +223,7 @@ class ClosedLoopRun:
                          held=self.sim.base_held)
         q[:7], v[:6] = self.base.q_base, self.base.v_base
         self.passive.set_base_state(self.base.q_base, self.base.v_base)
+        tb = time.perf_counter()
         # one full-model update at the estimated state, shared by the wrench estimator and the
         # controller (composable nodes in one process); if it fails the controller's step below
         # reports it, and the wrench estimator makes its own
@@ -230,6 +232,7 @@ class ClosedLoopRun:
             shared = self.wbc.pm
         except KangarooWbcError:
             shared = None
+        tm = time.perf_counter()
         est = self.wrench.update(q, motor_torque=torque, v=v, projected=shared)
         self.contact.update(est.wrench_sole_in_world[:, 2])
         t2 = time.perf_counter()
@@ -252,11 +255,15 @@ class ClosedLoopRun:
         if safe:
             self.safe_mode_ticks += 1
         self._command(tau)
+        tc = time.perf_counter()
         if cfg.behaviour == "push" and self._behaviour_started:
             t_push = cfg.behaviour_start_s + cfg.push_delay_s
             on = t_push <= t < t_push + cfg.push_duration_s
             sim.data.xfrc_applied[self._push_body, :3] = (0.0, cfg.push_force_n if on else 0.0, 0.0)
         sim.step()
+        tsim = time.perf_counter()
+        # the estimators' share (the shared model update is the controller's) and the controller's
+        est_s, wbc_s = (t1 - t0) + (tb - t1) + (t2 - tm), (tm - tb) + (t3 - t2)
         if self.sim.base_held and t >= cfg.release_s:
             sim.hold_base(False)
             # the crane carried part of the weight: wrenches estimated while hanging are not ground
@@ -288,12 +295,16 @@ class ClosedLoopRun:
                          closure_error=self.passive.closure_error_norm,
                          passive_q_err=q[clm.idx_q_u] - q_true[clm.idx_q_u],
                          passive_v_err=v[clm.idx_v_u] - self._true_v(gt)[clm.idx_v_u],
-                         est_ms=(t2 - t0) * 1e3, passive_ms=(t1 - t0) * 1e3, wbc_ms=(t3 - t2) * 1e3,
+                         est_ms=est_s * 1e3, passive_ms=(t1 - t0) * 1e3, wbc_ms=wbc_s * 1e3,
                          safe=float(safe), crane=float(self.sim.base_held),
                          behaviour=float(self._behaviour_started), tau=np.asarray(tau, float).copy())
         if base_z < cfg.fall_height_m:
             self.fell = True
-        return {"t": t, "status": status, "est_ms": (t2 - t0) * 1e3, "wbc_ms": (t3 - t2) * 1e3}
+        return {"t": t, "status": status, "est_ms": est_s * 1e3, "wbc_ms": wbc_s * 1e3,
+                "stages_ms": {"sensors": (t0 - ts) * 1e3, "passive_state": (t1 - t0) * 1e3,
+                              "floating_base": (tb - t1) * 1e3, "model_update": (tm - tb) * 1e3,
+                              "contact_wrench": (t2 - tm) * 1e3, "controller": (t3 - t2) * 1e3,
+                              "command": (tc - t3) * 1e3, "simulator_step": (tsim - tc) * 1e3}}
 
     def run(self, progress=None, on_tick=None) -> dict:
         """Boot, then run ``duration_s``; returns the metrics (see :mod:`kangaroo_wbc.pipeline.metrics`).
