@@ -26,6 +26,7 @@ corner forces act on the sole as the wrench ``W f`` with ``W = [I ... I; [R r_1]
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -138,6 +139,11 @@ class ContactSpec:
         return cls(name=name, frame=frame, corners=np.array(corners), **kwargs)
 
 
+#: ``_SKEW_OF[3 j + k, l]``: ``[r]_x[j, k] = sum_l _SKEW_OF[3 j + k, l] r_l`` (minus the Levi-Civita symbol).
+_SKEW_OF = -np.array([[[(j - k) * (k - l) * (l - j) / 2.0 for l in range(3)] for k in range(3)]
+                      for j in range(3)]).reshape(9, 3)
+
+
 def wrench_map(
     R_sole: np.ndarray, corners: np.ndarray, out: np.ndarray | None = None
 ) -> np.ndarray:
@@ -148,11 +154,18 @@ def wrench_map(
     P = corners.shape[0]
     W = np.zeros((6, 3 * P)) if out is None else out
     r = corners @ R_sole.T  # (P, 3) world-axes offsets R r_i
-    W[0, 0::3] = W[1, 1::3] = W[2, 2::3] = 1.0
-    W[3, 1::3], W[3, 2::3] = -r[:, 2], r[:, 1]
-    W[4, 0::3], W[4, 2::3] = r[:, 2], -r[:, 0]
-    W[5, 0::3], W[5, 1::3] = -r[:, 1], r[:, 0]
+    W[:3] = _identity_blocks(P)
+    # rows 3..5: W[3 + j, 3 i + k] = [r_i]_x[j, k]
+    W[3:].reshape(3, P, 3)[:] = (r @ _SKEW_OF.T).reshape(P, 3, 3).transpose(1, 0, 2)
     return W
+
+
+@functools.lru_cache(maxsize=8)
+def _identity_blocks(P: int) -> np.ndarray:
+    """``[I_3 ... I_3]`` (3, 3P), read-only."""
+    E = np.tile(np.eye(3), P)
+    E.flags.writeable = False
+    return E
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,10 @@ class ProjectedModel:
         self.n_b, self.n_a, self.n_u = clm.n_b, clm.n_a, clm.n_u
         self.n_nu = self.n_b + self.n_a
         self.mass = float(pin.computeTotalMass(m))
+        # free-flyer root: the centroidal terms come from the base rows of M and h
+        self._free_flyer = clm.n_b == 6 and m.joints[1].shortname() == "JointModelFreeFlyer"
+        self._X_G = np.zeros((6, 6))
+        self._gravity_wrench = np.concatenate([self.mass * m.gravity.linear, np.zeros(3)])
         names = [f.name for f in m.frames]
         self.frame_names = list(dict.fromkeys(frames))
         for name in self.frame_names:
@@ -190,7 +194,7 @@ class ProjectedModel:
         if q.shape != (m.nq,) or nu.shape != (self.n_nu,):
             raise InputError(f"q has shape {q.shape} (expected ({m.nq},)), nu has shape {nu.shape} "
                              f"(expected ({self.n_nu},))")
-        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(nu))):
+        if not (np.isfinite(q).all() and np.isfinite(nu).all()):
             raise InputError("non-finite configuration or velocity")
         self._updated = False  # until every term below is evaluated
         self.q[:] = q
@@ -205,19 +209,26 @@ class ProjectedModel:
         else:
             self.k[self._idx_u] = -dgetrs(self._lu, self._piv, self.bias_l)[0]
         # 5. Dynamics (App. B): M_p = T^T M T, h_p = T^T (h + M k).
-        M = pin.crba(m, data, q)  # full symmetric matrix (pinocchio >= 3 fills both triangles)
+        # full symmetric matrix (pinocchio >= 3 fills both triangles); the WORLD convention also
+        # leaves the composite inertias in data.oYcrb, world axes (read by the reduced controller)
+        M = pin.crba(m, data, q, pin.Convention.WORLD)
         self.M = M
         self.h = pin.nonLinearEffects(m, data, q, v).copy()
         T = self.T
-        self.M_p = T.T @ (M @ T)
-        self.h_p = T.T @ (self.h + M @ self.k)
+        MT = M @ T
+        h_Mk = self.h + M @ self.k
+        self.M_p = T.T @ MT
+        self.h_p = T.T @ h_Mk
         # 6. Centroidal quantities (eq. (33)).
-        Ag = pin.ccrba(m, data, q, v)
-        self.h_G = np.concatenate([data.hg.linear, data.hg.angular])
-        self.com = data.com[0].copy()
-        self.A_G = Ag @ self.T
-        pin.computeCentroidalMomentumTimeVariation(m, data, q, v, self.k)
-        self.A_G_drift = np.concatenate([data.dhg.linear, data.dhg.angular])
+        if self._free_flyer:
+            self._centroidal_from_base_rows(MT, h_Mk, data.oMi[1])
+        else:
+            Ag = pin.ccrba(m, data, q, v)
+            self.h_G = np.concatenate([data.hg.linear, data.hg.angular])
+            self.com = data.com[0].copy()
+            self.A_G = Ag @ T
+            pin.computeCentroidalMomentumTimeVariation(m, data, q, v, self.k)
+            self.A_G_drift = np.concatenate([data.dhg.linear, data.dhg.angular])
         self.J_com = self.A_G[:3] / self.mass
         self.com_velocity = self.h_G[:3] / self.mass
         self.com_drift = self.A_G_drift[:3] / self.mass
@@ -226,6 +237,34 @@ class ProjectedModel:
         self._drift = drift + self._Jf @ self.k
         self._twist = twist
         self._updated = True
+
+    def _centroidal_from_base_rows(self, MT: np.ndarray, h_Mk: np.ndarray, oMb: pin.SE3) -> None:
+        """``com``, ``A_G``, ``h_G``, ``A_G_drift`` from the free-flyer rows of the dynamics.
+
+        The base rows of ``M`` are the composite rigid-body inertia of the whole robot in the base
+        frame, ``M_bb = [[m I, -m [c]x], [m [c]x, I_b]]`` (CoM ``c`` in the base frame), and map ``v``
+        to the robot's spatial momentum at the base origin, base axes. Moving it to the CoM in world
+        axes, ``X = [[R, 0], [-R [c]x, R]]`` (``R``: base rotation):
+
+        .. math::
+            A_G = X M_{b,:} T, \\qquad h_G = A_G \\nu, \\qquad
+            \\dot A_G v + A_G k = X (M_{b,:} k + h_b) + \\begin{bmatrix} m g \\\\ 0 \\end{bmatrix}
+
+        (the base rows of ``M v_dot + h = J_c^T F`` are the non-gravity external wrench; the
+        momentum rate adds gravity). Equal to pinocchio's ``ccrba`` / ``dccrba`` (tested), without
+        two more passes over the tree.
+        """
+        M = self.M
+        mass = self.mass
+        c = np.array([M[5, 1], M[3, 2], M[4, 0]]) / mass  # CoM in the base frame [m]
+        R = oMb.rotation
+        X = self._X_G
+        X[:3, :3] = X[3:, 3:] = R
+        X[3:, :3] = -R @ np.array([[0.0, -c[2], c[1]], [c[2], 0.0, -c[0]], [-c[1], c[0], 0.0]])
+        self.com = oMb.translation + R @ c
+        self.A_G = X @ MT[:6]
+        self.h_G = self.A_G @ self.nu
+        self.A_G_drift = X @ h_Mk[:6] + self._gravity_wrench
 
     def is_current(self, q: np.ndarray, nu: np.ndarray | None = None) -> bool:
         """True if the last :meth:`update` completed at exactly this ``q`` (and ``nu`` if given)."""

@@ -461,7 +461,7 @@ class OsqpSolver:
         t0 = time.perf_counter()
         setup_time = 0.0
         l, u = self._bounds(problem)
-        if np.any(l > u):
+        if (l > u).any():
             rows = np.flatnonzero(l > u)
             self.reset()
             raise NoSolutionFound(
@@ -576,7 +576,7 @@ class OsqpSolver:
         )
 
     def _usable(self, sol: QpSolution) -> bool:
-        if not np.all(np.isfinite(sol.x)):
+        if not np.isfinite(sol.x).all():
             return False
         if sol.solved:
             return True

@@ -257,7 +257,7 @@ class ReducedWholeBodyController:
             w = t.W @ forces[c.name]
             tau -= t.J[:, a].T @ w
             wrenches[c.name] = w
-        if not np.all(np.isfinite(tau)):
+        if not np.isfinite(tau).all():
             raise NoSolutionFound("non-finite actuator forces from the reduced QPs", problem=p2, result=sol2)
         t4 = time.perf_counter()
         timing = {"model": t1 - t0, "build": 0.0, "lqp1": t2 - t1, "lqp2": t3 - t2, "output": t4 - t3,

@@ -144,7 +144,7 @@ class WbcSupervisor:
         v = np.asarray(v, dtype=float)
         q = np.asarray(q, dtype=float)
         if (
-            not (np.all(np.isfinite(q)) and np.all(np.isfinite(v)))
+            not (np.isfinite(q).all() and np.isfinite(v).all())
             or q.shape != (self.clm.model.nq,)
             or v.shape != (self.clm.model.nv,)
         ):
@@ -180,7 +180,7 @@ class WbcSupervisor:
         except KangarooWbcError as exc:
             return self._safe(v, f"controller error: {exc}")
         tau = np.clip(out.tau_a, self.limits.force_min, self.limits.force_max)
-        if not np.all(np.isfinite(tau)):
+        if not np.isfinite(tau).all():
             return self._safe(v, "non-finite actuator forces")
         self.stats.iterations_max = max(self.stats.iterations_max, out.qp.iterations)
         cmd = Command(tau_a=tau, mode="control", output=out)

@@ -302,7 +302,7 @@ class WholeBodyController:
                 Js.append(J)
                 rs.append(r)
                 ws.append(task.weight)
-        J, r, w = np.vstack(Js), np.concatenate(rs), np.concatenate(ws)
+        J, r, w = np.concatenate(Js), np.concatenate(rs), np.concatenate(ws)
         WJ = J * w[:, None]
         n = self.layout.n_nu
         p.H[:n, :n] += J.T @ WJ
@@ -401,7 +401,7 @@ class WholeBodyController:
             if gen_force is not None:
                 gen_force += pm.full_jacobian(c.frame).T @ wrench
         lam = pm.lagrange_multipliers(nu_dot, gen_force) if gen_force is not None else None
-        if not np.all(np.isfinite(tau)):
+        if not np.isfinite(tau).all():
             raise NoSolutionFound("non-finite actuator forces from the QP solution", problem=self.problem, result=sol)
         return WbcOutput(tau_a=tau, nu_dot=nu_dot, forces=forces, wrenches=wrenches, lam=lam, qp=sol,
                          timing={}, active_contacts=active)

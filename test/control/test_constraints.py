@@ -108,6 +108,37 @@ def test_stroke_limit_bounds_keep_the_actuator_in_range():
     assert hi[0] <= 1e-12 and lo[1] >= -1e-12
 
 
+def test_stroke_limit_bounds_equal_the_closed_form_elementwise():
+    """The compiled bounds equal the formulas of the module docstring, conflicts included."""
+    rng = np.random.default_rng(0)
+    n = 200
+    layout = DecisionLayout(6, n)
+    pmin, pmax = -0.05 * np.ones(n), 0.05 * np.ones(n)
+    vmax = np.where(rng.random(n) < 0.2, 0.0, 0.5)  # 0: no speed limit
+    con = ActuatorStrokeLimits(layout, np.arange(n), pmin, pmax, vmax, horizon_s=0.05, acceleration_max=30.0)
+    theta, theta_dot = rng.uniform(-0.07, 0.07, n), rng.uniform(-1.0, 1.0, n)
+    dt = 0.05
+    vm = np.where(vmax > 0, vmax, np.inf)
+    lo_p, hi_p = 2 * (pmin - theta - theta_dot * dt) / dt**2, 2 * (pmax - theta - theta_dot * dt) / dt**2
+    lo, hi = np.maximum(lo_p, (-vm - theta_dot) / dt), np.minimum(hi_p, (vm - theta_dot) / dt)
+    bad = lo > hi
+    pinned = np.minimum(np.maximum(0.5 * (lo + hi), lo_p), hi_p)
+    lo, hi = np.clip(np.where(bad, pinned, lo), -30, 30), np.clip(np.where(bad, pinned, hi), -30, 30)
+    assert bad.any() and (np.abs(hi) == 30).any() and (np.abs(lo) == 30).any()  # conflicts and the clamp
+    got_lo, got_hi = con.bounds(theta, theta_dot)
+    np.testing.assert_array_equal(got_lo, lo)
+    np.testing.assert_array_equal(got_hi, hi)
+
+
+def test_stroke_limits_reject_mis_sized_limits_and_states():
+    layout = DecisionLayout(6, 2)
+    with pytest.raises(InputError, match="position_max has shape"):
+        ActuatorStrokeLimits(layout, np.array([7, 8]), np.array([-0.05, -0.05]), np.array([0.05]))
+    con = ActuatorStrokeLimits(layout, np.array([7, 8]), np.array([-0.05, -0.05]), np.array([0.05, 0.05]))
+    with pytest.raises(InputError, match="expected"):
+        con.bounds(np.zeros(3), np.zeros(3))
+
+
 def test_actuator_force_limits_are_respected(digit_fb):
     clm = digit_fb
     q, nu, v = random_state(clm, 3, speed=0.0)

@@ -13,8 +13,14 @@ import pytest
 
 from kangaroo_wbc.control.projected_model import ProjectedModel
 from kangaroo_wbc.errors import FrameNotFound, InputError
-from kangaroo_wbc.model import centroidal_momentum_matrix, lagrange_multipliers, projected_dynamics
+from kangaroo_wbc.model import (
+    ClosedLoopModel,
+    centroidal_momentum_matrix,
+    lagrange_multipliers,
+    projected_dynamics,
+)
 from test.control.conftest import EXACT_TOL, random_state
+from test.model.mechanisms import u2ups
 
 CASES = [
     ("u2ups_fb", ["sole"]),
@@ -71,6 +77,30 @@ def test_frame_kinematics_match_pinocchio(fixture, frames, request):
     np.testing.assert_allclose(pm.com, data.com[0], atol=EXACT_TOL)
     np.testing.assert_allclose(pm.com_velocity, data.vcom[0], atol=EXACT_TOL)
     np.testing.assert_allclose(pm.com_drift, data.acom[0], atol=1e-8)
+
+
+@pytest.mark.parametrize("fixture, frames", CASES + [("u2ups_fixed", ["sole"])])
+def test_centroidal_momentum_and_its_rate_match_pinocchio(fixture, frames, request, tmp_path_factory):
+    """``h_G``, ``com`` and ``A_G_drift = Adot_G v + A_G k`` (linear and angular) equal pinocchio's
+    ``ccrba`` / ``computeCentroidalMomentumTimeVariation`` at ``(q, v, v_dot = k)``; floating-base
+    models take them from the base rows of ``M`` and ``h``, fixed-base ones from pinocchio."""
+    if fixture == "u2ups_fixed":
+        urdf, yml = u2ups(tmp_path_factory.mktemp("u2ups_fixed"))
+        clm = ClosedLoopModel.from_files(urdf, yml, floating_base=False)
+    else:
+        clm = request.getfixturevalue(fixture)
+    for seed in (4, 5):
+        q, nu, v = random_state(clm, seed)
+        pm = ProjectedModel(clm, frames)
+        pm.update(q, nu)
+        m, data = clm.model, clm.model.createData()
+        pin.ccrba(m, data, q, v)
+        np.testing.assert_allclose(pm.h_G, np.concatenate([data.hg.linear, data.hg.angular]), atol=EXACT_TOL)
+        np.testing.assert_allclose(pm.com, data.com[0], atol=EXACT_TOL)
+        pin.computeCentroidalMomentumTimeVariation(m, data, q, v, pm.k)
+        scale = max(1.0, np.max(np.abs(data.dhg.vector)))
+        np.testing.assert_allclose(pm.A_G_drift, np.concatenate([data.dhg.linear, data.dhg.angular]),
+                                   atol=EXACT_TOL * scale)
 
 
 def test_lagrange_multipliers_match_core(digit_fb):

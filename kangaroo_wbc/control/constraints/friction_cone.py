@@ -42,8 +42,11 @@ class FrictionCones(Constraint):
         for c in layout.contacts:
             P, col = c.n_points, layout.force_slice(c.name).start
             i, a, b = np.meshgrid(np.arange(P), np.arange(5), np.arange(3), indexing="ij")
+            # the five rows in the sole frame: t_1 - mu n, -t_1 - mu n, t_2 - mu n, -t_2 - mu n, n
+            mu = c.mu / np.sqrt(2.0) if self.inner_pyramid else c.mu
+            cone = np.array([[1.0, 0.0, -mu], [-1.0, 0.0, -mu], [0.0, 1.0, -mu], [0.0, -1.0, -mu], [0.0, 0.0, 1.0]])
             self._blocks.append((row + 5 * i + a, col + 3 * i + b, row + 4 + 5 * np.arange(P),
-                                 slice(row, row + 5 * P)))
+                                 slice(row, row + 5 * P), cone))
             row += 5 * P
 
     def n_rows(self) -> int:
@@ -51,13 +54,9 @@ class FrictionCones(Constraint):
 
     def fill(self, M: np.ndarray | None, lo: np.ndarray, hi: np.ndarray, pm: ProjectedModel,
              contacts: Mapping[str, ContactTerms]) -> None:
-        for c, (rr, cc, normal, rows) in zip(self.layout.contacts, self._blocks):
+        for c, (rr, cc, normal, rows, cone) in zip(self.layout.contacts, self._blocks):
             terms = contacts[c.name]
-            R = terms.R
-            n, t1, t2 = R[:, 2], R[:, 0], R[:, 1]
-            mu_n = (c.mu / np.sqrt(2.0) if self.inner_pyramid else c.mu) * n
-            block = np.array([t1 - mu_n, -t1 - mu_n, t2 - mu_n, -t2 - mu_n, n])  # (5, 3)
-            M[rr, cc] = block  # broadcast over the P corners
+            M[rr, cc] = cone @ terms.R.T  # (5, 3) rows (R c_k)^T, broadcast over the P corners
             lo[rows] = -np.inf
             hi[rows] = 0.0
             if terms.active:

@@ -41,7 +41,10 @@ class StationaryContacts(Constraint):
             rows = slice(6 * i, 6 * i + 6)
             if terms.active:
                 M[rows, L.nu] = terms.J
-                lo[rows] = -terms.drift - self.velocity_gain * terms.twist
+                if self.velocity_gain:
+                    lo[rows] = -terms.drift - self.velocity_gain * terms.twist
+                else:
+                    np.negative(terms.drift, out=lo[rows])
             else:
                 M[rows, L.nu] = 0.0
                 lo[rows] = 0.0
