@@ -453,7 +453,7 @@ class ClosedChainSim:
         self._command = np.zeros(m.nu)
         d.ctrl[:] = 0.0
         mujoco.mj_forward(m, d)
-        self._fwd_qpos = None  # the next step runs a full mj_step
+        self._fwd_state = None  # the next step runs a full mj_step
         self.sensors.boot(self.rng)
         self._wall_time = 0.0
         self._sim_time_stepped = 0.0
@@ -601,11 +601,12 @@ class ClosedChainSim:
             if req.shape != (self.n_actuators,):
                 raise InputError(f"command has {req.size} values, expected {self.n_actuators} "
                                  f"({self.actuator_names})")
-        if not np.all(np.isfinite(req)):
+        if not np.isfinite(req).all():
             bad = [n for n, v in zip(self.actuator_names, req) if not math.isfinite(v)]
             raise InputError(f"non-finite command for {bad}; command unchanged")
-        applied = np.clip(req, -self.force_limits, self.force_limits)
-        clamped = [n for n, a, r in zip(self.actuator_names, applied, req) if a != r]
+        applied = np.minimum(np.maximum(req, -self.force_limits), self.force_limits)
+        clamped = ([n for n, a, r in zip(self.actuator_names, applied, req) if a != r]
+                   if (applied != req).any() else [])
         self._command = applied
         return CommandReport(req, applied.copy(), clamped)
 
@@ -640,26 +641,21 @@ class ClosedChainSim:
         self._mark_forward()
         self._wall_time += _time.perf_counter() - t0
         self._sim_time_stepped += n * self.timestep
-        if not np.all(np.isfinite(d.qpos)) or not np.all(np.isfinite(d.qvel)):
+        if not (np.isfinite(d.qpos).all() and np.isfinite(d.qvel).all()):
             raise ModelError(f"simulation diverged at t={d.time:.4f} s (non-finite state)")
 
     def _mark_forward(self) -> None:
-        """Remember the state whose position and velocity stages ``data`` now holds."""
+        """Remember the state whose position and velocity stages ``data`` now holds (its bytes)."""
         d = self.data
-        if self._fwd_qpos is None or self._fwd_qpos.shape != d.qpos.shape:
-            self._fwd_qpos, self._fwd_qvel, self._fwd_eq = d.qpos.copy(), d.qvel.copy(), d.eq_active.copy()
-        else:
-            self._fwd_qpos[:] = d.qpos
-            self._fwd_qvel[:] = d.qvel
-            self._fwd_eq[:] = d.eq_active
+        self._fwd_state = (d.qpos.tobytes(), d.qvel.tobytes(), d.eq_active.tobytes())
 
     def _forward_is_current(self) -> bool:
         """True if ``data`` still holds the position and velocity stages of the last sensor pass:
-        same ``qpos``, ``qvel`` and active equalities (no mocap bodies, no actuator activations)."""
-        d = self.data
-        return (self._fwd_qpos is not None and np.array_equal(d.qpos, self._fwd_qpos)
-                and np.array_equal(d.qvel, self._fwd_qvel) and np.array_equal(d.eq_active, self._fwd_eq)
-                and self.model.nmocap == 0 and self.model.na == 0)
+        bit for bit the same ``qpos``, ``qvel`` and active equalities (no mocap bodies, no
+        actuator activations)."""
+        d, fwd = self.data, self._fwd_state
+        return (fwd is not None and d.qpos.tobytes() == fwd[0] and d.qvel.tobytes() == fwd[1]
+                and d.eq_active.tobytes() == fwd[2] and self.model.nmocap == 0 and self.model.na == 0)
 
     def hold_base(self, hold: bool = True) -> None:
         """Hang the floating base on a crane (held at its current pose) or release it.
