@@ -48,6 +48,7 @@ bias times the leg length would bias the leg-odometry velocity by ~1 mm/s).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -55,8 +56,9 @@ import numpy as np
 import pinocchio as pin
 
 from kangaroo_wbc.errors import EstimationError, FrameNotFound, InputError, ModelError, suggest
-from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel, skew
-from kangaroo_wbc.model.so3 import quaternion_xyzw_from_matrix
+from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
+from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.so3 import quaternion_xyzw_into
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -166,7 +168,6 @@ class FloatingBaseEstimator:
         self._anchor_n = np.zeros(c, dtype=int)
         #: gyro bias [rad/s] (IMU frame), estimated while the base is held
         self.gyro_bias = np.zeros(3)
-        self._gyro_n = 0
         self.sole_in_base = np.zeros((c, 3))  # r_i [m]
         self.x = np.zeros((2, 3))  # [p_world; v_world]
         self.P = np.eye(2)
@@ -176,6 +177,28 @@ class FloatingBaseEstimator:
         self.q_base = np.zeros(7)
         self.q_base[6] = 1.0
         self.v_base = np.zeros(6)
+        # joint columns (base excluded) that move each sole: the support of its parent joint
+        cols = [[m.joints[j].idx_v + k for j in m.supports[m.frames[f].parentJoint] if j > 1
+                 for k in range(m.joints[j].nv)] for f in self.sole_ids]
+        self._sole_cols = np.zeros((c, max([len(x) for x in cols], default=0)), dtype=np.int64)
+        self._n_cols = np.array([len(x) for x in cols], dtype=np.int64)
+        for i, x in enumerate(cols):
+            self._sole_cols[i, :len(x)] = x
+        self._u = np.zeros((c, 3))  # u_i [m/s], base axes
+        self._p_soles = np.zeros((c, 3))
+        self._gyro_n_buf = np.zeros(1, dtype=np.int64)  # gyro samples averaged into the bias
+        self._params = np.zeros(len(_P))
+        self._no_acc = np.zeros(3)
+        # compile (or load) the kernel now, not in a tick: one call on scratch copies of the state,
+        # with pinocchio's own arrays (their memory layout is part of the compiled signature)
+        d = m.createData()
+        pin.computeJointJacobians(m, d, pin.neutral(m))
+        c_ = np.zeros(c, dtype=np.bool_)
+        _base_tick(np.array([0.0, 0.0, 0.0, 1.0]), self.R_base_imu, np.zeros(3), np.zeros(3), self._gyro_n_buf.copy(),
+                   self._no_acc, False, d.J, self._sole_cols, self._n_cols, d.oMi[1].rotation, d.oMi[1].translation,
+                   self._p_soles.copy(), np.zeros(m.nv), c_, False, c_.copy(), np.zeros((2, 3)), np.eye(2),
+                   np.zeros((c, 3)), np.zeros(c), np.zeros(c, dtype=np.int64), self._params, np.empty((3, 3)),
+                   np.empty(3), np.zeros((c, 3)), np.zeros((c, 3)), np.zeros(7), np.zeros(6))
 
     # ------------------------------------------------------------------ helpers
     def _orientation(self, quat_imu_xyzw: np.ndarray) -> np.ndarray:
@@ -259,94 +282,47 @@ class FloatingBaseEstimator:
         gyro = np.asarray(angular_velocity_imu_in_imu, dtype=float)
         if gyro.shape != (3,) or not np.isfinite(gyro).all():
             raise EstimationError("invalid IMU angular velocity")
-        data = self._kinematics(q, data)
-        if not self.initialized:
-            self.reset(q, orientation_imu_xyzw, contact, data)
-        R = self._orientation(orientation_imu_xyzw)
-        self.R_world_base = R
-        if held and cfg.estimate_gyro_bias:
-            self._gyro_n += 1
-            self.gyro_bias += (gyro - self.gyro_bias) / self._gyro_n
-        omega_b = self.R_base_imu @ (gyro - self.gyro_bias)
-        self.angular_velocity_base_in_base = omega_b
-        u = self._sole_kinematics(v, data)
-        contact = np.asarray(contact, dtype=bool)
-        if held:
-            contact = np.zeros_like(contact)
-        touchdown = contact & ~self.contact
-        self.contact = contact.copy()
-
-        # --- predict
-        a = np.zeros(3)
-        if cfg.use_accelerometer and linear_acceleration_imu_in_imu is not None:
+        use_acc = cfg.use_accelerometer and linear_acceleration_imu_in_imu is not None
+        acc = self._no_acc
+        if use_acc:
             acc = np.asarray(linear_acceleration_imu_in_imu, dtype=float)
             if acc.shape != (3,) or not np.isfinite(acc).all():
                 raise EstimationError("invalid IMU linear acceleration")
-            a = R @ (self.R_base_imu @ acc)
-            a[2] -= cfg.gravity_m_s2
-        dt = dt_s
-        x = self.x
-        x[0] += dt * x[1] + 0.5 * dt * dt * a
-        x[1] += dt * a
-        (p00, p01), (p10, p11) = self.P
-        p00, p01, p11 = p00 + dt * (2 * p01 + dt * p11), p01 + dt * p11, p11
-        s2 = cfg.accel_noise_std ** 2
-        p00 += s2 * dt ** 4 / 4
-        p01 += s2 * dt ** 3 / 2
-        p11 += s2 * dt * dt
-
-        n = int(contact.sum())
-        if held:
-            # --- zero-velocity update (H = [0 1], z = 0)
-            S = p11 + cfg.held_velocity_std ** 2
-            k0, k1 = p01 / S, p11 / S
-            y = -x[1]
-            x[0] += k0 * y
-            x[1] += k1 * y
-            p00, p01, p11 = p00 - k0 * p01, p01 - k0 * p11, p11 - k1 * p11
-        elif n:
-            soles_w = self.sole_in_base @ R.T  # R r_i
-            # --- leg-odometry velocity update (H = [0 1])
-            wx = skew(omega_b)
-            v_b = -(self.sole_in_base[contact] @ wx.T) - u[contact]  # (n, 3), base frame
-            z_v = R @ (v_b.sum(axis=0) / n)
-            S = p11 + cfg.leg_velocity_std ** 2 / n
-            k0, k1 = p01 / S, p11 / S
-            y = z_v - x[1]
-            x[0] += k0 * y
-            x[1] += k1 * y
-            p00, p01, p11 = p00 - k0 * p01, p01 - k0 * p11, p11 - k1 * p11
-            # --- anchors of new contacts (averaged over the window), then position update (H = [1 0])
-            age, count = self._anchor_age, self._anchor_n
-            if touchdown.any():
-                age[touchdown] = 0.0
-                count[touchdown] = 0
-            new = contact & (age < cfg.anchor_window_s)
-            for i in np.flatnonzero(new | touchdown):
-                count[i] += 1
-                self.anchor_in_world[i] += (x[0] + soles_w[i] - self.anchor_in_world[i]) / count[i]
-                if cfg.ground_height_m is not None:
-                    self.anchor_in_world[i, 2] = cfg.ground_height_m
-            age[contact] += dt
-            anchored = contact & ~new
-            n_p = int(anchored.sum())
-            if n_p:
-                z_p = (self.anchor_in_world[anchored] - soles_w[anchored]).sum(axis=0) / n_p
-                S = p00 + cfg.foot_position_std ** 2 / n_p
-                k0, k1 = p00 / S, p01 / S
-                y = z_p - x[0]
-                x[0] += k0 * y
-                x[1] += k1 * y
-                p00, p01, p11 = p00 - k0 * p00, p01 - k0 * p01, p11 - k1 * p01
-        self.P = np.array([[p00, p01], [p01, p11]])
-        self._write_outputs()
+        quat = np.asarray(orientation_imu_xyzw, dtype=float)
+        if quat.shape != (4,):
+            raise EstimationError(f"invalid IMU orientation quaternion {quat}")
+        contact = np.asarray(contact, dtype=np.bool_)
+        if contact.shape != self.contact.shape:
+            raise EstimationError(f"{contact.size} contact flags for {self.contact.size} soles")
+        v = np.asarray(v, dtype=float)
+        if v.shape != (self.model.nv,):
+            raise EstimationError(f"v has shape {v.shape}, expected ({self.model.nv},)")
+        data = self._kinematics(q, data)
+        if not self.initialized:
+            self.reset(q, orientation_imu_xyzw, contact, data)
+        oMb = data.oMi[1]
+        for i, fid in enumerate(self.sole_ids):
+            self._p_soles[i] = data.oMf[fid].translation
+        par = self._params
+        par[_P_DT], par[_P_ACC_VAR], par[_P_HELD_VAR] = dt_s, cfg.accel_noise_std ** 2, cfg.held_velocity_std ** 2
+        par[_P_LEG_VAR], par[_P_FOOT_VAR] = cfg.leg_velocity_std ** 2, cfg.foot_position_std ** 2
+        par[_P_WINDOW], par[_P_GRAVITY] = cfg.anchor_window_s, cfg.gravity_m_s2
+        par[_P_BIAS] = float(held and cfg.estimate_gyro_bias)
+        par[_P_SNAP] = float(cfg.ground_height_m is not None)
+        par[_P_GROUND] = cfg.ground_height_m or 0.0
+        R = np.empty((3, 3))
+        omega_b = np.empty(3)
+        ok = _base_tick(quat, self.R_base_imu, gyro, self.gyro_bias, self._gyro_n_buf, acc, use_acc, data.J,
+                        self._sole_cols, self._n_cols, oMb.rotation, oMb.translation, self._p_soles, v, contact,
+                        bool(held), self.contact, self.x, self.P, self.anchor_in_world, self._anchor_age,
+                        self._anchor_n, par, R, omega_b, self.sole_in_base, self._u, self.q_base, self.v_base)
+        if not ok:
+            raise EstimationError(f"invalid IMU orientation quaternion {quat}")
+        self.R_world_base = R
+        self.angular_velocity_base_in_base = omega_b
 
     def _write_outputs(self) -> None:
-        R = self.R_world_base
-        self.q_base[:3] = self.x[0]
-        self.q_base[3:] = quaternion_xyzw_from_matrix(R)  # x, y, z, w (pin.Quaternion(R) leaks)
-        self.v_base[:3] = R.T @ self.x[1]
-        self.v_base[3:] = self.angular_velocity_base_in_base
+        _write_base_state(self.x, self.R_world_base, self.angular_velocity_base_in_base, self.q_base, self.v_base)
 
     @property
     def position_in_world(self) -> np.ndarray:
@@ -367,6 +343,163 @@ class FloatingBaseEstimator:
     def velocity_variance(self) -> float:
         """Variance of each velocity coordinate [m²/s²]."""
         return float(self.P[1, 1])
+
+
+# indices into the kernel's parameter vector
+_P = ("dt", "acc_var", "held_var", "leg_var", "foot_var", "window", "gravity", "bias", "snap", "ground")
+(_P_DT, _P_ACC_VAR, _P_HELD_VAR, _P_LEG_VAR, _P_FOOT_VAR, _P_WINDOW, _P_GRAVITY, _P_BIAS, _P_SNAP,
+ _P_GROUND) = range(len(_P))
+
+
+@_jit
+def _write_base_state(x, R, omega_b, q_base, v_base):
+    """``q_base = [p, quat(R) x, y, z, w]``, ``v_base = [R^T v, omega_b]`` (pinocchio's free flyer)."""
+    for j in range(3):
+        q_base[j] = x[0, j]
+        v_base[j] = R[0, j] * x[1, 0] + R[1, j] * x[1, 1] + R[2, j] * x[1, 2]
+        v_base[3 + j] = omega_b[j]
+    quat = np.empty(4)
+    quaternion_xyzw_into(R, quat)
+    for j in range(4):
+        q_base[3 + j] = quat[j]
+
+
+@_jit
+def _base_tick(quat, R_base_imu, gyro, gyro_bias, gyro_n, acc, use_acc, J, sole_cols, n_cols, Rb, pb, p_soles, v,
+               contact_in, held, contact, x, P, anchors, age, count, par, R, omega_b, sole_in_base, u, q_base,
+               v_base):
+    """One :meth:`FloatingBaseEstimator.update` after the input checks (compiled: the filter is a few
+    dozen scalars, far below the cost of as many numpy calls). Updates the state arrays in place;
+    False, with nothing changed, for a quaternion that is not finite or of norm < 0.5."""
+    nq = math.sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2] + quat[3] * quat[3])
+    if not (math.isfinite(nq) and nq >= 0.5):
+        return False
+    # --- orientation: R_world_base = R_world_imu R_base_imu^T (Eigen's quaternion-to-matrix)
+    qx, qy, qz, qw = quat[0] / nq, quat[1] / nq, quat[2] / nq, quat[3] / nq
+    tx, ty, tz = 2.0 * qx, 2.0 * qy, 2.0 * qz
+    twx, twy, twz = tx * qw, ty * qw, tz * qw
+    txx, txy, txz = tx * qx, ty * qx, tz * qx
+    tyy, tyz, tzz = ty * qy, tz * qy, tz * qz
+    Rwi = np.empty((3, 3))
+    Rwi[0, 0], Rwi[0, 1], Rwi[0, 2] = 1.0 - (tyy + tzz), txy - twz, txz + twy
+    Rwi[1, 0], Rwi[1, 1], Rwi[1, 2] = txy + twz, 1.0 - (txx + tzz), tyz - twx
+    Rwi[2, 0], Rwi[2, 1], Rwi[2, 2] = txz - twy, tyz + twx, 1.0 - (txx + tyy)
+    for i in range(3):
+        for j in range(3):
+            R[i, j] = Rwi[i, 0] * R_base_imu[j, 0] + Rwi[i, 1] * R_base_imu[j, 1] + Rwi[i, 2] * R_base_imu[j, 2]
+    # --- gyro bias (mean reading while held) and base angular velocity
+    if par[_P_BIAS] > 0.0:
+        gyro_n[0] += 1
+        for j in range(3):
+            gyro_bias[j] += (gyro[j] - gyro_bias[j]) / gyro_n[0]
+    for i in range(3):
+        omega_b[i] = (R_base_imu[i, 0] * (gyro[0] - gyro_bias[0]) + R_base_imu[i, 1] * (gyro[1] - gyro_bias[1])
+                      + R_base_imu[i, 2] * (gyro[2] - gyro_bias[2]))
+    # --- soles: r_i = Rb^T (p_i - p_b), u_i = Rb^T J_lin,i(joints) v_joints (world Jacobian at p_i)
+    c = p_soles.shape[0]
+    for i in range(c):
+        px, py, pz = p_soles[i, 0], p_soles[i, 1], p_soles[i, 2]
+        lx = ly = lz = 0.0
+        for k in range(n_cols[i]):
+            col = sole_cols[i, k]
+            vc = v[col]
+            lx += (J[0, col] - (py * J[5, col] - pz * J[4, col])) * vc
+            ly += (J[1, col] - (pz * J[3, col] - px * J[5, col])) * vc
+            lz += (J[2, col] - (px * J[4, col] - py * J[3, col])) * vc
+        dx, dy, dz = px - pb[0], py - pb[1], pz - pb[2]
+        for j in range(3):
+            sole_in_base[i, j] = Rb[0, j] * dx + Rb[1, j] * dy + Rb[2, j] * dz
+            u[i, j] = Rb[0, j] * lx + Rb[1, j] * ly + Rb[2, j] * lz
+    # --- contacts (none while held) and touchdowns
+    touchdown = np.zeros(c, dtype=np.bool_)
+    n = 0
+    for i in range(c):
+        now = contact_in[i] and not held
+        touchdown[i] = now and not contact[i]
+        contact[i] = now
+        n += now
+    # --- predict
+    a = np.zeros(3)
+    if use_acc:
+        for i in range(3):
+            a[i] = R_base_imu[i, 0] * acc[0] + R_base_imu[i, 1] * acc[1] + R_base_imu[i, 2] * acc[2]
+        a0, a1, a2 = a[0], a[1], a[2]
+        for i in range(3):
+            a[i] = R[i, 0] * a0 + R[i, 1] * a1 + R[i, 2] * a2
+        a[2] -= par[_P_GRAVITY]
+    dt = par[_P_DT]
+    for j in range(3):
+        x[0, j] += dt * x[1, j] + 0.5 * dt * dt * a[j]
+        x[1, j] += dt * a[j]
+    p00, p01, p11 = P[0, 0], P[0, 1], P[1, 1]
+    p00, p01 = p00 + dt * (2 * p01 + dt * p11), p01 + dt * p11
+    s2 = par[_P_ACC_VAR]
+    p00 += s2 * dt ** 4 / 4
+    p01 += s2 * dt ** 3 / 2
+    p11 += s2 * dt * dt
+    if held:
+        # --- zero-velocity update (H = [0 1], z = 0)
+        S = p11 + par[_P_HELD_VAR]
+        k0, k1 = p01 / S, p11 / S
+        for j in range(3):
+            y = -x[1, j]
+            x[0, j] += k0 * y
+            x[1, j] += k1 * y
+        p00, p01, p11 = p00 - k0 * p01, p01 - k0 * p11, p11 - k1 * p11
+    elif n:
+        soles_w = np.empty((c, 3))  # R r_i
+        for i in range(c):
+            for j in range(3):
+                soles_w[i, j] = (R[j, 0] * sole_in_base[i, 0] + R[j, 1] * sole_in_base[i, 1]
+                                 + R[j, 2] * sole_in_base[i, 2])
+        # --- leg-odometry velocity update (H = [0 1]): v_b,i = -omega x r_i - u_i, mean in world axes
+        wx, wy, wz = omega_b[0], omega_b[1], omega_b[2]
+        vb = np.zeros(3)
+        for i in range(c):
+            if contact[i]:
+                rx, ry, rz = sole_in_base[i, 0], sole_in_base[i, 1], sole_in_base[i, 2]
+                vb[0] += -(wy * rz - wz * ry) - u[i, 0]
+                vb[1] += -(wz * rx - wx * rz) - u[i, 1]
+                vb[2] += -(wx * ry - wy * rx) - u[i, 2]
+        S = p11 + par[_P_LEG_VAR] / n
+        k0, k1 = p01 / S, p11 / S
+        for j in range(3):
+            y = (R[j, 0] * vb[0] + R[j, 1] * vb[1] + R[j, 2] * vb[2]) / n - x[1, j]
+            x[0, j] += k0 * y
+            x[1, j] += k1 * y
+        p00, p01, p11 = p00 - k0 * p01, p01 - k0 * p11, p11 - k1 * p11
+        # --- anchors of new contacts (averaged over the window), then position update (H = [1 0])
+        window = par[_P_WINDOW]
+        n_p = 0
+        zp = np.zeros(3)
+        for i in range(c):
+            if touchdown[i]:
+                age[i] = 0.0
+                count[i] = 0
+            new = contact[i] and age[i] < window
+            if new or touchdown[i]:
+                count[i] += 1
+                for j in range(3):
+                    anchors[i, j] += (x[0, j] + soles_w[i, j] - anchors[i, j]) / count[i]
+                if par[_P_SNAP] > 0.0:
+                    anchors[i, 2] = par[_P_GROUND]
+            if contact[i]:
+                age[i] += dt
+                if not new:
+                    n_p += 1
+                    for j in range(3):
+                        zp[j] += anchors[i, j] - soles_w[i, j]
+        if n_p:
+            S = p00 + par[_P_FOOT_VAR] / n_p
+            k0, k1 = p00 / S, p01 / S
+            for j in range(3):
+                y = zp[j] / n_p - x[0, j]
+                x[0, j] += k0 * y
+                x[1, j] += k1 * y
+            p00, p01, p11 = p00 - k0 * p00, p01 - k0 * p01, p11 - k1 * p01
+    P[0, 0], P[0, 1], P[1, 0], P[1, 1] = p00, p01, p01, p11
+    _write_base_state(x, R, omega_b, q_base, v_base)
+    return True
 
 
 __all__ = ["ContactDetector", "FloatingBaseConfig", "FloatingBaseEstimator"]

@@ -17,7 +17,11 @@ Taylor expansions below ``SMALL_ANGLE``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from kangaroo_wbc.model.fast_kinematics import _jit
 
 SMALL_ANGLE = 1e-4
 
@@ -83,27 +87,35 @@ def quaternion_xyzw_from_matrix(R: np.ndarray) -> np.ndarray:
     ``Quaternion`` constructor copies a row-major (C-ordered) ``R`` into a temporary it never
     frees (72 bytes per call, found by a soak), and every numpy product is C-ordered.
     """
-    R = np.asarray(R, dtype=float)
-    t = R[0, 0] + R[1, 1] + R[2, 2]
+    R = np.ascontiguousarray(R, dtype=float)  # one compiled signature
+    if R.shape != (3, 3):
+        raise ValueError(f"rotation matrix has shape {R.shape}, expected (3, 3)")
     q = np.empty(4)
+    quaternion_xyzw_into(R, q)
+    return q
+
+
+@_jit
+def quaternion_xyzw_into(R: np.ndarray, q: np.ndarray) -> None:
+    """:func:`quaternion_xyzw_from_matrix` written into ``q`` (4,) (compiled; callable from kernels)."""
+    t = R[0, 0] + R[1, 1] + R[2, 2]
     if t > 0.0:
-        s = np.sqrt(t + 1.0)
+        s = math.sqrt(t + 1.0)
         q[3] = 0.5 * s
         s = 0.5 / s
         q[0] = (R[2, 1] - R[1, 2]) * s
         q[1] = (R[0, 2] - R[2, 0]) * s
         q[2] = (R[1, 0] - R[0, 1]) * s
-        return q
+        return
     i = 0
     if R[1, 1] > R[0, 0]:
         i = 1
     if R[2, 2] > R[i, i]:
         i = 2
     j, k = (i + 1) % 3, (i + 2) % 3
-    s = np.sqrt(R[i, i] - R[j, j] - R[k, k] + 1.0)
+    s = math.sqrt(R[i, i] - R[j, j] - R[k, k] + 1.0)
     q[i] = 0.5 * s
     s = 0.5 / s
     q[3] = (R[k, j] - R[j, k]) * s
     q[j] = (R[j, i] + R[i, j]) * s
     q[k] = (R[k, i] + R[i, k]) * s
-    return q

@@ -220,3 +220,90 @@ def test_touchdown_anchor_averages_the_orientation_noise(window_s, mechanism_dir
         assert err > 2e-3
     else:
         assert err < 3e-4, err
+
+
+def _reference_filter_step(est, x, P, q, v, quat, gyro, accel, contact, dt, anchors, anchored):
+    """One tick of the filter in textbook matrix form, per world axis: ``x = [p, v]``,
+    ``F = [[1, dt], [0, 1]]``, ``B = [dt²/2, dt]``, ``Q = σ_a² B B^T``, then the leg-velocity update
+    (``H = [0 1]``) and the anchored-position update (``H = [1 0]``), gains ``K = P H^T / (H P H^T + r)``.
+    The measurements come from pinocchio's frame Jacobians (not from the estimator)."""
+    cfg, m = est.config, est.model
+    data = m.createData()
+    pin.computeJointJacobians(m, data, q)
+    pin.updateFramePlacements(m, data)
+    R_b_imu = est.R_base_imu
+    R = pin.Quaternion(quat[3], *quat[:3]).normalized().toRotationMatrix() @ R_b_imu.T
+    omega = R_b_imu @ gyro
+    Rb, pb = data.oMi[1].rotation, data.oMi[1].translation
+    F = np.array([[1.0, dt], [0.0, 1.0]])
+    B = np.array([0.5 * dt * dt, dt])
+    a = R @ (R_b_imu @ accel) + np.array([0.0, 0.0, -cfg.gravity_m_s2])
+    X = F @ x + np.outer(B, a)  # rows p, v; one column per axis
+    P = F @ P @ F.T + cfg.accel_noise_std ** 2 * np.outer(B, B)
+    n = int(np.sum(contact))
+    z_v, z_p = np.zeros(3), np.zeros(3)
+    for i, fid in enumerate(est.sole_ids):
+        if not contact[i]:
+            continue
+        r = Rb.T @ (data.oMf[fid].translation - pb)
+        u = Rb.T @ (pin.getFrameJacobian(m, data, fid, pin.LOCAL_WORLD_ALIGNED)[:3, 6:] @ v[6:])
+        z_v += R @ (-np.cross(omega, r) - u) / n
+        z_p += (anchors[i] - R @ r) / sum(anchored)
+    for H, z, r in ((np.array([0.0, 1.0]), z_v, cfg.leg_velocity_std ** 2 / n),
+                    (np.array([1.0, 0.0]), z_p, cfg.foot_position_std ** 2 / sum(anchored))):
+        K = P @ H / (H @ P @ H + r)
+        X = X + np.outer(K, z - H @ X)
+        P = (np.eye(2) - np.outer(K, H)) @ P
+    return X, P
+
+
+def test_one_tick_equals_a_matrix_form_kalman_filter(mechanism_dir):
+    """Standing on both (anchored) soles with random joint velocities and IMU readings, each tick's
+    state and covariance equal a textbook Kalman filter fed with pinocchio's sole kinematics."""
+    name, soles, imu = ROBOTS["kangaroo"]
+    clm = model(name, mechanism_dir, True)
+    est = FloatingBaseEstimator(clm, soles, imu, FloatingBaseConfig(estimate_gyro_bias=False))
+    q = closed_configuration(clm, 1, spread=0.05, base_rpy=(0.02, -0.03, 0.1))
+    both = np.array([True, True])
+    est.reset(q, _imu(clm, imu, q, np.zeros(clm.model.nv), np.zeros(3))[0], both)
+    rng = np.random.default_rng(3)
+    for k in range(40):
+        v = rng.normal(0.0, 0.2, clm.model.nv)
+        quat = pin.Quaternion(pin.rpy.rpyToMatrix(*rng.normal(0.0, 0.05, 3))).coeffs().copy()
+        quat *= 1.0 + 0.01 * k  # not normalised: the estimator normalises
+        gyro, accel = rng.normal(0.0, 0.1, 3), rng.normal(0.0, 0.5, 3) + [0.0, 0.0, 9.81]
+        x_ref, P_ref = _reference_filter_step(est, est.x.copy(), est.P.copy(), q, v, quat, gyro, accel, both, DT,
+                                              est.anchor_in_world.copy(), both)
+        est.update(q, v, quat, gyro, accel, both, DT)
+        np.testing.assert_allclose(est.x, x_ref, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(est.P, P_ref, rtol=1e-12, atol=0)
+        R = pin.Quaternion(quat[3], *quat[:3]).normalized().toRotationMatrix() @ est.R_base_imu.T
+        np.testing.assert_allclose(est.R_world_base, R, atol=1e-14)
+        np.testing.assert_allclose(est.v_base[:3], R.T @ est.x[1], atol=1e-14)
+        np.testing.assert_allclose(pin.Quaternion(est.q_base[6], *est.q_base[3:6]).toRotationMatrix(), R, atol=1e-14)
+
+
+def test_malformed_inputs_are_rejected_without_changing_the_state(mechanism_dir):
+    name, soles, imu = ROBOTS["digit"]
+    clm = model(name, mechanism_dir, True)
+    est = FloatingBaseEstimator(clm, soles, imu)
+    q = closed_configuration(clm, 1, spread=0.05)
+    v = np.zeros(clm.model.nv)
+    quat = np.array([0.0, 0.0, 0.0, 1.0])
+    est.reset(q, quat, np.array([True, True]))
+    before = (est.x.copy(), est.P.copy(), est.contact.copy(), est.anchor_in_world.copy())
+    bad = [dict(linear_acceleration_imu_in_imu=np.array([0.0, np.inf, 9.8])),
+           dict(linear_acceleration_imu_in_imu=np.zeros(2)),
+           dict(orientation_imu_xyzw=np.array([0.0, 0.0, np.nan, 1.0])),
+           dict(orientation_imu_xyzw=np.array([0.0, 0.0, 1.0])),
+           dict(contact=np.array([True, True, True])),
+           dict(v=np.zeros(clm.model.nv + 1))]
+    for override in bad:
+        args = dict(q=q, v=v, orientation_imu_xyzw=quat, angular_velocity_imu_in_imu=np.zeros(3),
+                    linear_acceleration_imu_in_imu=np.array([0.0, 0.0, 9.81]), contact=np.array([False, True]),
+                    dt_s=DT)
+        args.update(override)
+        with pytest.raises(EstimationError):
+            est.update(**args)
+        for a, b in zip((est.x, est.P, est.contact, est.anchor_in_world), before):
+            np.testing.assert_array_equal(a, b)
