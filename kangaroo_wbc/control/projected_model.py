@@ -34,7 +34,7 @@ from scipy.linalg.lapack import dgetrf, dgetrs
 from kangaroo_wbc.errors import FrameNotFound, InputError, ModelError, suggest
 from kangaroo_wbc.model import ClosedLoopModel, ProjectedDynamics
 from kangaroo_wbc.model.closed_loop_model import universal_cut_indices
-from kangaroo_wbc.model.fast_kinematics import frame_terms
+from kangaroo_wbc.model.fast_kinematics import _jit, frame_terms
 
 #: Joint types whose motion subspace is constant in the joint frame (zero joint bias ``c_J``).
 CONSTANT_SUBSPACE_JOINTS = frozenset(
@@ -92,8 +92,13 @@ class ProjectedModel:
         self.mass = float(pin.computeTotalMass(m))
         # free-flyer root: the centroidal terms come from the base rows of M and h
         self._free_flyer = clm.n_b == 6 and m.joints[1].shortname() == "JointModelFreeFlyer"
-        self._X_G = np.zeros((6, 6))
         self._gravity_wrench = np.concatenate([self.mass * m.gravity.linear, np.zeros(3)])
+        if self._free_flyer:  # compile (or load) now, with pinocchio's own arrays (layouts are in the signature)
+            n_nu = clm.n_b + clm.n_a
+            oMb = self.data.oMi[1]
+            _centroidal_kernel(0.0, 0.0, 0.0, self.mass, oMb.rotation, oMb.translation, np.zeros((m.nv, n_nu)),
+                               np.zeros(m.nv), np.zeros(n_nu), self._gravity_wrench, np.empty(3),
+                               np.empty((6, n_nu)), np.empty(6), np.empty(6))
         names = [f.name for f in m.frames]
         self.frame_names = list(dict.fromkeys(frames))
         for name in self.frame_names:
@@ -255,16 +260,10 @@ class ProjectedModel:
         two more passes over the tree.
         """
         M = self.M
-        mass = self.mass
-        c = np.array([M[5, 1], M[3, 2], M[4, 0]]) / mass  # CoM in the base frame [m]
-        R = oMb.rotation
-        X = self._X_G
-        X[:3, :3] = X[3:, 3:] = R
-        X[3:, :3] = -R @ np.array([[0.0, -c[2], c[1]], [c[2], 0.0, -c[0]], [-c[1], c[0], 0.0]])
-        self.com = oMb.translation + R @ c
-        self.A_G = X @ MT[:6]
-        self.h_G = self.A_G @ self.nu
-        self.A_G_drift = X @ h_Mk[:6] + self._gravity_wrench
+        n = MT.shape[1]
+        self.com, self.A_G, self.h_G, self.A_G_drift = np.empty(3), np.empty((6, n)), np.empty(6), np.empty(6)
+        _centroidal_kernel(M[5, 1], M[3, 2], M[4, 0], self.mass, oMb.rotation, oMb.translation, MT, h_Mk, self.nu,
+                           self._gravity_wrench, self.com, self.A_G, self.h_G, self.A_G_drift)
 
     def is_current(self, q: np.ndarray, nu: np.ndarray | None = None) -> bool:
         """True if the last :meth:`update` completed at exactly this ``q`` (and ``nu`` if given)."""
@@ -477,6 +476,37 @@ def _skew_batch(w: np.ndarray) -> np.ndarray:
     out[:, 1, 0], out[:, 1, 2] = w[:, 2], -w[:, 0]
     out[:, 2, 0], out[:, 2, 1] = -w[:, 1], w[:, 0]
     return out
+
+
+@_jit
+def _centroidal_kernel(mcx, mcy, mcz, mass, R, p, MT, h_Mk, nu, gravity_wrench, com, A_G, h_G, drift):
+    """:meth:`ProjectedModel._centroidal_from_base_rows` (compiled): ``m c = (M[5,1], M[3,2], M[4,0])``,
+    ``X = [[R, 0], [-R [c]x, R]]``, ``com = p + R c``, ``A_G = X (M T)_b``, ``h_G = A_G nu``,
+    ``drift = X (h + M k)_b + [m g; 0]``."""
+    cx, cy, cz = mcx / mass, mcy / mass, mcz / mass
+    X = np.zeros((6, 6))
+    for i in range(3):
+        for j in range(3):
+            X[i, j] = X[3 + i, 3 + j] = R[i, j]
+        # -R [c]x, row i: -(R[i,1] cz - R[i,2] cy, R[i,2] cx - R[i,0] cz, R[i,0] cy - R[i,1] cx)
+        X[3 + i, 0] = -(R[i, 1] * cz - R[i, 2] * cy)
+        X[3 + i, 1] = -(R[i, 2] * cx - R[i, 0] * cz)
+        X[3 + i, 2] = -(R[i, 0] * cy - R[i, 1] * cx)
+        com[i] = p[i] + R[i, 0] * cx + R[i, 1] * cy + R[i, 2] * cz
+    n = MT.shape[1]
+    for i in range(6):
+        hg = 0.0
+        for j in range(n):
+            a = 0.0
+            for k in range(6):
+                a += X[i, k] * MT[k, j]
+            A_G[i, j] = a
+            hg += a * nu[j]
+        h_G[i] = hg
+        d = gravity_wrench[i]
+        for k in range(6):
+            d += X[i, k] * h_Mk[k]
+        drift[i] = d
 
 
 __all__ = ["ProjectedModel", "universal_cut"]

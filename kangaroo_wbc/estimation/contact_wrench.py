@@ -84,6 +84,7 @@ from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics, lu_sol
 from kangaroo_wbc.estimation.filters import ButterworthFilter
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
 from kangaroo_wbc.model.dynamics import projected_dynamics
+from kangaroo_wbc.model.fast_kinematics import _jit
 
 if TYPE_CHECKING:
     from kangaroo_wbc.control.projected_model import ProjectedModel
@@ -305,6 +306,9 @@ class ContactWrenchEstimator:
         self.momentum_rate_in_base = np.zeros(6)  # last dh_b [N, N·m]
         self._h_world = np.zeros(6)  # spatial momentum about the world origin, world axes
         self._h_valid = False
+        # compile (or load) the kernel now, not in a tick (pinocchio's rotation layout is in the signature)
+        _momentum_rate_kernel(np.zeros(3), np.zeros(3), np.zeros(3), pin.SE3.Identity().rotation, np.zeros(3),
+                              np.zeros(6), False, 1.0, np.zeros(6))
 
     def reset_filter(self) -> None:
         """Forget the filter state (the next sample initialises it) and the momentum history."""
@@ -320,23 +324,8 @@ class ContactWrenchEstimator:
     def _momentum_rate_from(self, linear: np.ndarray, angular: np.ndarray, com: np.ndarray, oMb: pin.SE3) -> None:
         """:meth:`_momentum_rate` from the centroidal momentum (world axes, about the CoM) and the
         base placement."""
-        lx, ly, lz = linear.tolist()
-        kx, ky, kz = angular.tolist()
-        cx, cy, cz = com.tolist()
-        h = self._h_world  # [l; c x l + k_G], world axes, about the world origin
-        hx = (lx, ly, lz, cy * lz - cz * ly + kx, cz * lx - cx * lz + ky, cx * ly - cy * lx + kz)
-        out = self.momentum_rate_in_base
-        if self._h_valid:
-            rate = self.config.sample_rate_hz
-            fx, fy, fz, tx, ty, tz = ((a - b) * rate for a, b in zip(hx, h.tolist()))
-            px, py, pz = oMb.translation.tolist()
-            tx, ty, tz = tx - (py * fz - pz * fy), ty - (pz * fx - px * fz), tz - (px * fy - py * fx)
-            Rt = oMb.rotation.T
-            out[:3] = Rt @ (fx, fy, fz)
-            out[3:] = Rt @ (tx, ty, tz)
-        else:
-            out[:] = 0.0
-        h[:] = hx
+        _momentum_rate_kernel(linear, angular, com, oMb.rotation, oMb.translation, self._h_world, self._h_valid,
+                              float(self.config.sample_rate_hz), self.momentum_rate_in_base)
         self._h_valid = True
 
     # ------------------------------------------------------------------ core of eq. (46)
@@ -644,6 +633,33 @@ class ContactWrenchEstimator:
         else:
             est.zmp_in_world[:] = nan
             est.zmp_valid = False
+
+
+@_jit
+def _momentum_rate_kernel(linear, angular, com, R, p, h, valid, rate, out):
+    """:meth:`ContactWrenchEstimator._momentum_rate_from` (compiled). ``h`` (6) holds the previous
+    spatial momentum about the world origin, world axes, ``[l; c x l + k_G]``, and takes the new one;
+    ``out = [R^T f; R^T (t - p x f)]`` with ``[f; t] = (h_new - h) rate`` (zero when not ``valid``)."""
+    lx, ly, lz = linear[0], linear[1], linear[2]
+    cx, cy, cz = com[0], com[1], com[2]
+    hn = np.empty(6)
+    hn[0], hn[1], hn[2] = lx, ly, lz
+    hn[3] = cy * lz - cz * ly + angular[0]
+    hn[4] = cz * lx - cx * lz + angular[1]
+    hn[5] = cx * ly - cy * lx + angular[2]
+    if valid:
+        fx, fy, fz = (hn[0] - h[0]) * rate, (hn[1] - h[1]) * rate, (hn[2] - h[2]) * rate
+        tx = (hn[3] - h[3]) * rate - (p[1] * fz - p[2] * fy)
+        ty = (hn[4] - h[4]) * rate - (p[2] * fx - p[0] * fz)
+        tz = (hn[5] - h[5]) * rate - (p[0] * fy - p[1] * fx)
+        for j in range(3):
+            out[j] = R[0, j] * fx + R[1, j] * fy + R[2, j] * fz
+            out[3 + j] = R[0, j] * tx + R[1, j] * ty + R[2, j] * tz
+    else:
+        for j in range(6):
+            out[j] = 0.0
+    for j in range(6):
+        h[j] = hn[j]
 
 
 __all__ = ["ContactWrenchConfig", "ContactWrenchEstimate", "ContactWrenchEstimator", "ScrewTransmission",

@@ -257,6 +257,7 @@ def test_momentum_rate_enters_the_base_rows(mechanism_dir):
     soles = KANGAROO_SOLES
     m = clm.model
     q0 = _near_straight_knees(clm)
+    q0[:3] = [0.7, -0.4, 0.95]  # away from the world origin: the moment transfer p x f is exercised
     q0[3:7] = pin.Quaternion(pin.rpy.rpyToMatrix(0.02, -0.03, 0.4)).coeffs()
     R = pin.Quaternion(q0[3:7]).toRotationMatrix()
     a = np.array([0.8, -0.5, 1.2])  # [m/s^2] world
