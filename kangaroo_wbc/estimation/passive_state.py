@@ -31,6 +31,7 @@ floating-base estimator writes them with :meth:`PassiveStateEstimator.set_base_s
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +40,7 @@ import pinocchio as pin
 from kangaroo_wbc.errors import EstimationError, InputError
 from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
+from kangaroo_wbc.model.fast_kinematics import _jit
 
 
 @dataclass
@@ -106,10 +108,19 @@ class PassiveStateEstimator:
         self._rhs = np.zeros((2, clm.n_c))
         self._e = np.zeros(clm.n_c)
         self._theta_dot_a_k = np.zeros(clm.n_a)
+        self._v_back = np.zeros(nv)  # -dt v, base excluded: from theta_{k+1} back to the sample
+        self._no_closures = np.zeros((0, 2))
         self.closure_error_norm = 0.0  # inf-norm of e_l(theta_k) [m or rad]
         self.steps = 0
         self.reprojections = 0
         self.reset(clm.q_ref if q0 is None else q0)
+        # compile (or load) the kernels now, not in a tick: one call on scratch buffers
+        e, _, J_la = self.kin.evaluate()
+        n_a = clm.n_a
+        _correction_rhs(np.zeros(n_a), np.zeros(n_a), self._q, self.idx_q_a, 1.0, 1.0, e, J_la, e.copy(),
+                        np.zeros(n_a), self._rhs.copy())
+        _velocities(np.zeros((clm.n_u, 2)), np.zeros(n_a), np.zeros(n_a), self.idx_v_a, self.idx_v_u,
+                    self.idx_v_base, 1e-3, np.zeros(nv), np.zeros(nv), np.zeros(nv))
 
     # ------------------------------------------------------------------ state
     @property
@@ -174,8 +185,8 @@ class PassiveStateEstimator:
         """
         cfg = self.config
         n_a = self.clm.n_a
-        theta_a = np.asarray(theta_a, dtype=float)
-        theta_dot_a = np.asarray(theta_dot_a, dtype=float)
+        theta_a = np.ascontiguousarray(theta_a, dtype=float)  # one compiled signature
+        theta_dot_a = np.ascontiguousarray(theta_dot_a, dtype=float)
         if theta_a.shape != (n_a,) or theta_dot_a.shape != (n_a,):
             raise EstimationError(f"actuator measurements have shapes {theta_a.shape}, {theta_dot_a.shape}; "
                                   f"expected ({n_a},)")
@@ -188,34 +199,23 @@ class PassiveStateEstimator:
         beta = min(cfg.beta, 1.0 / dt)
         q, v = self._q, self._v
         # e_l, J_lu, J_la at theta_k (the data holds the full-model update at theta_k).
-        e, J_lu, J_la = self.kin.evaluate()
-        self._e[:] = e
-        self.closure_error_norm = float(np.max(np.abs(e))) if e.size else 0.0
-        theta_dot_a_k = self._theta_dot_a_k
-        np.subtract(theta_a, q[self.idx_q_a], out=theta_dot_a_k)
-        theta_dot_a_k *= beta
-        theta_dot_a_k += theta_dot_a
-        step = self._v_step
-        step[:] = 0.0
-        step[self.idx_v_a] = theta_dot_a_k
+        e, _, J_la = self.kin.evaluate()
+        theta_dot_a_k, rhs = self._theta_dot_a_k, self._rhs
+        self.closure_error_norm = _correction_rhs(theta_a, theta_dot_a, q, self.idx_q_a, alpha, beta, e, J_la,
+                                                  self._e, theta_dot_a_k, rhs)
+        sol = self._no_closures
         if e.size:
-            rhs = self._rhs
-            np.dot(J_la, theta_dot_a_k, out=rhs[0])
-            rhs[0] += alpha * e
-            np.dot(J_la, theta_dot_a, out=rhs[1])
-            sol = self.kin.solve(rhs.T)
-            if sol is None or not np.isfinite(sol).all():
+            sol = self.kin.solve(rhs.T)  # columns: eq. (38), eq. (35)
+            if sol is None:
                 raise EstimationError("J_lu is singular: the estimate is at a kinematic singularity")
-            step[self.idx_v_u] = -sol[:, 0]  # eq. (38)
-            v[self.idx_v_u] = -sol[:, 1]  # eq. (35)
-        step *= dt
+        step, step_back = self._v_step, self._v_back
+        if not _velocities(np.ascontiguousarray(sol), theta_dot_a_k, theta_dot_a, self.idx_v_a, self.idx_v_u,
+                           self.idx_v_base, dt, step, v, step_back):
+            raise EstimationError("J_lu is singular: the estimate is at a kinematic singularity")
         q[:] = pin.integrate(self.model, q, step)  # eq. (39)
-        v[self.idx_v_a] = theta_dot_a  # eq. (36)
         if self.closure_error_norm > cfg.reproject_above:
             self._reproject()
-        np.multiply(v, -dt, out=step)
-        step[self.idx_v_base] = 0.0  # the base is not integrated here (set_base_state)
-        self._q_sample[:] = pin.integrate(self.model, q, step)
+        self._q_sample[:] = pin.integrate(self.model, q, step_back)
         self.kin.update(q)  # full-model update at theta_{k+1}
         self.steps += 1
 
@@ -235,6 +235,55 @@ class PassiveStateEstimator:
         the 1 kHz budget (it calls the core's bias computation).
         """
         return self.clm.complete_acceleration(self._q, self._v, a_a, a_base)
+
+
+@_jit
+def _correction_rhs(theta_a, theta_dot_a, q, idx_q_a, alpha, beta, e, J_la, e_out, theta_dot_a_k, rhs):
+    """Before the ``J_lu`` solve of a tick: ``theta_dot*_a,k = beta (theta_bar_a - theta_a,k) +
+    theta_dot_bar_a`` (eq. (38)), the right-hand sides ``rhs[0] = J_la theta_dot*_a,k + alpha e_l``
+    and ``rhs[1] = J_la theta_dot_bar_a`` (eq. (35)), ``e_out = e_l``; returns the inf-norm of
+    ``e_l`` (NaN if it holds one). Compiled: a dozen numpy calls on 12-element vectors otherwise."""
+    n_a = theta_a.shape[0]
+    for i in range(n_a):
+        theta_dot_a_k[i] = (theta_a[i] - q[idx_q_a[i]]) * beta + theta_dot_a[i]
+    norm = 0.0
+    for r in range(e.shape[0]):
+        er = e[r]
+        e_out[r] = er
+        a = abs(er)
+        if a > norm or a != a:
+            norm = a if norm == norm else norm
+        s0 = 0.0
+        s1 = 0.0
+        for j in range(n_a):
+            s0 += J_la[r, j] * theta_dot_a_k[j]
+            s1 += J_la[r, j] * theta_dot_a[j]
+        rhs[0, r] = s0 + alpha * er
+        rhs[1, r] = s1
+    return norm
+
+
+@_jit
+def _velocities(sol, theta_dot_a_k, theta_dot_a, idx_v_a, idx_v_u, idx_v_base, dt, step, v, step_back):
+    """After the solve (``sol = J_lu^{-1} rhs``, (n_u, 2)): the step ``dt theta_dot*_{k+1}`` of eq.
+    (39)-(40), the velocity of eq. (35)-(36) into ``v`` (base entries kept) and ``step_back = -dt v``
+    without the base. False, with nothing written, if ``sol`` is not finite."""
+    for i in range(sol.shape[0]):
+        if not (math.isfinite(sol[i, 0]) and math.isfinite(sol[i, 1])):
+            return False
+    for i in range(step.shape[0]):
+        step[i] = 0.0
+    for i in range(idx_v_a.shape[0]):
+        step[idx_v_a[i]] = theta_dot_a_k[i] * dt
+        v[idx_v_a[i]] = theta_dot_a[i]
+    for i in range(idx_v_u.shape[0]):
+        step[idx_v_u[i]] = -sol[i, 0] * dt
+        v[idx_v_u[i]] = -sol[i, 1]
+    for i in range(v.shape[0]):
+        step_back[i] = v[i] * -dt
+    for i in range(idx_v_base.shape[0]):
+        step_back[idx_v_base[i]] = 0.0
+    return True
 
 
 __all__ = ["PassiveStateConfig", "PassiveStateEstimator"]
