@@ -285,7 +285,6 @@ class ContactWrenchEstimator:
         n_rhs = n_a + (6 if self.base_rows else 0)
         self._B = np.zeros((n_rhs, 2))  # [b_a; b_b] stacked (the rows of B_a, B_b)
         self._P = np.zeros((6 * c, n_rhs))
-        self._P_rhs = np.zeros((6 * c, n_rhs))
         self._eye_a = np.eye(n_a)
         self._rot6 = np.zeros((6, 6))
         #: sole placements (rotation, translation) at the last model update, as nested lists
@@ -309,6 +308,8 @@ class ContactWrenchEstimator:
         # compile (or load) the kernel now, not in a tick (pinocchio's rotation layout is in the signature)
         _momentum_rate_kernel(np.zeros(3), np.zeros(3), np.zeros(3), pin.SE3.Identity().rotation, np.zeros(3),
                               np.zeros(6), False, 1.0, np.zeros(6))
+        if self.base_rows:
+            _normal_equations_map(np.eye(n_a, 6 * c), np.eye(6, 6 * c), 1.0, self._P.copy())
 
     def reset_filter(self) -> None:
         """Forget the filter state (the next sample initialises it) and the momentum history."""
@@ -411,21 +412,17 @@ class ContactWrenchEstimator:
     def _factor(self) -> bool:
         """The linear map from right-hand sides to wrenches, ``f = P [b_a; b_b]`` (model part).
 
-        With base rows, ``P = N^{-1} [A^T, w^2 J_b^T]`` (normal equations, ``N = A^T A + w^2 J_b^T J_b``);
+        With base rows, ``P = N^{-1} [A^T, w^2 J_b^T]`` (normal equations, ``N = A^T A + w^2 J_b^T J_b``,
+        by Cholesky);
         else ``P = A^{-1}`` for a square ``A = J_c,m^T``. False when this is singular (the
         estimation step then falls back to least squares).
         """
         cfg, A = self.config, self.J_cm_T
-        n_a = A.shape[0]
         P = self._P
         if self.base_rows:
-            J_b, w2 = self.J_cb_T, cfg.base_row_weight ** 2
-            N = A.T @ A
-            N += w2 * (J_b.T @ J_b)
-            rhs = self._P_rhs
-            rhs[:, :n_a] = A.T
-            rhs[:, n_a:] = w2 * J_b.T
-            X = lu_solve(N, rhs)
+            # N is symmetric positive definite unless the contact Jacobians lose rank: Cholesky
+            # (compiled, 12 x 12); where it fails the estimation step solves with LU or least squares
+            return _normal_equations_map(A, self.J_cb_T, cfg.base_row_weight ** 2, P)
         elif self._square:
             X = lu_solve(A, self._eye_a)
         else:
@@ -660,6 +657,55 @@ def _momentum_rate_kernel(linear, angular, com, R, p, h, valid, rate, out):
             out[j] = 0.0
     for j in range(6):
         h[j] = hn[j]
+
+
+@_jit
+def _normal_equations_map(A, J_b, w2, P):
+    """``P = N^{-1} [A^T, w2 J_b^T]`` with ``N = A^T A + w2 J_b^T J_b`` by Cholesky (compiled: far
+    below the cost of the numpy products and the LAPACK call's overhead at this size). False, with
+    ``P`` untouched, if ``N`` is not numerically positive definite (a pivot below 1e-12 of its
+    diagonal entry) or the result is not finite."""
+    n_a, n, n_b = A.shape[0], A.shape[1], J_b.shape[0]
+    L = np.zeros((n, n))
+    for i in range(n):  # N, lower triangle, into L
+        for j in range(i + 1):
+            s = 0.0
+            for k in range(n_a):
+                s += A[k, i] * A[k, j]
+            sb = 0.0
+            for k in range(n_b):
+                sb += J_b[k, i] * J_b[k, j]
+            L[i, j] = s + w2 * sb
+    for j in range(n):  # in place: N = L L^T
+        d = L[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        if not d > 1e-12 * L[j, j]:  # pivot lost to cancellation: rank-deficient (cond > ~1e12)
+            return False
+        d = math.sqrt(d)
+        L[j, j] = d
+        for i in range(j + 1, n):
+            s = L[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / d
+    X = np.empty((n, n_a + n_b))
+    y = np.empty(n)
+    for c in range(n_a + n_b):
+        for i in range(n):  # forward: L y = column c of [A^T, w2 J_b^T]
+            s = A[c, i] if c < n_a else w2 * J_b[c - n_a, i]
+            for k in range(i):
+                s -= L[i, k] * y[k]
+            y[i] = s / L[i, i]
+        for i in range(n - 1, -1, -1):  # backward: L^T x = y
+            s = y[i]
+            for k in range(i + 1, n):
+                s -= L[k, i] * X[k, c]
+            X[i, c] = s / L[i, i]
+            if not math.isfinite(X[i, c]):
+                return False
+    P[:, :] = X
+    return True
 
 
 __all__ = ["ContactWrenchConfig", "ContactWrenchEstimate", "ContactWrenchEstimator", "ScrewTransmission",
