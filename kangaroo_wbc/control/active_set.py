@@ -89,30 +89,32 @@ def solve_active_set(H, c, Cg, lg, ug, lb, ub, side_g, side_b, max_corrections, 
                 act[k] = i
                 k += 1
         N = nf + k
-        K = np.zeros((N, N))
         rhs = np.empty(N)
         for a in range(nf):
             ja = free[a]
-            for b in range(nf):
-                K[a, b] = H[ja, free[b]]
             s = -c[ja]
             for b in range(nx):
                 s -= H[ja, fixed[b]] * x[fixed[b]]
             rhs[a] = s
         for a in range(k):
             i = act[a]
-            for b in range(nf):
-                K[nf + a, b] = Cg[i, free[b]]
-                K[b, nf + a] = Cg[i, free[b]]
-            K[nf + a, nf + a] = -delta
             s = ug[i] if side_g[i] > 0 else lg[i]
             for b in range(nx):
                 s -= Cg[i, fixed[b]] * x[fixed[b]]
             rhs[nf + a] = s
-        if N > 0:
+        sol = np.empty(N)
+        if N > 0 and not _kkt_schur(H, Cg, free, nf, act, k, rhs, delta, sol):
+            # H_ff not numerically positive definite: LU of the whole KKT matrix
+            K = np.zeros((N, N))
+            for a in range(nf):
+                for b in range(nf):
+                    K[a, b] = H[free[a], free[b]]
+            for a in range(k):
+                for b in range(nf):
+                    K[nf + a, b] = Cg[act[a], free[b]]
+                    K[b, nf + a] = Cg[act[a], free[b]]
+                K[nf + a, nf + a] = -delta
             sol = np.linalg.solve(K, rhs)
-        else:
-            sol = np.zeros(0)
         for a in range(N):
             if not np.isfinite(sol[a]):
                 return SINGULAR
@@ -169,6 +171,101 @@ def solve_active_set(H, c, Cg, lg, ug, lb, ub, side_g, side_b, max_corrections, 
         if ok:
             return it
     return NOT_OPTIMAL
+
+
+@_jit
+def _kkt_schur(H, Cg, free, nf, act, k, rhs, delta, sol):
+    """The KKT system of :func:`solve_active_set` by its Schur complement: ``H_ff = L L^T``
+    (Cholesky), ``Y = L^{-1} C_af^T``, ``(Y^T Y + delta I) y = Y^T L^{-1} f - d``,
+    ``x_f = L^{-T} (L^{-1} f - Y y)`` (``f``, ``d``: the two parts of ``rhs``). The factor keeps the
+    envelope of ``H_ff`` (row ``i`` starts at its first nonzero; no fill-in outside it), so the
+    diagonal force block of the controller's Hessian costs nothing. False when ``H_ff`` is not
+    numerically positive definite (a pivot below 1e-12 of its diagonal entry): the caller then
+    factorises the whole KKT matrix."""
+    L = np.zeros((nf, nf))
+    first = np.empty(nf, dtype=np.int64)
+    for i in range(nf):
+        first[i] = i
+        for j in range(i + 1):
+            h = H[free[i], free[j]]
+            L[i, j] = h
+            if h != 0.0 and j < first[i]:
+                first[i] = j
+    for i in range(nf):  # row-wise Cholesky within the envelope
+        fi = first[i]
+        for j in range(fi, i + 1):
+            s = L[i, j]
+            for q in range(max(fi, first[j]), j):
+                s -= L[i, q] * L[j, q]
+            if j < i:
+                L[i, j] = s / L[j, j]
+            else:
+                if not s > 1e-12 * H[free[i], free[i]]:
+                    return False
+                L[i, i] = np.sqrt(s)
+    Y = np.empty((nf, k))  # forward substitution, one active row per column
+    for a in range(k):
+        row = act[a]
+        for i in range(nf):
+            s = Cg[row, free[i]]
+            for q in range(first[i], i):
+                s -= L[i, q] * Y[q, a]
+            Y[i, a] = s / L[i, i]
+    g = np.empty(nf)  # L^{-1} f
+    for i in range(nf):
+        s = rhs[i]
+        for q in range(first[i], i):
+            s -= L[i, q] * g[q]
+        g[i] = s / L[i, i]
+    S = np.empty((k, k))
+    t = np.empty(k)
+    for a in range(k):
+        for b in range(a + 1):
+            s = 0.0
+            for i in range(nf):
+                s += Y[i, a] * Y[i, b]
+            S[a, b] = s
+        S[a, a] += delta
+        s = -rhs[nf + a]
+        for i in range(nf):
+            s += Y[i, a] * g[i]
+        t[a] = s
+    for j in range(k):  # Cholesky of the Schur complement (positive definite for delta > 0)
+        d = S[j, j]
+        for q in range(j):
+            d -= S[j, q] * S[j, q]
+        if not d > 0.0:
+            return False
+        d = np.sqrt(d)
+        S[j, j] = d
+        for i in range(j + 1, k):
+            s = S[i, j]
+            for q in range(j):
+                s -= S[i, q] * S[j, q]
+            S[i, j] = s / d
+    for i in range(k):  # y = S^{-1} t
+        s = t[i]
+        for q in range(i):
+            s -= S[i, q] * t[q]
+        t[i] = s / S[i, i]
+    for i in range(k - 1, -1, -1):
+        s = t[i]
+        for q in range(i + 1, k):
+            s -= S[q, i] * t[q]
+        t[i] = s / S[i, i]
+    for i in range(nf):  # g - Y y
+        s = g[i]
+        for a in range(k):
+            s -= Y[i, a] * t[a]
+        g[i] = s
+    for i in range(nf - 1, -1, -1):  # x_f = L^{-T} g, column-wise within the envelope
+        xi = g[i] / L[i, i]
+        sol[i] = xi
+        for q in range(first[i], i):
+            g[q] -= L[i, q] * xi
+    for a in range(k):
+        sol[nf + a] = t[a]
+    return True
 
 
 _WARM = False

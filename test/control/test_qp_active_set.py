@@ -102,3 +102,34 @@ def test_an_infeasible_problem_is_never_accepted_by_the_prediction():
                 H=np.eye(2), c=np.zeros(2), A=A, b=np.array([3.0]), lb=np.zeros(2), ub=np.ones(2)
             )
         )
+
+
+def test_schur_kkt_solve_matches_the_full_kkt_matrix_and_defers_on_a_singular_hessian():
+    """The Schur-complement KKT solve (Cholesky of the free Hessian within its envelope) equals a
+    dense solve of the whole KKT matrix on a controller-like Hessian (dense block + diagonal);
+    with a zero-curvature variable it declines, and the active-set solve still finds the optimum
+    through the LU of the whole matrix."""
+    from kangaroo_wbc.control.active_set import INFINITY, _kkt_schur, solve_active_set
+
+    rng = np.random.default_rng(11)
+    nd, n, k, delta = 5, 12, 4, 1e-10
+    B = rng.standard_normal((nd, nd))
+    H = np.diag(rng.uniform(0.5, 2.0, n))
+    H[:nd, :nd] += B @ B.T
+    C = rng.standard_normal((k, n)) * (rng.random((k, n)) < 0.6)
+    free, act = np.arange(n), np.arange(k)
+    rhs, sol = rng.standard_normal(n + k), np.empty(n + k)
+    assert _kkt_schur(H, C, free, n, act, k, rhs, delta, sol)
+    K = np.block([[H, C.T], [C, -delta * np.eye(k)]])
+    np.testing.assert_allclose(sol, np.linalg.solve(K, rhs), rtol=0, atol=1e-10)
+    # min x0^2/2 + (x1 - 3)^2/2 + 0 * x2^2 s.t. x0 + x2 = 1, x1 + x2 = 2: ((1 - x2)^2 + (x2 + 1)^2)/2, x2 = 0
+    H0 = np.diag([1.0, 1.0, 0.0])
+    c0 = np.array([0.0, -3.0, 0.0])
+    A = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
+    assert not _kkt_schur(H0, A, np.arange(3), 3, np.arange(2), 2, np.zeros(5), delta, np.empty(5))
+    x, y_g, y_b = np.empty(3), np.empty(2), np.empty(3)
+    it = solve_active_set(H0, c0, A, np.array([1.0, 2.0]), np.array([1.0, 2.0]), np.full(3, -INFINITY),
+                          np.full(3, INFINITY), np.zeros(2, dtype=np.int8), np.full(3, 2, dtype=np.int8), 2, 1e-9,
+                          1e-9, delta, x, y_g, y_b)
+    assert it >= 0
+    np.testing.assert_allclose(x, [1.0, 2.0, 0.0], atol=1e-8)
