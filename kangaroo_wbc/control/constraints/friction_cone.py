@@ -23,6 +23,7 @@ import numpy as np
 from kangaroo_wbc.control.constraints.base import Constraint
 from kangaroo_wbc.control.contacts import ContactTerms, DecisionLayout
 from kangaroo_wbc.control.projected_model import ProjectedModel
+from kangaroo_wbc.model.fast_kinematics import _jit
 
 ROWS_PER_POINT = 5
 
@@ -41,22 +42,21 @@ class FrictionCones(Constraint):
         row = 0
         for c in layout.contacts:
             P, col = c.n_points, layout.force_slice(c.name).start
-            i, a, b = np.meshgrid(np.arange(P), np.arange(5), np.arange(3), indexing="ij")
             # the five rows in the sole frame: t_1 - mu n, -t_1 - mu n, t_2 - mu n, -t_2 - mu n, n
             mu = c.mu / np.sqrt(2.0) if self.inner_pyramid else c.mu
             cone = np.array([[1.0, 0.0, -mu], [-1.0, 0.0, -mu], [0.0, 1.0, -mu], [0.0, -1.0, -mu], [0.0, 0.0, 1.0]])
-            self._blocks.append((row + 5 * i + a, col + 3 * i + b, row + 4 + 5 * np.arange(P),
-                                 slice(row, row + 5 * P), cone))
+            self._blocks.append((row, col, P, row + 4 + 5 * np.arange(P), slice(row, row + 5 * P), cone))
             row += 5 * P
+        _cone_blocks(np.zeros((5, 3)), np.eye(3), 0, 0, 1, np.zeros((5, 3)))  # compile (or load) now
 
     def n_rows(self) -> int:
         return ROWS_PER_POINT * sum(c.n_points for c in self.layout.contacts)
 
     def fill(self, M: np.ndarray | None, lo: np.ndarray, hi: np.ndarray, pm: ProjectedModel,
              contacts: Mapping[str, ContactTerms]) -> None:
-        for c, (rr, cc, normal, rows, cone) in zip(self.layout.contacts, self._blocks):
+        for c, (row, col, P, normal, rows, cone) in zip(self.layout.contacts, self._blocks):
             terms = contacts[c.name]
-            M[rr, cc] = cone @ terms.R.T  # (5, 3) rows (R c_k)^T, broadcast over the P corners
+            _cone_blocks(cone, np.ascontiguousarray(terms.R), row, col, P, M)
             lo[rows] = -np.inf
             hi[rows] = 0.0
             if terms.active:
@@ -83,6 +83,20 @@ class ContactForceBox(Constraint):
                 lo[s], hi[s] = -np.inf, np.inf
             else:
                 lo[s], hi[s] = 0.0, 0.0
+
+
+@_jit
+def _cone_blocks(cone, R, row, col, P, M):
+    """``M[row + 5 i : row + 5 i + 5, col + 3 i : col + 3 i + 3] = cone R^T`` for the ``P`` corners
+    (rows ``(R c_k)^T``; compiled: a handful of numbers, below a fancy-indexed numpy assignment)."""
+    B = np.empty((5, 3))
+    for a in range(5):
+        for b in range(3):
+            B[a, b] = cone[a, 0] * R[b, 0] + cone[a, 1] * R[b, 1] + cone[a, 2] * R[b, 2]
+    for i in range(P):
+        for a in range(5):
+            for b in range(3):
+                M[row + 5 * i + a, col + 3 * i + b] = B[a, b]
 
 
 __all__ = ["FrictionCones", "ContactForceBox", "ROWS_PER_POINT"]
