@@ -175,6 +175,13 @@ class ProjectedModel:
             self.T[clm.idx_v_base, np.arange(self.n_b)] = 1.0
         self.T[clm.idx_v_a, self.n_b + np.arange(self.n_a)] = 1.0
         self._idx_u, self._idx_a, self._idx_b = clm.idx_v_u, clm.idx_v_a, clm.idx_v_base
+        if self._block_lu is not None:  # compile (or load) the fused factor-and-map kernel now
+            blu, warm = self._block_lu, np.zeros((clm.n_c, m.nv))
+            for b in range(len(blu.sizes)):
+                k = blu.sizes[b]
+                warm[blu.rows[b, :k], self._idx_u[blu.cols[b, :k]]] = 1.0  # nonsingular blocks
+            blu.factor_and_map(warm, self._idx_u, self._idx_a, self.T.copy(), self.n_b)
+            blu.ok = False
         self.k = np.zeros(m.nv)
         self.q = np.zeros(m.nq)
         self.v = np.zeros(m.nv)
@@ -282,15 +289,17 @@ class ProjectedModel:
     def _mapping(self, J_l: np.ndarray, nu: np.ndarray) -> np.ndarray:
         """Factorise ``J_lu`` (blocks when available), ``J_m = -J_lu^{-1} J_la`` (eq. (7)), ``T`` and
         ``v = T nu``."""
-        J_lu = J_l[:, self._idx_u]
         blu = self._block_lu
         if blu is not None:
-            if not blu.factor(J_lu):
+            # one compiled pass: block LU of J_lu read in place from J_l, J_m into T
+            J_m = blu.factor_and_map(np.ascontiguousarray(J_l), self._idx_u, self._idx_a, self.T, self.n_b)
+            if J_m is None:
                 raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
             if self.min_pivot_ratio > 0.0:
                 self._check_pivots(blu.pivot_ratios())
-            self.J_m = -blu.solve(J_l[:, self._idx_a])
+            self.J_m = J_m
         else:
+            J_lu = J_l[:, self._idx_u]
             self._lu, self._piv, info = dgetrf(J_lu)
             if info != 0 or not np.all(np.isfinite(self._lu)):
                 raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
@@ -298,7 +307,7 @@ class ProjectedModel:
                 d = np.abs(np.diag(self._lu))
                 self._check_pivots(np.array([d.min() / d.max()]))
             self.J_m = -dgetrs(self._lu, self._piv, J_l[:, self._idx_a])[0]
-        self.T[self._idx_u, self.n_b:] = self.J_m
+            self.T[self._idx_u, self.n_b:] = self.J_m
         v = self.T @ nu
         self.v[:] = v
         return v

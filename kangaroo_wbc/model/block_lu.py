@@ -10,6 +10,8 @@ Kangaroo this is 22 k instead of 262 k multiply-adds per factorisation.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA, _jit
@@ -71,6 +73,58 @@ def _factor(A, rows, cols, sizes, LU, piv):
 
 
 @_jit
+def _block_solve(LU, piv, b, m, y):
+    """``y <- A_b^{-1} y`` for block ``b`` (size ``m``) of the factors: ``P A_b = L U``."""
+    for k in range(m):
+        p = piv[b, k]
+        if p != k:
+            y[k], y[p] = y[p], y[k]
+    for i in range(m):
+        s = y[i]
+        for j in range(i):
+            s -= LU[b, i, j] * y[j]
+        y[i] = s
+    for i in range(m - 1, -1, -1):
+        s = y[i]
+        for j in range(i + 1, m):
+            s -= LU[b, i, j] * y[j]
+        y[i] = s / LU[b, i, i]
+
+
+@_jit
+def _factor_and_map(J, rows, cols, cols_in_J, sizes, LU, piv, idx_u, idx_a, n_b, T, J_m):
+    """Factorise ``J_lu = J[:, idx_u]`` by blocks (``cols_in_J = idx_u[cols]``: no copy of ``J_lu``)
+    and write ``J_m = -J_lu^{-1} J[:, idx_a]`` into ``J_m`` (n_u, n_a) and ``T[idx_u, n_b:]``.
+    False if a block is singular or the factors are not finite (``T``, ``J_m`` then untouched)."""
+    if not _factor(J, rows, cols_in_J, sizes, LU, piv):
+        return False
+    for b in range(sizes.shape[0]):
+        m = sizes[b]
+        for i in range(m):
+            for j in range(m):
+                if not math.isfinite(LU[b, i, j]):
+                    return False
+    y = np.empty(LU.shape[1])
+    for c in range(idx_a.shape[0]):
+        col = idx_a[c]
+        for b in range(sizes.shape[0]):
+            m = sizes[b]
+            nonzero = False
+            for i in range(m):
+                y[i] = J[rows[b, i], col]
+                if y[i] != 0.0:
+                    nonzero = True
+            if nonzero:  # else a block untouched by this actuator (another sub-mechanism): zeros
+                _block_solve(LU, piv, b, m, y)
+            for i in range(m):
+                u = cols[b, i]
+                v = -y[i] if nonzero else 0.0
+                J_m[u, c] = v
+                T[idx_u[u], n_b + c] = v
+    return True
+
+
+@_jit
 def _solve(LU, piv, rows, cols, sizes, B, X, transpose):
     """``X = A^{-1} B`` (or ``A^{-T} B``) with the block factors; ``B``, ``X`` are (n, k)."""
     y = np.empty(LU.shape[1])
@@ -93,20 +147,7 @@ def _solve(LU, piv, rows, cols, sizes, B, X, transpose):
             ):  # P A = L U: L U x = P b, b from the block rows, x to the block columns
                 for i in range(m):
                     y[i] = B[rows[b, i], c]
-                for k in range(m):
-                    p = piv[b, k]
-                    if p != k:
-                        y[k], y[p] = y[p], y[k]
-                for i in range(m):
-                    s = y[i]
-                    for j in range(i):
-                        s -= LU[b, i, j] * y[j]
-                    y[i] = s
-                for i in range(m - 1, -1, -1):
-                    s = y[i]
-                    for j in range(i + 1, m):
-                        s -= LU[b, i, j] * y[j]
-                    y[i] = s / LU[b, i, i]
+                _block_solve(LU, piv, b, m, y)
                 for i in range(m):
                     X[cols[b, i], c] = y[i]
             else:  # A^T = U^T L^T P: U^T z = b (block columns), L^T w = z, x = P^T w (block rows)
@@ -164,6 +205,7 @@ class BlockLU:
         self.LU = np.zeros((len(blocks), M, M))
         self.piv = np.zeros((len(blocks), M), dtype=np.int64)
         self._ratios = np.zeros(len(blocks))
+        self._cols_in: tuple | None = None  # (idx_u, idx_u[cols]) of factor_and_map
         # compile (or load) the kernels now rather than in the first control tick
         warm = np.zeros((n, n))
         for r, c in blocks:
@@ -186,6 +228,19 @@ class BlockLU:
             )
         ) and bool(np.isfinite(self.LU).all())
         return self.ok
+
+    def factor_and_map(self, J: np.ndarray, idx_u: np.ndarray, idx_a: np.ndarray, T: np.ndarray,
+                       n_b: int) -> np.ndarray | None:
+        """Factorise ``J[:, idx_u]`` (``J``: C-ordered (n, nv), e.g. the closure Jacobian ``J_l``)
+        and return the mapping Jacobian ``J_m = -J_lu^{-1} J[:, idx_a]`` (eq. (7)), also written
+        into ``T[idx_u, n_b:]``, in one compiled pass; None (and :attr:`ok` False) when a block is
+        singular or not finite. :meth:`solve` then uses the same factors."""
+        if self._cols_in is None or self._cols_in[0] is not idx_u:
+            self._cols_in = (idx_u, np.ascontiguousarray(np.asarray(idx_u, dtype=np.int64)[self.cols]))
+        J_m = np.empty((self.n, len(idx_a)))
+        self.ok = bool(_factor_and_map(J, self.rows, self.cols, self._cols_in[1], self.sizes, self.LU, self.piv,
+                                       idx_u, idx_a, n_b, T, J_m))
+        return J_m if self.ok else None
 
     def pivot_ratios(self) -> np.ndarray:
         """Per block, ``min |u_kk| / max |u_kk|`` of the last factorisation (a view, overwritten by the

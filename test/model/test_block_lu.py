@@ -73,3 +73,34 @@ def test_pivot_ratios_per_block_match_the_dense_factors() -> None:
         u = np.abs(np.diag(lu(A[np.ix_(rows, cols)])[2]))
         assert ratios[b] == pytest.approx(u.min() / u.max(), rel=1e-12)
     assert min(ratios) < 1e-5 < max(ratios)
+
+
+def test_factor_and_map_gives_the_mapping_jacobian_from_the_closure_jacobian() -> None:
+    """The fused pass reads J_lu and J_la out of J_l in place: J_m = -J_lu^{-1} J_la equals the
+    dense solve, lands in T's passive rows, and the factors serve later solves; a singular block or
+    a NaN is refused with T left untouched."""
+    from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
+
+    clm = load_kangaroo(floating_base=True)
+    rng = np.random.default_rng(3)
+    q = pin.integrate(clm.model, clm.q_ref, 0.05 * rng.standard_normal(clm.model.nv))
+    J_l = np.ascontiguousarray(clm.error_and_jacobian(q)[1])
+    J_lu, J_la = J_l[:, clm.idx_v_u], J_l[:, clm.idx_v_a]
+    lu = clm.jlu_block_lu()
+    T = np.zeros((clm.model.nv, 18))
+    J_m = lu.factor_and_map(J_l, clm.idx_v_u, clm.idx_v_a, T, 6)
+    expected = -np.linalg.solve(J_lu, J_la)
+    np.testing.assert_allclose(J_m, expected, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(T[clm.idx_v_u, 6:], J_m)
+    assert not T[clm.idx_v_a].any() and not T[:, :6].any()
+    b = rng.standard_normal(J_lu.shape[0])
+    np.testing.assert_allclose(lu.solve(b), np.linalg.solve(J_lu, b), rtol=0, atol=1e-9)
+    before = T.copy()
+    singular = J_l.copy()
+    singular[:, clm.idx_v_u[0]] = 0.0  # a passive joint that no loop sees
+    assert lu.factor_and_map(singular, clm.idx_v_u, clm.idx_v_a, T, 6) is None and not lu.ok
+    nan = J_l.copy()
+    i, j = np.argwhere(J_lu != 0.0)[len(b)]  # an entry inside a block
+    nan[i, clm.idx_v_u[j]] = np.nan
+    assert lu.factor_and_map(nan, clm.idx_v_u, clm.idx_v_a, T, 6) is None
+    np.testing.assert_array_equal(T, before)
