@@ -280,15 +280,18 @@ class ContactWrenchEstimator:
         self.filter = ButterworthFilter(cfg.cutoff_hz, cfg.sample_rate_hz, n_a + (6 if self.base_rows else 0),
                                         cfg.filter_order)
         self._filter_in = np.zeros(self.filter.n_channels)
-        self._B_a = np.zeros((n_a, 2))
-        self._B_b = np.zeros((6, 2))
         n_rhs = n_a + (6 if self.base_rows else 0)
-        self._B = np.zeros((n_rhs, 2))  # [b_a; b_b] stacked (the rows of B_a, B_b)
+        self._B = np.zeros((n_rhs, 2))  # [b_a; b_b] stacked: raw and filtered columns
+        self._B_a = self._B[:n_a]
+        self._B_b = self._B[n_a:] if self.base_rows else np.zeros((6, 2))
         self._P = np.zeros((6 * c, n_rhs))
         self._eye_a = np.eye(n_a)
         self._rot6 = np.zeros((6, 6))
-        #: sole placements (rotation, translation) at the last model update, as nested lists
-        self._sole_poses: list = [None] * c
+        #: sole placements (rotation, translation) at the last model update
+        self._sole_R, self._sole_p = np.zeros((c, 3, 3)), np.zeros((c, 3))
+        self._F = np.zeros((6 * c, 2))  # wrenches from the factored map: raw, filtered
+        self._res = np.zeros(2)  # residuals of the actuated and base rows
+        self._no_filter = np.zeros(0)
         self._J_local = np.zeros((6, clm.n_b + n_a))
         self._solver_ready = False
         self._model_ready = False
@@ -310,6 +313,15 @@ class ContactWrenchEstimator:
                               np.zeros(6), False, 1.0, np.zeros(6))
         if self.base_rows:
             _normal_equations_map(np.eye(n_a, 6 * c), np.eye(6, 6 * c), 1.0, self._P.copy())
+        est = self.estimate
+        _wrench_rhs(self.g_pa, est.actuator_force, self.g_base, self.momentum_rate_in_base,
+                    self.filter.output if cfg.filter_enabled else self._no_filter, self.base_rows,
+                    cfg.filter_enabled, self._B.copy())
+        _wrench_from_map(self._P, self._B, 2, self.J_cm_T, self.J_cb_T, self.base_rows, self._F.copy(),
+                         self._res.copy())
+        _cop_zmp(est.wrench_sole_in_sole, self._sole_R, self._sole_p, 1.0, est.wrench_sole_in_world.copy(),
+                 est.cop_valid.copy(), est.cop_sole_in_sole.copy(), est.cop_in_world.copy(),
+                 est.total_force_in_world.copy(), est.zmp_in_world.copy())
 
     def reset_filter(self) -> None:
         """Forget the filter state (the next sample initialises it) and the momentum history."""
@@ -342,7 +354,7 @@ class ContactWrenchEstimator:
         for i, fid in enumerate(self.frame_ids):
             Jc[6 * i:6 * i + 6] = pin.getFrameJacobian(m, data, fid, pin.LOCAL)
             oMs = data.oMf[fid]
-            self._sole_poses[i] = (oMs.rotation.tolist(), oMs.translation.tolist())
+            self._sole_R[i], self._sole_p[i] = oMs.rotation, oMs.translation
         Jc_u, Jc_a = Jc[:, clm.idx_v_u], Jc[:, clm.idx_v_a]
         if self.config.include_velocity_terms and v is not None:
             pd = projected_dynamics(clm, q, v, self.sole_frames, 6, pin.LOCAL)
@@ -388,7 +400,7 @@ class ContactWrenchEstimator:
         Jl = self._J_local
         for i, sole in enumerate(self.sole_frames):
             R, p = pm.placement(sole)
-            self._sole_poses[i] = (R.tolist(), p.tolist())
+            self._sole_R[i], self._sole_p[i] = R, p
             B = self._rot6
             B[:3, :3] = B[3:, 3:] = R.T
             np.matmul(B, pm.jacobian(sole), out=Jl)  # LOCAL rows of J_c T: [J_c,b, J_c,m]
@@ -433,28 +445,12 @@ class ContactWrenchEstimator:
         return True
 
     def _solve(self, B_a: np.ndarray, B_b: np.ndarray | None) -> np.ndarray:
-        """Wrenches for the right-hand-side columns ``B_a`` (actuated rows) and ``B_b`` (base rows):
-        weighted least squares with base rows, else eq. (46); one column per wanted solution."""
+        """Wrenches for the right-hand-side columns ``B_a`` (actuated rows) and ``B_b`` (base rows)
+        when the factored map is not available (:meth:`_factor` failed: near a singular contact
+        Jacobian): weighted least squares with base rows, else eq. (46); one column per wanted
+        solution."""
         cfg, est = self.config, self.estimate
         A = self.J_cm_T
-        if self._solver_ready:
-            n_a = A.shape[0]
-            B = self._B[:, :B_a.shape[1]]
-            B[:n_a] = B_a
-            if B_b is not None:
-                B[n_a:] = B_b
-            F = self._P @ B
-            f0 = F[:, 0]
-            # a square system without base rows is solved exactly (residual: rounding only)
-            if B_b is None:
-                est.residual = est.base_residual = 0.0
-            else:
-                r = A @ f0
-                r -= B_a[:, 0]
-                rb = self.J_cb_T @ f0
-                rb -= B_b[:, 0]
-                est.residual, est.base_residual = math.sqrt(r @ r), math.sqrt(rb @ rb)
-            return F
         if B_b is not None:
             J_b, w2 = self.J_cb_T, cfg.base_row_weight ** 2
             N = A.T @ A
@@ -562,74 +558,41 @@ class ContactWrenchEstimator:
         if x.shape != (n_a,) or not np.isfinite(x).all():
             raise EstimationError(f"actuator efforts must be finite with shape ({n_a},), got {x.shape}")
         tau_bar = est.actuator_force
-        tau_bar[:] = x if motor_torque is None else self.transmission.force(x)
+        if motor_torque is None:
+            tau_bar[:] = x
+        else:
+            np.multiply(self.transmission.gain, x, out=tau_bar)  # eq. (47): ScrewTransmission.force
         c = self.n_soles
         filt = self.config.filter_enabled
         cols = 2 if filt else 1
-        B_a = self._B_a[:, :cols]
-        np.subtract(self.g_pa, tau_bar, out=B_a[:, 0])
-        B_b = None
-        if self.base_rows:
-            B_b = self._B_b[:, :cols]
-            np.add(self.g_base, self.momentum_rate_in_base, out=B_b[:, 0])
+        y = self._no_filter
         if filt:  # the measured inputs, not the configuration-dependent model terms
             u = self._filter_in
             u[:n_a] = tau_bar
             if self.base_rows:
                 u[n_a:] = self.momentum_rate_in_base
             y = self.filter(u)
-            np.subtract(self.g_pa, y[:n_a], out=B_a[:, 1])
-            if B_b is not None:
-                np.add(self.g_base, y[n_a:], out=B_b[:, 1])
-        F = self._solve(B_a, B_b)
+        # right-hand sides [b_a; b_b], raw and filtered columns (compiled)
+        _wrench_rhs(self.g_pa, tau_bar, self.g_base, self.momentum_rate_in_base, y, self.base_rows, filt, self._B)
+        if self._solver_ready:
+            F, res = self._F, self._res
+            _wrench_from_map(self._P, self._B, cols, self.J_cm_T, self.J_cb_T, self.base_rows, F, res)
+            est.residual, est.base_residual = float(res[0]), float(res[1])
+        else:
+            F = self._solve(self._B_a[:, :cols], self._B_b[:, :cols] if self.base_rows else None)
         est.wrench_sole_in_sole_raw[:] = F[:, 0].reshape(c, 6)
         est.wrench_sole_in_sole[:] = F[:, cols - 1].reshape(c, 6)
         self._cop_and_zmp()
         return est
 
     def _cop_and_zmp(self) -> None:
-        """CoPs and ZMP from the filtered sole wrenches (formulas in the module docstring).
-
-        A handful of soles: plain float arithmetic is faster than small numpy operations here.
-        """
-        est, f_min = self.estimate, self.config.min_normal_force_n
-        Fx = Fy = Fz = Tx = Ty = 0.0
-        h_num = h_den = 0.0
-        nan = math.nan
-        for i, (rot, trans) in enumerate(self._sole_poses):  # at q, from the model update
-            (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = rot
-            px, py, pz = trans
-            fx, fy, fz, tx, ty, tz = est.wrench_sole_in_sole[i].tolist()
-            fwx, fwy, fwz = (r00 * fx + r01 * fy + r02 * fz, r10 * fx + r11 * fy + r12 * fz,
-                             r20 * fx + r21 * fy + r22 * fz)
-            twx, twy, twz = (r00 * tx + r01 * ty + r02 * tz, r10 * tx + r11 * ty + r12 * tz,
-                             r20 * tx + r21 * ty + r22 * tz)
-            est.wrench_sole_in_world[i] = (fwx, fwy, fwz, twx, twy, twz)
-            Fx += fwx
-            Fy += fwy
-            Fz += fwz
-            Tx += twx + py * fwz - pz * fwy  # moment about the world origin: tau + p x f
-            Ty += twy + pz * fwx - px * fwz
-            if fz > f_min:
-                cx, cy = -ty / fz, tx / fz
-                est.cop_valid[i] = True
-                est.cop_sole_in_sole[i] = (cx, cy, 0.0)
-                est.cop_in_world[i] = (r00 * cx + r01 * cy + px, r10 * cx + r11 * cy + py, r20 * cx + r21 * cy + pz)
-                if fwz > 0.0:
-                    h_num += fwz * pz
-                    h_den += fwz
-            else:
-                est.cop_valid[i] = False
-                est.cop_sole_in_sole[i] = nan
-                est.cop_in_world[i] = nan
-        est.total_force_in_world[:] = (Fx, Fy, Fz)
-        if Fz > f_min and h_den > 0.0:
-            h = h_num / h_den
-            est.zmp_in_world[:] = ((h * Fx - Ty) / Fz, (Tx + h * Fy) / Fz, h)
-            est.zmp_valid = True
-        else:
-            est.zmp_in_world[:] = nan
-            est.zmp_valid = False
+        """CoPs and ZMP from the filtered sole wrenches (formulas in the module docstring), at the
+        sole placements of the last model update (compiled: a handful of soles)."""
+        est = self.estimate
+        est.zmp_valid = bool(_cop_zmp(est.wrench_sole_in_sole, self._sole_R, self._sole_p,
+                                      self.config.min_normal_force_n, est.wrench_sole_in_world, est.cop_valid,
+                                      est.cop_sole_in_sole, est.cop_in_world, est.total_force_in_world,
+                                      est.zmp_in_world))
 
 
 @_jit
@@ -706,6 +669,103 @@ def _normal_equations_map(A, J_b, w2, P):
                 return False
     P[:, :] = X
     return True
+
+
+@_jit
+def _wrench_rhs(g_pa, tau_bar, g_base, momentum_rate, y, base_rows, filtered, B):
+    """``B[:, 0] = [g_p,a - tau_bar; g_b + dh_b]`` (eq. (46) with the base rows) and, with the filter,
+    ``B[:, 1]`` from the filtered inputs ``y = [tau_bar; dh_b]``."""
+    n_a = g_pa.shape[0]
+    for i in range(n_a):
+        B[i, 0] = g_pa[i] - tau_bar[i]
+        if filtered:
+            B[i, 1] = g_pa[i] - y[i]
+    if base_rows:
+        for i in range(6):
+            B[n_a + i, 0] = g_base[i] + momentum_rate[i]
+            if filtered:
+                B[n_a + i, 1] = g_base[i] + y[n_a + i]
+
+
+@_jit
+def _wrench_from_map(P, B, cols, A, J_b, base_rows, F, res):
+    """``F[:, :cols] = P B[:, :cols]`` (the factored least-squares map of
+    :meth:`ContactWrenchEstimator._factor`) and the residuals of the raw column:
+    ``res = (|A f_0 - b_a|, |J_b f_0 - b_b|)`` with base rows, zeros for the square system (solved
+    exactly)."""
+    n, m = P.shape[0], P.shape[1]
+    for i in range(n):
+        for j in range(cols):
+            s = 0.0
+            for q in range(m):
+                s += P[i, q] * B[q, j]
+            F[i, j] = s
+    res[0] = res[1] = 0.0
+    if base_rows:
+        n_a = A.shape[0]
+        r = 0.0
+        for i in range(n_a):
+            s = 0.0
+            for q in range(n):
+                s += A[i, q] * F[q, 0]
+            s -= B[i, 0]
+            r += s * s
+        rb = 0.0
+        for i in range(J_b.shape[0]):
+            s = 0.0
+            for q in range(n):
+                s += J_b[i, q] * F[q, 0]
+            s -= B[n_a + i, 0]
+            rb += s * s
+        res[0], res[1] = math.sqrt(r), math.sqrt(rb)
+
+
+@_jit
+def _cop_zmp(W, R, p, f_min, W_world, cop_valid, cop_sole, cop_world, total, zmp):
+    """Per sole ``i`` (wrench ``W[i]`` in the sole frame, placement ``R[i]``, ``p[i]``): the wrench in
+    world axes, the CoP (defined above the normal force ``f_min``); the total force and the ZMP on
+    the plane at the force-weighted sole height. Returns whether the ZMP is defined."""
+    Fx = Fy = Fz = Tx = Ty = 0.0
+    h_num = h_den = 0.0
+    for i in range(W.shape[0]):
+        fx, fy, fz, tx, ty, tz = W[i, 0], W[i, 1], W[i, 2], W[i, 3], W[i, 4], W[i, 5]
+        r = R[i]
+        px, py, pz = p[i, 0], p[i, 1], p[i, 2]
+        fwx = r[0, 0] * fx + r[0, 1] * fy + r[0, 2] * fz
+        fwy = r[1, 0] * fx + r[1, 1] * fy + r[1, 2] * fz
+        fwz = r[2, 0] * fx + r[2, 1] * fy + r[2, 2] * fz
+        W_world[i, 0], W_world[i, 1], W_world[i, 2] = fwx, fwy, fwz
+        twx = r[0, 0] * tx + r[0, 1] * ty + r[0, 2] * tz
+        twy = r[1, 0] * tx + r[1, 1] * ty + r[1, 2] * tz
+        W_world[i, 3], W_world[i, 4] = twx, twy
+        W_world[i, 5] = r[2, 0] * tx + r[2, 1] * ty + r[2, 2] * tz
+        Fx += fwx
+        Fy += fwy
+        Fz += fwz
+        Tx += twx + py * fwz - pz * fwy  # moment about the world origin: tau + p x f
+        Ty += twy + pz * fwx - px * fwz
+        if fz > f_min:
+            cx, cy = -ty / fz, tx / fz
+            cop_valid[i] = True
+            cop_sole[i, 0], cop_sole[i, 1], cop_sole[i, 2] = cx, cy, 0.0
+            cop_world[i, 0] = r[0, 0] * cx + r[0, 1] * cy + px
+            cop_world[i, 1] = r[1, 0] * cx + r[1, 1] * cy + py
+            cop_world[i, 2] = r[2, 0] * cx + r[2, 1] * cy + pz
+            if fwz > 0.0:
+                h_num += fwz * pz
+                h_den += fwz
+        else:
+            cop_valid[i] = False
+            for j in range(3):
+                cop_sole[i, j] = np.nan
+                cop_world[i, j] = np.nan
+    total[0], total[1], total[2] = Fx, Fy, Fz
+    if Fz > f_min and h_den > 0.0:
+        h = h_num / h_den
+        zmp[0], zmp[1], zmp[2] = (h * Fx - Ty) / Fz, (Tx + h * Fy) / Fz, h
+        return True
+    zmp[0] = zmp[1] = zmp[2] = np.nan
+    return False
 
 
 __all__ = ["ContactWrenchConfig", "ContactWrenchEstimate", "ContactWrenchEstimator", "ScrewTransmission",

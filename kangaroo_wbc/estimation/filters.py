@@ -12,10 +12,10 @@ cascade of biquads in transposed direct form II:
     z_{1,k+1} = b_1 x_k - a_1 y_k + z_{2,k}, \\qquad
     z_{2,k+1} = b_2 x_k - a_2 y_k
 
-(``a_0 = 1``). This is the recursion of ``scipy.signal.sosfilt``; a hand-rolled loop avoids its
-per-call overhead for one sample. :meth:`ButterworthFilter.reset` sets the state to the steady
-state of a constant input (``sosfilt_zi``), so the output starts at the first sample without a
-transient.
+(``a_0 = 1``). This is the recursion of ``scipy.signal.sosfilt``; a compiled loop
+(:func:`sos_step`) avoids its per-call overhead for one sample. :meth:`ButterworthFilter.reset`
+sets the state to the steady state of a constant input (``sosfilt_zi``), so the output starts at
+the first sample without a transient.
 """
 
 from __future__ import annotations
@@ -24,6 +24,24 @@ import numpy as np
 import scipy.signal
 
 from kangaroo_wbc.errors import InputError
+from kangaroo_wbc.model.fast_kinematics import _jit
+
+
+@_jit
+def sos_step(coef, z, x, y):
+    """One sample of the biquad cascade (transposed direct form II, module docstring): ``coef``
+    (n_sections, 5) rows ``(b0, b1, b2, a1, a2)``, state ``z`` (n_sections, 2, n_channels) updated in
+    place, input ``x`` and output ``y`` (n_channels)."""
+    n = x.shape[0]
+    u = x.copy()
+    for k in range(coef.shape[0]):
+        b0, b1, b2, a1, a2 = coef[k, 0], coef[k, 1], coef[k, 2], coef[k, 3], coef[k, 4]
+        for i in range(n):
+            yi = u[i] * b0 + z[k, 0, i]
+            z[k, 0, i] = u[i] * b1 - yi * a1 + z[k, 1, i]
+            z[k, 1, i] = u[i] * b2 - yi * a2
+            y[i] = yi
+            u[i] = yi  # input of the next section
 
 
 class ButterworthFilter:
@@ -47,12 +65,10 @@ class ButterworthFilter:
         self.n_channels = int(n_channels)
         self.sos = scipy.signal.butter(order, cutoff_hz, btype="low", fs=sample_rate_hz, output="sos")
         self._zi_unit = scipy.signal.sosfilt_zi(self.sos)  # (n_sections, 2) for a unit step
-        # Per section coefficients as Python floats (the fastest scalars in the inner loop).
-        self._coef = [tuple(float(c) for c in (s[0], s[1], s[2], s[4], s[5])) for s in self.sos]
+        self._coef = np.ascontiguousarray([[s[0], s[1], s[2], s[4], s[5]] for s in self.sos], dtype=float)
         self._z = np.zeros((len(self.sos), 2, self.n_channels))
         self._y = np.zeros(self.n_channels)
-        self._tmp = np.zeros(self.n_channels)
-        self._u = np.zeros(self.n_channels)
+        sos_step(self._coef, self._z.copy(), self._y.copy(), self._y.copy())  # compile (or load) now
         self.initialized = False
 
     def reset(self, x0: np.ndarray | float | None = None) -> None:
@@ -72,25 +88,14 @@ class ButterworthFilter:
         The first sample after construction or ``reset(None)`` initialises the state to its
         steady state (output = input).
         """
-        x = np.asarray(x, dtype=float)
+        x = np.ascontiguousarray(x, dtype=float)
+        if x.shape != (self.n_channels,):
+            raise InputError(f"ButterworthFilter: sample has shape {x.shape}, expected ({self.n_channels},)")
         if not self.initialized:
             self.reset(x)
             return self._y
-        y, tmp, u = self._y, self._tmp, self._u
-        u[:] = x
-        for (b0, b1, b2, a1, a2), z in zip(self._coef, self._z):
-            z1, z2 = z[0], z[1]
-            np.multiply(u, b0, out=y)  # y = b0 u + z1
-            y += z1
-            np.multiply(u, b1, out=z1)  # z1 = b1 u - a1 y + z2
-            np.multiply(y, a1, out=tmp)
-            z1 -= tmp
-            z1 += z2
-            np.multiply(u, b2, out=z2)  # z2 = b2 u - a2 y
-            np.multiply(y, a2, out=tmp)
-            z2 -= tmp
-            u[:] = y  # input of the next section
-        return y
+        sos_step(self._coef, self._z, x, self._y)
+        return self._y
 
     @property
     def output(self) -> np.ndarray:
@@ -98,4 +103,4 @@ class ButterworthFilter:
         return self._y
 
 
-__all__ = ["ButterworthFilter"]
+__all__ = ["ButterworthFilter", "sos_step"]

@@ -435,3 +435,38 @@ def test_normal_equation_map_matches_a_dense_solve_and_rejects_rank_loss():
     P[:] = 7.0
     assert not _normal_equations_map(A, J_b, w2, P)
     assert (P == 7.0).all()
+
+
+@pytest.mark.parametrize("filtered", [True, False])
+def test_compiled_estimation_step_equals_the_least_squares_fallback(filtered, mechanism_dir):
+    """The per-tick step through the factored map (compiled: right-hand sides, F = P B, residuals,
+    CoP/ZMP) gives the wrenches, residuals, CoPs and ZMP of the dense least-squares path the
+    estimator falls back to when that map is unavailable."""
+    clm = model("kangaroo", mechanism_dir, True)
+    soles = KANGAROO_SOLES
+    q = _near_straight_knees(clm, 2e-3)
+    q[:3] = [0.3, -0.2, 0.9]
+    q[3:7] = pin.Quaternion(pin.rpy.rpyToMatrix(0.03, -0.02, 0.2)).coeffs()
+    _, tau = _static_base_balance(clm, q, soles)
+    cfg = ContactWrenchConfig(filter_enabled=filtered)
+    fast, slow = ContactWrenchEstimator(clm, soles, config=cfg), ContactWrenchEstimator(clm, soles, config=cfg)
+    rng = np.random.default_rng(4)
+    v = np.zeros(clm.model.nv)
+    for _ in range(30):
+        v[:6] = rng.normal(0.0, 0.05, 6)
+        force = tau * (1.0 + 0.2 * rng.standard_normal(clm.n_a))  # one sole unloads on some ticks
+        a = fast.update(q, actuator_force=force, v=v)
+        slow.update_model(q, v)
+        slow._solver_ready = False  # the fallback path: dense normal equations / least squares
+        b = slow.estimate_wrenches(actuator_force=force)
+        assert fast._solver_ready
+        for name in ("wrench_sole_in_sole_raw", "wrench_sole_in_sole", "wrench_sole_in_world",
+                     "total_force_in_world"):
+            np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=0, atol=1e-7, err_msg=name)
+        np.testing.assert_array_equal(a.cop_valid, b.cop_valid)
+        np.testing.assert_allclose(a.cop_in_world, b.cop_in_world, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(a.zmp_in_world, b.zmp_in_world, rtol=0, atol=1e-9)
+        assert a.zmp_valid == b.zmp_valid
+        assert a.residual == pytest.approx(b.residual, abs=1e-7)
+        assert a.base_residual == pytest.approx(b.base_residual, abs=1e-7)
+    assert a.residual > 1e-3 and a.base_residual > 1e-6  # the residuals are exercised, not zero

@@ -61,3 +61,10 @@ def test_invalid_parameters_raise():
         ButterworthFilter(600.0, 1000.0)
     with pytest.raises(InputError):
         ButterworthFilter(5.0, 1000.0, order=0)
+
+
+def test_a_sample_of_the_wrong_size_is_rejected():
+    f = ButterworthFilter(FC, FS, n_channels=3)
+    f(np.zeros(3))
+    with pytest.raises(InputError, match="shape"):
+        f(np.zeros(4))
