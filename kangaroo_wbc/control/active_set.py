@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.small_dense import cholesky_in_place
 
 INFINITY = 1e30  # OSQP's infinity: bounds beyond it are absent
 
@@ -230,19 +231,8 @@ def _kkt_schur(H, Cg, free, nf, act, k, rhs, delta, sol):
         for i in range(nf):
             s += Y[i, a] * g[i]
         t[a] = s
-    for j in range(k):  # Cholesky of the Schur complement (positive definite for delta > 0)
-        d = S[j, j]
-        for q in range(j):
-            d -= S[j, q] * S[j, q]
-        if not d > 0.0:
-            return False
-        d = np.sqrt(d)
-        S[j, j] = d
-        for i in range(j + 1, k):
-            s = S[i, j]
-            for q in range(j):
-                s -= S[i, q] * S[j, q]
-            S[i, j] = s / d
+    if not cholesky_in_place(S, k, 0.0):  # the Schur complement: positive definite for delta > 0
+        return False
     for i in range(k):  # y = S^{-1} t
         s = t[i]
         for q in range(i):

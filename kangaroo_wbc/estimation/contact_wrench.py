@@ -85,6 +85,7 @@ from kangaroo_wbc.estimation.filters import ButterworthFilter
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
 from kangaroo_wbc.model.dynamics import projected_dynamics
 from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.small_dense import cholesky_in_place
 
 if TYPE_CHECKING:
     from kangaroo_wbc.control.projected_model import ProjectedModel
@@ -639,19 +640,8 @@ def _normal_equations_map(A, J_b, w2, P):
             for k in range(n_b):
                 sb += J_b[k, i] * J_b[k, j]
             L[i, j] = s + w2 * sb
-    for j in range(n):  # in place: N = L L^T
-        d = L[j, j]
-        for k in range(j):
-            d -= L[j, k] * L[j, k]
-        if not d > 1e-12 * L[j, j]:  # pivot lost to cancellation: rank-deficient (cond > ~1e12)
-            return False
-        d = math.sqrt(d)
-        L[j, j] = d
-        for i in range(j + 1, n):
-            s = L[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / d
+    if not cholesky_in_place(L, n, 1e-12):  # a pivot lost to cancellation: rank-deficient (cond > ~1e12)
+        return False
     X = np.empty((n, n_a + n_b))
     y = np.empty(n)
     for c in range(n_a + n_b):
