@@ -39,11 +39,16 @@ core, the controller and the simulator do not consider closed (the idle spin of 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pinocchio as pin
 from scipy.linalg import lapack
 
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel, universal_cut_indices
+
+if TYPE_CHECKING:
+    from kangaroo_wbc.model.block_lu import BlockLU
 
 _gesv = lapack.dgesv
 _getrf, _getrs = lapack.dgetrf, lapack.dgetrs
@@ -233,21 +238,34 @@ class ClosureKinematics:
         factorisation (partial pivoting) is computed once per update and shared by its users (the
         passive-state estimator and the contact-wrench model terms). None if ``J_lu`` is singular.
         """
-        if self._lu is None:
-            _, J_lu, _ = self.evaluate()
-            if self.block_lu is not None:
-                if not self.block_lu.factor(J_lu):
-                    return None
-                self._lu = self.block_lu
-            else:
-                lu, piv, info = _getrf(J_lu)
-                if info != 0 or not np.isfinite(lu).all():
-                    return None
-                self._lu = (lu, piv)
+        if not self._factorise():
+            return None
         if self.block_lu is not None:
             return self.block_lu.solve(B, transpose)
         x, info = _getrs(self._lu[0], self._lu[1], B, trans=1 if transpose else 0)
         return x if info == 0 else None
+
+    def factorised_block_lu(self) -> BlockLU | None:
+        """The block LU of ``J_lu`` at the last :meth:`update`, factorised now if it is not yet (the
+        one :meth:`solve` uses); None without a block structure or when ``J_lu`` is singular."""
+        if self.block_lu is None or not self._factorise():
+            return None
+        return self.block_lu
+
+    def _factorise(self) -> bool:
+        """LU of ``J_lu`` once per update (blocks, else LAPACK); False if singular."""
+        if self._lu is None:
+            _, J_lu, _ = self.evaluate()
+            if self.block_lu is not None:
+                if not self.block_lu.factor(J_lu):
+                    return False
+                self._lu = self.block_lu
+            else:
+                lu, piv, info = _getrf(J_lu)
+                if info != 0 or not np.isfinite(lu).all():
+                    return False
+                self._lu = (lu, piv)
+        return True
 
 
 __all__ = ["ClosureKinematics", "SKEW_MAP", "lu_solve", "universal_joint_indices"]

@@ -84,7 +84,7 @@ from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics, lu_sol
 from kangaroo_wbc.estimation.filters import ButterworthFilter
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
 from kangaroo_wbc.model.dynamics import projected_dynamics
-from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA, _jit, local_frame_jacobians
 from kangaroo_wbc.model.small_dense import cholesky_in_place
 
 if TYPE_CHECKING:
@@ -275,6 +275,20 @@ class ContactWrenchEstimator:
         nv, n_u, n_a = self.model.nv, clm.n_u, clm.n_a
         self._Jc = np.zeros((6 * c, nv))
         self._rhs = np.zeros((n_u, 1 + 6 * c))
+        #: per sole, 1 on the velocity columns of the joints that support it (compiled Jacobians)
+        self._sole_support: np.ndarray | None = None
+        if HAVE_NUMBA:
+            self._sole_support = np.zeros((c, nv))
+            for i, fid in enumerate(self.frame_ids):
+                for j in self.model.supports[self.model.frames[fid].parentJoint]:
+                    if j > 0:
+                        jm = self.model.joints[j]
+                        self._sole_support[i, jm.idx_v:jm.idx_v + jm.nv] = 1.0
+            # compile (or load) now, not in a tick; data.J is column-major
+            local_frame_jacobians(np.zeros((6, nv), order="F"), np.zeros((c, 3, 3)), np.zeros((c, 3)),
+                                  self._sole_support, np.zeros((6 * c, nv)))
+        self._idx_u = np.ascontiguousarray(clm.idx_v_u, dtype=np.int64)
+        self._idx_a = np.ascontiguousarray(clm.idx_v_a, dtype=np.int64)
         self._square = n_a == 6 * c
         self.base_rows = bool(clm.floating_base and cfg.base_row_weight > 0)
         #: Butterworth on the measured inputs: actuator forces, then (base rows) the momentum rate
@@ -353,36 +367,45 @@ class ContactWrenchEstimator:
         _, J_lu, J_la = kin.evaluate()
         Jc = self._Jc
         for i, fid in enumerate(self.frame_ids):
-            Jc[6 * i:6 * i + 6] = pin.getFrameJacobian(m, data, fid, pin.LOCAL)
             oMs = data.oMf[fid]
             self._sole_R[i], self._sole_p[i] = oMs.rotation, oMs.translation
-        Jc_u, Jc_a = Jc[:, clm.idx_v_u], Jc[:, clm.idx_v_a]
-        if self.config.include_velocity_terms and v is not None:
+        if self._sole_support is not None:  # compiled, from data.J (same numbers as pinocchio, tested)
+            local_frame_jacobians(data.J, self._sole_R, self._sole_p, self._sole_support, Jc)
+        else:
+            for i, fid in enumerate(self.frame_ids):
+                Jc[6 * i:6 * i + 6] = pin.getFrameJacobian(m, data, fid, pin.LOCAL)
+        velocity_terms = self.config.include_velocity_terms and v is not None
+        if velocity_terms:
             pd = projected_dynamics(clm, q, v, self.sole_frames, 6, pin.LOCAL)
-            g_u = None
             g_pa = pd.h[pd.actuated_rows]
             g = pin.computeGeneralizedGravity(m, data, q) if self.base_rows else None
         else:
             g = pin.computeGeneralizedGravity(m, data, q)
-            g_u = g[clm.idx_v_u]
-            g_a = g[clm.idx_v_a]
-        rhs = self._rhs
-        rhs[:, 0] = 0.0 if g_u is None else g_u
-        rhs[:, 1:] = Jc_u.T
-        if clm.n_u:
-            Y = kin.solve(rhs, transpose=True)
-            if Y is None:
-                raise EstimationError("J_lu is singular: the configuration is at a kinematic singularity")
-            JlaT = J_la.T
-            if g_u is not None:
-                g_pa = g_a - JlaT @ Y[:, 0]
-            J_cm_T = Jc_a.T - JlaT @ Y[:, 1:]
+        blu = kin.factorised_block_lu() if clm.n_u and not velocity_terms else None
+        if blu is not None:
+            # compiled: J_c,m^T = (J_c,a + J_c,u J_m)^T and g_a + J_m^T g_u by one transposed block
+            # solve and products over the nonzeros of J_la (same numbers as below, tested)
+            blu.project_through(Jc, g, self._idx_u, self._idx_a, J_la, self.J_cm_T, self.g_pa)
         else:
-            if g_u is not None:
-                g_pa = g_a
-            J_cm_T = Jc_a.T
-        self.J_cm_T[:] = J_cm_T
-        self.g_pa[:] = g_pa
+            Jc_u, Jc_a = Jc[:, clm.idx_v_u], Jc[:, clm.idx_v_a]
+            g_u = None if velocity_terms else g[clm.idx_v_u]
+            if not velocity_terms:
+                g_pa = g[clm.idx_v_a]
+            if clm.n_u:
+                rhs = self._rhs
+                rhs[:, 0] = 0.0 if g_u is None else g_u
+                rhs[:, 1:] = Jc_u.T
+                Y = kin.solve(rhs, transpose=True)
+                if Y is None:
+                    raise EstimationError("J_lu is singular: the configuration is at a kinematic singularity")
+                JlaT = J_la.T
+                if g_u is not None:
+                    g_pa = g_pa - JlaT @ Y[:, 0]
+                J_cm_T = Jc_a.T - JlaT @ Y[:, 1:]
+            else:
+                J_cm_T = Jc_a.T
+            self.J_cm_T[:] = J_cm_T
+            self.g_pa[:] = g_pa
         if self.base_rows:
             self.J_cb_T[:] = Jc[:, :6].T
             self.g_base[:] = g[:6]

@@ -172,6 +172,32 @@ def _solve(LU, piv, rows, cols, sizes, B, X, transpose):
 
 
 @_jit
+def _project_through(LU, piv, rows, cols, sizes, G, g, idx_u, idx_a, J_la, rhs, Y, GT_a, g_a):
+    """``GT_a = G_a^T - J_la^T A^{-T} G_u^T`` and ``g_a = g[idx_a] - J_la^T A^{-T} g[idx_u]`` (see
+    :meth:`BlockLU.project_through`); ``rhs``, ``Y``: (n, 1 + r) work arrays."""
+    n, r = idx_u.shape[0], G.shape[0]
+    for i in range(n):
+        rhs[i, 0] = g[idx_u[i]]
+        for k in range(r):
+            rhs[i, 1 + k] = G[k, idx_u[i]]
+    _solve(LU, piv, rows, cols, sizes, rhs, Y, True)
+    for j in range(idx_a.shape[0]):
+        s = g[idx_a[j]]
+        for i in range(n):
+            c = J_la[i, j]
+            if c != 0.0:  # an actuator drives one sub-mechanism: most of J_la is zero
+                s -= c * Y[i, 0]
+        g_a[j] = s
+        for k in range(r):
+            s = G[k, idx_a[j]]
+            for i in range(n):
+                c = J_la[i, j]
+                if c != 0.0:
+                    s -= c * Y[i, 1 + k]
+            GT_a[j, k] = s
+
+
+@_jit
 def _pivot_ratios(LU, sizes, out):
     """Per block, ``min |u_kk| / max |u_kk|`` of the factor ``U`` (0 for a zero block)."""
     for b in range(sizes.shape[0]):
@@ -206,6 +232,7 @@ class BlockLU:
         self.piv = np.zeros((len(blocks), M), dtype=np.int64)
         self._ratios = np.zeros(len(blocks))
         self._cols_in: tuple | None = None  # (idx_u, idx_u[cols]) of factor_and_map
+        self._work: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # project_through buffers
         # compile (or load) the kernels now rather than in the first control tick
         warm = np.zeros((n, n))
         for r, c in blocks:
@@ -213,6 +240,10 @@ class BlockLU:
         if self.factor(warm):
             self.solve(np.ones((n, 1)))
             self.pivot_ratios()
+            # J_la is a column slice of the closure Jacobian in its users (non-contiguous layout)
+            idx = np.arange(n, dtype=np.int64)
+            self.project_through(np.ones((1, n)), np.ones(n), idx, idx[:1], np.ones((n, 2))[:, 1:], np.zeros((1, 1)),
+                                 np.zeros(1))
         self.ok = False
 
     def factor(self, A: np.ndarray) -> bool:
@@ -241,6 +272,24 @@ class BlockLU:
         self.ok = bool(_factor_and_map(J, self.rows, self.cols, self._cols_in[1], self.sizes, self.LU, self.piv,
                                        idx_u, idx_a, n_b, T, J_m))
         return J_m if self.ok else None
+
+    def project_through(self, G: np.ndarray, g: np.ndarray, idx_u: np.ndarray, idx_a: np.ndarray,
+                        J_la: np.ndarray, GT_a: np.ndarray, g_a: np.ndarray) -> None:
+        """Rows ``G`` (r, nv) and a generalised force ``g`` (nv,) through the closures, with the
+        factors of the last :meth:`factor` of ``A = J_lu`` (after a successful one):
+        ``GT_a = (G_a + G_u J_m)^T`` (n_a, r) and ``g_a = g[idx_a] + J_m^T g[idx_u]`` (n_a,) with
+        ``J_m = -J_lu^{-1} J_la`` (eq. (7)), in one compiled pass that never forms ``J_m``: one
+        transposed block solve for ``[g_u, G_u^T]`` and products over the nonzeros of ``J_la``
+        (n, n_a). ``idx_u``/``idx_a``: the velocity indices of ``A``'s columns and of the actuators.
+        """
+        if not self.ok:
+            raise RuntimeError("BlockLU.project_through: no valid factorisation")
+        shape = (self.n, 1 + G.shape[0])
+        work = self._work.get(shape)
+        if work is None:
+            work = self._work[shape] = (np.empty(shape), np.empty(shape))
+        _project_through(self.LU, self.piv, self.rows, self.cols, self.sizes, G, g, idx_u, idx_a, J_la,
+                         work[0], work[1], GT_a, g_a)
 
     def pivot_ratios(self) -> np.ndarray:
         """Per block, ``min |u_kk| / max |u_kk|`` of the last factorisation (a view, overwritten by the

@@ -523,6 +523,32 @@ def frame_terms(J, P, mask, V, A, Jf, twist, drift):
 
 
 @_jit
+def local_frame_jacobians(J, R, P, mask, out):
+    """Frame Jacobians in the frames' own axes (pinocchio's ``LOCAL``) from the joint Jacobians.
+
+    ``J`` (6, nv): ``data.J`` after ``computeJointJacobians`` (world, at the origin, linear first);
+    ``R`` (U, 3, 3), ``P`` (U, 3): frame placements; ``mask`` (U, nv): support of each frame.
+    Fills ``out`` (6 U, nv), rows ``6 i .. 6 i + 5``: ``R_i^T [J_lin - [p_i]x J_ang; J_ang]``.
+    """
+    U, nv = P.shape[0], J.shape[1]
+    for i in range(U):
+        px, py, pz = P[i, 0], P[i, 1], P[i, 2]
+        r = 6 * i
+        for c in range(nv):
+            if mask[i, c] == 0.0:
+                for k in range(6):
+                    out[r + k, c] = 0.0
+                continue
+            wx, wy, wz = J[3, c], J[4, c], J[5, c]
+            vx = J[0, c] - (py * wz - pz * wy)
+            vy = J[1, c] - (pz * wx - px * wz)
+            vz = J[2, c] - (px * wy - py * wx)
+            for k in range(3):
+                out[r + k, c] = R[i, 0, k] * vx + R[i, 1, k] * vy + R[i, 2, k] * vz
+                out[r + 3 + k, c] = R[i, 0, k] * wx + R[i, 1, k] * wy + R[i, 2, k] * wz
+
+
+@_jit
 def _integrate_passive(q, dv_u, pj_iq, pj_iu, pj_kind, out):
     """``out = q (+) dv`` for the passive joints (``dv_u`` in ``idx_v_u`` order), as ``pin.integrate``:
     1-DOF and universal joints add, spherical joints right-multiply ``exp(omega)``."""

@@ -104,3 +104,28 @@ def test_factor_and_map_gives_the_mapping_jacobian_from_the_closure_jacobian() -
     nan[i, clm.idx_v_u[j]] = np.nan
     assert lu.factor_and_map(nan, clm.idx_v_u, clm.idx_v_a, T, 6) is None
     np.testing.assert_array_equal(T, before)
+
+
+def test_project_through_equals_the_dense_mapping_jacobian() -> None:
+    """``project_through``: ``(G_a + G_u J_m)^T`` and ``g_a + J_m^T g_u`` with ``J_m = -J_lu^{-1} J_la``."""
+    from kangaroo_wbc.model.block_lu import BlockLU, block_structure
+    from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
+
+    clm = load_kangaroo(floating_base=True)
+    rng = np.random.default_rng(11)
+    q = pin.integrate(clm.model, clm.q_ref, 0.05 * rng.standard_normal(clm.model.nv))
+    J_l = clm.error_and_jacobian(q)[1]
+    J_lu, J_la = J_l[:, clm.idx_v_u], J_l[:, clm.idx_v_a]
+    lu = BlockLU(block_structure(np.abs(J_lu) > 0), J_lu.shape[0])
+    assert lu.factor(J_lu)
+    J_m = -np.linalg.solve(J_lu, J_la)
+    G, g = rng.standard_normal((12, clm.model.nv)), rng.standard_normal(clm.model.nv)
+    idx_u, idx_a = (np.asarray(i, dtype=np.int64) for i in (clm.idx_v_u, clm.idx_v_a))
+    GT_a, g_a = np.full((clm.n_a, 12), np.nan), np.full(clm.n_a, np.nan)
+    both = np.hstack([J_lu, J_la])  # J_la as its users pass it: a column slice
+    lu.project_through(G, g, idx_u, idx_a, both[:, J_lu.shape[1]:], GT_a, g_a)
+    np.testing.assert_allclose(GT_a, (G[:, clm.idx_v_a] + G[:, clm.idx_v_u] @ J_m).T, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(g_a, g[clm.idx_v_a] + J_m.T @ g[clm.idx_v_u], rtol=0, atol=1e-9)
+    assert not lu.factor(np.zeros_like(J_lu))
+    with pytest.raises(RuntimeError, match="no valid factorisation"):
+        lu.project_through(G, g, idx_u, idx_a, J_la, GT_a, g_a)
