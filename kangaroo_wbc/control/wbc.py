@@ -54,6 +54,7 @@ from kangaroo_wbc.control.tasks import (
 )
 from kangaroo_wbc.errors import FrameNotFound, InputError, NoSolutionFound, suggest
 from kangaroo_wbc.model import ClosedLoopModel
+from kangaroo_wbc.model.fast_kinematics import _jit
 
 
 @dataclass
@@ -221,6 +222,10 @@ class WholeBodyController:
         self._eq_rows = self._row_slices(self.equalities)
         self._in_rows = self._row_slices(self.inequalities)
         self._W = {c.name: np.zeros((6, 3 * c.n_points)) for c in contacts}
+        rows = sum(t.dim for t in self.tasks)
+        self._task_J, self._task_r, self._task_w = np.zeros((rows, L.n_nu)), np.zeros(rows), np.zeros(rows)
+        _task_normal_equations(self._task_J, self._task_r, self._task_w, rows, self._H0, self._H0.copy(),
+                               np.zeros(n))  # compile (or load) now, not in a tick
         self._initialised = False
         self._active: tuple[str, ...] = tuple(names)
         self.solver = OsqpSolver(s.osqp, structure=self._structure(q_nominal))
@@ -290,29 +295,38 @@ class WholeBodyController:
 
     def _fill(self, terms: Mapping[str, ContactTerms], all_tasks: bool = False) -> None:
         p, pm = self.problem, self.pm
-        p.H[:] = self._H0
-        p.c[:] = 0.0
         for name, task in self.foot_tasks.items():
             task.enabled = all_tasks or not terms[name].active
-        # All active tasks stacked: one J^T W J product instead of one per task.
-        Js, rs, ws = [], [], []
+        # All active tasks stacked in one buffer: H = H0 + J^T W J and c = -J^T W r (nu block) in
+        # one compiled pass (symmetric, over the stacked rows)
+        Jb, rb, wb = self._task_J, self._task_r, self._task_w
+        k = 0
         for task in self.tasks:
             if task.enabled:
                 J, r = task.jacobian_and_target(pm)
-                Js.append(J)
-                rs.append(r)
-                ws.append(task.weight)
-        J, r, w = np.concatenate(Js), np.concatenate(rs), np.concatenate(ws)
-        WJ = J * w[:, None]
-        n = self.layout.n_nu
-        p.H[:n, :n] += J.T @ WJ
-        p.c[:n] -= WJ.T @ r
+                d = r.shape[0]
+                if k + d > rb.shape[0]:  # tasks added after construction
+                    Jb, rb, wb = self._grow_task_buffers(k + d)
+                Jb[k:k + d] = J
+                rb[k:k + d] = r
+                wb[k:k + d] = task.weight
+                k += d
+        _task_normal_equations(Jb, rb, wb, k, self._H0, p.H, p.c)
         for con, rows in zip(self.equalities, self._eq_rows):
             con.fill(p.A[rows], p.b[rows], p.b[rows], pm, terms)
         for con, rows in zip(self.inequalities, self._in_rows):
             con.fill(p.G[rows], p.h_lower[rows], p.h[rows], pm, terms)
         for con in self.boxes:
             con.fill(None, p.lb, p.ub, pm, terms)
+
+    def _grow_task_buffers(self, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Stacked-task buffers with room for ``rows`` rows (contents kept)."""
+        old = (self._task_J, self._task_r, self._task_w)
+        self._task_J = np.zeros((rows, self.layout.n_nu))
+        self._task_r, self._task_w = np.zeros(rows), np.zeros(rows)
+        for new, prev in zip((self._task_J, self._task_r, self._task_w), old):
+            new[:prev.shape[0]] = prev
+        return self._task_J, self._task_r, self._task_w
 
     def _nu(self, v: np.ndarray) -> np.ndarray:
         clm = self.clm
@@ -405,6 +419,29 @@ class WholeBodyController:
             raise NoSolutionFound("non-finite actuator forces from the QP solution", problem=self.problem, result=sol)
         return WbcOutput(tau_a=tau, nu_dot=nu_dot, forces=forces, wrenches=wrenches, lam=lam, qp=sol,
                          timing={}, active_contacts=active)
+
+
+@_jit
+def _task_normal_equations(J, r, w, m, H0, H, c):
+    """``H = H0``, ``c = 0``, then on the first ``n = J.shape[1]`` rows/columns ``H += J^T W J`` and
+    ``c = -J^T W r`` over the first ``m`` stacked task rows (``W = diag(w)``; ``H0`` symmetric)."""
+    N, n = H.shape[0], J.shape[1]
+    for i in range(N):
+        c[i] = 0.0
+        for j in range(N):
+            H[i, j] = H0[i, j]
+    for i in range(n):
+        s = 0.0
+        for k in range(m):
+            s += w[k] * J[k, i] * r[k]
+        c[i] = -s
+        for j in range(i, n):
+            s = 0.0
+            for k in range(m):
+                s += w[k] * J[k, i] * J[k, j]
+            H[i, j] += s
+            if j != i:
+                H[j, i] += s
 
 
 __all__ = ["WholeBodyController", "WbcSettings", "WbcReferences", "WbcOutput", "FrameReference", "ActuatorLimits"]

@@ -175,3 +175,29 @@ def test_update_model_ahead_of_the_step_is_reused_and_stale_updates_are_not(digi
     with pytest.raises(InputError):
         b.update_model(bad, v2)
     assert b.pm.is_current(q2)  # rejected before anything changed
+
+
+def test_task_rows_enter_the_hessian_as_j_transpose_w_j(digit_fb):
+    """H = H0 + J^T W J and c = -J^T W r over the stacked active tasks (compiled accumulation),
+    also with a task added after construction (the stacked-row buffers grow)."""
+    from kangaroo_wbc.control.tasks import PostureTask
+
+    clm = digit_fb
+    wbc = _wbc(clm)
+    q, _, v = random_state(clm, 3, speed=0.2)
+    extra = PostureTask(clm.n_b, clm.n_a, clm.idx_q_a, weight=0.5, kp=10.0, kd=3.0, name="extra_posture")
+    extra.set_reference(q[clm.idx_q_a] + 0.01)
+    for add in (False, True):
+        if add:
+            wbc.tasks.append(extra)
+        wbc.step(q, v, active_contacts=("right",))
+        n = wbc.layout.n_nu
+        rows = [(t.jacobian_and_target(wbc.pm), t.weight) for t in wbc.tasks if t.enabled]
+        assert (extra.enabled if add else True) and len(rows) == 5 + add  # com, base, posture, momentum, swing foot
+        H = sum(J.T @ (w[:, None] * J) for (J, _), w in rows)
+        c = -sum(J.T @ (w * r) for (J, r), w in rows)
+        p = wbc.problem
+        np.testing.assert_allclose(p.H[:n, :n] - wbc._H0[:n, :n], H, rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(p.c[:n], c, rtol=1e-12, atol=1e-9)
+        np.testing.assert_array_equal(p.H[n:, :], wbc._H0[n:, :])
+        np.testing.assert_array_equal(p.c[n:], 0.0)
