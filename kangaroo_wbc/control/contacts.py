@@ -35,6 +35,7 @@ import numpy as np
 import pinocchio as pin
 
 from kangaroo_wbc.errors import FrameNotFound, InputError, suggest
+from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA, _jit
 
 
 @dataclass
@@ -153,11 +154,30 @@ def wrench_map(
     """
     P = corners.shape[0]
     W = np.zeros((6, 3 * P)) if out is None else out
+    if HAVE_NUMBA:
+        _wrench_map_into(np.ascontiguousarray(R_sole, dtype=float), corners, W)
+        return W
     r = corners @ R_sole.T  # (P, 3) world-axes offsets R r_i
     W[:3] = _identity_blocks(P)
     # rows 3..5: W[3 + j, 3 i + k] = [r_i]_x[j, k]
     W[3:].reshape(3, P, 3)[:] = (r @ _SKEW_OF.T).reshape(P, 3, 3).transpose(1, 0, 2)
     return W
+
+
+@_jit
+def _wrench_map_into(R, corners, W):
+    """:func:`wrench_map` compiled (a few dozen numbers: below the numpy calls' overhead)."""
+    for i in range(corners.shape[0]):
+        rx = R[0, 0] * corners[i, 0] + R[0, 1] * corners[i, 1] + R[0, 2] * corners[i, 2]
+        ry = R[1, 0] * corners[i, 0] + R[1, 1] * corners[i, 1] + R[1, 2] * corners[i, 2]
+        rz = R[2, 0] * corners[i, 0] + R[2, 1] * corners[i, 1] + R[2, 2] * corners[i, 2]
+        c = 3 * i
+        for j in range(3):
+            for k in range(3):
+                W[j, c + k] = 1.0 if j == k else 0.0
+        W[3, c], W[3, c + 1], W[3, c + 2] = 0.0, -rz, ry
+        W[4, c], W[4, c + 1], W[4, c + 2] = rz, 0.0, -rx
+        W[5, c], W[5, c + 1], W[5, c + 2] = -ry, rx, 0.0
 
 
 @functools.lru_cache(maxsize=8)

@@ -41,6 +41,7 @@ from kangaroo_wbc.control.constraints import (
     FrictionCones,
     StationaryContacts,
 )
+from kangaroo_wbc.control.constraints.fused import fill_default_constraints
 from kangaroo_wbc.control.contacts import ContactSpec, ContactTerms, DecisionLayout, wrench_map
 from kangaroo_wbc.control.projected_model import ProjectedModel
 from kangaroo_wbc.control.qp import OsqpSettings, OsqpSolver, QpProblem, QpSolution
@@ -54,7 +55,7 @@ from kangaroo_wbc.control.tasks import (
 )
 from kangaroo_wbc.errors import FrameNotFound, InputError, NoSolutionFound, suggest
 from kangaroo_wbc.model import ClosedLoopModel
-from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA, _jit
 
 
 @dataclass
@@ -221,7 +222,11 @@ class WholeBodyController:
                                  lb=np.full(n, -np.inf), ub=np.full(n, np.inf))
         self._eq_rows = self._row_slices(self.equalities)
         self._in_rows = self._row_slices(self.inequalities)
-        self._W = {c.name: np.zeros((6, 3 * c.n_points)) for c in contacts}
+        # corner-force maps of the contacts, one buffer (the fused constraint pass reads them all)
+        P = max(c.n_points for c in contacts) if contacts else 0
+        self._W_all = np.zeros((len(contacts), 6, 3 * P))
+        self._W = {c.name: self._W_all[i, :, :3 * c.n_points] for i, c in enumerate(contacts)}
+        self._fused = self._fused_setup()
         rows = sum(t.dim for t in self.tasks)
         self._task_J, self._task_r, self._task_w = np.zeros((rows, L.n_nu)), np.zeros(rows), np.zeros(rows)
         _task_normal_equations(self._task_J, self._task_r, self._task_w, rows, self._H0, self._H0.copy(),
@@ -312,12 +317,52 @@ class WholeBodyController:
                 wb[k:k + d] = task.weight
                 k += d
         _task_normal_equations(Jb, rb, wb, k, self._H0, p.H, p.c)
+        f = self._fused
+        if f is not None and f["lists"] == (tuple(self.equalities), tuple(self.inequalities), tuple(self.boxes)):
+            self._fill_fused(f, terms)
+            return
         for con, rows in zip(self.equalities, self._eq_rows):
             con.fill(p.A[rows], p.b[rows], p.b[rows], pm, terms)
         for con, rows in zip(self.inequalities, self._in_rows):
             con.fill(p.G[rows], p.h_lower[rows], p.h[rows], pm, terms)
         for con in self.boxes:
             con.fill(None, p.lb, p.ub, pm, terms)
+
+    def _fused_setup(self) -> dict | None:
+        """Static data of the fused constraint pass (:mod:`kangaroo_wbc.control.constraints.fused`),
+        or None where it does not apply (no numba, soles with different corner counts)."""
+        if not HAVE_NUMBA or not self.contacts or len({c.n_points for c in self.contacts}) != 1:
+            return None
+        L, pm = self.layout, self.pm
+        fidx = np.array([pm.frame_names.index(c.frame) for c in self.contacts], dtype=np.int64)
+        limits = [c for c in self.inequalities if isinstance(c, ActuatorForceLimits)]
+        cones = self.inequalities[0]
+        return {
+            "lists": (tuple(self.equalities), tuple(self.inequalities), tuple(self.boxes)),
+            "fidx": fidx, "ridx": 2 * pm.n_closures + fidx,
+            "col": np.array([L.force_slice(c.name).start for c in self.contacts], dtype=np.int64),
+            "npts": np.array([c.n_points for c in self.contacts], dtype=np.int64),
+            "cones": np.array([blk[5] for blk in cones._blocks]),
+            "active": np.zeros(len(self.contacts), dtype=np.bool_),
+            "fn": np.zeros((2, len(self.contacts))),
+            "limits": limits[0] if limits else None, "stationary": self.equalities[1], "stroke": self.boxes[1],
+            "work": (np.zeros(L.n_a), np.zeros(L.n_a)),
+        }
+
+    def _fill_fused(self, f: dict, terms: Mapping[str, ContactTerms]) -> None:
+        """The default constraints' rows in one compiled pass (same rows as their ``fill``, tested)."""
+        p, pm = self.problem, self.pm
+        active, fn = f["active"], f["fn"]
+        for i, c in enumerate(self.contacts):
+            active[i] = terms[c.name].active
+            fn[0, i], fn[1, i] = c.normal_force_min_n, c.normal_force_max_n
+        lim, st = f["limits"], f["stroke"]
+        fill_default_constraints(
+            pm.M_p, pm.h_p, self.layout.n_b, pm._Jf_T, pm._drift, pm._twist, f["fidx"], pm._R, f["ridx"],
+            self._W_all, f["col"], f["npts"], active, f["stationary"].velocity_gain, f["cones"], fn[0], fn[1],
+            lim is not None, lim.force_min if lim is not None else fn[0], lim.force_max if lim is not None else fn[1],
+            pm.q, st.idx_q_a, pm.nu, st.position_min, st.position_max, st.velocity_max, st.acceleration_max,
+            st.horizon_s, f["work"][0], f["work"][1], p.A, p.b, p.G, p.h_lower, p.h, p.lb, p.ub)
 
     def _grow_task_buffers(self, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Stacked-task buffers with room for ``rows`` rows (contents kept)."""
@@ -409,7 +454,7 @@ class WholeBodyController:
             # ADMM iterates meet bounds only to the solver tolerance: swing soles carry exactly zero force.
             f = x[L.force_slice(c.name)] if t.active else np.zeros(3 * c.n_points)
             wrench = t.W @ f
-            tau -= t.force_jacobian[a] @ f
+            tau -= t.J[:, a].T @ wrench  # (J^T W f)_a without forming J^T W
             forces[c.name] = f.reshape(-1, 3).copy()
             wrenches[c.name] = wrench
             if gen_force is not None:

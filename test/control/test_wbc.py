@@ -201,3 +201,28 @@ def test_task_rows_enter_the_hessian_as_j_transpose_w_j(digit_fb):
         np.testing.assert_allclose(p.c[:n], c, rtol=1e-12, atol=1e-9)
         np.testing.assert_array_equal(p.H[n:, :], wbc._H0[n:, :])
         np.testing.assert_array_equal(p.c[n:], 0.0)
+
+
+@pytest.mark.parametrize("options", [{}, {"contact_velocity_gain": 2.0, "enforce_force_limits": False}])
+def test_fused_constraint_pass_writes_the_rows_of_the_constraint_objects(digit_fb, options):
+    """The compiled pass over the default constraints == their own ``fill`` (generic loop), in double
+    and single support, with the normal-force bound changed at run time."""
+    clm = digit_fb
+    fused, generic = _wbc(clm, **options), _wbc(clm, **options)
+    assert fused._fused is not None
+    generic._fused = None
+    swing_rows = 0
+    for seed, active in ((0, ("right", "left")), (1, ("left",)), (2, ("right",)), (3, ("right", "left"))):
+        q, _, v = random_state(clm, seed, speed=0.3)
+        for wbc in (fused, generic):
+            wbc.contacts[0].normal_force_min_n = 5.0 * seed
+        a = fused.step(q, v, active_contacts=active)
+        b = generic.step(q, v, active_contacts=active)
+        for name in ("A", "b", "G", "h_lower", "h", "lb", "ub", "H", "c"):
+            np.testing.assert_allclose(getattr(fused.problem, name), getattr(generic.problem, name), rtol=1e-13,
+                                       atol=1e-12, err_msg=name)
+        # equal problems; the solutions agree to the solver's tolerance (rounding can steer OSQP's
+        # iterates and the active-set prediction apart by micro-newtons)
+        np.testing.assert_allclose(a.tau_a, b.tau_a, rtol=0, atol=1e-3)
+        swing_rows += bool(np.isinf(fused.problem.h).any() and (fused.problem.lb == 0.0).any())
+    assert swing_rows == 2  # the swing-sole rows were exercised
