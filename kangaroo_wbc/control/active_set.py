@@ -34,6 +34,8 @@ INFINITY = 1e30  # OSQP's infinity: bounds beyond it are absent
 
 #: Return codes of :func:`solve_active_set` other than the number of corrections used.
 NOT_OPTIMAL, SINGULAR = -1, -2
+#: Return code of :func:`solve_stacked`: a lower bound above its upper bound, or a NaN bound (nothing solved).
+BAD_BOUNDS = -3
 
 
 @_jit
@@ -258,6 +260,60 @@ def _kkt_schur(H, Cg, free, nf, act, k, rhs, delta, sol):
     return True
 
 
+@_jit
+def _clip_infinity(v):
+    """``v`` clipped to ``±INFINITY`` (NaN stays NaN)."""
+    if v < -INFINITY:
+        return -INFINITY
+    if v > INFINITY:
+        return INFINITY
+    return v
+
+
+@_jit
+def solve_stacked(H, c, A, b, G, h_lower, h, lb, ub, side_g, side_b, max_corrections, primal_tol, dual_tol, delta,
+                  Cg, l, u, sg, sb, x, y):
+    """The whole warm-started solve of a problem in the :class:`~kangaroo_wbc.control.qp.QpProblem`
+    layout, one call: the stacked bounds ``l = [b, h_lower, lb]``, ``u = [b, h, ub]`` (into ``l``,
+    ``u``; clipped to ``±INFINITY``), the stacked rows ``Cg = [A; G]``, then :func:`solve_active_set`
+    from copies ``sg``, ``sb`` of the predicted sides (the caller keeps them on success); ``y``
+    receives ``[y_g, y_b]``.
+
+    Returns ``(code, objective)``: ``code`` as :func:`solve_active_set`, or ``BAD_BOUNDS``
+    (nothing solved: a lower bound above its upper bound, or NaN); ``objective = ½xᵀHx + cᵀx``.
+    """
+    n, m_eq, m_in = H.shape[0], A.shape[0], G.shape[0]
+    m_g = m_eq + m_in
+    for i in range(m_eq):
+        l[i] = _clip_infinity(b[i])
+        u[i] = l[i]
+        for j in range(n):
+            Cg[i, j] = A[i, j]
+    for i in range(m_in):
+        l[m_eq + i] = _clip_infinity(h_lower[i])
+        u[m_eq + i] = _clip_infinity(h[i])
+        for j in range(n):
+            Cg[m_eq + i, j] = G[i, j]
+    for j in range(n):
+        l[m_g + j] = _clip_infinity(lb[j])
+        u[m_g + j] = _clip_infinity(ub[j])
+    for i in range(m_g + n):
+        if not l[i] <= u[i]:  # crossed, or NaN
+            return BAD_BOUNDS, 0.0
+    sg[:] = side_g
+    sb[:] = side_b
+    code = solve_active_set(H, c, Cg, l[:m_g], u[:m_g], l[m_g:], u[m_g:], sg, sb, max_corrections, primal_tol,
+                            dual_tol, delta, x, y[:m_g], y[m_g:])
+    obj = 0.0
+    if code >= 0:
+        for i in range(n):
+            hx = 0.0
+            for j in range(n):
+                hx += H[i, j] * x[j]
+            obj += x[i] * (0.5 * hx + c[i])
+    return code, obj
+
+
 _WARM = False
 
 
@@ -272,6 +328,10 @@ def warm_up() -> None:
     x, y_g, y_b = np.zeros(2), np.zeros(1), np.zeros(2)
     solve_active_set(H, c, Cg, np.array([0.0]), np.array([0.0]), np.full(2, -INFINITY), np.full(2, INFINITY),
                      np.zeros(1, dtype=np.int8), np.full(2, 2, dtype=np.int8), 1, 1e-7, 1e-7, 1e-10, x, y_g, y_b)
+    s8 = (np.zeros(1, dtype=np.int8), np.full(2, 2, dtype=np.int8))
+    solve_stacked(H, c, np.zeros((0, 2)), np.zeros(0), Cg, np.array([0.0]), np.array([1.0]), np.full(2, -np.inf),
+                  np.full(2, np.inf), *s8, 1, 1e-7, 1e-7, 1e-10, np.zeros((1, 2)), np.zeros(3), np.zeros(3),
+                  s8[0].copy(), s8[1].copy(), x, np.zeros(3))
 
 
-__all__ = ["solve_active_set", "warm_up", "NOT_OPTIMAL", "SINGULAR"]
+__all__ = ["solve_active_set", "solve_stacked", "warm_up", "NOT_OPTIMAL", "SINGULAR", "BAD_BOUNDS"]

@@ -37,12 +37,13 @@ import numpy as np
 import osqp
 import scipy.sparse as sp
 
-from kangaroo_wbc.control.active_set import solve_active_set
+from kangaroo_wbc.control.active_set import solve_active_set, solve_stacked
 from kangaroo_wbc.control.active_set import warm_up as _warm_up_active_set
 from kangaroo_wbc.errors import InputError, NoSolutionFound
 
 #: OSQP's infinity: bounds beyond it are treated as absent.
 OSQP_INFTY = 1e30
+_SOLVED = int(osqp.SolverStatus.OSQP_SOLVED)
 
 #: ``delta`` of the active-set KKT matrix ``[[H, C^T], [C, -delta I]]`` (see :class:`OsqpSettings`).
 _KKT_DUAL_REGULARISATION = 1e-10
@@ -330,6 +331,7 @@ class OsqpSolver:
         self._active_shape: tuple | None = None
         self._last_xy: tuple[np.ndarray, np.ndarray] | None = None
         self._osqp_stale = False  # OSQP's data lag behind (ticks solved by the active set)
+        self._stacked: dict[tuple, tuple[np.ndarray, ...]] = {}  # work buffers of the one-call active-set path
         self.n_active_set = 0
 
     # ------------------------------------------------------------------ pattern
@@ -460,6 +462,12 @@ class OsqpSolver:
             problem.validate()
         t0 = time.perf_counter()
         setup_time = 0.0
+        stacked = (self.settings.active_set_prediction and self._active is not None and problem.lb is not None
+                   and problem.ub is not None and self._active_shape == self._shape_of(problem))
+        if stacked:
+            fast = self._stacked_solve(problem, t0)
+            if fast is not None:
+                return fast
         l, u = self._bounds(problem)
         if (l > u).any():
             rows = np.flatnonzero(l > u)
@@ -470,7 +478,8 @@ class OsqpSolver:
                 problem=problem,
             )
         if (
-            self.settings.active_set_prediction
+            not stacked
+            and self.settings.active_set_prediction
             and self._active is not None
             and self._active_shape == self._shape_of(problem)
         ):
@@ -597,6 +606,38 @@ class OsqpSolver:
         box = side[m_g:] if problem.has_box else np.full(problem.n, 2, dtype=np.int8)
         self._active = (side[:m_g].copy(), box.copy())
         self._active_shape = self._shape_of(problem)
+
+    def _stacked_solve(self, problem: QpProblem, t0: float) -> QpSolution | None:
+        """The predicted active set's solve in one compiled call (bounds, stacked rows, KKT solve,
+        objective: :func:`~kangaroo_wbc.control.active_set.solve_stacked`); ``None`` when it is not
+        the optimum or a bound is crossed or NaN (the general path then decides)."""
+        shape = self._shape_of(problem)
+        work = self._stacked.get(shape)
+        if work is None:
+            n, m_g = problem.n, problem.n_eq + problem.n_in
+            work = self._stacked[shape] = (np.empty((m_g, n)), np.empty(m_g + n), np.empty(m_g + n),
+                                           np.empty(m_g, dtype=np.int8), np.empty(n, dtype=np.int8))
+        Cg, l, u, sg, sb = work
+        st = self.settings
+        side_g, side_b = self._active
+        x, y = np.empty(problem.n), np.empty(l.shape[0])
+        it, objective = solve_stacked(
+            problem.H, problem.c, problem.A, problem.b, problem.G, problem.h_lower, problem.h, problem.lb, problem.ub,
+            side_g, side_b, st.active_set_iterations, st.active_set_primal_tol, st.active_set_dual_tol,
+            _KKT_DUAL_REGULARISATION, Cg, l, u, sg, sb, x, y)
+        if it < 0:
+            return None
+        side_g[:] = sg
+        side_b[:] = sb
+        self.n_solves += 1
+        self.n_active_set += 1
+        self._osqp_stale = True
+        self._last_xy = (x, y)
+        m_eq, m_in = problem.n_eq, problem.n_in
+        return QpSolution(x=x, y_eq=y[:m_eq], y_in=y[m_eq:m_eq + m_in], y_box=y[m_eq + m_in:], status="solved",
+                          status_val=_SOLVED, iterations=int(it), setup_time_s=0.0,
+                          solve_time_s=time.perf_counter() - t0, osqp_solve_time_s=0.0, objective=objective,
+                          warm_started=True, problem=problem, method="active-set")
 
     def _active_set_solve(
         self, problem: QpProblem, l: np.ndarray, u: np.ndarray

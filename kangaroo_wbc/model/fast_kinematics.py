@@ -419,6 +419,8 @@ def _velocity_bias(v, parent, jtype, axis, axis2, idx_v, jnv, oRpre, oR, op, f_j
             fA[f, c] = Aj[jid, c]
     pd = np.empty((2, 3))
     pdd = np.empty((2, 3))
+    w = np.empty(3)
+    wd = np.empty(3)
     for k in range(slot_a.shape[0]):
         for side in range(2):
             f = slot_a[k] if side == 0 else slot_u[k]
@@ -457,8 +459,6 @@ def _velocity_bias(v, parent, jtype, axis, axis2, idx_v, jnv, oRpre, oR, op, f_j
             r0, r1, r2 = wu0 - wa0, wu1 - wa1, wu2 - wa2
             s0, s1, s2 = au0 - aa0 + c0, au1 - aa1 + c1, au2 - aa2 + c2
             # w = R_u^T r, wd = R_u^T s
-            w = np.empty(3)
-            wd = np.empty(3)
             for i in range(3):
                 w[i] = fR[u, 0, i] * r0 + fR[u, 1, i] * r1 + fR[u, 2, i] * r2
                 wd[i] = fR[u, 0, i] * s0 + fR[u, 1, i] * s1 + fR[u, 2, i] * s2

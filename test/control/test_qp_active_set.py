@@ -133,3 +133,66 @@ def test_schur_kkt_solve_matches_the_full_kkt_matrix_and_defers_on_a_singular_he
                           1e-9, delta, x, y_g, y_b)
     assert it >= 0
     np.testing.assert_allclose(x, [1.0, 2.0, 0.0], atol=1e-8)
+
+
+def test_one_call_path_equals_the_two_step_active_set_solve():
+    """``solve_stacked`` (bounds, stacked rows, KKT solve, objective in one compiled call) gives the
+    two-step path's solution, sides and objective; crossed or NaN bounds solve nothing."""
+    from kangaroo_wbc.control.active_set import BAD_BOUNDS, solve_stacked
+
+    problems = _drifting_problems(60, seed=3)
+    solver = OsqpSolver()
+    solver.solve(problems[0])  # OSQP: the first prediction
+    for p in problems[1:]:
+        l, u = solver._bounds(p)
+        side_g, side_b = solver._active[0].copy(), solver._active[1].copy()
+        ref = solver._active_set_solve(p, l, u)
+        stacked_sides = (solver._active[0].copy(), solver._active[1].copy())
+        solver._active = (side_g, side_b)
+        n, m_g = p.n, p.n_eq + p.n_in
+        work = (np.empty((m_g, n)), np.empty(m_g + n), np.empty(m_g + n), np.empty(m_g, dtype=np.int8),
+                np.empty(n, dtype=np.int8))
+        x, y = np.empty(n), np.empty(m_g + n)
+        st = solver.settings
+        code, objective = solve_stacked(p.H, p.c, p.A, p.b, p.G, p.h_lower, p.h, p.lb, p.ub, side_g, side_b,
+                                        st.active_set_iterations, st.active_set_primal_tol, st.active_set_dual_tol,
+                                        1e-10, *work, x, y)
+        np.testing.assert_array_equal(work[1], l)
+        np.testing.assert_array_equal(work[2], u)
+        if ref is None:
+            assert code < 0
+            solver.solve(p)  # OSQP takes the tick, as in the solver
+            continue
+        assert code == ref[2]
+        np.testing.assert_allclose(x, ref[0], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(y, ref[1], rtol=0, atol=1e-9)
+        assert objective == pytest.approx(0.5 * ref[0] @ p.H @ ref[0] + p.c @ ref[0], rel=1e-12, abs=1e-12)
+        np.testing.assert_array_equal(work[3], stacked_sides[0])
+        np.testing.assert_array_equal(work[4], stacked_sides[1])
+        solver._active = stacked_sides
+    p = problems[-1]
+    st = solver.settings
+    sides = (solver._active[0].copy(), solver._active[1].copy())
+    for field, value in (("ub", -1.0), ("h_lower", np.nan), ("b", np.nan)):
+        bad = QpProblem(**{k: getattr(p, k).copy() for k in ("H", "c", "A", "b", "G", "h", "h_lower", "lb", "ub")})
+        getattr(bad, field)[1] = value  # ub below lb = -0.4, NaN lower bound, NaN equality
+        n, m_g = bad.n, bad.n_eq + bad.n_in
+        code, _ = solve_stacked(bad.H, bad.c, bad.A, bad.b, bad.G, bad.h_lower, bad.h, bad.lb, bad.ub,
+                                sides[0].copy(), sides[1].copy(), st.active_set_iterations,
+                                st.active_set_primal_tol, st.active_set_dual_tol, 1e-10, np.empty((m_g, n)),
+                                np.empty(m_g + n), np.empty(m_g + n), np.empty(m_g, dtype=np.int8),
+                                np.empty(n, dtype=np.int8), np.empty(n), np.empty(m_g + n))
+        assert code == BAD_BOUNDS, field
+        # through the solver, predicted set in place: the one-call path never answers with the bad
+        # bound clipped away (crossed: raises; NaN: the general path decides, a finite x or a raise)
+        solver._active, solver._active_shape = (sides[0].copy(), sides[1].copy()), solver._shape_of(bad)
+        n_fast = solver.n_active_set
+        if field == "ub":
+            with pytest.raises(NoSolutionFound, match="lower bound above upper bound"):
+                solver.solve(bad, validate=False)
+        else:
+            try:
+                assert np.isfinite(solver.solve(bad, validate=False).x).all()
+            except NoSolutionFound:
+                pass
+        assert solver.n_active_set == n_fast
