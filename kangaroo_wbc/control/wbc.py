@@ -231,6 +231,11 @@ class WholeBodyController:
         self._task_J, self._task_r, self._task_w = np.zeros((rows, L.n_nu)), np.zeros(rows), np.zeros(rows)
         _task_normal_equations(self._task_J, self._task_r, self._task_w, rows, self._H0, self._H0.copy(),
                                np.zeros(n))  # compile (or load) now, not in a tick
+        if self._fused is not None:
+            f, C, P, U = self._fused, len(self.contacts), self._W_all.shape[2] // 3, len(self.pm.frame_names)
+            _actuator_forces(np.zeros(n), L.n_b, L.n_nu, np.zeros((L.n_nu, L.n_nu)), np.zeros(L.n_nu),
+                             np.zeros((U, 6, L.n_nu)), f["fidx"], self._W_all, f["col"], f["npts"], f["active"],
+                             np.empty(L.n_a), np.empty((C, 6)), np.empty((C, P, 3)))
         self._initialised = False
         self._active: tuple[str, ...] = tuple(names)
         self.solver = OsqpSolver(s.osqp, structure=self._structure(q_nominal))
@@ -442,9 +447,23 @@ class WholeBodyController:
         return out
 
     def _output(self, sol: QpSolution, terms: Mapping[str, ContactTerms], active: tuple[str, ...]) -> WbcOutput:
-        L, pm = self.layout, self.pm
+        L, pm, f = self.layout, self.pm, self._fused
         x = sol.x
         nu_dot = x[L.nu].copy()
+        if f is not None and not self.settings.compute_lambda:
+            # one compiled pass (same numbers as the loop below, tested)
+            C, P, act = len(self.contacts), self._W_all.shape[2] // 3, f["active"]
+            for i, c in enumerate(self.contacts):
+                act[i] = terms[c.name].active
+            tau, wrench_all, force_all = np.empty(L.n_a), np.empty((C, 6)), np.empty((C, P, 3))
+            if not _actuator_forces(x, L.n_b, L.n_nu, pm.M_p, pm.h_p, pm._Jf_T, f["fidx"], self._W_all, f["col"],
+                                    f["npts"], act, tau, wrench_all, force_all):
+                raise NoSolutionFound("non-finite actuator forces from the QP solution", problem=self.problem,
+                                      result=sol)
+            names = L.contact_names
+            return WbcOutput(tau_a=tau, nu_dot=nu_dot, forces=dict(zip(names, force_all)),
+                             wrenches=dict(zip(names, wrench_all)), lam=None, qp=sol, timing={},
+                             active_contacts=active)
         a = L.actuated
         tau = pm.M_p[a] @ nu_dot + pm.h_p[a]
         forces, wrenches = {}, {}
@@ -464,6 +483,40 @@ class WholeBodyController:
             raise NoSolutionFound("non-finite actuator forces from the QP solution", problem=self.problem, result=sol)
         return WbcOutput(tau_a=tau, nu_dot=nu_dot, forces=forces, wrenches=wrenches, lam=lam, qp=sol,
                          timing={}, active_contacts=active)
+
+
+@_jit
+def _actuator_forces(x, n_b, n_nu, M_p, h_p, Jf_T, fidx, W_all, col, npts, active, tau, wrenches, forces):
+    """Actuator forces of a QP solution ``x``: ``tau = (M_p nu_dot + h_p - sum_c J_c^T W_c f_c)_a``,
+    with ``wrenches[c] = W_c f_c`` and ``forces[c] = f_c`` (P, 3) (zero for swing soles: ADMM iterates
+    meet bounds only to the solver tolerance). Returns False if a force is not finite."""
+    n_a = n_nu - n_b
+    for i in range(n_a):
+        r = n_b + i
+        s = h_p[r]
+        for j in range(n_nu):
+            s += M_p[r, j] * x[j]
+        tau[i] = s
+    for c in range(fidx.shape[0]):
+        k, c0 = 3 * npts[c], col[c]
+        for j in range(k):
+            forces[c, j // 3, j % 3] = x[c0 + j] if active[c] else 0.0
+        for r in range(6):
+            s = 0.0
+            if active[c]:
+                for j in range(k):
+                    s += W_all[c, r, j] * x[c0 + j]
+            wrenches[c, r] = s
+        J = Jf_T[fidx[c]]
+        for i in range(n_a):
+            s = 0.0
+            for r in range(6):
+                s += J[r, n_b + i] * wrenches[c, r]
+            tau[i] -= s
+    for i in range(n_a):
+        if not np.isfinite(tau[i]):
+            return False
+    return True
 
 
 @_jit

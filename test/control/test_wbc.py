@@ -226,3 +226,26 @@ def test_fused_constraint_pass_writes_the_rows_of_the_constraint_objects(digit_f
         np.testing.assert_allclose(a.tau_a, b.tau_a, rtol=0, atol=1e-3)
         swing_rows += bool(np.isinf(fused.problem.h).any() and (fused.problem.lb == 0.0).any())
     assert swing_rows == 2  # the swing-sole rows were exercised
+
+
+def test_compiled_output_pass_equals_the_per_contact_products(digit_fb):
+    """Actuator forces, sole wrenches and corner forces of one compiled pass == the numpy loop over
+    the contacts, in double and single support (swing sole: exactly zero)."""
+    wbc = WholeBodyController(digit_fb, digit_contacts(), WbcSettings(base_frame="torso"), digit_limits(digit_fb))
+    assert wbc._fused is not None and not wbc.settings.compute_lambda  # the compiled pass applies
+    for seed, active in ((0, ("right", "left")), (1, ("left",)), (2, ("right",))):
+        q, _, v = random_state(digit_fb, seed, speed=0.3)
+        out = wbc.step(q, v, active_contacts=active)
+        terms = wbc._contact_terms(active)
+        fused, wbc._fused = wbc._fused, None
+        ref = wbc._output(out.qp, terms, active)
+        wbc._fused = fused
+        again = wbc._output(out.qp, terms, active)
+        for o in (out, again):
+            np.testing.assert_allclose(o.tau_a, ref.tau_a, rtol=1e-12, atol=1e-9)
+            for name in wbc.layout.contact_names:
+                np.testing.assert_allclose(o.wrenches[name], ref.wrenches[name], rtol=1e-12, atol=1e-9)
+                np.testing.assert_array_equal(o.forces[name], ref.forces[name])
+        for name in set(wbc.layout.contact_names) - set(active):
+            assert not out.wrenches[name].any() and not out.forces[name].any()
+        assert np.abs(ref.tau_a).max() > 1.0  # nontrivial forces
