@@ -95,10 +95,10 @@ class ProjectedModel:
         self._gravity_wrench = np.concatenate([self.mass * m.gravity.linear, np.zeros(3)])
         if self._free_flyer:  # compile (or load) now, with pinocchio's own arrays (layouts are in the signature)
             n_nu = clm.n_b + clm.n_a
-            oMb = self.data.oMi[1]
-            _centroidal_kernel(0.0, 0.0, 0.0, self.mass, oMb.rotation, oMb.translation, np.zeros((m.nv, n_nu)),
+            _centroidal_kernel(0.0, 0.0, 0.0, self.mass, np.eye(3), np.zeros(3), np.zeros((m.nv, n_nu)),
                                np.zeros(m.nv), np.zeros(n_nu), self._gravity_wrench, np.empty(3),
-                               np.empty((6, n_nu)), np.empty(6), np.empty(6))
+                               np.empty((6, n_nu)), np.empty(6), np.empty(6), np.empty((3, n_nu)), np.empty(3),
+                               np.empty(3))
         names = [f.name for f in m.frames]
         self.frame_names = list(dict.fromkeys(frames))
         for name in self.frame_names:
@@ -212,7 +212,7 @@ class ProjectedModel:
         if q.shape != (m.nq,) or nu.shape != (self.n_nu,):
             raise InputError(f"q has shape {q.shape} (expected ({m.nq},)), nu has shape {nu.shape} "
                              f"(expected ({self.n_nu},))")
-        if not (np.isfinite(q).all() and np.isfinite(nu).all()):
+        if not _all_finite(q, nu):
             raise InputError("non-finite configuration or velocity")
         self._updated = False  # until every term below is evaluated
         self.q[:] = q
@@ -243,7 +243,12 @@ class ProjectedModel:
         self.M_p, self.h_p = M_p, h_p
         # 6. Centroidal quantities (eq. (33)).
         if self._free_flyer:
-            self._centroidal_from_base_rows(MT, h_Mk, data.oMi[1])
+            if self._kernel is not None:  # the root joint's placement, from the closure pass at this q
+                R_b, p_b = self._kernel.oR[1], self._kernel.op[1]
+            else:
+                oMb = data.oMi[1]
+                R_b, p_b = np.ascontiguousarray(oMb.rotation), np.ascontiguousarray(oMb.translation)
+            self._centroidal_from_base_rows(MT, h_Mk, R_b, p_b)
         else:
             Ag = pin.ccrba(m, data, q, v)
             self.h_G = np.concatenate([data.hg.linear, data.hg.angular])
@@ -251,17 +256,19 @@ class ProjectedModel:
             self.A_G = Ag @ T
             pin.computeCentroidalMomentumTimeVariation(m, data, q, v, self.k)
             self.A_G_drift = np.concatenate([data.dhg.linear, data.dhg.angular])
-        self.J_com = self.A_G[:3] / self.mass
-        self.com_velocity = self.h_G[:3] / self.mass
-        self.com_drift = self.A_G_drift[:3] / self.mass
+            self.J_com = self.A_G[:3] / self.mass
+            self.com_velocity = self.h_G[:3] / self.mass
+            self.com_drift = self.A_G_drift[:3] / self.mass
         # 7. User frames: projected Jacobians, drifts (Jdot v + J k), twists.
         self._Jf_T = Jf_T
         self._drift = drift + Jf_k
         self._twist = twist
         self._updated = True
 
-    def _centroidal_from_base_rows(self, MT: np.ndarray, h_Mk: np.ndarray, oMb: pin.SE3) -> None:
-        """``com``, ``A_G``, ``h_G``, ``A_G_drift`` from the free-flyer rows of the dynamics.
+    def _centroidal_from_base_rows(self, MT: np.ndarray, h_Mk: np.ndarray, R: np.ndarray, p: np.ndarray) -> None:
+        """``com``, ``A_G``, ``h_G``, ``A_G_drift`` (and ``J_com``, ``com_velocity``, ``com_drift``:
+        their linear rows over the mass) from the free-flyer rows of the dynamics; ``R``, ``p``: the
+        base placement (C-ordered).
 
         The base rows of ``M`` are the composite rigid-body inertia of the whole robot in the base
         frame, ``M_bb = [[m I, -m [c]x], [m [c]x, I_b]]`` (CoM ``c`` in the base frame), and map ``v``
@@ -279,8 +286,10 @@ class ProjectedModel:
         M = self.M
         n = MT.shape[1]
         self.com, self.A_G, self.h_G, self.A_G_drift = np.empty(3), np.empty((6, n)), np.empty(6), np.empty(6)
-        _centroidal_kernel(M[5, 1], M[3, 2], M[4, 0], self.mass, oMb.rotation, oMb.translation, MT, h_Mk, self.nu,
-                           self._gravity_wrench, self.com, self.A_G, self.h_G, self.A_G_drift)
+        self.J_com, self.com_velocity, self.com_drift = np.empty((3, n)), np.empty(3), np.empty(3)
+        _centroidal_kernel(M[5, 1], M[3, 2], M[4, 0], self.mass, R, p, MT, h_Mk, self.nu, self._gravity_wrench,
+                           self.com, self.A_G, self.h_G, self.A_G_drift, self.J_com, self.com_velocity,
+                           self.com_drift)
 
     def is_current(self, q: np.ndarray, nu: np.ndarray | None = None) -> bool:
         """True if the last :meth:`update` completed at exactly this ``q`` (and ``nu`` if given):
@@ -507,10 +516,12 @@ def _skew_batch(w: np.ndarray) -> np.ndarray:
 
 
 @_jit
-def _centroidal_kernel(mcx, mcy, mcz, mass, R, p, MT, h_Mk, nu, gravity_wrench, com, A_G, h_G, drift):
+def _centroidal_kernel(mcx, mcy, mcz, mass, R, p, MT, h_Mk, nu, gravity_wrench, com, A_G, h_G, drift, J_com,
+                       com_velocity, com_drift):
     """:meth:`ProjectedModel._centroidal_from_base_rows` (compiled): ``m c = (M[5,1], M[3,2], M[4,0])``,
     ``X = [[R, 0], [-R [c]x, R]]``, ``com = p + R c``, ``A_G = X (M T)_b``, ``h_G = A_G nu``,
-    ``drift = X (h + M k)_b + [m g; 0]``."""
+    ``drift = X (h + M k)_b + [m g; 0]``; ``J_com``, ``com_velocity``, ``com_drift``: the first
+    three rows of ``A_G``, ``h_G``, ``drift`` over ``mass``."""
     cx, cy, cz = mcx / mass, mcy / mass, mcz / mass
     X = np.zeros((6, 6))
     for i in range(3):
@@ -535,6 +546,23 @@ def _centroidal_kernel(mcx, mcy, mcz, mass, R, p, MT, h_Mk, nu, gravity_wrench, 
         for k in range(6):
             d += X[i, k] * h_Mk[k]
         drift[i] = d
+    for i in range(3):
+        for j in range(n):
+            J_com[i, j] = A_G[i, j] / mass
+        com_velocity[i] = h_G[i] / mass
+        com_drift[i] = drift[i] / mass
+
+
+@_jit
+def _all_finite(a, b):
+    """Every entry of the vectors ``a`` and ``b`` is finite."""
+    for i in range(a.shape[0]):
+        if not np.isfinite(a[i]):
+            return False
+    for i in range(b.shape[0]):
+        if not np.isfinite(b[i]):
+            return False
+    return True
 
 
 @_jit

@@ -717,19 +717,31 @@ class ClosureKernel:
         self.e_l = np.zeros(self.n_c)
         self.J_l = np.zeros((self.n_c, self.n_cols))
         self._J_dummy = np.zeros((0, 0))
+        F = len(frame_ids)
+        self._Vj, self._Aj = np.zeros((n, 6)), np.zeros((n, 6))
+        #: per frame: the body's world spatial velocity and ``Jdot v`` at the world origin (linear
+        #: first), from the last :meth:`velocity_bias`
+        self.frame_velocity, self.frame_bias_acceleration = np.zeros((F, 6)), np.zeros((F, 6))
+        self.bias_l = np.zeros(self.n_c)
+        #: :meth:`velocity_bias` handles every loop (position and universal-joint rows, no log3)
+        self.bias_supported = not bool(np.any(self.rot_type == ROT_LOG3))
+        # The kernels' fixed arguments, packed once (every array above is a buffer updated in place;
+        # unpacking a tuple is cheaper than two dozen attribute lookups per call).
+        self._tree = (self.parent, self.jtype, self.axis, self.axis2, self.R0, self.p0, self.idx_q, self.oRpre,
+                      self.oR, self.op, self.f_joint, self.f_R, self.f_p, self.R, self.p)
+        self._loops = (self.slot_a, self.slot_u, self.rot_type, self.uj_ijks, self.rowmap, self.col_joint,
+                       self.col_dof, self.col_sign, self.col_out)
+        self._bias_args = (self.parent, self.jtype, self.axis, self.axis2, self.idx_v, self.jnv, self.oRpre,
+                           self.oR, self.op, self.f_joint, self.R, self.p, self.slot_a, self.slot_u, self.rot_type,
+                           self.uj_ijks, self.rowmap, self._Vj, self._Aj, self.frame_velocity,
+                           self.frame_bias_acceleration, self.bias_l)
 
     def _run(self, q: np.ndarray, jacobian: bool) -> None:
-        _closure(q, self.parent, self.jtype, self.axis, self.axis2, self.R0, self.p0, self.idx_q, self.oRpre, self.oR,
-                 self.op,
-                 self.f_joint, self.f_R, self.f_p, self.R, self.p, self.slot_a, self.slot_u, self.rot_type,
-                 self.uj_ijks, self.rowmap, self.col_joint, self.col_dof, self.col_sign, self.col_out,
-                 jacobian, self.e_l, self.J_l if jacobian else self._J_dummy)
+        _closure(q, *self._tree, *self._loops, jacobian, self.e_l, self.J_l if jacobian else self._J_dummy)
 
     def placements(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """World rotations (F, 3, 3) and positions (F, 3) [m] of the frames at ``q``."""
-        _placements(q, self.parent, self.jtype, self.axis, self.axis2, self.R0, self.p0, self.idx_q, self.oRpre,
-                    self.oR, self.op,
-                    self.f_joint, self.f_R, self.f_p, self.R, self.p)
+        _placements(q, *self._tree)
         return self.R, self.p
 
     def error(self, q: np.ndarray) -> np.ndarray:
@@ -751,11 +763,6 @@ class ClosureKernel:
         if self.bias_supported:
             self.velocity_bias(q, np.zeros(model.nv))
 
-    @property
-    def bias_supported(self) -> bool:
-        """:meth:`velocity_bias` handles every loop (position and universal-joint rows, no log3)."""
-        return not np.any(self.rot_type == ROT_LOG3)
-
     def velocity_bias(self, q: np.ndarray, v: np.ndarray, placements_current: bool = False) -> np.ndarray:
         """Closure bias ``Jdot_l v`` [m/s², rad/s²] at ``(q, v)`` (kept rows); also fills
         :attr:`frame_velocity` and :attr:`frame_bias_acceleration` (F, 6): the frames' bodies'
@@ -770,14 +777,7 @@ class ClosureKernel:
             raise ValueError("velocity_bias: log3 rotation rows are not supported by the compiled path")
         if not placements_current:
             self.placements(q)
-        if not hasattr(self, "_Vj"):
-            n, F = self.parent.shape[0], self.f_joint.shape[0]
-            self._Vj, self._Aj = np.zeros((n, 6)), np.zeros((n, 6))
-            self.frame_velocity, self.frame_bias_acceleration = np.zeros((F, 6)), np.zeros((F, 6))
-            self.bias_l = np.zeros(self.n_c)
-        _velocity_bias(v, self.parent, self.jtype, self.axis, self.axis2, self.idx_v, self.jnv, self.oRpre, self.oR,
-                       self.op, self.f_joint, self.R, self.p, self.slot_a, self.slot_u, self.rot_type, self.uj_ijks,
-                       self.rowmap, self._Vj, self._Aj, self.frame_velocity, self.frame_bias_acceleration, self.bias_l)
+        _velocity_bias(v, *self._bias_args)
         return self.bias_l
 
     def set_passive_joints(self, model: pin.Model, idx_v_u: np.ndarray) -> bool:
@@ -822,9 +822,7 @@ class ClosureKernel:
         """
         status, it, norm = _chord_fk(
             q, J_inv, tol, max_iter, contraction, self.pj_iq, self.pj_iu, self.pj_kind, self._e_buf, self._q_buf,
-            self.parent, self.jtype, self.axis, self.axis2, self.R0, self.p0, self.idx_q, self.oRpre, self.oR,
-            self.op, self.f_joint, self.f_R, self.f_p, self.R, self.p, self.slot_a, self.slot_u, self.rot_type,
-            self.uj_ijks, self.rowmap, self.col_joint, self.col_dof, self.col_sign, self.col_out, self._J_dummy)
+            *self._tree, *self._loops, self._J_dummy)
         return int(status), int(it), float(norm)
 
 
