@@ -34,7 +34,7 @@ from scipy.linalg.lapack import dgetrf, dgetrs
 from kangaroo_wbc.errors import FrameNotFound, InputError, ModelError, suggest
 from kangaroo_wbc.model import ClosedLoopModel, ProjectedDynamics
 from kangaroo_wbc.model.closed_loop_model import universal_cut_indices
-from kangaroo_wbc.model.fast_kinematics import _jit, frame_terms
+from kangaroo_wbc.model.fast_kinematics import _jit, all_finite, frame_terms
 
 #: Joint types whose motion subspace is constant in the joint frame (zero joint bias ``c_J``).
 CONSTANT_SUBSPACE_JOINTS = frozenset(
@@ -212,7 +212,7 @@ class ProjectedModel:
         if q.shape != (m.nq,) or nu.shape != (self.n_nu,):
             raise InputError(f"q has shape {q.shape} (expected ({m.nq},)), nu has shape {nu.shape} "
                              f"(expected ({self.n_nu},))")
-        if not _all_finite(q, nu):
+        if not all_finite(q, nu):
             raise InputError("non-finite configuration or velocity")
         self._updated = False  # until every term below is evaluated
         self.q[:] = q
@@ -551,18 +551,6 @@ def _centroidal_kernel(mcx, mcy, mcz, mass, R, p, MT, h_Mk, nu, gravity_wrench, 
             J_com[i, j] = A_G[i, j] / mass
         com_velocity[i] = h_G[i] / mass
         com_drift[i] = drift[i] / mass
-
-
-@_jit
-def _all_finite(a, b):
-    """Every entry of the vectors ``a`` and ``b`` is finite."""
-    for i in range(a.shape[0]):
-        if not np.isfinite(a[i]):
-            return False
-    for i in range(b.shape[0]):
-        if not np.isfinite(b[i]):
-            return False
-    return True
 
 
 @_jit

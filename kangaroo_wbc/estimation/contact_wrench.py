@@ -84,7 +84,13 @@ from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics, lu_sol
 from kangaroo_wbc.estimation.filters import ButterworthFilter
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
 from kangaroo_wbc.model.dynamics import projected_dynamics
-from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA, _jit, local_frame_jacobians
+from kangaroo_wbc.model.fast_kinematics import (
+    HAVE_NUMBA,
+    _jit,
+    all_finite,
+    frame_placements,
+    local_frame_jacobians,
+)
 from kangaroo_wbc.model.small_dense import cholesky_in_place
 
 if TYPE_CHECKING:
@@ -307,6 +313,12 @@ class ContactWrenchEstimator:
         self._F = np.zeros((6 * c, 2))  # wrenches from the factored map: raw, filtered
         self._res = np.zeros(2)  # residuals of the actuated and base rows
         self._no_filter = np.zeros(0)
+        self._empty = np.zeros(0)
+        # sole placements from the closure kernel's joint placements (parent joint, fixed placement)
+        frames = [self.model.frames[fid] for fid in self.frame_ids]
+        self._sole_joint = np.array([f.parentJoint for f in frames], dtype=np.int64)
+        self._sole_fR = np.array([f.placement.rotation for f in frames]).reshape(-1, 3, 3)
+        self._sole_fp = np.array([f.placement.translation for f in frames]).reshape(-1, 3)
         self._J_local = np.zeros((6, clm.n_b + n_a))
         self._solver_ready = False
         self._model_ready = False
@@ -324,8 +336,12 @@ class ContactWrenchEstimator:
         self._h_world = np.zeros(6)  # spatial momentum about the world origin, world axes
         self._h_valid = False
         # compile (or load) the kernel now, not in a tick (pinocchio's rotation layout is in the signature)
-        _momentum_rate_kernel(np.zeros(3), np.zeros(3), np.zeros(3), pin.SE3.Identity().rotation, np.zeros(3),
-                              np.zeros(6), False, 1.0, np.zeros(6))
+        for R in (pin.SE3.Identity().rotation, np.eye(3)):  # pinocchio's and the closure kernel's
+            _momentum_rate_kernel(np.zeros(3), np.zeros(3), np.zeros(3), R, np.zeros(3), np.zeros(6), False, 1.0,
+                                  np.zeros(6))
+        if HAVE_NUMBA:
+            frame_placements(np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros(1, dtype=np.int64), np.zeros((1, 3, 3)),
+                             np.zeros((1, 3)), np.zeros((1, 3, 3)), np.zeros((1, 3)))
         if self.base_rows:
             _normal_equations_map(np.eye(n_a, 6 * c), np.eye(6, 6 * c), 1.0, self._P.copy())
         est = self.estimate
@@ -343,16 +359,23 @@ class ContactWrenchEstimator:
         self.filter.reset(None)
         self._h_valid = False
 
-    def _momentum_rate(self, q: np.ndarray, v: np.ndarray) -> None:
-        """``dh_b``: momentum rate in the base frame, by differencing the momentum over one tick."""
+    def _momentum_rate(self, q: np.ndarray, v: np.ndarray, kin: ClosureKinematics) -> None:
+        """``dh_b``: momentum rate in the base frame, by differencing the momentum over one tick
+        (base placement from ``kin``'s compiled closure pass at ``q`` when it has one)."""
         m, data = self.model, self.data
         pin.computeCentroidalMomentum(m, data, q, v)
-        self._momentum_rate_from(data.hg.linear, data.hg.angular, data.com[0], data.oMi[1])
+        if kin.kernel is not None:
+            R, p = kin.kernel.oR[1], kin.kernel.op[1]
+        else:
+            oMb = data.oMi[1]
+            R, p = oMb.rotation, oMb.translation
+        self._momentum_rate_from(data.hg.linear, data.hg.angular, data.com[0], R, p)
 
-    def _momentum_rate_from(self, linear: np.ndarray, angular: np.ndarray, com: np.ndarray, oMb: pin.SE3) -> None:
+    def _momentum_rate_from(self, linear: np.ndarray, angular: np.ndarray, com: np.ndarray, R: np.ndarray,
+                            p: np.ndarray) -> None:
         """:meth:`_momentum_rate` from the centroidal momentum (world axes, about the CoM) and the
-        base placement."""
-        _momentum_rate_kernel(linear, angular, com, oMb.rotation, oMb.translation, self._h_world, self._h_valid,
+        base placement ``R``, ``p``."""
+        _momentum_rate_kernel(linear, angular, com, R, p, self._h_world, self._h_valid,
                               float(self.config.sample_rate_hz), self.momentum_rate_in_base)
         self._h_valid = True
 
@@ -366,9 +389,13 @@ class ContactWrenchEstimator:
         self.data = data = kin.data
         _, J_lu, J_la = kin.evaluate()
         Jc = self._Jc
-        for i, fid in enumerate(self.frame_ids):
-            oMs = data.oMf[fid]
-            self._sole_R[i], self._sole_p[i] = oMs.rotation, oMs.translation
+        if kin.kernel is not None:  # its joint placements are those of q after evaluate()
+            frame_placements(kin.kernel.oR, kin.kernel.op, self._sole_joint, self._sole_fR, self._sole_fp,
+                             self._sole_R, self._sole_p)
+        else:
+            for i, fid in enumerate(self.frame_ids):
+                oMs = data.oMf[fid]
+                self._sole_R[i], self._sole_p[i] = oMs.rotation, oMs.translation
         if self._sole_support is not None:  # compiled, from data.J (same numbers as pinocchio, tested)
             local_frame_jacobians(data.J, self._sole_R, self._sole_p, self._sole_support, Jc)
         else:
@@ -410,7 +437,7 @@ class ContactWrenchEstimator:
             self.J_cb_T[:] = Jc[:, :6].T
             self.g_base[:] = g[:6]
             if self.config.momentum_rate and v is not None:
-                self._momentum_rate(q, v)
+                self._momentum_rate(q, v, kin)
             else:
                 self.momentum_rate_in_base[:] = 0.0
                 self._h_valid = False
@@ -439,7 +466,12 @@ class ContactWrenchEstimator:
         if self.base_rows:
             self.g_base[:] = g[:6]
             if self.config.momentum_rate and v is not None:
-                self._momentum_rate_from(pm.h_G[:3], pm.h_G[3:], pm.com, pm.data.oMi[1])
+                if pm._kernel is not None:  # base placement of its compiled closure pass at q
+                    R, p = pm._kernel.oR[1], pm._kernel.op[1]
+                else:
+                    oMb = pm.data.oMi[1]
+                    R, p = oMb.rotation, oMb.translation
+                self._momentum_rate_from(pm.h_G[:3], pm.h_G[3:], pm.com, R, p)
             else:
                 self.momentum_rate_in_base[:] = 0.0
                 self._h_valid = False
@@ -537,12 +569,12 @@ class ContactWrenchEstimator:
         This is the "full-model update" the paper counts with the state estimator; the wrench
         estimation proper is :meth:`estimate_wrenches`.
         """
-        q = np.asarray(q, dtype=float)
-        if q.shape != (self.model.nq,) or not np.isfinite(q).all():
+        q = np.ascontiguousarray(q, dtype=float)
+        if q.shape != (self.model.nq,) or not all_finite(q, self._empty):
             raise EstimationError(f"configuration must be finite with shape ({self.model.nq},), got {q.shape}")
         if v is not None:
-            v = np.asarray(v, dtype=float)
-            if v.shape != (self.model.nv,) or not np.isfinite(v).all():
+            v = np.ascontiguousarray(v, dtype=float)
+            if v.shape != (self.model.nv,) or not all_finite(v, self._empty):
                 raise EstimationError(f"velocity must be finite with shape ({self.model.nv},), got {v.shape}")
         if kinematics is not None and kinematics.model is not self.model:
             raise InputError("update_model: the kinematics belong to another model")

@@ -40,7 +40,7 @@ import pinocchio as pin
 from kangaroo_wbc.errors import EstimationError, InputError
 from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
-from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.fast_kinematics import _jit, all_finite
 
 
 @dataclass
@@ -190,7 +190,7 @@ class PassiveStateEstimator:
         if theta_a.shape != (n_a,) or theta_dot_a.shape != (n_a,):
             raise EstimationError(f"actuator measurements have shapes {theta_a.shape}, {theta_dot_a.shape}; "
                                   f"expected ({n_a},)")
-        if not (np.isfinite(theta_a).all() and np.isfinite(theta_dot_a).all()):
+        if not all_finite(theta_a, theta_dot_a):
             raise EstimationError("actuator measurements contain non-finite values")
         dt = cfg.dt_s if dt_s is None else float(dt_s)
         if not 0.0 < dt <= cfg.max_dt_s:

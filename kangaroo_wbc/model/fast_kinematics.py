@@ -43,6 +43,37 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
 def _jit(f: Any) -> Any:
     return numba.njit(cache=True, nogil=True)(f) if HAVE_NUMBA else f
 
+
+if HAVE_NUMBA:
+    @_jit
+    def all_finite(a, b):
+        """Every entry of the 1-D arrays ``a`` and ``b`` is finite (compiled: a fraction of
+        ``np.isfinite(a).all()`` on the small vectors of a control tick)."""
+        for i in range(a.shape[0]):
+            if not np.isfinite(a[i]):
+                return False
+        for i in range(b.shape[0]):
+            if not np.isfinite(b[i]):
+                return False
+        return True
+else:  # pragma: no cover - exercised only where numba is missing
+    def all_finite(a, b):
+        """Every entry of the 1-D arrays ``a`` and ``b`` is finite."""
+        return bool(np.isfinite(a).all() and np.isfinite(b).all())
+
+
+@_jit
+def frame_placements(oR, op, joints, f_R, f_p, R_out, p_out):
+    """World placements of frames from their parent joints' (``oR``, ``op``, e.g. a
+    :class:`ClosureKernel`'s after a pass) and their fixed placements in the joint frame:
+    ``R = oR[j] f_R``, ``p = op[j] + oR[j] f_p``."""
+    for f in range(joints.shape[0]):
+        j = joints[f]
+        for i in range(3):
+            for c in range(3):
+                R_out[f, i, c] = oR[j, i, 0] * f_R[f, 0, c] + oR[j, i, 1] * f_R[f, 1, c] + oR[j, i, 2] * f_R[f, 2, c]
+            p_out[f, i] = op[j, i] + oR[j, i, 0] * f_p[f, 0] + oR[j, i, 1] * f_p[f, 1] + oR[j, i, 2] * f_p[f, 2]
+
 REVOLUTE, PRISMATIC, FREE_FLYER, SPHERICAL, UNIVERSAL = 0, 1, 2, 3, 4
 ROT_NONE, ROT_LOG3, ROT_UNIVERSAL = 0, 1, 2
 _AXES = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
@@ -840,4 +871,5 @@ def build_kernel(model: pin.Model, frame_ids, slot_a, slot_u, signed_mask, flat_
     return kernel
 
 
-__all__ = ["CHORD_CONVERGED", "CHORD_MAX_ITER", "CHORD_STALLED", "ClosureKernel", "build_kernel"]
+__all__ = ["CHORD_CONVERGED", "CHORD_MAX_ITER", "CHORD_STALLED", "ClosureKernel", "all_finite", "build_kernel",
+           "frame_placements"]

@@ -473,8 +473,8 @@ def test_compiled_estimation_step_equals_the_least_squares_fallback(filtered, me
 
 
 def test_compiled_model_terms_equal_the_pinocchio_and_dense_path() -> None:
-    """Sole Jacobians from data.J and the projection through the block LU (compiled) against
-    pinocchio's frame Jacobians and LAPACK solves, along a moving, tilted state."""
+    """Sole placements and Jacobians, base placement of the momentum rate and the projection through
+    the block LU (compiled) against pinocchio's frames and LAPACK solves, along a moving, tilted state."""
     from kangaroo_wbc.estimation.passive_state import PassiveStateEstimator
     from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA
     from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo, standing_configuration
@@ -490,6 +490,7 @@ def test_compiled_model_terms_equal_the_pinocchio_and_dense_path() -> None:
     assert fast._sole_support is not None and fast.kin.block_lu is not None
     dense._sole_support = None
     dense.kin.block_lu = None
+    dense.kin.kernel = None  # closure terms, sole and base placements from pinocchio's data
     rng = np.random.default_rng(5)
     theta = q0[clm.idx_q_a].copy()
     for _ in range(10):
@@ -501,4 +502,6 @@ def test_compiled_model_terms_equal_the_pinocchio_and_dense_path() -> None:
         for name in ("J_cm_T", "g_pa", "J_cb_T", "g_base", "momentum_rate_in_base"):
             np.testing.assert_allclose(getattr(fast, name), getattr(dense, name), rtol=0, atol=1e-9, err_msg=name)
         np.testing.assert_allclose(fast._Jc, dense._Jc, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(fast._sole_R, dense._sole_R, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(fast._sole_p, dense._sole_p, rtol=0, atol=1e-13)
     assert np.abs(fast.g_pa).max() > 1.0 and np.abs(fast.J_cm_T).max() > 1e-2  # not trivially zero
