@@ -314,6 +314,7 @@ class ContactWrenchEstimator:
         self._res = np.zeros(2)  # residuals of the actuated and base rows
         self._no_filter = np.zeros(0)
         self._empty = np.zeros(0)
+        self._pm_index: tuple | None = None  # (projected model, its placement rows, its Jacobian rows of the soles)
         # sole placements from the closure kernel's joint placements (parent joint, fixed placement)
         frames = [self.model.frames[fid] for fid in self.frame_ids]
         self._sole_joint = np.array([f.parentJoint for f in frames], dtype=np.int64)
@@ -342,6 +343,11 @@ class ContactWrenchEstimator:
         if HAVE_NUMBA:
             frame_placements(np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros(1, dtype=np.int64), np.zeros((1, 3, 3)),
                              np.zeros((1, 3)), np.zeros((1, 3, 3)), np.zeros((1, 3)))
+            n_nu, one = clm.n_b + n_a, np.zeros(1, dtype=np.int64)
+            _projected_sole_terms(np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros((1, 6, n_nu)), one, one, clm.n_b,
+                                  self.base_rows, np.zeros(nv), self._idx_a, self._idx_u, np.zeros((n_u, n_a)), True,
+                                  np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros((n_a, 6)), np.zeros((6, 6)),
+                                  np.zeros(n_a))
         if self.base_rows:
             _normal_equations_map(np.eye(n_a, 6 * c), np.eye(6, 6 * c), 1.0, self._P.copy())
         est = self.estimate
@@ -448,6 +454,19 @@ class ContactWrenchEstimator:
         Jacobians ``J_c T`` (rotated to the sole frames), ``J_m``, centroidal momentum and, with
         velocity terms, ``h_p``; only the generalised gravity is computed here."""
         clm, m, n_b = self.clm, self.model, self.clm.n_b
+        velocity_terms = self.config.include_velocity_terms and v is not None
+        if HAVE_NUMBA:  # one compiled pass (same numbers as the loop below, tested against the own update)
+            if self._pm_index is None or self._pm_index[0] is not pm:
+                users = np.array([pm._user(s) for s in self.sole_frames], dtype=np.int64)
+                self._pm_index = (pm, 2 * pm.n_closures + users, users)
+            g = pin.computeGeneralizedGravity(m, self.kin.data, q)
+            _projected_sole_terms(pm._R, pm._p, pm._Jf_T, self._pm_index[1], self._pm_index[2], n_b, self.base_rows,
+                                  g, self._idx_a, self._idx_u, pm.J_m, not velocity_terms, self._sole_R, self._sole_p,
+                                  self.J_cm_T, self.J_cb_T, self.g_pa)
+            if velocity_terms:
+                self.g_pa[:] = pm.h_p[n_b:]
+            self._base_terms_projected(g, v, pm)
+            return
         Jl = self._J_local
         for i, sole in enumerate(self.sole_frames):
             R, p = pm.placement(sole)
@@ -459,10 +478,14 @@ class ContactWrenchEstimator:
             if self.base_rows:
                 self.J_cb_T[:, 6 * i:6 * i + 6] = Jl[:, :6].T
         g = pin.computeGeneralizedGravity(m, self.kin.data, q)
-        if self.config.include_velocity_terms and v is not None:
+        if velocity_terms:
             self.g_pa[:] = pm.h_p[n_b:]
         else:
             self.g_pa[:] = g[clm.idx_v_a] + pm.J_m.T @ g[clm.idx_v_u]
+        self._base_terms_projected(g, v, pm)
+
+    def _base_terms_projected(self, g: np.ndarray, v: np.ndarray | None, pm: ProjectedModel) -> None:
+        """Base rows of :meth:`_model_terms_projected` (gravity, momentum rate), and the factored map."""
         if self.base_rows:
             self.g_base[:] = g[:6]
             if self.config.momentum_rate and v is not None:
@@ -610,8 +633,8 @@ class ContactWrenchEstimator:
         n_a = clm.n_a
         if (motor_torque is None) == (actuator_force is None):
             raise InputError("give exactly one of motor_torque and actuator_force")
-        x = np.asarray(motor_torque if actuator_force is None else actuator_force, dtype=float)
-        if x.shape != (n_a,) or not np.isfinite(x).all():
+        x = np.ascontiguousarray(motor_torque if actuator_force is None else actuator_force, dtype=float)
+        if x.shape != (n_a,) or not all_finite(x, self._empty):
             raise EstimationError(f"actuator efforts must be finite with shape ({n_a},), got {x.shape}")
         tau_bar = est.actuator_force
         if motor_torque is None:
@@ -649,6 +672,37 @@ class ContactWrenchEstimator:
                                       self.config.min_normal_force_n, est.wrench_sole_in_world, est.cop_valid,
                                       est.cop_sole_in_sole, est.cop_in_world, est.total_force_in_world,
                                       est.zmp_in_world))
+
+
+@_jit
+def _projected_sole_terms(R_all, p_all, Jf_T, rows, users, n_b, base_rows, g, idx_a, idx_u, J_m, with_gravity,
+                          sole_R, sole_p, J_cm_T, J_cb_T, g_pa):
+    """:meth:`ContactWrenchEstimator._model_terms_projected` (compiled): sole placements
+    (``R_all[rows]``, ``p_all[rows]``), the sole-frame rows of ``J_c T`` (``Jf_T[users]``, world axes,
+    turned by ``R^T``) into ``J_cm_T`` (actuated columns) and ``J_cb_T`` (base columns), and
+    ``g_pa = g_a + J_m^T g_u`` when ``with_gravity``."""
+    n_nu = Jf_T.shape[2]
+    for i in range(rows.shape[0]):
+        s, u = rows[i], users[i]
+        for a in range(3):
+            sole_p[i, a] = p_all[s, a]
+            for b in range(3):
+                sole_R[i, a, b] = R_all[s, a, b]
+        for blk in range(2):  # linear rows, angular rows
+            for r in range(3):
+                for j in range(n_nu):
+                    x = (R_all[s, 0, r] * Jf_T[u, 3 * blk, j] + R_all[s, 1, r] * Jf_T[u, 3 * blk + 1, j]
+                         + R_all[s, 2, r] * Jf_T[u, 3 * blk + 2, j])
+                    if j >= n_b:
+                        J_cm_T[j - n_b, 6 * i + 3 * blk + r] = x
+                    elif base_rows:
+                        J_cb_T[j, 6 * i + 3 * blk + r] = x
+    if with_gravity:
+        for j in range(idx_a.shape[0]):
+            x = g[idx_a[j]]
+            for k in range(idx_u.shape[0]):
+                x += J_m[k, j] * g[idx_u[k]]
+            g_pa[j] = x
 
 
 @_jit
