@@ -20,7 +20,7 @@ from kangaroo_wbc.bench.workload import ModelSpec, reachable_trajectory
 from kangaroo_wbc.model import ClosedLoopModel
 
 KEYS = ("estimator_step_ms", "wrench_step_ms", "wrench_node_update_ms", "wbc_step_ms_double", "wbc_step_ms_single",
-        "pipeline_ms", "sim_rtf_all_nodes")
+        "pipeline_ms", "sim_rtf_all_nodes", "sim_rtf_all_nodes_pipelined")
 SOLES = {"left": "left_sole", "right": "right_sole"}
 
 
@@ -41,6 +41,44 @@ def _contacts(clm: ClosedLoopModel) -> list:
 
 def _wbc_tick(wbc, states: list[np.ndarray], vs: list[np.ndarray], refs: list, active: tuple[str, ...], k: int):
     return wbc.step(states[k], vs[k], active_contacts=active, references=refs[k])
+
+
+def _closed_loop_rtf(duration: float, pipelined: bool) -> tuple[float, str, dict, list]:
+    """Real-time factor of the composed closed loop (sway after the crane boot, no ground-truth
+    metrics): ``(rtf, note, stage medians [ms], the controller's inputs per tick)``."""
+    from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
+
+    run = ClosedLoopRun(LoopConfig(behaviour="sway", duration_s=duration, seed=0, pipelined=pipelined))
+    run.log.enabled = False  # no ground-truth metrics: only what the nodes do
+    run.start()
+    n = int(round(duration / run.dt))
+    walls = np.empty(n)
+    stages: dict[str, list[float]] = {}
+    recorded: list = []
+    gc.collect()
+    gc.freeze()  # what every node does after start-up, as time_calls does for the other stages
+    try:
+        for k in range(n):
+            w0 = time.perf_counter()
+            info = run.tick()
+            walls[k] = time.perf_counter() - w0
+            for name, ms in info["stages_ms"].items():
+                stages.setdefault(name, []).append(ms)
+            recorded.append((run.last_state[0].copy(), run.last_state[1].copy(), run.last_state[2]))
+            if run.fell:
+                break
+    finally:
+        run.finish()
+        gc.unfreeze()
+    tick_s = walls[:len(recorded)]
+    rtf = round(float(run.dt * tick_s.size / tick_s.sum()), 4)
+    how = ("the simulator steps in a worker thread alongside the nodes, each command drives the step after "
+           "(the node graph's one-tick transport delay); simulator_step: the wait for it"
+           if pipelined else "lockstep, one thread: each command drives the very next step")
+    note = (f"simulated / wall time of the composed closed loop ({tick_s.size} ticks of sway after the crane boot): "
+            f"MuJoCo step + sensors + passive state + floating base + contact wrench + WBC at 1 kHz, one process, "
+            f"{how}; no ground-truth metrics; tick median {1e3 * float(np.median(tick_s)):.3f} ms (fell: {run.fell})")
+    return rtf, note, {name: round(float(np.median(v)), 4) for name, v in stages.items()}, recorded
 
 
 def run_stages(kangaroo: tuple[ModelSpec, ClosedLoopModel] | None, iterations: int, warmup: int,
@@ -109,40 +147,17 @@ def run_stages(kangaroo: tuple[ModelSpec, ClosedLoopModel] | None, iterations: i
     # --- the closed loop in one process (sway): its real-time factor, and the states and references
     # the controller really gets, replayed below (realistic, changing WBC inputs)
     recorded: list = []
-    try:
-        from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
-
-        duration = max(0.3, (iterations + warmup) / rate_hz)
-        run = ClosedLoopRun(LoopConfig(behaviour="sway", duration_s=duration, seed=0))
-        run.log.enabled = False  # no ground-truth metrics: only what the nodes do
-        run.start()
-        n = int(round(duration / run.dt))
-        walls = np.empty(n)
-        stages: dict[str, list[float]] = {}
-        gc.collect()
-        gc.freeze()  # what every node does after start-up, as time_calls does for the other stages
+    duration = max(0.3, (iterations + warmup) / rate_hz)
+    for key, pipelined in (("sim_rtf_all_nodes", False), ("sim_rtf_all_nodes_pipelined", True)):
         try:
-            for k in range(n):
-                w0 = time.perf_counter()
-                info = run.tick()
-                walls[k] = time.perf_counter() - w0
-                for name, ms in info["stages_ms"].items():
-                    stages.setdefault(name, []).append(ms)
-                recorded.append((run.last_state[0].copy(), run.last_state[1].copy(), run.last_state[2]))
-                if run.fell:
-                    break
-        finally:
-            gc.unfreeze()
-        tick_s = walls[:len(recorded)]
-        out["sim_rtf_all_nodes"] = (round(float(run.dt * tick_s.size / tick_s.sum()), 4), "")
-        out["detail"]["sim_rtf_all_nodes"] = (
-            f"simulated / wall time of the composed closed loop ({tick_s.size} ticks of sway after the crane boot): "
-            f"MuJoCo step + sensors + passive state + floating base + contact wrench + WBC at 1 kHz, one process, "
-            f"no ground-truth metrics; tick median {1e3 * float(np.median(tick_s)):.3f} ms (fell: {run.fell})")
-        out["detail"]["sim_rtf_stage_median_ms"] = {name: round(float(np.median(v)), 4)
-                                                    for name, v in stages.items()}
-    except Exception as exc:  # noqa: BLE001
-        out["sim_rtf_all_nodes"] = (None, f"closed loop: {_why(exc)}")
+            rtf, note, stage_ms, states_seen = _closed_loop_rtf(duration, pipelined)
+            out[key] = (rtf, "")
+            out["detail"][key] = note
+            out["detail"]["sim_rtf_stage_median_ms" + ("_pipelined" if pipelined else "")] = stage_ms
+            if not pipelined:
+                recorded = states_seen
+        except Exception as exc:  # noqa: BLE001
+            out[key] = (None, f"closed loop: {_why(exc)}")
 
     # --- whole-body controller, double and single support
     try:

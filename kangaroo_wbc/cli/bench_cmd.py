@@ -35,9 +35,9 @@ def _print_text(r: dict) -> None:
         val = r.get(key)
         label = key.replace("_ms_", "_").removesuffix("_ms")
         print(f"{label:<32}{_fmt(val) if val else 'null: ' + r['null_reasons'].get(key, '')}")
-    rtf = r.get("sim_rtf_all_nodes")
-    reason = r["null_reasons"].get("sim_rtf_all_nodes", "")
-    print(f"{'sim_rtf_all_nodes':<32}{rtf if rtf is not None else 'null: ' + reason}")
+    for key in ("sim_rtf_all_nodes", "sim_rtf_all_nodes_pipelined"):
+        rtf = r.get(key)
+        print(f"{key:<32}{rtf if rtf is not None else 'null: ' + r['null_reasons'].get(key, '')}")
     peer = r.get("peer", {})
     line = f"peer         {peer.get('name')}: {peer.get('status')}; fk_speedup {peer.get('fk_speedup')}"
     if peer.get("fk_speedup") is not None:

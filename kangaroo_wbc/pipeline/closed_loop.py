@@ -61,6 +61,11 @@ class LoopConfig:
     push_duration_s: float = 0.1
     push_delay_s: float = 1.0  # after the behaviour starts
     behaviour_options: dict = field(default_factory=dict)
+    #: False: lockstep (each command drives the very next simulator step). True: the simulator
+    #: advances in a worker thread while the estimators and the controller compute (MuJoCo
+    #: releases the GIL), and their command drives the step after: the one-tick transport delay of
+    #: the node graph, where the simulator and the nodes are separate processes.
+    pipelined: bool = False
 
 
 @dataclass
@@ -125,6 +130,28 @@ class ClosedLoopRun:
         self._sole_ids = [m.getFrameId(s) for s in self.soles]
         self._corner_ids = [[m.getFrameId(f"{s}_corner_{c}") for c in CORNERS] for s in self.soles]
         self.wall_time_s = 0.0
+        self._pending_tau: np.ndarray | None = None  # pipelined: the command for the next step
+        self._pending_t: float | None = None  # pipelined: the time of the tick whose step is under way
+
+    # ------------------------------------------------------------------ simulator step
+    def finish(self) -> None:
+        """Wait for a pipelined simulator step under way (no-op in lockstep); its error, if any, is
+        raised here. :meth:`run` calls it; callers driving :meth:`tick` themselves call it before
+        reading the simulator."""
+        if self._pending_t is None:
+            return
+        t, self._pending_t = self._pending_t, None
+        self.sim.wait_step()
+        self._after_step(t)
+
+    def _after_step(self, t: float) -> None:
+        """Simulator events after the step of the tick at time ``t``: the crane release."""
+        if self.sim.base_held and t >= self.config.release_s:
+            self.sim.hold_base(False)
+            # the crane carried part of the weight: wrenches estimated while hanging are not ground
+            # reactions, so the filter restarts from the first free sample instead of decaying
+            # from them (and the momentum rate from the first free velocity)
+            self.wrench.reset_filter()
 
     # ------------------------------------------------------------------ helpers
     def _sensors(self):
@@ -197,8 +224,10 @@ class ClosedLoopRun:
     # ------------------------------------------------------------------ one tick
     def tick(self) -> dict:
         cfg, sim, clm = self.config, self.sim, self.clm
-        t = sim.time
+        tw = time.perf_counter()
+        self.finish()  # pipelined: the step started by the previous tick
         ts = time.perf_counter()
+        t = sim.time
         r, theta_raw, vel, torque = self._sensors()
         # ground truth at the instant of the measurements (metrics only, never fed back): the
         # estimates describe this instant, the state after the step is one tick later; without
@@ -208,6 +237,12 @@ class ClosedLoopRun:
             base_z = q_true[2]
         else:
             base_z = float(sim.base_position()[2])
+        if cfg.pipelined:  # the simulator steps with the previous tick's command while the nodes compute
+            if self._pending_tau is not None:
+                self._command(self._pending_tau)
+            self._push(t)
+            self._pending_t = t
+            sim.start_step()
         theta = self.calibration.correct(theta_raw)
         t0 = time.perf_counter()
         self.passive.update(theta, vel, self.dt)
@@ -254,22 +289,21 @@ class ClosedLoopRun:
         t3 = time.perf_counter()
         if safe:
             self.safe_mode_ticks += 1
-        self._command(tau)
-        tc = time.perf_counter()
-        if cfg.behaviour == "push" and self._behaviour_started:
-            t_push = cfg.behaviour_start_s + cfg.push_delay_s
-            on = t_push <= t < t_push + cfg.push_duration_s
-            sim.data.xfrc_applied[self._push_body, :3] = (0.0, cfg.push_force_n if on else 0.0, 0.0)
-        sim.step()
-        tsim = time.perf_counter()
+        if cfg.pipelined:
+            tau = np.asarray(tau, dtype=float)
+            self._pending_tau = tau if np.isfinite(tau).all() else np.zeros_like(tau)  # never a NaN
+            tc = tsim = time.perf_counter()
+            sim_s = ts - tw  # waiting for the step that ran alongside this tick's predecessor
+        else:
+            self._command(tau)
+            tc = time.perf_counter()
+            self._push(t)
+            sim.step()
+            tsim = time.perf_counter()
+            sim_s = tsim - tc
+            self._after_step(t)
         # the estimators' share (the shared model update is the controller's) and the controller's
         est_s, wbc_s = (t1 - t0) + (tb - t1) + (t2 - tm), (tm - tb) + (t3 - t2)
-        if self.sim.base_held and t >= cfg.release_s:
-            sim.hold_base(False)
-            # the crane carried part of the weight: wrenches estimated while hanging are not ground
-            # reactions, so the filter restarts from the first free sample instead of decaying
-            # from them (and the momentum rate from the first free velocity)
-            self.wrench.reset_filter()
         if self.log.enabled:  # ground-truth metrics of the report
             dt_ = self._data_true
             pin.centerOfMass(clm.model, dt_, q_true)
@@ -304,7 +338,15 @@ class ClosedLoopRun:
                 "stages_ms": {"sensors": (t0 - ts) * 1e3, "passive_state": (t1 - t0) * 1e3,
                               "floating_base": (tb - t1) * 1e3, "model_update": (tm - tb) * 1e3,
                               "contact_wrench": (t2 - tm) * 1e3, "controller": (t3 - t2) * 1e3,
-                              "command": (tc - t3) * 1e3, "simulator_step": (tsim - tc) * 1e3}}
+                              "command": (tc - t3) * 1e3, "simulator_step": sim_s * 1e3}}
+
+    def _push(self, t: float) -> None:
+        """The lateral push of the ``push`` behaviour, applied during the step after time ``t``."""
+        cfg = self.config
+        if cfg.behaviour == "push" and self._behaviour_started:
+            t_push = cfg.behaviour_start_s + cfg.push_delay_s
+            on = t_push <= t < t_push + cfg.push_duration_s
+            self.sim.data.xfrc_applied[self._push_body, :3] = (0.0, cfg.push_force_n if on else 0.0, 0.0)
 
     def run(self, progress=None, on_tick=None) -> dict:
         """Boot, then run ``duration_s``; returns the metrics (see :mod:`kangaroo_wbc.pipeline.metrics`).
@@ -317,12 +359,15 @@ class ClosedLoopRun:
         self.start()
         n = int(round(self.config.duration_s / self.dt))
         it = progress(range(n), total=n, desc=f"demo {self.config.behaviour}") if progress else range(n)
-        for _ in it:
-            self.tick()
-            if on_tick is not None:
-                on_tick(self)
-            if self.fell:
-                break
+        try:
+            for _ in it:
+                self.tick()
+                if on_tick is not None:
+                    on_tick(self)
+                if self.fell:
+                    break
+        finally:
+            self.finish()
         self.wall_time_s = time.perf_counter() - w0
         return summarize(self)
 

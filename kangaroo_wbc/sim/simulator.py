@@ -18,6 +18,8 @@ orientation) residuals and ``J_u`` their Jacobian columns of the free joints.
 from __future__ import annotations
 
 import math
+import sys
+import threading
 import time as _time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +39,10 @@ _FREE = int(mujoco.mjtJoint.mjJNT_FREE)
 _BOX = int(mujoco.mjtGeom.mjGEOM_BOX)
 #: integration step of mj_step per integrator, for the steps that reuse the sensor pass (RK4 and
 #: the others evaluate the dynamics several times: always a full mj_step)
+#: GIL switch interval [s] while a :meth:`Simulator.start_step` runs: the worker's few Python lines
+#: between MuJoCo calls must not wait the default 5 ms for the caller's thread.
+ASYNC_SWITCH_INTERVAL_S = 2e-5
+
 _INTEGRATORS = {int(mujoco.mjtIntegrator.mjINT_EULER): mujoco.mj_Euler,
                 int(mujoco.mjtIntegrator.mjINT_IMPLICIT): mujoco.mj_implicit,
                 int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST): mujoco.mj_implicit}
@@ -225,6 +231,10 @@ class ClosedChainSim:
         self._initial_theta = self._theta_from(initial_actuator_positions)
         self._wall_time = 0.0
         self._sim_time_stepped = 0.0
+        self._async: tuple | None = None  # start_step's worker: (go, done, [error])
+        self._async_busy = False
+        self._async_t0 = 0.0
+        self._switch_interval = sys.getswitchinterval()
         self.last_closure_solve: ClosureSolveInfo | None = None
         self.reset(seed)
 
@@ -643,6 +653,61 @@ class ClosedChainSim:
         self._sim_time_stepped += n * self.timestep
         if not (np.isfinite(d.qpos).all() and np.isfinite(d.qvel).all()):
             raise ModelError(f"simulation diverged at t={d.time:.4f} s (non-finite state)")
+
+    def start_step(self) -> None:
+        """Begin one control period of :meth:`step` in a worker thread and return at once; MuJoCo
+        releases the GIL, so the caller computes meanwhile (the next command, with a one-period
+        delay). Until :meth:`wait_step` nothing may read or change the simulator.
+
+        The worker runs ``mj_step`` per substep and the sensor pass (``mj_forward``): the same
+        states as :meth:`step` (tested), with two MuJoCo calls to keep the GIL hand-overs few.
+        """
+        if self._async is None:
+            self._async = (threading.Semaphore(0), threading.Semaphore(0), [None])
+            threading.Thread(target=self._step_worker, name="mujoco-step", daemon=True).start()
+        if self._async_busy:
+            raise InputError("start_step: the previous step is still under way (call wait_step first)")
+        self._async_busy = True
+        self._async_t0 = _time.perf_counter()
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(ASYNC_SWITCH_INTERVAL_S)
+        self._async[0].release()
+
+    def wait_step(self) -> None:
+        """Wait for the step begun by :meth:`start_step` (no-op if none); raises as :meth:`step`."""
+        if not self._async_busy:
+            return
+        go, done, error = self._async
+        done.acquire()
+        self._async_busy = False
+        sys.setswitchinterval(self._switch_interval)
+        self._wall_time += _time.perf_counter() - self._async_t0
+        self._sim_time_stepped += self.timestep
+        self._fwd_state = None  # the next step() recomputes every stage
+        if error[0] is not None:
+            exc, error[0] = error[0], None
+            raise ModelError(f"simulation step failed: {exc!r}") from exc
+        d = self.data
+        if not (np.isfinite(d.qpos).all() and np.isfinite(d.qvel).all()):
+            raise ModelError(f"simulation diverged at t={d.time:.4f} s (non-finite state)")
+
+    def _step_worker(self) -> None:
+        go, done, error = self._async
+        m, d = self.model, self.data
+        while True:
+            go.acquire()
+            try:
+                d.ctrl[:] = self._command
+                held = self._held_base
+                for _ in range(self.substeps):
+                    mujoco.mj_step(m, d)
+                    if held is not None:  # crane: the base is kinematically held
+                        d.qpos[:7] = held
+                        d.qvel[:6] = 0.0
+                mujoco.mj_forward(m, d)
+            except BaseException as exc:  # noqa: BLE001 - handed to wait_step
+                error[0] = exc
+            done.release()
 
     def _mark_forward(self) -> None:
         """Remember the state whose position and velocity stages ``data`` now holds (its bytes)."""

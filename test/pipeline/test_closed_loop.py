@@ -97,3 +97,48 @@ def test_tick_reports_its_stages(stand_run):
         assert info["est_ms"] == pytest.approx(st["passive_state"] + st["floating_base"] + st["contact_wrench"])
         assert info["wbc_ms"] == pytest.approx(st["model_update"] + st["controller"])
         assert info["status"] == "ok"
+
+
+@pytest.fixture(scope="module")
+def pipelined_run():
+    """The same boot and standing with the simulator stepping alongside the nodes (one-tick delay)."""
+    run = ClosedLoopRun(LoopConfig(behaviour="stand", duration_s=1.2, behaviour_start_s=1.0, seed=1,
+                                   pipelined=True))
+    summary = run.run()
+    return run, summary
+
+
+def test_pipelined_loop_stands_with_the_one_tick_command_delay(pipelined_run):
+    run, s = pipelined_run
+    assert not s["fell"]
+    assert s["qp_failures"] == 0 and s["safe_mode_ticks"] == 0
+    assert s["com_max_error_m"] < 0.005
+    assert s["calibration_offset_error_m"] < 1e-4
+    assert abs(s["fz_sum_over_mg"] - 1.0) < 0.15
+
+
+def test_pipelined_tick_applies_the_previous_command_and_never_a_nan(pipelined_run, monkeypatch):
+    """Tick k's command drives the step that runs alongside tick k+1; a non-finite controller
+    output becomes zero force before it is queued."""
+    run, _ = pipelined_run
+    limits = run.sim.force_limits
+    for _ in range(5):
+        info = run.tick()
+        queued = run._pending_tau.copy()
+        assert info["status"] == "ok" and set(info["stages_ms"]) >= {"sensors", "simulator_step"}
+        run.tick()  # its step runs with `queued`
+        np.testing.assert_array_equal(run.sim.command, np.clip(queued[run._model_to_sim], -limits, limits))
+    run.finish()
+    t = run.sim.time
+    run.finish()  # nothing under way: no-op
+    assert run.sim.time == t
+
+    class Bad:
+        tau_a = np.full(run.clm.n_a, np.nan)
+
+    monkeypatch.setattr(run.wbc, "step", lambda *a, **k: Bad())
+    run.tick()
+    assert np.all(run._pending_tau == 0.0)
+    run.tick()
+    run.finish()
+    assert np.all(np.isfinite(run.sim.command)) and np.all(run.sim.command == 0.0)

@@ -178,7 +178,8 @@ def test_third_party_digit_like_legs_close_and_stay_closed():
 @pytest.mark.parametrize("integrator", ["IMPLICITFAST", "EULER", "RK4"])
 def test_step_equals_mj_step_bit_for_bit(mjcf_rrpr_floating, integrator, monkeypatch):
     """The step reuses the sensor pass's position/velocity stages: same states and readings as
-    mj_step + mj_forward, also across the crane, a state set from outside and substeps."""
+    mj_step + mj_forward, also across the crane, a state set from outside and substeps; so does
+    the step in a worker thread (start_step / wait_step)."""
     import mujoco
 
     skips = []
@@ -195,8 +196,12 @@ def test_step_equals_mj_step_bit_for_bit(mjcf_rrpr_floating, integrator, monkeyp
                 d.qvel[:6] = 0.0
         mujoco.mj_forward(m, d)
 
+    def async_step(sim):  # in a worker thread, the caller free meanwhile
+        sim.start_step()
+        sim.wait_step()
+
     runs = []
-    for use_ref in (False, True):
+    for mode in ("step", "ref", "async"):
         out = []
         for substeps in (1, 2):
             sim = ClosedChainSim(mjcf_rrpr_floating, seed=3, substeps=substeps)
@@ -210,11 +215,33 @@ def test_step_equals_mj_step_bit_for_bit(mjcf_rrpr_floating, integrator, monkeyp
                 if k in (250, 260):
                     sim.data.eq_active[0] = k == 260  # a loop cut released for 10 steps, then again
                 sim.set_command([80.0 * math.sin(0.02 * k)])
-                ref_step(sim) if use_ref else sim.step()
+                if mode == "step":
+                    sim.step()
+                else:
+                    (ref_step if mode == "ref" else async_step)(sim)
                 out.append(np.concatenate([sim.data.qpos, sim.data.qvel, sim.data.sensordata,
                                            sim.data.actuator_force]))
         runs.append(np.array(out))
     np.testing.assert_array_equal(runs[0], runs[1])
+    np.testing.assert_array_equal(runs[0], runs[2])
     # every step but the first after a boot or an outside change (and none for RK4) skipped
     assert len(skips) == (0 if integrator == "RK4" else 2 * (300 - 4))
     assert np.ptp(runs[0][:, 2]) > 1e-4  # the base moved after the release: the test exercises contact
+
+
+def test_step_in_a_worker_thread_is_guarded(mjcf_rrpr_floating):
+    """start_step twice without wait_step is refused; wait_step without a step is a no-op; the
+    caller's thread runs Python while the worker steps (MuJoCo releases the GIL)."""
+    import threading
+
+    sim = ClosedChainSim(mjcf_rrpr_floating, seed=1)
+    sim.wait_step()  # nothing under way
+    t0 = sim.time
+    sim.start_step()
+    with pytest.raises(InputError, match="still under way"):
+        sim.start_step()
+    sim.wait_step()
+    assert sim.time == pytest.approx(t0 + sim.timestep)
+    assert any(t.name == "mujoco-step" for t in threading.enumerate())
+    sim.step()  # a plain step after the worker's: every stage recomputed
+    assert sim.time == pytest.approx(t0 + 2 * sim.timestep)
