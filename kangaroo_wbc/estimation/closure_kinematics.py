@@ -174,10 +174,14 @@ class ClosureKinematics:
         self.block_lu = clm.jlu_block_lu()
 
     # ------------------------------------------------------------------ pinocchio passes
-    def update(self, q: np.ndarray) -> None:
-        """Full-model update at ``q``: FK, joint Jacobians ``data.J`` and every frame placement."""
-        pin.computeJointJacobians(self.model, self.data, q)
-        pin.updateFramePlacements(self.model, self.data)
+    def update(self, q: np.ndarray, model_data: bool = True) -> None:
+        """Full-model update at ``q``: FK, joint Jacobians ``data.J`` and every frame placement.
+
+        ``model_data=False`` leaves :attr:`data` as it is when the compiled kernel computes the
+        closure terms (they do not read it): for callers that take the full model from elsewhere."""
+        if model_data or self.kernel is None:
+            pin.computeJointJacobians(self.model, self.data, q)
+            pin.updateFramePlacements(self.model, self.data)
         self._q[:] = q
         self._evaluated = False  # evaluate() and the LU of J_lu are computed once per update
         self._lu = None

@@ -90,14 +90,17 @@ class PassiveStateEstimator:
     """
 
     def __init__(self, clm: ClosedLoopModel, config: PassiveStateConfig | None = None,
-                 q0: np.ndarray | None = None) -> None:
+                 q0: np.ndarray | None = None, model_data: bool = True) -> None:
         self.clm = clm
         self.config = config or PassiveStateConfig()
         self.model = clm.model
         self.kin = ClosureKinematics(clm)
         #: pinocchio data (own, not ``clm.data``) holding the full-model update at :attr:`q` after
         #: every :meth:`update`: frame placements and joint Jacobians, reusable by other estimators.
+        #: With ``model_data=False`` it is not updated when the compiled closure kernel is available
+        #: (a caller that takes the full model from elsewhere, e.g. the controller's projected model).
         self.data = self.kin.data
+        self.model_data = model_data
         nv = self.model.nv
         self.idx_q_a, self.idx_v_a, self.idx_v_u = clm.idx_q_a, clm.idx_v_a, clm.idx_v_u
         self.idx_v_base = clm.idx_v_base
@@ -216,7 +219,7 @@ class PassiveStateEstimator:
         if self.closure_error_norm > cfg.reproject_above:
             self._reproject()
         self._q_sample[:] = pin.integrate(self.model, q, step_back)
-        self.kin.update(q)  # full-model update at theta_{k+1}
+        self.kin.update(q, self.model_data)  # full-model update at theta_{k+1}
         self.steps += 1
 
     def _reproject(self) -> None:

@@ -35,10 +35,12 @@ from kangaroo_wbc.estimation import (
     ScrewTransmission,
 )
 from kangaroo_wbc.model import ClosedLoopModel
+from kangaroo_wbc.model.fast_kinematics import all_finite
 from kangaroo_wbc.robots.kangaroo.robot import SOLES, load_kangaroo, standing_actuator_positions
 from kangaroo_wbc.sim.kangaroo import make_kangaroo_sim
 
 CORNERS = ("fl", "fr", "rl", "rr")
+_EMPTY = np.zeros(0)
 #: CLI behaviour names → controller behaviours.
 BEHAVIOUR_ALIASES = {"single_support": "weight_shift", "push": "push_recovery"}
 
@@ -102,7 +104,8 @@ class ClosedLoopRun:
         # hanging on the crane the PD-held legs creep by ~1e-4 m/s and the velocity readings are noisy:
         # a still-enough window for calibration, whose error stays at the 1e-5 m level
         self.calibrator = EncoderCalibrator(clm, config=CalibrationConfig(max_velocity=0.05, max_position_drift=1e-3))
-        self.passive = PassiveStateEstimator(clm)
+        # the full-model update of a tick is the controller's (shared with the wrench estimator)
+        self.passive = PassiveStateEstimator(clm, model_data=False)
         self.base = FloatingBaseEstimator(clm, self.soles, imu_frame="imu")
         self.wrench = ContactWrenchEstimator(clm, self.soles, ScrewTransmission.from_model(clm))
         self.contact = ContactDetector(len(self.soles))
@@ -238,8 +241,8 @@ class ClosedLoopRun:
         else:
             base_z = float(sim.base_position()[2])
         if cfg.pipelined:  # the simulator steps with the previous tick's command while the nodes compute
-            if self._pending_tau is not None:
-                self._command(self._pending_tau)
+            if self._pending_tau is not None:  # finite (checked when queued); the simulator checks again
+                sim.set_command(self._pending_tau[self._model_to_sim])
             self._push(t)
             self._pending_t = t
             sim.start_step()
@@ -291,7 +294,7 @@ class ClosedLoopRun:
             self.safe_mode_ticks += 1
         if cfg.pipelined:
             tau = np.asarray(tau, dtype=float)
-            self._pending_tau = tau if np.isfinite(tau).all() else np.zeros_like(tau)  # never a NaN
+            self._pending_tau = tau if all_finite(tau, _EMPTY) else np.zeros_like(tau)  # never a NaN
             tc = tsim = time.perf_counter()
             sim_s = ts - tw  # waiting for the step that ran alongside this tick's predecessor
         else:

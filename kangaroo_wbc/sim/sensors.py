@@ -31,6 +31,21 @@ import numpy as np
 from kangaroo_wbc.errors import InputError
 
 
+def _noise_plan(stds: tuple[float, ...], sizes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray | None, list]:
+    """How :meth:`SensorSuite.read` scales one standard-normal draw into its channels: the
+    per-entry standard deviations of the noisy channels, where their entries go in the stacked
+    channels (None: every channel is noisy) and each channel's bounds."""
+    bounds, o = [], 0
+    for k in sizes:
+        bounds.append((o, o + k))
+        o += k
+    scale = np.concatenate([np.full(k, std) for std, k in zip(stds, sizes) if std > 0] or [np.zeros(0)])
+    if all(std > 0 for std in stds):
+        return scale, None, bounds
+    noisy = np.concatenate([np.arange(a, b) for (a, b), std in zip(bounds, stds) if std > 0] or [np.zeros(0, int)])
+    return scale, noisy.astype(np.int64), bounds
+
+
 def motor_torque_from_force(force_n: np.ndarray | float, screw_lead_m: np.ndarray | float,
                             screw_efficiency: np.ndarray | float) -> np.ndarray:
     """Motor torque [N·m] that produces the axial force ``force_n`` [N] (inverse of eq. (47)).
@@ -178,6 +193,7 @@ class SensorSuite:
         self.encoder_offset = np.zeros(n)
         self.gyro_bias = np.zeros(3)
         self.accel_bias = np.zeros(3)
+        self._noise_plans: dict[tuple, tuple] = {}  # (stds, sizes) -> _noise_plan
 
     # ------------------------------------------------------------------ boot
     def boot(self, rng: np.random.Generator) -> None:
@@ -192,8 +208,10 @@ class SensorSuite:
     # ------------------------------------------------------------------ models
     def motor_torque(self, actuator_force: np.ndarray) -> np.ndarray:
         """Noise-free motor torque [N·m] of the applied actuator forces [N] (torques for revolute)."""
-        tau_m = motor_torque_from_force(actuator_force, self.screw_lead_m, self.screw_efficiency)
-        return np.where(self.actuator_is_linear, tau_m, np.asarray(actuator_force, dtype=float))
+        force = np.asarray(actuator_force, dtype=float)
+        # motor_torque_from_force's operations, in its order (the same numbers), on arrays
+        tau_m = force * self.screw_lead_m / (2.0 * math.pi * self.screw_efficiency)
+        return tau_m if self.actuator_is_linear.all() else np.where(self.actuator_is_linear, tau_m, force)
 
     def actuator_force(self, motor_torque: np.ndarray) -> np.ndarray:
         """Axial forces [N] from motor torques [N·m], eq. (47) (identity for revolute actuators)."""
@@ -208,20 +226,26 @@ class SensorSuite:
         c = self.config
         n = len(self.actuator_names)
         imu_ok = imu_quat_wxyz is not None and imu_gyro is not None and imu_accel is not None
-        channels = [(c.actuator_position_noise_std, n), (c.actuator_velocity_noise_std, n),
-                    (c.motor_torque_noise_std, n), (c.passive_encoder_noise_std, len(passive_positions))]
+        stds = (c.actuator_position_noise_std, c.actuator_velocity_noise_std, c.motor_torque_noise_std,
+                c.passive_encoder_noise_std)
+        sizes = (n, n, n, len(passive_positions))
         if imu_ok:
-            channels += [(c.imu_orientation_noise_std, 3), (c.gyro_noise_std, 3), (c.accel_noise_std, 3)]
+            stds += (c.imu_orientation_noise_std, c.gyro_noise_std, c.accel_noise_std)
+            sizes += (3, 3, 3)
         # one draw for all noisy channels: the same numbers as one rng.normal(0, std, size) per
-        # channel in this order (normal(0, s) is s times a standard normal), for a seventh of the cost
-        z = rng.standard_normal(sum(k for std, k in channels if std > 0))
-        noise, o = [], 0
-        for std, k in channels:
-            if std > 0:
-                noise.append(std * z[o:o + k])
-                o += k
-            else:
-                noise.append(np.zeros(k))
+        # channel in this order (normal(0, s) is s times a standard normal), for a seventh of the
+        # cost; scaled in one product into one buffer, the channels are views of it
+        plan = self._noise_plans.get((stds, sizes))
+        if plan is None:
+            plan = self._noise_plans[(stds, sizes)] = _noise_plan(stds, sizes)
+        scale, noisy, bounds = plan
+        z = rng.standard_normal(scale.shape[0])
+        if noisy is None:  # every channel noisy
+            full = scale * z
+        else:
+            full = np.zeros(sum(sizes))
+            full[noisy] = scale * z
+        noise = [full[a:b] for a, b in bounds]
         pos = theta_a + self.encoder_offset + noise[0]
         vel = theta_dot_a + noise[1]
         tau = self.motor_torque(actuator_force) + noise[2]

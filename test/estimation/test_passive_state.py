@@ -184,3 +184,20 @@ def test_gains_are_bounded_by_the_rate():
         PassiveStateConfig(beta=2000.0, dt_s=1e-3)
     with pytest.raises(InputError, match="alpha"):
         PassiveStateConfig(alpha=-1.0)
+
+
+def test_without_model_data_the_estimate_is_the_same(mechanism_dir):
+    """``model_data=False`` (the full-model update taken from elsewhere) leaves the pinocchio data
+    alone and gives the same estimate, bit for bit: the compiled closure terms do not read it."""
+    clm = model(DIGIT, mechanism_dir, True)
+    full, lean = PassiveStateEstimator(clm), PassiveStateEstimator(clm, model_data=False)
+    assert full.kin.kernel is not None and lean.kin.kernel is not None
+    theta, theta_dot = _trajectory(clm, full.q, 0.05)
+    J_before = lean.data.J.copy()
+    for k in range(50):
+        for est in (full, lean):
+            est.update(theta(k * DT), theta_dot(k * DT), DT)
+        np.testing.assert_array_equal(lean.q, full.q)
+        np.testing.assert_array_equal(lean.v, full.v)
+    np.testing.assert_array_equal(lean.data.J, J_before)  # not updated
+    assert not np.array_equal(full.data.J, J_before)  # the default keeps it current

@@ -120,3 +120,27 @@ def test_bad_sensor_config_is_rejected():
         SensorConfig(gyro_noise_std=-1.0)
     with pytest.raises(InputError):
         SensorConfig(default_screw_efficiency=1.5)
+
+
+def test_noise_channels_match_one_draw_per_noisy_channel():
+    """Readings with some channels noise-free: those read the truth exactly, the others carry the
+    numbers of one ``rng.normal(0, std, size)`` per noisy channel, in channel order."""
+    cfg = SensorConfig(motor_torque_noise_std=0.0, gyro_noise_std=0.0)
+    s = _suite(cfg)
+    force = np.array([100.0, -50.0, 3.0])
+    for seed in (3, 4):
+        r = _read(s, np.random.default_rng(seed), force)
+        ref = np.random.default_rng(seed)
+        pos = ref.normal(0.0, cfg.actuator_position_noise_std, 3)
+        vel = ref.normal(0.0, cfg.actuator_velocity_noise_std, 3)
+        passive = ref.normal(0.0, cfg.passive_encoder_noise_std, 2)
+        ref.normal(0.0, cfg.imu_orientation_noise_std, 3)
+        acc = ref.normal(0.0, cfg.accel_noise_std, 3)
+        np.testing.assert_array_equal(r.actuator_position, s.encoder_offset + pos)
+        np.testing.assert_array_equal(r.actuator_velocity, vel)
+        np.testing.assert_array_equal(r.passive_encoder_position, passive)
+        np.testing.assert_array_equal(r.imu.linear_acceleration_imu_in_imu, np.array([0.0, 0.0, 9.81]) + acc)
+        np.testing.assert_array_equal(r.imu.angular_velocity_imu_in_imu, np.zeros(3))
+        expected_tau = motor_torque_from_force(force, s.screw_lead_m, s.screw_efficiency)
+        expected_tau[2] = force[2]  # revolute: its joint torque
+        np.testing.assert_array_equal(r.motor_torque, expected_tau)
