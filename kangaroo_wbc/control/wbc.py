@@ -53,6 +53,7 @@ from kangaroo_wbc.control.tasks import (
     PostureTask,
     Task,
 )
+from kangaroo_wbc.control.tasks.fused import fill_default_tasks
 from kangaroo_wbc.errors import FrameNotFound, InputError, NoSolutionFound, suggest
 from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA, _jit
@@ -227,6 +228,13 @@ class WholeBodyController:
         self._W_all = np.zeros((len(contacts), 6, 3 * P))
         self._W = {c.name: self._W_all[i, :, :3 * c.n_points] for i, c in enumerate(contacts)}
         self._fused = self._fused_setup()
+        # the always-present tasks filled by one compiled pass while they lead self.tasks
+        self._fused_tasks = ((self.com_task, self.base_task, self.posture_task, self.momentum_task)
+                             if HAVE_NUMBA and all(type(t) is c for t, c in zip(
+                                 (self.com_task, self.base_task, self.posture_task, self.momentum_task),
+                                 (ComTask, OrientationTask, PostureTask, AngularMomentumTask))) else None)
+        u = self.pm.frame_names.index(s.base_frame)
+        self._fused_task_frame = (u, 2 * self.pm.n_closures + u)
         rows = sum(t.dim for t in self.tasks)
         self._task_J, self._task_r, self._task_w = np.zeros((rows, L.n_nu)), np.zeros(rows), np.zeros(rows)
         _task_normal_equations(self._task_J, self._task_r, self._task_w, rows, self._H0, self._H0.copy(),
@@ -310,8 +318,19 @@ class WholeBodyController:
         # All active tasks stacked in one buffer: H = H0 + J^T W J and c = -J^T W r (nu block) in
         # one compiled pass (symmetric, over the stacked rows)
         Jb, rb, wb = self._task_J, self._task_r, self._task_w
-        k = 0
-        for task in self.tasks:
+        k, tasks, ft = 0, self.tasks, self._fused_tasks
+        if ft is not None and len(tasks) >= 4 and all(a is b for a, b in zip(tasks, ft)):
+            # the four always-present tasks in one compiled pass (same rows as theirs, tested)
+            c, o, po, mo = ft
+            fi = self._fused_task_frame
+            k = fill_default_tasks(
+                pm.J_com, pm.com, pm.com_velocity, pm.com_drift, c.position, c.velocity, c.acceleration, c.kp, c.kd,
+                c.weight, c.enabled, pm._R, pm._Jf_T, pm._drift, pm._twist, fi[0], fi[1], o.rotation,
+                o.angular_velocity, o.angular_acceleration, o.kp, o.kd, o.weight, o.enabled, pm.q, pm.nu,
+                po.n_b, po.idx_q_a, po.position, po.velocity, po.acceleration, po.kp, po.kd, po.weight, po.enabled,
+                pm.A_G, pm.h_G, pm.A_G_drift, mo.momentum, mo.rate, mo.kd, mo.weight, mo.enabled, Jb, rb, wb)
+            tasks = tasks[4:]
+        for task in tasks:
             if task.enabled:
                 J, r = task.jacobian_and_target(pm)
                 d = r.shape[0]

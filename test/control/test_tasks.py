@@ -115,3 +115,47 @@ def test_pd_targets_point_toward_the_reference(u2ups_fb):
 def test_negative_gain_rejected():
     with pytest.raises(InputError):
         ComTask(kp=-1.0)
+
+
+def test_references_and_gains_are_checked_on_assignment():
+    """A reference of the wrong size or with a NaN is refused with the task's name; gains assigned
+    later become float arrays of the task's size (the compiled pass reads them as such)."""
+    task = ComTask()
+    with pytest.raises(InputError, match="com: position"):
+        task.set_reference([0.1, 0.2])
+    with pytest.raises(InputError, match="com: velocity"):
+        task.velocity = [0.0, np.nan, 0.0]
+    with pytest.raises(InputError, match="not numeric"):
+        task.acceleration = ["a", "b", "c"]
+    ref = np.array([0.1, 0.2, 0.3])
+    task.position = ref
+    ref[0] = 5.0  # a copy was kept
+    assert task.position[0] == 0.1
+    task.kp = 7.0
+    assert task.kp.shape == (3,) and task.kp.dtype == float and np.all(task.kp == 7.0)
+    with pytest.raises(InputError):
+        task.kd = -1.0
+    posture = PostureTask(6, 4, np.arange(4))
+    with pytest.raises(InputError, match="posture: position"):
+        posture.set_reference(np.zeros(5))
+    with pytest.raises(InputError, match="rotation"):
+        OrientationTask("torso").set_reference(np.eye(2))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_compiled_log3_equals_pinocchio(seed):
+    """Rotation vectors of random rotations, tiny ones and ones within 1e-3 of π."""
+    from kangaroo_wbc.control.tasks.fused import log3
+
+    rng = np.random.default_rng(seed)
+    for angle in (0.0, 1e-9, 3e-5, 0.3, 1.5, 2.9, np.pi - 2e-3, np.pi - 5e-4, np.pi - 1e-6, np.pi):
+        for _ in range(20):
+            axis = rng.normal(size=3)
+            axis /= np.linalg.norm(axis)
+            R = pin.exp3(angle * axis)
+            w = log3(R)
+            if angle > np.pi - 1e-6:  # the axis' sign is free at π: compare the rotation it gives
+                np.testing.assert_allclose(pin.exp3(w), R, atol=1e-9)
+                assert np.linalg.norm(w) == pytest.approx(np.linalg.norm(pin.log3(R)), abs=1e-9)
+            else:
+                np.testing.assert_allclose(w, pin.log3(R), rtol=0, atol=1e-9 if angle > np.pi - 1e-2 else 1e-12)

@@ -249,3 +249,37 @@ def test_compiled_output_pass_equals_the_per_contact_products(digit_fb):
         for name in set(wbc.layout.contact_names) - set(active):
             assert not out.wrenches[name].any() and not out.forces[name].any()
         assert np.abs(ref.tau_a).max() > 1.0  # nontrivial forces
+
+
+@pytest.mark.parametrize("base_frame", ["torso", "foot"])
+def test_compiled_task_pass_writes_the_rows_of_the_tasks(digit_fb, base_frame):
+    """The four always-present tasks in one compiled pass == their own jacobian_and_target (the
+    generic loop), with references away from the state and tasks switched off; the orientation
+    task on the root (zero angular drift) and on a foot link (drift and twist of a moving frame)."""
+    fused, generic = (WholeBodyController(digit_fb, digit_contacts(), WbcSettings(base_frame=base_frame),
+                                          digit_limits(digit_fb)) for _ in range(2))
+    assert fused._fused_tasks is not None
+    generic._fused_tasks = None
+    for seed, off in ((0, ()), (1, ("momentum_task",)), (2, ("com_task", "base_task")), (3, ("posture_task",))):
+        q, _, v = random_state(digit_fb, seed, speed=0.3)
+        for wbc in (fused, generic):
+            wbc.update_model(q, v)
+            wbc._init_references()
+            wbc.com_task.set_reference(wbc.pm.com + np.array([0.01, -0.01, 0.005]) * (seed + 1),
+                                       [0.01, -0.02, 0.0], [0.1, 0.0, -0.1])
+            R = pin.exp3(np.array([0.05, -0.1, 0.2 * seed]))
+            wbc.base_task.set_reference(R, [0.1, 0.0, 0.2], [0.0, 0.3, 0.0])
+            wbc.posture_task.set_reference(wbc.posture_task.position + 0.001 * seed)
+            wbc.momentum_task.set_reference([0.1, 0.2, -0.1], [0.0, 0.05, 0.0])
+            for name in ("com_task", "base_task", "posture_task", "momentum_task"):
+                getattr(wbc, name).enabled = name not in off
+            terms = wbc._contact_terms(("left", "right"))
+            wbc._fill(terms)
+        for name in ("H", "c"):
+            np.testing.assert_allclose(getattr(fused.problem, name), getattr(generic.problem, name), rtol=1e-13,
+                                       atol=1e-10, err_msg=name)
+        rows = sum(t.dim for t in generic.tasks[:4] if t.enabled)
+        np.testing.assert_allclose(fused._task_J[:rows], generic._task_J[:rows], rtol=0, atol=1e-13)
+        np.testing.assert_allclose(fused._task_r[:rows], generic._task_r[:rows], rtol=1e-13, atol=1e-10)
+        np.testing.assert_array_equal(fused._task_w[:rows], generic._task_w[:rows])
+    assert np.abs(generic._task_r[:rows]).max() > 0.1  # nontrivial targets

@@ -16,11 +16,14 @@ from __future__ import annotations
 import numpy as np
 
 from kangaroo_wbc.control.projected_model import ProjectedModel
-from kangaroo_wbc.control.tasks.base import Task
+from kangaroo_wbc.control.tasks.base import Reference, Task
 
 
 class AngularMomentumTask(Task):
     """Angular momentum about the CoM (3 rows, world axes)."""
+
+    momentum = Reference((3,))
+    rate = Reference((3,))
 
     dim = 3
 
@@ -30,8 +33,8 @@ class AngularMomentumTask(Task):
         self.rate = np.zeros(3)  # [N·m]
 
     def set_reference(self, momentum=None, rate=None) -> None:
-        self.momentum = np.zeros(3) if momentum is None else np.asarray(momentum, dtype=float).copy()
-        self.rate = np.zeros(3) if rate is None else np.asarray(rate, dtype=float).copy()
+        self.momentum = np.zeros(3) if momentum is None else momentum
+        self.rate = np.zeros(3) if rate is None else rate
 
     def error(self, pm: ProjectedModel) -> np.ndarray:
         return self.momentum - pm.h_G[3:]

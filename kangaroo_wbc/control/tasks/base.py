@@ -21,6 +21,9 @@ import numpy as np
 
 from kangaroo_wbc.control.projected_model import ProjectedModel
 from kangaroo_wbc.errors import InputError
+from kangaroo_wbc.model.fast_kinematics import all_finite
+
+_EMPTY = np.zeros(0)
 
 
 def as_gain(value: float | np.ndarray, size: int, what: str) -> np.ndarray:
@@ -29,6 +32,34 @@ def as_gain(value: float | np.ndarray, size: int, what: str) -> np.ndarray:
     if not np.all(np.isfinite(g)) or np.any(g < 0):
         raise InputError(f"{what} must be finite and non-negative, got {value}")
     return g
+
+
+class Reference:
+    """A task reference attribute: always a finite float array of its shape (a copy of what is
+    assigned), else :class:`InputError` naming the task and the attribute. ``shape``: a tuple, or
+    the name of an ``int`` attribute of the task (a vector of that size)."""
+
+    def __init__(self, shape: tuple[int, ...] | str) -> None:
+        self.shape = shape
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name, self.slot = name, "_ref_" + name
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else getattr(obj, self.slot)
+
+    def __set__(self, obj, value) -> None:
+        shape = (getattr(obj, self.shape),) if isinstance(self.shape, str) else self.shape
+        if type(value) is np.ndarray and value.dtype == np.float64 and value.shape == shape:
+            arr = value.copy()  # the per-tick case: cheap checks only
+        else:
+            try:
+                arr = np.array(value, dtype=float)
+            except (TypeError, ValueError) as exc:
+                raise InputError(f"{obj.name}: {self.name} is not numeric: {value!r}") from exc
+        if arr.shape != shape or not all_finite(arr.reshape(-1), _EMPTY):
+            raise InputError(f"{obj.name}: {self.name} must be finite with shape {shape}, got {arr.shape}")
+        setattr(obj, self.slot, arr)
 
 
 class Task(ABC):
@@ -46,12 +77,38 @@ class Task(ABC):
                  kd: float | np.ndarray = 0.0) -> None:
         self.name = name
         self.enabled = True
-        self.weight = as_gain(weight, self.dim, f"{name}: weight")
-        self.kp = as_gain(kp, self._gain_dim(), f"{name}: kp")
-        self.kd = as_gain(kd, self._gain_dim(), f"{name}: kd")
+        self.weight = weight
+        self.kp = kp
+        self.kd = kd
 
     def _gain_dim(self) -> int:
         return self.dim
+
+    # weights and gains stay float arrays of their size whatever is assigned (checked as at
+    # construction): the compiled task pass of the controller reads them as such
+    @property
+    def weight(self) -> np.ndarray:
+        return self._weight
+
+    @weight.setter
+    def weight(self, value: float | np.ndarray) -> None:
+        self._weight = as_gain(value, self.dim, f"{self.name}: weight")
+
+    @property
+    def kp(self) -> np.ndarray:
+        return self._kp
+
+    @kp.setter
+    def kp(self, value: float | np.ndarray) -> None:
+        self._kp = as_gain(value, self._gain_dim(), f"{self.name}: kp")
+
+    @property
+    def kd(self) -> np.ndarray:
+        return self._kd
+
+    @kd.setter
+    def kd(self, value: float | np.ndarray) -> None:
+        self._kd = as_gain(value, self._gain_dim(), f"{self.name}: kd")
 
     @abstractmethod
     def jacobian_and_target(self, pm: ProjectedModel) -> tuple[np.ndarray, np.ndarray]:
@@ -76,4 +133,4 @@ class Task(ABC):
         return H, c
 
 
-__all__ = ["Task", "as_gain"]
+__all__ = ["Reference", "Task", "as_gain"]

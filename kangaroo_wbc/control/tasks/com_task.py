@@ -14,11 +14,15 @@ from __future__ import annotations
 import numpy as np
 
 from kangaroo_wbc.control.projected_model import ProjectedModel
-from kangaroo_wbc.control.tasks.base import Task
+from kangaroo_wbc.control.tasks.base import Reference, Task
 
 
 class ComTask(Task):
     """CoM position tracking (3 rows, world axes)."""
+
+    position = Reference((3,))
+    velocity = Reference((3,))
+    acceleration = Reference((3,))
 
     dim = 3
 
@@ -29,9 +33,9 @@ class ComTask(Task):
         self.acceleration = np.zeros(3)  # [m/s²]
 
     def set_reference(self, position, velocity=None, acceleration=None) -> None:
-        self.position = np.asarray(position, dtype=float).copy()
-        self.velocity = np.zeros(3) if velocity is None else np.asarray(velocity, dtype=float).copy()
-        self.acceleration = np.zeros(3) if acceleration is None else np.asarray(acceleration, dtype=float).copy()
+        self.position = position
+        self.velocity = np.zeros(3) if velocity is None else velocity
+        self.acceleration = np.zeros(3) if acceleration is None else acceleration
 
     def error(self, pm: ProjectedModel) -> np.ndarray:
         return self.position - pm.com

@@ -16,11 +16,16 @@ import numpy as np
 import pinocchio as pin
 
 from kangaroo_wbc.control.projected_model import ProjectedModel
-from kangaroo_wbc.control.tasks.base import Task
+from kangaroo_wbc.control.tasks.base import Reference, Task
 
 
 class FramePoseTask(Task):
     """6D pose of ``frame`` [m, rad]."""
+
+    position = Reference((3,))
+    rotation = Reference((3, 3))
+    twist = Reference((6,))
+    acceleration = Reference((6,))
 
     dim = 6
 
@@ -33,11 +38,11 @@ class FramePoseTask(Task):
         self.acceleration = np.zeros(6)  # [m/s², rad/s²]
 
     def set_reference(self, position, rotation=None, twist=None, acceleration=None) -> None:
-        self.position = np.asarray(position, dtype=float).copy()
+        self.position = position
         if rotation is not None:
-            self.rotation = np.asarray(rotation, dtype=float).copy()
-        self.twist = np.zeros(6) if twist is None else np.asarray(twist, dtype=float).copy()
-        self.acceleration = np.zeros(6) if acceleration is None else np.asarray(acceleration, dtype=float).copy()
+            self.rotation = rotation
+        self.twist = np.zeros(6) if twist is None else twist
+        self.acceleration = np.zeros(6) if acceleration is None else acceleration
 
     def set_reference_from_current(self, pm: ProjectedModel) -> None:
         R, p = pm.placement(self.frame)

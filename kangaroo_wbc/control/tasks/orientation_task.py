@@ -13,11 +13,15 @@ import numpy as np
 import pinocchio as pin
 
 from kangaroo_wbc.control.projected_model import ProjectedModel
-from kangaroo_wbc.control.tasks.base import Task
+from kangaroo_wbc.control.tasks.base import Reference, Task
 
 
 class OrientationTask(Task):
     """Orientation of ``frame`` (3 angular rows, world axes) [rad]."""
+
+    rotation = Reference((3, 3))
+    angular_velocity = Reference((3,))
+    angular_acceleration = Reference((3,))
 
     dim = 3
 
@@ -29,10 +33,10 @@ class OrientationTask(Task):
         self.angular_acceleration = np.zeros(3)  # [rad/s²]
 
     def set_reference(self, rotation, angular_velocity=None, angular_acceleration=None) -> None:
-        self.rotation = np.asarray(rotation, dtype=float).copy()
-        self.angular_velocity = np.zeros(3) if angular_velocity is None else np.asarray(angular_velocity, float)
+        self.rotation = rotation
+        self.angular_velocity = np.zeros(3) if angular_velocity is None else angular_velocity
         self.angular_acceleration = (np.zeros(3) if angular_acceleration is None
-                                     else np.asarray(angular_acceleration, float))
+                                     else angular_acceleration)
 
     def error(self, pm: ProjectedModel) -> np.ndarray:
         R, _ = pm.placement(self.frame)

@@ -13,11 +13,15 @@ from __future__ import annotations
 import numpy as np
 
 from kangaroo_wbc.control.projected_model import ProjectedModel
-from kangaroo_wbc.control.tasks.base import Task
+from kangaroo_wbc.control.tasks.base import Reference, Task
 
 
 class PostureTask(Task):
     """Actuator-space posture (n_a rows) [m or rad]."""
+
+    position = Reference("n_a")
+    velocity = Reference("n_a")
+    acceleration = Reference("n_a")
 
     def __init__(self, n_b: int, n_a: int, idx_q_a: np.ndarray, weight=1e-2, kp=50.0, kd=10.0,
                  name: str = "posture") -> None:
@@ -32,9 +36,9 @@ class PostureTask(Task):
         self.acceleration = np.zeros(n_a)
 
     def set_reference(self, position, velocity=None, acceleration=None) -> None:
-        self.position = np.asarray(position, dtype=float).copy()
-        self.velocity = np.zeros(self.n_a) if velocity is None else np.asarray(velocity, float).copy()
-        self.acceleration = np.zeros(self.n_a) if acceleration is None else np.asarray(acceleration, float).copy()
+        self.position = position
+        self.velocity = np.zeros(self.n_a) if velocity is None else velocity
+        self.acceleration = np.zeros(self.n_a) if acceleration is None else acceleration
 
     def error(self, pm: ProjectedModel) -> np.ndarray:
         return self.position - pm.q[self.idx_q_a]
