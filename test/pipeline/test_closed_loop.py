@@ -13,12 +13,16 @@ import pytest
 from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 
 
+def _stand(pipelined: bool) -> tuple[ClosedLoopRun, dict]:
+    run = ClosedLoopRun(LoopConfig(behaviour="stand", duration_s=1.2, behaviour_start_s=1.0, seed=1,
+                                   pipelined=pipelined))
+    return run, run.run()
+
+
 @pytest.fixture(scope="module")
 def stand_run():
     """Integration fixture: 1.2 s of standing after boot (seeded)."""
-    run = ClosedLoopRun(LoopConfig(behaviour="stand", duration_s=1.2, behaviour_start_s=1.0, seed=1))
-    summary = run.run()
-    return run, summary
+    return _stand(pipelined=False)
 
 
 def test_stands_without_falling_on_estimated_state(stand_run):
@@ -102,10 +106,7 @@ def test_tick_reports_its_stages(stand_run):
 @pytest.fixture(scope="module")
 def pipelined_run():
     """The same boot and standing with the simulator stepping alongside the nodes (one-tick delay)."""
-    run = ClosedLoopRun(LoopConfig(behaviour="stand", duration_s=1.2, behaviour_start_s=1.0, seed=1,
-                                   pipelined=True))
-    summary = run.run()
-    return run, summary
+    return _stand(pipelined=True)
 
 
 def test_pipelined_loop_stands_with_the_one_tick_command_delay(pipelined_run):

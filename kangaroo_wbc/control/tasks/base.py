@@ -34,7 +34,23 @@ def as_gain(value: float | np.ndarray, size: int, what: str) -> np.ndarray:
     return g
 
 
-class Reference:
+class _Checked:
+    """A task attribute stored as the array its :meth:`_check` returns for what is assigned."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name, self.slot = name, "_checked_" + name
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else getattr(obj, self.slot)
+
+    def __set__(self, obj, value) -> None:
+        setattr(obj, self.slot, self._check(obj, value))
+
+    def _check(self, obj, value) -> np.ndarray:
+        raise NotImplementedError
+
+
+class Reference(_Checked):
     """A task reference attribute: always a finite float array of its shape (a copy of what is
     assigned), else :class:`InputError` naming the task and the attribute. ``shape``: a tuple, or
     the name of an ``int`` attribute of the task (a vector of that size)."""
@@ -42,13 +58,7 @@ class Reference:
     def __init__(self, shape: tuple[int, ...] | str) -> None:
         self.shape = shape
 
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name, self.slot = name, "_ref_" + name
-
-    def __get__(self, obj, objtype=None):
-        return self if obj is None else getattr(obj, self.slot)
-
-    def __set__(self, obj, value) -> None:
+    def _check(self, obj, value) -> np.ndarray:
         shape = (getattr(obj, self.shape),) if isinstance(self.shape, str) else self.shape
         if type(value) is np.ndarray and value.dtype == np.float64 and value.shape == shape:
             arr = value.copy()  # the per-tick case: cheap checks only
@@ -59,7 +69,20 @@ class Reference:
                 raise InputError(f"{obj.name}: {self.name} is not numeric: {value!r}") from exc
         if arr.shape != shape or not all_finite(arr.reshape(-1), _EMPTY):
             raise InputError(f"{obj.name}: {self.name} must be finite with shape {shape}, got {arr.shape}")
-        setattr(obj, self.slot, arr)
+        return arr
+
+
+class Gain(_Checked):
+    """A task weight or gain attribute: always a finite, non-negative float array of the task's size
+    (a scalar is broadcast), checked as at construction whatever is assigned later: the compiled
+    task pass of the controller reads them as such. ``rows``: the weight (task rows) or a gain
+    (the task's gain size, :meth:`Task._gain_dim`)."""
+
+    def __init__(self, rows: bool = False) -> None:
+        self.rows = rows
+
+    def _check(self, obj, value) -> np.ndarray:
+        return as_gain(value, obj.dim if self.rows else obj._gain_dim(), f"{obj.name}: {self.name}")
 
 
 class Task(ABC):
@@ -72,6 +95,9 @@ class Task(ABC):
     """
 
     dim: int = 0
+    weight = Gain(rows=True)
+    kp = Gain()
+    kd = Gain()
 
     def __init__(self, name: str, weight: float | np.ndarray = 1.0, kp: float | np.ndarray = 0.0,
                  kd: float | np.ndarray = 0.0) -> None:
@@ -83,32 +109,6 @@ class Task(ABC):
 
     def _gain_dim(self) -> int:
         return self.dim
-
-    # weights and gains stay float arrays of their size whatever is assigned (checked as at
-    # construction): the compiled task pass of the controller reads them as such
-    @property
-    def weight(self) -> np.ndarray:
-        return self._weight
-
-    @weight.setter
-    def weight(self, value: float | np.ndarray) -> None:
-        self._weight = as_gain(value, self.dim, f"{self.name}: weight")
-
-    @property
-    def kp(self) -> np.ndarray:
-        return self._kp
-
-    @kp.setter
-    def kp(self, value: float | np.ndarray) -> None:
-        self._kp = as_gain(value, self._gain_dim(), f"{self.name}: kp")
-
-    @property
-    def kd(self) -> np.ndarray:
-        return self._kd
-
-    @kd.setter
-    def kd(self, value: float | np.ndarray) -> None:
-        self._kd = as_gain(value, self._gain_dim(), f"{self.name}: kd")
 
     @abstractmethod
     def jacobian_and_target(self, pm: ProjectedModel) -> tuple[np.ndarray, np.ndarray]:
@@ -133,4 +133,4 @@ class Task(ABC):
         return H, c
 
 
-__all__ = ["Reference", "Task", "as_gain"]
+__all__ = ["Gain", "Reference", "Task", "as_gain"]
