@@ -33,8 +33,15 @@ from scipy.linalg.lapack import dgetrf, dgetrs
 
 from kangaroo_wbc.errors import FrameNotFound, InputError, ModelError, suggest
 from kangaroo_wbc.model import ClosedLoopModel, ProjectedDynamics
+from kangaroo_wbc.model.block_lu import _factor_and_map, _solve
 from kangaroo_wbc.model.closed_loop_model import universal_cut_indices
-from kangaroo_wbc.model.fast_kinematics import _jit, all_finite, frame_terms
+from kangaroo_wbc.model.fast_kinematics import (
+    _closure,
+    _jit,
+    _velocity_bias,
+    all_finite,
+    frame_terms,
+)
 
 #: Joint types whose motion subspace is constant in the joint frame (zero joint bias ``c_J``).
 CONSTANT_SUBSPACE_JOINTS = frozenset(
@@ -188,6 +195,8 @@ class ProjectedModel:
         _project_on_T(M0, np.zeros(nv), np.zeros(nv), np.zeros((U, 6, nv)), np.zeros((self.n_u, self.n_a)),
                       self._idx_b, self._idx_a, self._idx_u, np.empty((nv, n_nu)), np.empty((n_nu, n_nu)),
                       np.empty(nv), np.empty(n_nu), np.empty((U, 6, n_nu)), np.empty((U, 6)))
+        self._chain_args: tuple | None = None  # fixed arguments of the compiled closure chain, at its first use
+        self._use_chain = True  # False: the step-by-step compiled path (tests compare the two)
         self.k = np.zeros(m.nv)
         self.q = np.zeros(m.nq)
         self.v = np.zeros(m.nv)
@@ -217,15 +226,18 @@ class ProjectedModel:
         self._updated = False  # until every term below is evaluated
         self.q[:] = q
         self.nu[:] = nu
-        if self._kernel is not None:
-            twist, drift = self._closure_terms_compiled(q, nu)
+        if self._use_chain and self._kernel is not None and self._block_lu is not None:
+            twist, drift = self._closure_chain(q, nu)  # k included
         else:
-            twist, drift = self._closure_terms(q, nu)
+            if self._kernel is not None:
+                twist, drift = self._closure_terms_compiled(q, nu)
+            else:
+                twist, drift = self._closure_terms(q, nu)
+            if self._block_lu is not None:
+                self.k[self._idx_u] = -self._block_lu.solve(self.bias_l)
+            else:
+                self.k[self._idx_u] = -dgetrs(self._lu, self._piv, self.bias_l)[0]
         v = self.v
-        if self._block_lu is not None:
-            self.k[self._idx_u] = -self._block_lu.solve(self.bias_l)
-        else:
-            self.k[self._idx_u] = -dgetrs(self._lu, self._piv, self.bias_l)[0]
         # 5. Dynamics (App. B): M_p = T^T M T, h_p = T^T (h + M k).
         # full symmetric matrix (pinocchio >= 3 fills both triangles); the WORLD convention also
         # leaves the composite inertias in data.oYcrb, world axes (read by the reduced controller)
@@ -414,6 +426,36 @@ class ProjectedModel:
         u = slice(2 * K, None)  # user frames: (twist, Jdot v) linear first
         return (np.concatenate([vel[u], w[u]], axis=1), np.concatenate([acc[u], alpha[u]], axis=1))
 
+    def _closure_chain(self, q: np.ndarray, nu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Steps 1-4 and ``k`` in one compiled call (:func:`_closure_chain`): the same numbers as
+        :meth:`_closure_terms_compiled` and the block solve of ``k`` (tested)."""
+        m, data, kernel, blu = self.model, self.data, self._kernel, self._block_lu
+        pin.computeJointJacobians(m, data, q)  # data.J of the user frames (only q needed)
+        if self._chain_args is None:
+            U = self.n_frames
+            self._Jf_buf = np.empty((U, 6, self.nv))
+            self._frame_mask = np.ascontiguousarray(self._umask[:, 0, :])
+            cols_in = np.ascontiguousarray(np.asarray(self._idx_u, dtype=np.int64)[blu.cols])
+            self._chain_args = (blu.rows, blu.cols, cols_in, blu.sizes, blu.LU, blu.piv, self._idx_u, self._idx_a,
+                                self.n_b, self.T)
+            self._chain_bias = (kernel.idx_v, kernel.jnv, kernel._Vj, kernel._Aj, kernel.frame_velocity,
+                                kernel.frame_bias_acceleration)
+            self._chain_work = (np.empty((blu.n, 1)), np.empty((blu.n, 1)))
+        U = self.n_frames
+        J_m, bias = np.empty((self.n_u, self.n_a)), np.empty(kernel.n_c)
+        twist, drift = np.empty((U, 6)), np.empty((U, 6))
+        ok = _closure_chain(q, nu, kernel._tree, kernel._loops, kernel.e_l, kernel.J_l, *self._chain_args, J_m, self.v,
+                            *self._chain_bias, bias, *self._chain_work, self.k, data.J, 2 * self.n_closures,
+                            self._frame_mask, self._Jf_buf, twist, drift)
+        blu.ok = bool(ok)
+        if not ok:
+            raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
+        if self.min_pivot_ratio > 0.0:
+            self._check_pivots(blu.pivot_ratios())
+        self._R, self._p = kernel.R, kernel.p
+        self.J_l, self.J_m, self.bias_l, self._Jf = kernel.J_l, J_m, bias, self._Jf_buf
+        return twist, drift
+
     def _closure_terms_compiled(self, q: np.ndarray, nu: np.ndarray):
         """Steps 1-4 of :meth:`_closure_terms` with the compiled kernel (same numbers, tested)."""
         m, data, K, kernel = self.model, self.data, self.n_closures, self._kernel
@@ -513,6 +555,36 @@ def _skew_batch(w: np.ndarray) -> np.ndarray:
     out[:, 1, 0], out[:, 1, 2] = w[:, 2], -w[:, 0]
     out[:, 2, 0], out[:, 2, 1] = -w[:, 1], w[:, 0]
     return out
+
+
+@_jit
+def _closure_chain(q, nu, tree, loops, e_l, J_l, rows, cols, cols_in, sizes, LU, piv, idx_u, idx_a, n_b, T, J_m, v,
+                   idx_v, jnv, Vj, Aj, fV, fA, bias, B, X, k, dataJ, u0, mask, Jf, twist, drift):
+    """:meth:`ProjectedModel._closure_chain` (compiled): closure error and Jacobian (``_closure``),
+    block LU of ``J_lu`` with ``J_m`` into ``T`` (``_factor_and_map``), ``v = T nu``, the closure
+    bias ``Jdot_l v`` (``_velocity_bias``), ``k_u = -J_lu^{-1} Jdot_l v`` and the user frames'
+    terms from ``dataJ`` (``frame_terms``, frames from ``u0``). False (and nothing after the
+    factorisation written) if ``J_lu`` is singular."""
+    _closure(q, *tree, *loops, True, e_l, J_l)
+    if not _factor_and_map(J_l, rows, cols, cols_in, sizes, LU, piv, idx_u, idx_a, n_b, T, J_m):
+        return False
+    nv, n_nu = T.shape
+    for i in range(nv):
+        x = 0.0
+        for j in range(n_nu):
+            x += T[i, j] * nu[j]
+        v[i] = x
+    parent, jtype, axis, axis2 = tree[0], tree[1], tree[2], tree[3]
+    oRpre, oR, op, f_joint, fR, fp = tree[7], tree[8], tree[9], tree[10], tree[13], tree[14]
+    _velocity_bias(v, parent, jtype, axis, axis2, idx_v, jnv, oRpre, oR, op, f_joint, fR, fp, loops[0], loops[1],
+                   loops[2], loops[3], loops[4], Vj, Aj, fV, fA, bias)
+    for i in range(bias.shape[0]):
+        B[i, 0] = bias[i]
+    _solve(LU, piv, rows, cols, sizes, B, X, False)
+    for i in range(idx_u.shape[0]):
+        k[idx_u[i]] = -X[i, 0]
+    frame_terms(dataJ, fp[u0:], mask, fV[u0:], fA[u0:], Jf, twist, drift)
+    return True
 
 
 @_jit
