@@ -314,6 +314,7 @@ class ContactWrenchEstimator:
         self._res = np.zeros(2)  # residuals of the actuated and base rows
         self._no_filter = np.zeros(0)
         self._empty = np.zeros(0)
+        self._pm_checked = None  # the last projected model whose frames were checked
         self._pm_index: tuple | None = None  # (projected model, its placement rows, its Jacobian rows of the soles)
         # sole placements from the closure kernel's joint placements (parent joint, fixed placement)
         frames = [self.model.frames[fid] for fid in self.frame_ids]
@@ -606,10 +607,12 @@ class ContactWrenchEstimator:
                 raise InputError("update_model: give kinematics or projected, not both")
             if projected.model is not self.model:
                 raise InputError("update_model: the projected model belongs to another model")
-            missing = [s for s in self.sole_frames if s not in projected.frame_names]
-            if missing:
-                raise InputError(f"update_model: sole frames {missing} not registered in the projected model "
-                                 f"(it has {projected.frame_names})")
+            if self._pm_checked is not projected:  # its frames are fixed at construction: check once
+                missing = [s for s in self.sole_frames if s not in projected.frame_names]
+                if missing:
+                    raise InputError(f"update_model: sole frames {missing} not registered in the projected model "
+                                     f"(it has {projected.frame_names})")
+                self._pm_checked = projected
             if not projected.is_current(q):
                 raise InputError("update_model: the projected model was not updated at this configuration")
         self._model_ready = False

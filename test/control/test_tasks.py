@@ -159,3 +159,22 @@ def test_compiled_log3_equals_pinocchio(seed):
                 assert np.linalg.norm(w) == pytest.approx(np.linalg.norm(pin.log3(R)), abs=1e-9)
             else:
                 np.testing.assert_allclose(w, pin.log3(R), rtol=0, atol=1e-9 if angle > np.pi - 1e-2 else 1e-12)
+
+
+def test_frame_pose_target_compiled_equals_the_formula(digit_fb):
+    """The swing-sole target of the compiled pass == a_ref + kp e + kd (V_ref - V) - drift with
+    e = [p_ref - p; pinocchio's log3(R_ref Rᵀ)]."""
+    pm = ProjectedModel(digit_fb, ["right_sole"])
+    task = FramePoseTask("right_sole", kp=[100, 110, 120, 130, 140, 150], kd=[10, 11, 12, 13, 14, 15])
+    for seed in (0, 1):
+        q, nu, _ = random_state(digit_fb, seed, speed=0.5)
+        pm.update(q, nu)
+        R, p = pm.placement("right_sole")
+        task.set_reference(p + [0.01, -0.02, 0.03], pin.exp3(np.array([0.1, -0.2, 0.3 + seed])) @ R,
+                           [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [1.0, -1.0, 0.5, 0.0, 0.2, -0.3])
+        J, r = task.jacobian_and_target(pm)
+        e = np.concatenate([task.position - p, pin.log3(task.rotation @ R.T)])
+        expected = task.acceleration + task.kp * e + task.kd * (task.twist - pm.twist("right_sole"))
+        np.testing.assert_allclose(r, expected - pm.drift("right_sole"), rtol=1e-12, atol=1e-10)
+        np.testing.assert_array_equal(J, pm.jacobian("right_sole"))
+        assert np.abs(e[3:]).max() > 0.1  # a real rotation error

@@ -57,6 +57,20 @@ def log3(R):
 
 
 @_jit
+def pose_target(R_ref, p_ref, R, p, a_ref, twist_ref, twist, drift, kp, kd, r):
+    """:class:`~kangaroo_wbc.control.tasks.frame_pose_task.FramePoseTask`'s target into ``r`` (6):
+    ``a_ref + kp [p_ref - p; log3(R_ref Rᵀ)] + kd (twist_ref - twist) - drift``."""
+    M = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            M[i, j] = R_ref[i, 0] * R[j, 0] + R_ref[i, 1] * R[j, 1] + R_ref[i, 2] * R[j, 2]
+    e = log3(M)
+    for i in range(6):
+        err = p_ref[i] - p[i] if i < 3 else e[i - 3]
+        r[i] = a_ref[i] + kp[i] * err + kd[i] * (twist_ref[i] - twist[i]) - drift[i]
+
+
+@_jit
 def fill_default_tasks(J_com, com, com_velocity, com_drift, c_pos, c_vel, c_acc, c_kp, c_kd, c_w, c_on,
                        R_all, Jf_T, drift_all, twist_all, b_user, b_row, b_R, b_wref, b_aref, b_kp, b_kd, b_w, b_on,
                        q, nu, n_b, idx_q_a, p_pos, p_vel, p_acc, p_kp, p_kd, p_w, p_on,
@@ -107,4 +121,4 @@ def fill_default_tasks(J_com, com, com_velocity, com_drift, c_pos, c_vel, c_acc,
     return k
 
 
-__all__ = ["fill_default_tasks", "log3"]
+__all__ = ["fill_default_tasks", "log3", "pose_target"]
