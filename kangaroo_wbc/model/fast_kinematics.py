@@ -202,27 +202,34 @@ def _placements(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_j
 
 @_jit
 def _log3(R, w):
-    """``w = log3(R)`` [rad]; returns the angle."""
-    tr = R[0, 0] + R[1, 1] + R[2, 2]
-    c = min(1.0, max(-1.0, 0.5 * (tr - 1.0)))
-    th = math.acos(c)
-    vx, vy, vz = R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]
-    if th < 1e-4:
-        k = 0.5 + th * th / 12.0
-        w[0], w[1], w[2] = k * vx, k * vy, k * vz
-    elif th < math.pi - 1e-4:
-        k = th / (2.0 * math.sin(th))
-        w[0], w[1], w[2] = k * vx, k * vy, k * vz
-    else:  # near pi: axis from the diagonal, sign from the antisymmetric part
+    """``w = log3(R)`` [rad], the rotation vector ``θ a`` with ``θ`` in [0, π] as pinocchio's
+    ``log3`` (tested against it, including near 0 and near π); returns ``θ``. The angle comes from
+    ``atan2(sin θ, cos θ)``, well conditioned at every angle (``acos`` is not near 0 and π)."""
+    c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
+    s0, s1, s2 = R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]  # 2 sin(θ) a
+    sin_th = 0.5 * math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
+    th = math.atan2(sin_th, c)
+    if th < 1e-4:  # series of θ / (2 sin θ)
+        k = 0.5 * (1.0 + th * th / 6.0)
+        w[0], w[1], w[2] = k * s0, k * s1, k * s2
+    elif math.pi - th < 1e-3:
+        # R = c I + sin(θ) [a]x + (1 - c) a aᵀ: the axis from the symmetric part (its largest
+        # diagonal entry), its sign from the skew part (sin θ > 0 below π)
+        d = 1.0 - min(1.0, max(-1.0, c))
+        m = 0
+        if R[1, 1] > R[m, m]:
+            m = 1
+        if R[2, 2] > R[m, m]:
+            m = 2
+        am = math.sqrt(max((R[m, m] - c) / d, 0.0))
         for i in range(3):
-            a = (R[i, i] - c) / (1.0 - c)
-            w[i] = th * math.sqrt(max(0.0, a))
-        if vx < 0.0:
-            w[0] = -w[0]
-        if vy < 0.0:
-            w[1] = -w[1]
-        if vz < 0.0:
-            w[2] = -w[2]
+            w[i] = am if i == m else (R[i, m] + R[m, i]) / (2.0 * d * am)
+        sign = -th if w[0] * s0 + w[1] * s1 + w[2] * s2 < 0.0 else th
+        for i in range(3):
+            w[i] *= sign
+    else:
+        k = th / (2.0 * sin_th)
+        w[0], w[1], w[2] = k * s0, k * s1, k * s2
     return th
 
 

@@ -10,49 +10,17 @@ its first four tasks are exactly the objects it built, else the generic loop.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from kangaroo_wbc.model.fast_kinematics import _jit
-
-#: Below this angle [rad] ``log3`` uses the series of ``θ / (2 sin θ)``; within it of π, the axis
-#: comes from the symmetric part of ``R`` (the skew part vanishes there).
-_SMALL_ANGLE = 1e-4
-_NEAR_PI = 1e-3
+from kangaroo_wbc.model.fast_kinematics import _jit, _log3
 
 
 @_jit
 def log3(R):
     """``log3(R)`` of a rotation matrix (3, 3): the rotation vector ``θ a`` with ``θ`` in [0, π], as
-    pinocchio's ``log3`` (tested against it, including near 0 and near π)."""
+    pinocchio's ``log3`` (the closure kernel's compiled ``_log3``)."""
     out = np.empty(3)
-    c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
-    s0, s1, s2 = R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]  # 2 sin(θ) a
-    sin_theta = 0.5 * math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
-    theta = math.atan2(sin_theta, c)  # well conditioned at every angle (acos is not near 0 and π)
-    if theta < _SMALL_ANGLE:
-        f = 0.5 * (1.0 + theta * theta / 6.0)
-        out[0], out[1], out[2] = f * s0, f * s1, f * s2
-    elif math.pi - theta < _NEAR_PI:
-        # R = c I + sin(θ) [a]x + (1 - c) a aᵀ: the symmetric part gives the axis up to its sign
-        d = 1.0 - min(1.0, max(-1.0, c))
-        k = 0
-        if R[1, 1] > R[k, k]:
-            k = 1
-        if R[2, 2] > R[k, k]:
-            k = 2
-        ak = math.sqrt(max((R[k, k] - c) / d, 0.0))
-        a = np.empty(3)
-        for i in range(3):
-            a[i] = ak if i == k else (R[i, k] + R[k, i]) / (2.0 * d * ak)
-        if a[0] * s0 + a[1] * s1 + a[2] * s2 < 0.0:  # the skew part's sign (sin θ > 0 below π)
-            for i in range(3):
-                a[i] = -a[i]
-        out[0], out[1], out[2] = theta * a[0], theta * a[1], theta * a[2]
-    else:
-        f = theta / (2.0 * sin_theta)
-        out[0], out[1], out[2] = f * s0, f * s1, f * s2
+    _log3(R, out)
     return out
 
 
