@@ -39,8 +39,9 @@ import pinocchio as pin
 
 from kangaroo_wbc.errors import EstimationError, InputError
 from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics
+from kangaroo_wbc.model.block_lu import _factor, _solve
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
-from kangaroo_wbc.model.fast_kinematics import _jit, all_finite
+from kangaroo_wbc.model.fast_kinematics import _closure, _jit, all_finite
 
 
 @dataclass
@@ -117,6 +118,13 @@ class PassiveStateEstimator:
         self.steps = 0
         self.reprojections = 0
         self.reset(clm.q_ref if q0 is None else q0)
+        #: arguments of the one-call tick (:func:`_passive_tick`): the compiled closure kernel and
+        #: the block LU of ``J_lu``; None: the step-by-step path (no closures, no block structure)
+        self._fused: tuple | None = None
+        kin, blu = self.kin, self.kin.block_lu
+        if kin.kernel is not None and blu is not None and clm.n_c:
+            self._fused = (kin.kernel._tree, kin.kernel._loops, blu.rows, blu.cols, blu.sizes, blu.LU, blu.piv,
+                           np.empty((clm.n_u, 2)), np.empty((clm.n_u, 2)))
         # compile (or load) the kernels now, not in a tick: one call on scratch buffers
         e, _, J_la = self.kin.evaluate()
         n_a = clm.n_a
@@ -124,6 +132,13 @@ class PassiveStateEstimator:
                         np.zeros(n_a), self._rhs.copy())
         _velocities(np.zeros((clm.n_u, 2)), np.zeros(n_a), np.zeros(n_a), self.idx_v_a, self.idx_v_u,
                     self.idx_v_base, 1e-3, np.zeros(nv), np.zeros(nv), np.zeros(nv))
+        if self._fused is not None:  # on the model's reference configuration, into scratch buffers
+            tree, loops, rows, cols, sizes, LU, piv, B, X = self._fused
+            kernel = kin.kernel
+            _passive_tick(self._q, tree, loops, True, kernel.e_l.copy(), kernel.J_l.copy(), clm.n_u, rows, cols, sizes,
+                          LU.copy(), piv.copy(), B, X, np.zeros(n_a), np.zeros(n_a), self.idx_q_a, 1.0, 1.0,
+                          np.zeros(clm.n_c), np.zeros(n_a), np.zeros((2, clm.n_c)), self.idx_v_a, self.idx_v_u,
+                          self.idx_v_base, 1e-3, np.zeros(nv), np.zeros(nv), np.zeros(nv))
 
     # ------------------------------------------------------------------ state
     @property
@@ -201,20 +216,32 @@ class PassiveStateEstimator:
         alpha = min(cfg.alpha, 1.0 / dt)
         beta = min(cfg.beta, 1.0 / dt)
         q, v = self._q, self._v
-        # e_l, J_lu, J_la at theta_k (the data holds the full-model update at theta_k).
-        e, _, J_la = self.kin.evaluate()
         theta_dot_a_k, rhs = self._theta_dot_a_k, self._rhs
-        self.closure_error_norm = _correction_rhs(theta_a, theta_dot_a, q, self.idx_q_a, alpha, beta, e, J_la,
-                                                  self._e, theta_dot_a_k, rhs)
-        sol = self._no_closures
-        if e.size:
-            sol = self.kin.solve(rhs.T)  # columns: eq. (38), eq. (35)
-            if sol is None:
-                raise EstimationError("J_lu is singular: the estimate is at a kinematic singularity")
         step, step_back = self._v_step, self._v_back
-        if not _velocities(np.ascontiguousarray(sol), theta_dot_a_k, theta_dot_a, self.idx_v_a, self.idx_v_u,
-                           self.idx_v_base, dt, step, v, step_back):
-            raise EstimationError("J_lu is singular: the estimate is at a kinematic singularity")
+        if self._fused is not None:  # the steps below in one compiled call (same numbers, tested)
+            kin = self.kin
+            (tree, loops, rows, cols, sizes, LU, piv, B, X), blu = self._fused, kin.block_lu
+            ok, self.closure_error_norm = _passive_tick(
+                q, tree, loops, not kin._evaluated, kin.kernel.e_l, kin.kernel.J_l, self.clm.n_u, rows, cols, sizes,
+                LU, piv, B, X, theta_a, theta_dot_a, self.idx_q_a, alpha, beta, self._e, theta_dot_a_k, rhs,
+                self.idx_v_a, self.idx_v_u, self.idx_v_base, dt, step, v, step_back)
+            kin._evaluated = True  # e_l, J_l at theta_k; the factors of J_lu too if it is regular
+            kin._lu, blu.ok = (blu, True) if ok else (None, False)
+            if not ok:
+                raise EstimationError("J_lu is singular: the estimate is at a kinematic singularity")
+        else:
+            # e_l, J_lu, J_la at theta_k (the data holds the full-model update at theta_k).
+            e, _, J_la = self.kin.evaluate()
+            self.closure_error_norm = _correction_rhs(theta_a, theta_dot_a, q, self.idx_q_a, alpha, beta, e, J_la,
+                                                      self._e, theta_dot_a_k, rhs)
+            sol = self._no_closures
+            if e.size:
+                sol = self.kin.solve(rhs.T)  # columns: eq. (38), eq. (35)
+                if sol is None:
+                    raise EstimationError("J_lu is singular: the estimate is at a kinematic singularity")
+            if not _velocities(np.ascontiguousarray(sol), theta_dot_a_k, theta_dot_a, self.idx_v_a, self.idx_v_u,
+                               self.idx_v_base, dt, step, v, step_back):
+                raise EstimationError("J_lu is singular: the estimate is at a kinematic singularity")
         q[:] = pin.integrate(self.model, q, step)  # eq. (39)
         if self.closure_error_norm > cfg.reproject_above:
             self._reproject()
@@ -264,6 +291,28 @@ def _correction_rhs(theta_a, theta_dot_a, q, idx_q_a, alpha, beta, e, J_la, e_ou
         rhs[0, r] = s0 + alpha * er
         rhs[1, r] = s1
     return norm
+
+
+@_jit
+def _passive_tick(q, tree, loops, evaluate, e_l, J_l, n_u, rows, cols, sizes, LU, piv, B, X, theta_a, theta_dot_a,
+                  idx_q_a, alpha, beta, e_out, theta_dot_a_k, rhs, idx_v_a, idx_v_u, idx_v_base, dt, step, v,
+                  step_back):
+    """One tick's compiled part: ``e_l``, ``J_l = [J_lu, J_la]`` at ``q`` (``_closure``, unless
+    ``evaluate`` is False: already there), :func:`_correction_rhs`, the block LU of ``J_lu``
+    (``_factor``), the solve with both right-hand sides and :func:`_velocities`. Returns ``(ok,
+    inf-norm of e_l)``; not ok (a zero pivot, or factors or a solution not finite: checked on the
+    solution): nothing written after the right-hand sides."""
+    if evaluate:
+        _closure(q, *tree, *loops, True, e_l, J_l)
+    norm = _correction_rhs(theta_a, theta_dot_a, q, idx_q_a, alpha, beta, e_l, J_l[:, n_u:], e_out, theta_dot_a_k,
+                           rhs)
+    if not _factor(J_l[:, :n_u], rows, cols, sizes, LU, piv):
+        return False, norm
+    for r in range(B.shape[0]):
+        B[r, 0] = rhs[0, r]
+        B[r, 1] = rhs[1, r]
+    _solve(LU, piv, rows, cols, sizes, B, X, False)  # columns: eq. (38), eq. (35)
+    return _velocities(X, theta_dot_a_k, theta_dot_a, idx_v_a, idx_v_u, idx_v_base, dt, step, v, step_back), norm
 
 
 @_jit

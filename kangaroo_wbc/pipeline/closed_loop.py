@@ -193,6 +193,8 @@ class ClosedLoopRun:
         :meth:`run` does, for callers that drive the ticks themselves)."""
         self._data_true = self.clm.model.createData()
         self._behaviour_started = False
+        if self.config.pipelined:  # the simulator's worker thread ready before the first tick
+            self.sim.prepare_step_worker()
         self.boot()
 
     def boot(self) -> None:

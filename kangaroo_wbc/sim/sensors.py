@@ -29,6 +29,46 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kangaroo_wbc.errors import InputError
+from kangaroo_wbc.model.fast_kinematics import _jit
+
+_EMPTY = np.zeros(0)
+
+
+@_jit
+def _apply(noise, theta_a, offset, theta_dot_a, force, lead, eff, linear, passive, quat_wxyz, gyro, gyro_bias, accel,
+           accel_bias, imu, out):
+    """:meth:`SensorSuite.read` after the draw (compiled): ``noise`` the stacked channels' noise,
+    ``out`` = [position, velocity, motor torque, passive encoders, (IMU quaternion x y z w, gyro,
+    accelerometer)]. Orientation noise right-multiplies by ``exp(noise / 2)``, then normalises."""
+    n, n_p = theta_a.shape[0], passive.shape[0]
+    for i in range(n):
+        out[i] = theta_a[i] + offset[i] + noise[i]
+        out[n + i] = theta_dot_a[i] + noise[n + i]
+        tau = force[i] * lead[i] / (2.0 * math.pi * eff[i]) if linear[i] else force[i]
+        out[2 * n + i] = tau + noise[2 * n + i]
+    o = 3 * n
+    for i in range(n_p):
+        out[o + i] = passive[i] + noise[o + i]
+    if not imu:
+        return
+    o += n_p
+    w1, x1, y1, z1 = quat_wxyz[0], quat_wxyz[1], quat_wxyz[2], quat_wxyz[3]
+    ex, ey, ez = noise[o], noise[o + 1], noise[o + 2]
+    th = math.sqrt(ex * ex + ey * ey + ez * ez)
+    if th < 1e-12:
+        w2, x2, y2, z2 = 1.0, 0.5 * ex, 0.5 * ey, 0.5 * ez
+    else:
+        sn = math.sin(0.5 * th) / th
+        w2, x2, y2, z2 = math.cos(0.5 * th), sn * ex, sn * ey, sn * ez
+    qw = w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2
+    qx = w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2
+    qy = w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2
+    qz = w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2
+    nrm = math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
+    out[o], out[o + 1], out[o + 2], out[o + 3] = qx / nrm, qy / nrm, qz / nrm, qw / nrm
+    for i in range(3):
+        out[o + 4 + i] = gyro[i] + gyro_bias[i] + noise[o + 3 + i]
+        out[o + 7 + i] = accel[i] + accel_bias[i] + noise[o + 6 + i]
 
 
 def _noise_plan(stds: tuple[float, ...], sizes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray | None, list]:
@@ -245,28 +285,26 @@ class SensorSuite:
         else:
             full = np.zeros(sum(sizes))
             full[noisy] = scale * z
-        noise = [full[a:b] for a, b in bounds]
-        pos = theta_a + self.encoder_offset + noise[0]
-        vel = theta_dot_a + noise[1]
-        tau = self.motor_torque(actuator_force) + noise[2]
-        passive = passive_positions + noise[3]
-        imu = None
+        # offsets, screw model, biases and the orientation noise in one compiled pass, into one
+        # buffer whose slices are the readings (the same operations in the same order as the numpy
+        # expressions they replace: the same numbers, tested)
+        n_p = len(passive_positions)
+        out = np.empty(3 * n + n_p + (10 if imu_ok else 0))
+        quat = gyro = accel = _EMPTY
         if imu_ok:
-            # orientation noise: right-multiply by exp(noise / 2), then normalise
-            (w1, x1, y1, z1), (ex, ey, ez) = np.asarray(imu_quat_wxyz, dtype=float).tolist(), noise[4].tolist()
-            th = math.sqrt(ex * ex + ey * ey + ez * ez)
-            if th < 1e-12:
-                w2, x2, y2, z2 = 1.0, 0.5 * ex, 0.5 * ey, 0.5 * ez
-            else:
-                sn = math.sin(0.5 * th) / th
-                w2, x2, y2, z2 = math.cos(0.5 * th), sn * ex, sn * ey, sn * ez
-            qw = w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2
-            qx = w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2
-            qy = w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2
-            qz = w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2
-            nrm = math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
-            imu = ImuReading(np.array([qx / nrm, qy / nrm, qz / nrm, qw / nrm]),
-                             imu_gyro + self.gyro_bias + noise[5],
-                             imu_accel + self.accel_bias + noise[6])
+            quat, gyro, accel = (np.asarray(x, dtype=float) for x in (imu_quat_wxyz, imu_gyro, imu_accel))
+        arrays = [np.asarray(x, dtype=float) for x in (theta_a, theta_dot_a, actuator_force, passive_positions)]
+        if [x.shape for x in arrays + [quat, gyro, accel]] != [(n,), (n,), (n,), (n_p,)] + (
+                [(4,), (3,), (3,)] if imu_ok else [(0,)] * 3):
+            raise InputError(f"SensorSuite.read: true quantities of shapes {[x.shape for x in arrays]} and IMU "
+                             f"{[x.shape for x in (quat, gyro, accel)]}; expected {n} actuators, {n_p} passive "
+                             f"encoders, IMU (4,), (3,), (3,)")
+        theta_a, theta_dot_a, actuator_force, passive_positions = arrays
+        _apply(full, theta_a, self.encoder_offset, theta_dot_a, actuator_force, self.screw_lead_m,
+               self.screw_efficiency, self.actuator_is_linear, passive_positions, quat, gyro, self.gyro_bias, accel,
+               self.accel_bias, imu_ok, out)
+        pos, vel, tau, passive = out[:n], out[n:2 * n], out[2 * n:3 * n], out[3 * n:3 * n + n_p]
+        o = 3 * n + n_p
+        imu = ImuReading(out[o:o + 4], out[o + 4:o + 7], out[o + 7:o + 10]) if imu_ok else None
         return SensorReadings(time, list(self.actuator_names), pos, vel, tau, list(self.passive_encoder_names),
                               passive, imu)

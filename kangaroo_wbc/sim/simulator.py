@@ -37,12 +37,12 @@ _SLIDE = int(mujoco.mjtJoint.mjJNT_SLIDE)
 _HINGE = int(mujoco.mjtJoint.mjJNT_HINGE)
 _FREE = int(mujoco.mjtJoint.mjJNT_FREE)
 _BOX = int(mujoco.mjtGeom.mjGEOM_BOX)
-#: integration step of mj_step per integrator, for the steps that reuse the sensor pass (RK4 and
-#: the others evaluate the dynamics several times: always a full mj_step)
 #: GIL switch interval [s] while a :meth:`Simulator.start_step` runs: the worker's few Python lines
 #: between MuJoCo calls must not wait the default 5 ms for the caller's thread.
 ASYNC_SWITCH_INTERVAL_S = 2e-5
 
+#: integration step of mj_step per integrator, for the steps that reuse the sensor pass (RK4 and
+#: the others evaluate the dynamics several times: always a full mj_step)
 _INTEGRATORS = {int(mujoco.mjtIntegrator.mjINT_EULER): mujoco.mj_Euler,
                 int(mujoco.mjtIntegrator.mjINT_IMPLICIT): mujoco.mj_implicit,
                 int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST): mujoco.mj_implicit}
@@ -662,9 +662,7 @@ class ClosedChainSim:
         The worker runs ``mj_step`` per substep and the sensor pass (``mj_forward``): the same
         states as :meth:`step` (tested), with two MuJoCo calls to keep the GIL hand-overs few.
         """
-        if self._async is None:
-            self._async = (threading.Semaphore(0), threading.Semaphore(0), [None])
-            threading.Thread(target=self._step_worker, name="mujoco-step", daemon=True).start()
+        self.prepare_step_worker()
         if self._async_busy:
             raise InputError("start_step: the previous step is still under way (call wait_step first)")
         self._async_busy = True
@@ -690,6 +688,13 @@ class ClosedChainSim:
         d = self.data
         if not (np.isfinite(d.qpos).all() and np.isfinite(d.qvel).all()):
             raise ModelError(f"simulation diverged at t={d.time:.4f} s (non-finite state)")
+
+    def prepare_step_worker(self) -> None:
+        """Start the worker thread of :meth:`start_step` if not done yet (:meth:`start_step` does it
+        at its first call; call it before a timed loop)."""
+        if self._async is None:
+            self._async = (threading.Semaphore(0), threading.Semaphore(0), [None])
+            threading.Thread(target=self._step_worker, name="mujoco-step", daemon=True).start()
 
     def _step_worker(self) -> None:
         go, done, error = self._async

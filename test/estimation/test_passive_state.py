@@ -201,3 +201,42 @@ def test_without_model_data_the_estimate_is_the_same(mechanism_dir):
         np.testing.assert_array_equal(lean.v, full.v)
     np.testing.assert_array_equal(lean.data.J, J_before)  # not updated
     assert not np.array_equal(full.data.J, J_before)  # the default keeps it current
+
+
+@pytest.mark.parametrize("name,floating", [(DIGIT, True), ("kangaroo", True)])
+def test_one_call_tick_equals_the_step_by_step_path(name, floating, mechanism_dir):
+    """The compiled one-call tick (closure terms, J_lu block LU, solve, velocities) gives the
+    step-by-step path's estimate bit for bit, and shares its factors as that path does: a solve
+    after the tick (e.g. by the wrench model terms) uses J_lu at theta_k."""
+    clm = model(name, mechanism_dir, floating)
+    fused, steps = PassiveStateEstimator(clm), PassiveStateEstimator(clm)
+    assert fused._fused is not None
+    steps._fused = None
+    theta, theta_dot = _trajectory(clm, fused.q, 0.05 if name == DIGIT else 0.01)
+    for k in range(60):
+        noise = 1e-4 * np.sin(np.arange(clm.n_a) + k)  # measurements off the estimate: the correction acts
+        for est in (fused, steps):
+            est.update(theta(k * DT) + noise, theta_dot(k * DT), DT)
+        np.testing.assert_array_equal(fused.q, steps.q)
+        np.testing.assert_array_equal(fused.v, steps.v)
+        np.testing.assert_array_equal(fused.q_at_sample, steps.q_at_sample)
+        assert fused.closure_error_norm == steps.closure_error_norm
+    assert fused.closure_error_norm > 0.0
+
+
+@pytest.mark.parametrize("bad", [0.0, np.nan])
+def test_one_call_tick_at_a_singular_jacobian_raises_and_keeps_state(bad, mechanism_dir):
+    """J_lu singular (zero) or not finite: EstimationError, the state as it was, no factors kept."""
+    clm = model("kangaroo", mechanism_dir, True)
+    est = PassiveStateEstimator(clm)
+    theta = est.q[clm.idx_q_a].copy()
+    est.update(theta, np.zeros(clm.n_a))
+    q0, v0 = est.q.copy(), est.v.copy()
+    kernel = est.kin.kernel
+    est.kin.evaluate()  # the closure terms at theta_k, then a singular J_lu in their place
+    kernel.J_l[:, : clm.n_u] = bad
+    with pytest.raises(EstimationError, match="singular"):
+        est.update(theta, np.zeros(clm.n_a))
+    np.testing.assert_array_equal(est.q, q0)
+    np.testing.assert_array_equal(est.v, v0)
+    assert est.kin.block_lu.ok is False

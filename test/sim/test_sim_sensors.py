@@ -144,3 +144,47 @@ def test_noise_channels_match_one_draw_per_noisy_channel():
         expected_tau = motor_torque_from_force(force, s.screw_lead_m, s.screw_efficiency)
         expected_tau[2] = force[2]  # revolute: its joint torque
         np.testing.assert_array_equal(r.motor_torque, expected_tau)
+
+
+def _quat_times_exp_half(q_wxyz, e):
+    """Reference: ``q ⊗ exp(e / 2)`` normalised, ``x, y, z, w`` (plain Python floats)."""
+    w1, x1, y1, z1 = (float(x) for x in q_wxyz)
+    th = math.sqrt(sum(float(x) ** 2 for x in e))
+    sn = math.sin(0.5 * th) / th
+    w2, x2, y2, z2 = math.cos(0.5 * th), sn * e[0], sn * e[1], sn * e[2]
+    q = (w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2, w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+         w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2, w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2)
+    nrm = math.sqrt(sum(x * x for x in q))
+    return np.array([x / nrm for x in q])
+
+
+def test_readings_are_the_numpy_expressions_bit_for_bit():
+    """Every channel noisy, nonzero truth: offsets, eq. (47), biases and the orientation noise as
+    the plain numpy / math expressions give them, bit for bit."""
+    cfg = SensorConfig(gyro_bias_std=0.01, accel_bias_std=0.05)
+    s = _suite(cfg)
+    s.boot(np.random.default_rng(7))
+    theta, theta_dot = np.array([0.11, -0.02, 0.7]), np.array([0.3, -0.1, 2.0])
+    force, passive = np.array([812.5, -43.0, 12.25]), np.array([0.4, -1.2])
+    quat = np.array([0.9, 0.1, -0.3, 0.2])
+    quat /= np.linalg.norm(quat)
+    gyro, accel = np.array([0.5, -0.2, 0.1]), np.array([0.3, 0.1, 9.7])
+    for seed in (1, 2, 3):
+        r = s.read(np.random.default_rng(seed), 0.5, theta, theta_dot, force, passive, quat, gyro, accel)
+        ref = np.random.default_rng(seed)
+        noise = [ref.normal(0.0, std, k) for std, k in (
+            (cfg.actuator_position_noise_std, 3), (cfg.actuator_velocity_noise_std, 3),
+            (cfg.motor_torque_noise_std, 3), (cfg.passive_encoder_noise_std, 2), (cfg.imu_orientation_noise_std, 3),
+            (cfg.gyro_noise_std, 3), (cfg.accel_noise_std, 3))]
+        np.testing.assert_array_equal(r.actuator_position, theta + s.encoder_offset + noise[0])
+        np.testing.assert_array_equal(r.actuator_velocity, theta_dot + noise[1])
+        tau = np.where(s.actuator_is_linear, force * s.screw_lead_m / (2.0 * math.pi * s.screw_efficiency), force)
+        np.testing.assert_array_equal(r.motor_torque, tau + noise[2])
+        np.testing.assert_array_equal(r.passive_encoder_position, passive + noise[3])
+        np.testing.assert_array_equal(r.imu.orientation_xyzw, _quat_times_exp_half(quat, noise[4]))
+        np.testing.assert_array_equal(r.imu.angular_velocity_imu_in_imu, gyro + s.gyro_bias + noise[5])
+        np.testing.assert_array_equal(r.imu.linear_acceleration_imu_in_imu, accel + s.accel_bias + noise[6])
+    with pytest.raises(InputError, match="shapes"):
+        s.read(np.random.default_rng(0), 0.0, theta[:2], theta_dot, force, passive, quat, gyro, accel)
+    with pytest.raises(InputError, match="IMU"):
+        s.read(np.random.default_rng(0), 0.0, theta, theta_dot, force, passive, quat[:3], gyro, accel)
