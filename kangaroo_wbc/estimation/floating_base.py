@@ -57,7 +57,7 @@ import pinocchio as pin
 
 from kangaroo_wbc.errors import EstimationError, FrameNotFound, InputError, ModelError, suggest
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
-from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.fast_kinematics import _jit, all_finite
 from kangaroo_wbc.model.so3 import quaternion_xyzw_into
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -87,8 +87,15 @@ class ContactDetector:
         f = np.asarray(normal_forces_n, dtype=float)
         if f.shape != self.state.shape:
             raise InputError(f"ContactDetector: {f.shape[0] if f.ndim else 0} forces for {self.state.size} soles")
-        self.state = np.where(f > self.force_on_n, True, np.where(f < self.force_off_n, False, self.state))
-        return self.state
+        state = self.state.copy()  # a new array: callers may keep the previous one
+        on, off = self.force_on_n, self.force_off_n
+        for i, x in enumerate(f.tolist()):  # a handful of soles: plain floats
+            if x > on:
+                state[i] = True
+            elif x < off:
+                state[i] = False
+        self.state = state
+        return state
 
 
 @dataclass
@@ -211,10 +218,16 @@ class FloatingBaseEstimator:
         return R_world_imu @ self.R_base_imu.T
 
     def _kinematics(self, q: np.ndarray, data: pin.Data | None) -> pin.Data:
+        """``data`` holding the joint Jacobians and the soles' placements at ``q`` (own data updated
+        here if None: only the sole frames are placed); the sole positions into ``_p_soles``."""
         if data is None:
-            data = self.own_data
-            pin.computeJointJacobians(self.model, data, q)
-            pin.updateFramePlacements(self.model, data)
+            data, m = self.own_data, self.model
+            pin.computeJointJacobians(m, data, q)
+            for i, fid in enumerate(self.sole_ids):
+                self._p_soles[i] = pin.updateFramePlacement(m, data, fid).translation
+        else:
+            for i, fid in enumerate(self.sole_ids):
+                self._p_soles[i] = data.oMf[fid].translation
         return data
 
     def _sole_kinematics(self, v: np.ndarray, data: pin.Data) -> np.ndarray:
@@ -280,14 +293,11 @@ class FloatingBaseEstimator:
         if not 0.0 < dt_s < 1.0:
             raise EstimationError(f"dt_s = {dt_s} s outside (0, 1)")
         gyro = np.asarray(angular_velocity_imu_in_imu, dtype=float)
-        if gyro.shape != (3,) or not np.isfinite(gyro).all():
-            raise EstimationError("invalid IMU angular velocity")
         use_acc = cfg.use_accelerometer and linear_acceleration_imu_in_imu is not None
-        acc = self._no_acc
-        if use_acc:
-            acc = np.asarray(linear_acceleration_imu_in_imu, dtype=float)
-            if acc.shape != (3,) or not np.isfinite(acc).all():
-                raise EstimationError("invalid IMU linear acceleration")
+        acc = np.asarray(linear_acceleration_imu_in_imu, dtype=float) if use_acc else self._no_acc
+        if gyro.shape != (3,) or acc.shape != (3,) or not all_finite(gyro, acc):
+            which = "angular velocity" if gyro.shape != (3,) or not np.isfinite(gyro).all() else "linear acceleration"
+            raise EstimationError(f"invalid IMU {which}")
         quat = np.asarray(orientation_imu_xyzw, dtype=float)
         if quat.shape != (4,):
             raise EstimationError(f"invalid IMU orientation quaternion {quat}")
@@ -297,12 +307,10 @@ class FloatingBaseEstimator:
         v = np.asarray(v, dtype=float)
         if v.shape != (self.model.nv,):
             raise EstimationError(f"v has shape {v.shape}, expected ({self.model.nv},)")
-        data = self._kinematics(q, data)
+        data = self._kinematics(q, data)  # the sole placements into _p_soles too
         if not self.initialized:
             self.reset(q, orientation_imu_xyzw, contact, data)
         oMb = data.oMi[1]
-        for i, fid in enumerate(self.sole_ids):
-            self._p_soles[i] = data.oMf[fid].translation
         par = self._params
         par[_P_DT], par[_P_ACC_VAR], par[_P_HELD_VAR] = dt_s, cfg.accel_noise_std ** 2, cfg.held_velocity_std ** 2
         par[_P_LEG_VAR], par[_P_FOOT_VAR] = cfg.leg_velocity_std ** 2, cfg.foot_position_std ** 2

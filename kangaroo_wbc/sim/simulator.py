@@ -30,6 +30,7 @@ import mujoco
 import numpy as np
 
 from kangaroo_wbc.errors import ClosureFkError, InputError, JointNotFound, ModelError, suggest
+from kangaroo_wbc.model.fast_kinematics import _jit
 from kangaroo_wbc.sim.mjcf_export import CUT_JOINT_PREFIX, META_PREFIX, log3
 from kangaroo_wbc.sim.sensors import SensorConfig, SensorReadings, SensorSuite
 
@@ -46,6 +47,21 @@ ASYNC_SWITCH_INTERVAL_S = 2e-5
 _INTEGRATORS = {int(mujoco.mjtIntegrator.mjINT_EULER): mujoco.mj_Euler,
                 int(mujoco.mjtIntegrator.mjINT_IMPLICIT): mujoco.mj_implicit,
                 int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST): mujoco.mj_implicit}
+
+@_jit
+def _clamp(req, limits, applied):
+    """``applied = min(max(req, -limits), limits)``; returns how many entries were clamped, or -1
+    (nothing written) if ``req`` holds a non-finite value."""
+    for i in range(req.shape[0]):
+        if not math.isfinite(req[i]):
+            return -1
+    n = 0
+    for i in range(req.shape[0]):
+        a = min(max(req[i], -limits[i]), limits[i])
+        applied[i] = a
+        n += a != req[i]
+    return n
+
 
 #: Below this normal force [N] a sole is reported as not in contact (CoP undefined).
 CONTACT_FORCE_THRESHOLD_N = 1.0
@@ -611,12 +627,12 @@ class ClosedChainSim:
             if req.shape != (self.n_actuators,):
                 raise InputError(f"command has {req.size} values, expected {self.n_actuators} "
                                  f"({self.actuator_names})")
-        if not np.isfinite(req).all():
+        applied = np.empty(req.shape)
+        n_clamped = _clamp(req, self.force_limits, applied)  # compiled: a dozen actuators
+        if n_clamped < 0:
             bad = [n for n, v in zip(self.actuator_names, req) if not math.isfinite(v)]
             raise InputError(f"non-finite command for {bad}; command unchanged")
-        applied = np.minimum(np.maximum(req, -self.force_limits), self.force_limits)
-        clamped = ([n for n, a, r in zip(self.actuator_names, applied, req) if a != r]
-                   if (applied != req).any() else [])
+        clamped = [n for n, a, r in zip(self.actuator_names, applied, req) if a != r] if n_clamped else []
         self._command = applied
         return CommandReport(req, applied.copy(), clamped)
 

@@ -147,7 +147,10 @@ def test_contact_detector_hysteresis():
     seq = [(10, 70), (65, 50), (40, 25), (29, 61), (np.nan, 100)]
     expected = [(False, True), (True, True), (True, False), (False, True), (False, True)]
     for f, e in zip(seq, expected):
+        before = det.state
+        kept = before.copy()
         assert tuple(det.update(np.array(f, dtype=float)).tolist()) == e
+        np.testing.assert_array_equal(before, kept)  # a new array each tick: one kept by a caller stays
     with pytest.raises(InputError):
         ContactDetector(2, force_on_n=10.0, force_off_n=20.0)
 
@@ -167,6 +170,12 @@ def test_invalid_setups_and_inputs_raise(mechanism_dir):
         est.update(q, v, np.array([0.0, 0.0, 0.0, 0.0]), np.zeros(3), None, np.array([True, True]), DT)
     with pytest.raises(EstimationError, match="angular velocity"):
         est.update(q, v, np.array([0.0, 0.0, 0.0, 1.0]), np.array([np.nan, 0, 0]), None,
+                   np.array([True, True]), DT)
+    for acc in (np.array([0.0, np.inf, 9.8]), np.zeros(2)):
+        with pytest.raises(EstimationError, match="linear acceleration"):
+            est.update(q, v, np.array([0.0, 0.0, 0.0, 1.0]), np.zeros(3), acc, np.array([True, True]), DT)
+    with pytest.raises(EstimationError, match="angular velocity"):  # both bad: the gyro named
+        est.update(q, v, np.array([0.0, 0.0, 0.0, 1.0]), np.zeros(4), np.array([np.nan, 0.0, 9.8]),
                    np.array([True, True]), DT)
 
 
