@@ -227,6 +227,7 @@ class WholeBodyController:
         P = max(c.n_points for c in contacts) if contacts else 0
         self._W_all = np.zeros((len(contacts), 6, 3 * P))
         self._W = {c.name: self._W_all[i, :, :3 * c.n_points] for i, c in enumerate(contacts)}
+        self._contact_slots: tuple | None = None  # (projected model, [(placement slot, frame index)])
         self._fused = self._fused_setup()
         # the always-present tasks filled by one compiled pass while they lead self.tasks
         self._fused_tasks = ((self.com_task, self.base_task, self.posture_task, self.momentum_task)
@@ -304,11 +305,16 @@ class WholeBodyController:
     # ------------------------------------------------------------------ per tick
     def _contact_terms(self, active: tuple[str, ...]) -> dict[str, ContactTerms]:
         pm, out = self.pm, {}
-        for c in self.contacts:
-            R, _ = pm.placement(c.frame)
-            out[c.name] = ContactTerms(spec=c, active=c.name in active, R=R, J=pm.jacobian(c.frame),
-                                       drift=pm.drift(c.frame), twist=pm.twist(c.frame),
-                                       W=wrench_map(R, c.corners, self._W[c.name]))
+        slots = self._contact_slots
+        if slots is None or slots[0] is not pm:  # the projected model's frame indices, once
+            users = [pm._user(c.frame) for c in self.contacts]
+            slots = self._contact_slots = (pm, [(2 * pm.n_closures + u, u) for u in users])
+        # pm.placement / jacobian / drift / twist, without their name look-ups
+        R_all, J_all, drift, twist = pm._R, pm._Jf_T, pm._drift, pm._twist
+        for c, (s, u) in zip(self.contacts, slots[1]):
+            R = R_all[s]
+            out[c.name] = ContactTerms(spec=c, active=c.name in active, R=R, J=J_all[u], drift=drift[u],
+                                       twist=twist[u], W=wrench_map(R, c.corners, self._W[c.name]))
         return out
 
     def _fill(self, terms: Mapping[str, ContactTerms], all_tasks: bool = False) -> None:

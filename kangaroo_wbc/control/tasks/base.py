@@ -35,16 +35,17 @@ def as_gain(value: float | np.ndarray, size: int, what: str) -> np.ndarray:
 
 
 class _Checked:
-    """A task attribute stored as the array its :meth:`_check` returns for what is assigned."""
+    """A task attribute stored as the array its :meth:`_check` returns for what is assigned.
+
+    The checked value goes into the instance's ``__dict__`` under the attribute's own name and the
+    descriptor has no ``__get__``: reading it is a plain attribute read (the controller reads a few
+    dozen per tick), assigning it always goes through the check."""
 
     def __set_name__(self, owner: type, name: str) -> None:
-        self.name, self.slot = name, "_checked_" + name
-
-    def __get__(self, obj, objtype=None):
-        return self if obj is None else getattr(obj, self.slot)
+        self.name = name
 
     def __set__(self, obj, value) -> None:
-        setattr(obj, self.slot, self._check(obj, value))
+        obj.__dict__[self.name] = self._check(obj, value)
 
     def _check(self, obj, value) -> np.ndarray:
         raise NotImplementedError
