@@ -24,7 +24,7 @@ TARGETS_MS = {"estimator_step": 0.25, "wrench_step": 0.03, "wbc_step_median": 0.
 
 #: Keys of the stages that need the Kangaroo model and the estimation / control / sim packages.
 STAGE_KEYS = ("estimator_step_ms", "wrench_step_ms", "wrench_node_update_ms", "wbc_step_ms_double",
-              "wbc_step_ms_single", "pipeline_ms", "sim_rtf_all_nodes", "sim_rtf_all_nodes_pipelined")
+              "wbc_step_ms_single", "pipeline_ms", "sim_rtf_all_nodes", "sim_rtf_all_nodes_lockstep")
 
 
 @dataclass

@@ -20,7 +20,7 @@ from kangaroo_wbc.bench.workload import ModelSpec, reachable_trajectory
 from kangaroo_wbc.model import ClosedLoopModel
 
 KEYS = ("estimator_step_ms", "wrench_step_ms", "wrench_node_update_ms", "wbc_step_ms_double", "wbc_step_ms_single",
-        "pipeline_ms", "sim_rtf_all_nodes", "sim_rtf_all_nodes_pipelined")
+        "pipeline_ms", "sim_rtf_all_nodes", "sim_rtf_all_nodes_lockstep")
 SOLES = {"left": "left_sole", "right": "right_sole"}
 
 
@@ -148,12 +148,12 @@ def run_stages(kangaroo: tuple[ModelSpec, ClosedLoopModel] | None, iterations: i
     # the controller really gets, replayed below (realistic, changing WBC inputs)
     recorded: list = []
     duration = max(0.3, (iterations + warmup) / rate_hz)
-    for key, pipelined in (("sim_rtf_all_nodes", False), ("sim_rtf_all_nodes_pipelined", True)):
+    for key, pipelined in (("sim_rtf_all_nodes_lockstep", False), ("sim_rtf_all_nodes", True)):
         try:
             rtf, note, stage_ms, states_seen = _closed_loop_rtf(duration, pipelined)
             out[key] = (rtf, "")
             out["detail"][key] = note
-            out["detail"]["sim_rtf_stage_median_ms" + ("_pipelined" if pipelined else "")] = stage_ms
+            out["detail"]["sim_rtf_stage_median_ms" + ("" if pipelined else "_lockstep")] = stage_ms
             if not pipelined:
                 recorded = states_seen
         except Exception as exc:  # noqa: BLE001

@@ -35,7 +35,7 @@ def _print_text(r: dict) -> None:
         val = r.get(key)
         label = key.replace("_ms_", "_").removesuffix("_ms")
         print(f"{label:<32}{_fmt(val) if val else 'null: ' + r['null_reasons'].get(key, '')}")
-    for key in ("sim_rtf_all_nodes", "sim_rtf_all_nodes_pipelined"):
+    for key in ("sim_rtf_all_nodes", "sim_rtf_all_nodes_lockstep"):
         rtf = r.get(key)
         print(f"{key:<32}{rtf if rtf is not None else 'null: ' + r['null_reasons'].get(key, '')}")
     peer = r.get("peer", {})

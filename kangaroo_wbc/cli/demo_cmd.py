@@ -13,7 +13,8 @@ BEHAVIOURS = ["stand", "squat", "sway", "single_support", "push"]
 def _run(args: argparse.Namespace, behaviour: str) -> tuple[dict, object]:
     from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 
-    run = ClosedLoopRun(LoopConfig(behaviour=behaviour, duration_s=args.duration, seed=args.seed))
+    run = ClosedLoopRun(LoopConfig(behaviour=behaviour, duration_s=args.duration, seed=args.seed,
+                                   pipelined=getattr(args, "pipelined", False)))
     summary = run.run(progress=lambda it, total, desc: progress(it, total, desc, enabled=not args.json))
     return summary, run
 
@@ -66,6 +67,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sim-mode", default="lockstep", choices=["lockstep", "realtime"],
                    help="with --processes separate: lockstep (one 1 ms step per command, nodes on sim time) "
                         "or realtime (the simulator follows the wall clock whatever the nodes do)")
+    p.add_argument("--pipelined", action="store_true",
+                   help="single process: the simulator steps in a worker thread alongside the estimators and the "
+                        "controller, each command driving the step after (the node graph's one-tick delay); "
+                        "default: lockstep, each command drives the very next step")
     p.add_argument("--no-report", action="store_true")
     p.add_argument("--no-bag", action="store_true")
     p.add_argument("--bag-decimation", type=int, default=1, help="record every N-th tick")

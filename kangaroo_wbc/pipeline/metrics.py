@@ -64,4 +64,5 @@ def summarize(run) -> dict:
         "sim_time_s": round(float(run.sim.time), 4),
         "wall_time_s": round(run.wall_time_s, 3),
         "rtf": round(float(run.sim.time) / max(run.wall_time_s, 1e-9), 4),
+        "pipelined": bool(run.config.pipelined),
     }

@@ -19,7 +19,7 @@ from kangaroo_wbc.cli import bench_cmd
 
 TOP_KEYS = ("machine", "config", "closure_fk_ms", "closure_fk_model", "rnea_ms", "crba_ms", "models",
             "estimator_step_ms", "wrench_step_ms", "wbc_step_ms_double", "wbc_step_ms_single", "pipeline_ms",
-            "sim_rtf_all_nodes", "sim_rtf_all_nodes_pipelined", "peer", "references_ms", "null_reasons")
+            "sim_rtf_all_nodes", "sim_rtf_all_nodes_lockstep", "peer", "references_ms", "null_reasons")
 MODEL_KEYS = ("closure_fk_ms", "closure_fk_chord_prototype_ms", "error_and_jacobian_ms", "mapping_jacobian_ms",
               "rnea_ms", "crba_ms", "inverse_dynamics_ms", "projected_dynamics_ms")
 
@@ -78,7 +78,7 @@ def test_null_values_come_with_a_reason(report):
             assert report["null_reasons"].get(key), key
         else:
             _check_timing(report[key], key)
-    for key in ("sim_rtf_all_nodes", "sim_rtf_all_nodes_pipelined"):
+    for key in ("sim_rtf_all_nodes", "sim_rtf_all_nodes_lockstep"):
         rtf = report[key]
         assert (rtf is None and report["null_reasons"].get(key)) or _positive_finite(rtf), key
 

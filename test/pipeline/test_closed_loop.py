@@ -74,6 +74,23 @@ def test_demo_cli_writes_report_and_bag(tmp_path, capsys):
         assert reader.message_count == summary["bag_messages"]
 
 
+def test_demo_cli_pipelined_runs_the_simulator_alongside_the_nodes(capsys):
+    """``demo --pipelined``: the composed loop with the simulator in its worker thread stands."""
+    import threading
+
+    from kangaroo_wbc.cli import main
+
+    def workers() -> int:
+        return sum(t.name == "mujoco-step" for t in threading.enumerate())
+
+    before = workers()
+    rc = main(["demo", "--duration", "0.3", "--pipelined", "--no-report", "--no-bag", "--json"])
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert rc == 0 and summary["fell"] is False and summary["qp_failures"] == 0
+    assert summary["pipelined"] is True
+    assert workers() == before + 1  # this run's simulator stepped in its own worker thread
+
+
 def test_non_finite_controller_output_never_reaches_the_actuators(stand_run):
     """A NaN force from the controller is replaced by zero force before the simulator sees it."""
     run, _ = stand_run
