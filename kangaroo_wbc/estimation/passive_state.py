@@ -135,8 +135,8 @@ class PassiveStateEstimator:
         if self._fused is not None:  # on the model's reference configuration, into scratch buffers
             tree, loops, rows, cols, sizes, LU, piv, B, X = self._fused
             kernel = kin.kernel
-            _passive_tick(self._q, tree, loops, True, kernel.e_l.copy(), kernel.J_l.copy(), clm.n_u, rows, cols, sizes,
-                          LU.copy(), piv.copy(), B, X, np.zeros(n_a), np.zeros(n_a), self.idx_q_a, 1.0, 1.0,
+            _passive_tick(self._q, tree, loops, True, True, kernel.e_l.copy(), kernel.J_l.copy(), clm.n_u, rows, cols,
+                          sizes, LU.copy(), piv.copy(), B, X, np.zeros(n_a), np.zeros(n_a), self.idx_q_a, 1.0, 1.0,
                           np.zeros(clm.n_c), np.zeros(n_a), np.zeros((2, clm.n_c)), self.idx_v_a, self.idx_v_u,
                           self.idx_v_base, 1e-3, np.zeros(nv), np.zeros(nv), np.zeros(nv))
 
@@ -221,10 +221,11 @@ class PassiveStateEstimator:
         if self._fused is not None:  # the steps below in one compiled call (same numbers, tested)
             kin = self.kin
             (tree, loops, rows, cols, sizes, LU, piv, B, X), blu = self._fused, kin.block_lu
+            # what another user (the wrench model terms) evaluated or factorised at theta_k is reused
             ok, self.closure_error_norm = _passive_tick(
-                q, tree, loops, not kin._evaluated, kin.kernel.e_l, kin.kernel.J_l, self.clm.n_u, rows, cols, sizes,
-                LU, piv, B, X, theta_a, theta_dot_a, self.idx_q_a, alpha, beta, self._e, theta_dot_a_k, rhs,
-                self.idx_v_a, self.idx_v_u, self.idx_v_base, dt, step, v, step_back)
+                q, tree, loops, not kin._evaluated, kin._lu is None, kin.kernel.e_l, kin.kernel.J_l, self.clm.n_u,
+                rows, cols, sizes, LU, piv, B, X, theta_a, theta_dot_a, self.idx_q_a, alpha, beta, self._e,
+                theta_dot_a_k, rhs, self.idx_v_a, self.idx_v_u, self.idx_v_base, dt, step, v, step_back)
             kin._evaluated = True  # e_l, J_l at theta_k; the factors of J_lu too if it is regular
             kin._lu, blu.ok = (blu, True) if ok else (None, False)
             if not ok:
@@ -294,19 +295,20 @@ def _correction_rhs(theta_a, theta_dot_a, q, idx_q_a, alpha, beta, e, J_la, e_ou
 
 
 @_jit
-def _passive_tick(q, tree, loops, evaluate, e_l, J_l, n_u, rows, cols, sizes, LU, piv, B, X, theta_a, theta_dot_a,
-                  idx_q_a, alpha, beta, e_out, theta_dot_a_k, rhs, idx_v_a, idx_v_u, idx_v_base, dt, step, v,
-                  step_back):
+def _passive_tick(q, tree, loops, evaluate, factor, e_l, J_l, n_u, rows, cols, sizes, LU, piv, B, X, theta_a,
+                  theta_dot_a, idx_q_a, alpha, beta, e_out, theta_dot_a_k, rhs, idx_v_a, idx_v_u, idx_v_base, dt, step,
+                  v, step_back):
     """One tick's compiled part: ``e_l``, ``J_l = [J_lu, J_la]`` at ``q`` (``_closure``, unless
     ``evaluate`` is False: already there), :func:`_correction_rhs`, the block LU of ``J_lu``
-    (``_factor``), the solve with both right-hand sides and :func:`_velocities`. Returns ``(ok,
-    inf-norm of e_l)``; not ok (a zero pivot, or factors or a solution not finite: checked on the
-    solution): nothing written after the right-hand sides."""
+    (``_factor``, unless ``factor`` is False: ``LU``, ``piv`` hold it), the solve with both
+    right-hand sides and :func:`_velocities`. Returns ``(ok, inf-norm of e_l)``; not ok (a zero
+    pivot, or factors or a solution not finite: checked on the solution): nothing written after
+    the right-hand sides."""
     if evaluate:
         _closure(q, *tree, *loops, True, e_l, J_l)
     norm = _correction_rhs(theta_a, theta_dot_a, q, idx_q_a, alpha, beta, e_l, J_l[:, n_u:], e_out, theta_dot_a_k,
                            rhs)
-    if not _factor(J_l[:, :n_u], rows, cols, sizes, LU, piv):
+    if factor and not _factor(J_l[:, :n_u], rows, cols, sizes, LU, piv):
         return False, norm
     for r in range(B.shape[0]):
         B[r, 0] = rhs[0, r]

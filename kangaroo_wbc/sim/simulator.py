@@ -30,7 +30,7 @@ import mujoco
 import numpy as np
 
 from kangaroo_wbc.errors import ClosureFkError, InputError, JointNotFound, ModelError, suggest
-from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.fast_kinematics import _jit, all_finite
 from kangaroo_wbc.sim.mjcf_export import CUT_JOINT_PREFIX, META_PREFIX, log3
 from kangaroo_wbc.sim.sensors import SensorConfig, SensorReadings, SensorSuite
 
@@ -667,7 +667,7 @@ class ClosedChainSim:
         self._mark_forward()
         self._wall_time += _time.perf_counter() - t0
         self._sim_time_stepped += n * self.timestep
-        if not (np.isfinite(d.qpos).all() and np.isfinite(d.qvel).all()):
+        if not all_finite(d.qpos, d.qvel):
             raise ModelError(f"simulation diverged at t={d.time:.4f} s (non-finite state)")
 
     def start_step(self) -> None:
@@ -702,14 +702,20 @@ class ClosedChainSim:
             exc, error[0] = error[0], None
             raise ModelError(f"simulation step failed: {exc!r}") from exc
         d = self.data
-        if not (np.isfinite(d.qpos).all() and np.isfinite(d.qvel).all()):
+        if not all_finite(d.qpos, d.qvel):
             raise ModelError(f"simulation diverged at t={d.time:.4f} s (non-finite state)")
 
     def prepare_step_worker(self) -> None:
         """Start the worker thread of :meth:`start_step` if not done yet (:meth:`start_step` does it
         at its first call; call it before a timed loop)."""
         if self._async is None:
-            self._async = (threading.Semaphore(0), threading.Semaphore(0), [None])
+            # two locks used as binary semaphores, both taken: the caller releases ``go``, the
+            # worker ``done`` (C-level locks: threading.Semaphore runs Python code under the GIL at
+            # every signal, in both threads, which the caller's thread pays for)
+            go, done = threading.Lock(), threading.Lock()
+            go.acquire()
+            done.acquire()
+            self._async = (go, done, [None])
             threading.Thread(target=self._step_worker, name="mujoco-step", daemon=True).start()
 
     def _step_worker(self) -> None:

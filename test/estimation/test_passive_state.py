@@ -203,11 +203,13 @@ def test_without_model_data_the_estimate_is_the_same(mechanism_dir):
     assert not np.array_equal(full.data.J, J_before)  # the default keeps it current
 
 
+@pytest.mark.parametrize("shared", [False, True], ids=["alone", "shared"])
 @pytest.mark.parametrize("name,floating", [(DIGIT, True), ("kangaroo", True)])
-def test_one_call_tick_equals_the_step_by_step_path(name, floating, mechanism_dir):
+def test_one_call_tick_equals_the_step_by_step_path(name, floating, shared, mechanism_dir):
     """The compiled one-call tick (closure terms, J_lu block LU, solve, velocities) gives the
-    step-by-step path's estimate bit for bit, and shares its factors as that path does: a solve
-    after the tick (e.g. by the wrench model terms) uses J_lu at theta_k."""
+    step-by-step path's estimate bit for bit, also when another user of the closure kinematics
+    (the wrench model terms, ``shared``) evaluated and factorised J_lu at the new estimate between
+    ticks: the tick then reuses them, as the step-by-step path does."""
     clm = model(name, mechanism_dir, floating)
     fused, steps = PassiveStateEstimator(clm), PassiveStateEstimator(clm)
     assert fused._fused is not None
@@ -217,6 +219,10 @@ def test_one_call_tick_equals_the_step_by_step_path(name, floating, mechanism_di
         noise = 1e-4 * np.sin(np.arange(clm.n_a) + k)  # measurements off the estimate: the correction acts
         for est in (fused, steps):
             est.update(theta(k * DT) + noise, theta_dot(k * DT), DT)
+            if shared:  # a transposed solve at theta_{k+1}, as ContactWrenchEstimator.update_model
+                est.kin.solve(np.ones((clm.n_u, 1)), transpose=True)
+                # J_lu scaled after its factorisation: a tick that factorised it again would differ
+                est.kin.kernel.J_l[:, : clm.n_u] *= 1.5
         np.testing.assert_array_equal(fused.q, steps.q)
         np.testing.assert_array_equal(fused.v, steps.v)
         np.testing.assert_array_equal(fused.q_at_sample, steps.q_at_sample)
