@@ -73,6 +73,17 @@ def _factor(A, rows, cols, sizes, LU, piv):
 
 
 @_jit
+def _finite_3d(a):
+    """Every entry of the 3-D array ``a`` is finite."""
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            for k in range(a.shape[2]):
+                if not math.isfinite(a[i, j, k]):
+                    return False
+    return True
+
+
+@_jit
 def _block_solve(LU, piv, b, m, y):
     """``y <- A_b^{-1} y`` for block ``b`` (size ``m``) of the factors: ``P A_b = L U``."""
     for k in range(m):
@@ -237,7 +248,9 @@ class BlockLU:
         warm = np.zeros((n, n))
         for r, c in blocks:
             warm[r, c] = 1.0  # nonsingular on every block
-        if self.factor(warm):
+        wide = np.zeros((n, n + 1))  # the column slice of a wider matrix (J_lu of J_l): its own signature
+        wide[:, :n] = warm
+        if self.factor(wide[:, :n]) and self.factor(warm):
             self.solve(np.ones((n, 1)))
             self.pivot_ratios()
             # J_la is a column slice of the closure Jacobian in its users (non-contiguous layout)
@@ -247,17 +260,12 @@ class BlockLU:
         self.ok = False
 
     def factor(self, A: np.ndarray) -> bool:
-        """Factorise ``A`` (n, n); False (and :attr:`ok` False) when a block is singular or not finite."""
-        self.ok = bool(
-            _factor(
-                np.ascontiguousarray(A, dtype=float),
-                self.rows,
-                self.cols,
-                self.sizes,
-                self.LU,
-                self.piv,
-            )
-        ) and bool(np.isfinite(self.LU).all())
+        """Factorise ``A`` (n, n); False (and :attr:`ok` False) when a block is singular or not finite.
+
+        ``A`` is read in place (a float64 column slice of a larger matrix too, e.g. ``J_lu`` of the
+        closure Jacobian)."""
+        A = np.asarray(A, dtype=float)
+        self.ok = bool(_factor(A, self.rows, self.cols, self.sizes, self.LU, self.piv)) and _finite_3d(self.LU)
         return self.ok
 
     def factor_and_map(self, J: np.ndarray, idx_u: np.ndarray, idx_a: np.ndarray, T: np.ndarray,

@@ -48,6 +48,17 @@ def test_pivoting_singular_and_coupled_cases() -> None:
     S = A.copy()
     S[2, 2] = 0.0
     assert not lu.factor(S)
+    # read in place from a column slice of a wider matrix: the factors of the contiguous copy
+    wide = np.hstack([A, np.full((3, 2), 7.0)])
+    assert lu.factor(A)
+    LU, piv = lu.LU.copy(), lu.piv.copy()
+    assert lu.factor(wide[:, :3])
+    np.testing.assert_array_equal(lu.LU, LU)
+    np.testing.assert_array_equal(lu.piv, piv)
+    for bad in (np.inf, np.nan):  # non-finite entries: no factorisation
+        B = A.copy()
+        B[1, 0] = bad
+        assert not lu.factor(B) and not lu.ok
     with pytest.raises(RuntimeError):
         lu.solve(b)
     assert (
