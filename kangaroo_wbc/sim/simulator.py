@@ -48,6 +48,7 @@ _INTEGRATORS = {int(mujoco.mjtIntegrator.mjINT_EULER): mujoco.mj_Euler,
                 int(mujoco.mjtIntegrator.mjINT_IMPLICIT): mujoco.mj_implicit,
                 int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST): mujoco.mj_implicit}
 
+
 @_jit
 def _clamp(req, limits, applied):
     """``applied = min(max(req, -limits), limits)``; returns how many entries were clamped, or -1
