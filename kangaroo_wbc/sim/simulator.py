@@ -787,11 +787,10 @@ class ClosedChainSim:
         quat = gyro = acc = None
         if self._imu_sensors is not None:
             (aq, _), (ag, _), (aa, _) = self._imu_sensors
-            quat = d.sensordata[aq:aq + 4].copy()
-            gyro = d.sensordata[ag:ag + 3].copy()
-            acc = d.sensordata[aa:aa + 3].copy()
-        return self.sensors.read(self.rng, self.time, self.actuator_positions(), self.actuator_velocities(),
-                                 d.actuator_force.copy(), d.qpos[self._enc_qadr].copy(), quat, gyro, acc)
+            # views: the sensor models read them once into new arrays (the readings)
+            quat, gyro, acc = d.sensordata[aq:aq + 4], d.sensordata[ag:ag + 3], d.sensordata[aa:aa + 3]
+        return self.sensors.read(self.rng, self.time, d.qpos[self._act_qadr], d.qvel[self._act_dadr],
+                                 d.actuator_force, d.qpos[self._enc_qadr], quat, gyro, acc)
 
     def closure_violation(self) -> tuple[float, float]:
         """Largest loop-closure residual: position [m] and weld orientation [rad]."""
