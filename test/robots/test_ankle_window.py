@@ -1,0 +1,147 @@
+"""The reduced model of the ankle's lower stage (``kangaroo_wbc.analysis.ankle_window``) against the
+full model, and the dead-point law that bounds the ankle pitch window (urdf/README.md).
+
+Unit tests: no ROS, no simulator.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from kangaroo_wbc.analysis.ankle_window import (
+    SEARCH_BOUNDS,
+    RodStage,
+    main,
+    rod_map,
+    scan,
+    search,
+    solve,
+)
+
+
+def _deg(x: float) -> float:
+    return float(np.degrees(x))
+
+
+def _stroke(clm, key: str) -> tuple[float, float]:
+    iq = clm.model.joints[clm.model.getJointId(f"left_{key}_actuator")].idx_q
+    return float(clm.model.lowerPositionLimit[iq]), float(clm.model.upperPositionLimit[iq])
+
+
+@pytest.fixture(scope="module")
+def stage(params) -> RodStage:
+    return RodStage.from_params(params)
+
+
+@pytest.fixture(scope="module")
+def cranks(left, params) -> dict[float, float]:
+    """Crank angle [deg] (foot pitch w.r.t. the femur = knee + ankle pitch) at each end of the
+    ankle stroke, from the full model (each crank depends on its own actuator only)."""
+    stand = params.standing_actuators()
+    q0 = left.solve(**stand)
+    out = {}
+    for a in _stroke(left.clm, "ankle_inner"):
+        q = left.solve(q0, **dict(stand, ankle_inner=a, ankle_outer=a))
+        assert abs(_deg(left.joint(q, "ankle_roll_joint"))) < 1e-6
+        out[a] = _deg(left.joint(q, "knee_joint") + left.joint(q, "ankle_pitch_joint"))
+    return out
+
+
+@pytest.mark.parametrize("leg_length", [None, 0.075, 0.15])
+def test_reduced_stage_matches_the_full_model(left, params, stage, cranks, leg_length):
+    """Same foot roll and pitch as the 3-D model at the differential corners, at three knees."""
+    stand = params.standing_actuators()
+    if leg_length is not None:
+        stand["leg_length"] = leg_length
+    lo, hi = _stroke(left.clm, "ankle_inner")
+    q = left.solve(**stand)
+    knee = _deg(left.joint(q, "knee_joint"))
+    for a_in, a_out in ((hi, lo), (lo, hi)):
+        q = left.solve(q, **dict(stand, ankle_inner=a_in, ankle_outer=a_out))
+        roll, pitch, smin, closed = solve(stage, knee, (cranks[a_in], cranks[a_out]))
+        assert closed and smin > 0.0
+        assert roll == pytest.approx(_deg(left.joint(q, "ankle_roll_joint")), abs=1e-4)
+        assert pitch == pytest.approx(_deg(left.joint(q, "ankle_pitch_joint")), abs=1e-4)
+        assert abs(roll) > 15.0
+
+
+def test_committed_window_is_regular_and_table_ii_window_is_not(left, params, stage, cranks):
+    """Over the knee stroke x both ankle strokes the committed window closes everywhere; Table
+    II's (-36..34 deg at the standing knee) meets the rods' dead points inside the box."""
+    knee = _deg(left.joint(left.solve(**params.standing_actuators()), "knee_joint"))
+    window = tuple(sorted(c - knee for c in cranks.values()))
+    ok = scan(stage, window, standing_knee_deg=knee)
+    assert ok.failures == 0 and ok.points == 25 * 81
+    assert 0.005 < ok.smallest_singular_value_m < 0.02
+    assert sorted(ok.roll_at_standing_knee_deg) == pytest.approx([-27.0, 27.0], abs=0.5)
+    t2 = scan(stage, (-36.0, 34.0), standing_knee_deg=knee)
+    assert t2.failures > 0 and t2.smallest_singular_value_m == 0.0
+
+
+def _zeros_of_det(st: RodStage, knee: float = 0.0) -> np.ndarray:
+    """Crank angles [deg] where the rod map's determinant changes sign along the common mode (the
+    exact solution there: zero roll, pitch = crank - knee)."""
+    cr = np.arange(-180.0, 180.0, 0.25)
+    det = []
+    for c in cr:
+        res, jac = rod_map(st, knee, (c, c), 0.0, c - knee)
+        assert np.abs(res).max() < 1e-12
+        det.append(np.linalg.det(jac))
+    det = np.array(det)
+    return cr[np.nonzero(np.sign(det) != np.sign(np.roll(det, -1)))[0]]
+
+
+def test_rods_parallel_to_the_tibia_have_dead_points_180_deg_apart():
+    """Binet-Cauchy: without lean the determinant is a sinusoid of the foot pitch, whatever the
+    levers, their phases and the rod-end positions."""
+    rng = np.random.default_rng(3)
+    for _ in range(6):
+        st = RodStage(tuple(rng.uniform(0.03, 0.09, 2)), tuple(rng.uniform(0.0, 360.0, 2)),
+                      (-rng.uniform(0.015, 0.07), rng.uniform(0.015, 0.07)), (0.0, 0.0),
+                      tuple(rng.uniform(-0.03, 0.03, 2)))
+        z = _zeros_of_det(st)
+        assert len(z) == 2
+        assert z[1] - z[0] == pytest.approx(180.0, abs=0.5)
+
+
+def test_lean_with_split_levers_widens_the_common_mode_but_not_the_box():
+    """Both rods leaning the same way with levers 90 deg apart: the dead points of the common mode
+    move more than 200 deg apart, yet the differential corners of Table II's window fail."""
+    st = RodStage((0.06, 0.06), (180.0, 90.0), (-0.035, 0.035), (0.12, 0.12))
+    z = _zeros_of_det(st)
+    assert len(z) == 2
+    assert max(z[1] - z[0], 360.0 - (z[1] - z[0])) > 200.0
+    s = scan(st, (-36.0, 34.0))
+    assert s.failures > 0
+
+
+def test_scan_rejects_bad_grids_and_windows(stage):
+    with pytest.raises(ValueError, match="grid too small"):
+        scan(stage, n_knee=1)
+    with pytest.raises(ValueError, match="increasing"):
+        scan(stage, (34.0, -36.0))
+    with pytest.raises(ValueError, match="increasing"):
+        scan(stage, (float("nan"), 34.0))
+
+
+def test_search_returns_a_stage_inside_its_bounds_scanned_on_the_fine_grid():
+    st, s = search(generations=1, popsize=1, seed=0)
+    x = [*st.lever_m, *st.lever_deg, -st.lateral_m[0], st.lateral_m[1], *st.lean_m, *st.height_m]
+    bounds = [b for pair in zip(SEARCH_BOUNDS, SEARCH_BOUNDS) for b in pair]
+    assert all(lo <= v <= hi for v, (lo, hi) in zip(x, bounds))
+    assert s.points == 97 * 33 * 33
+    assert s == scan(st, (-36.0, 34.0), n_knee=97, n_crank=33)
+
+
+def test_command_line_prints_one_json_line_and_rejects_bad_windows(capsys):
+    assert main(["--pitch-window", "-33.8", "14.1"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["committed"]["failures"] == 0 and out["committed"]["crank_deg"] == pytest.approx([-23.8, 24.1])
+    for argv in (["--pitch-window", "30", "-30"], ["--search", "--generations", "0"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2
+        assert "error:" in capsys.readouterr().err
