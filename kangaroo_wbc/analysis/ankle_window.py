@@ -69,6 +69,44 @@ class RodStage:
         w = params.num("ankle.chain_lateral_m", True)
         return cls((k, k), (lam, lam), (-w, w), tibia_m=params.num("leg.tibia_length_m", True))
 
+    @classmethod
+    def from_model(cls, clm, side: str = "left") -> RodStage:
+        """The stage as built in a loaded Kangaroo-style model (``<side>_ankle_<inner|outer>_...``
+        names), read at the zero configuration: raises ValueError when its rods do not keep the
+        foot's orientation exactly (crank arm != foot lever) or a name is missing."""
+        import pinocchio as pin
+
+        m = clm.model
+        d = m.createData()
+        q = pin.neutral(m)
+        pin.framesForwardKinematics(m, d, q)
+
+        def joint(name: str) -> np.ndarray:
+            if not m.existJointName(name):
+                raise ValueError(f"model has no joint '{name}'")
+            return d.oMi[m.getJointId(name)].translation.copy()
+
+        knee, ankle = joint(f"{side}_knee_joint"), joint(f"{side}_ankle_pitch_joint")
+        if np.linalg.norm((knee - ankle)[[0, 1]]) > 1e-9:
+            raise ValueError("the tibia is not vertical at the zero configuration")
+        lever, lam, lat, lean = [], [], [], []
+        for part in ("inner", "outer"):
+            frame = f"{side}_ankle_{part}_rod_cut_u"
+            if not m.existFrame(frame):
+                raise ValueError(f"model has no frame '{frame}'")
+            end = d.oMf[m.getFrameId(frame)].translation
+            top = joint(f"{side}_ankle_{part}_lower_rod_pitch")
+            arm, foot = (top - knee)[[0, 2]], (end - ankle)[[0, 2]]
+            if np.linalg.norm(arm - foot) > 1e-9:
+                raise ValueError(f"{part} rod: knee-crank arm {arm} differs from the foot lever {foot}: "
+                                 "the foot orientation is not kept exactly over the knee stroke")
+            lever.append(float(np.hypot(*foot)))
+            lam.append(float(np.degrees(np.arctan2(-foot[0], -foot[1]))))
+            lat.append(float(end[1] - ankle[1]))
+            lean.append(float(top[1] - end[1]))
+        return cls((lever[0], lever[1]), (lam[0], lam[1]), (lat[0], lat[1]), (lean[0], lean[1]),
+                   tibia_m=float(knee[2] - ankle[2]))
+
     def vector(self) -> np.ndarray:
         """Parameters packed for the compiled kernels (angles in [rad])."""
         return np.array([*self.lever_m, *np.radians(self.lever_deg), *self.lateral_m, *self.lean_m,
@@ -152,6 +190,50 @@ def _box(p, knees, cranks, steps, iters):
                 smin = min(smin, s)
                 max_roll = max(max_roll, abs(roll))
     return smin, failures, max_roll
+
+
+@_jit
+def _common_mode(p, knees, cranks, out_det, out_smin):
+    res = np.zeros(2)
+    jac = np.zeros((2, 2))
+    for i in range(knees.size):
+        for j in range(cranks.size):
+            _rod_map(p, knees[i], cranks[j], cranks[j], 0.0, cranks[j] - knees[i], res, jac)
+            a, b, c, d = jac[0, 0], jac[0, 1], jac[1, 0], jac[1, 1]
+            det = a * d - b * c
+            s2 = a * a + b * b + c * c + d * d
+            out_det[i, j] = det
+            out_smin[i, j] = math.sqrt(max(0.5 * (s2 - math.sqrt(max(s2 * s2 - 4.0 * det * det, 0.0))), 0.0))
+
+
+def common_mode_map(stage: RodStage, knee_deg: np.ndarray, crank_deg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Determinant [m^2/rad^2] and smallest singular value [m/rad] of the rod map along the common
+    mode (both cranks alike: zero roll, pitch = crank - knee, exact) on a knee x crank grid."""
+    knees = np.radians(np.asarray(knee_deg, float))
+    cranks = np.radians(np.asarray(crank_deg, float))
+    det, smin = np.zeros((knees.size, cranks.size)), np.zeros((knees.size, cranks.size))
+    _common_mode(stage.vector(), knees, cranks, det, smin)
+    return det, smin
+
+
+def plot_windows(ax, stage: RodStage, windows: dict[str, tuple[float, float]], standing_knee_deg: float) -> None:
+    """Rod-map conditioning along the common mode over the knee stroke, the dead points (zero
+    determinant, red) and each pitch window as a box (window at the standing knee, all knees)."""
+    lo = min(w[0] for w in windows.values()) - 20.0
+    hi = max(w[1] for w in windows.values()) + 20.0
+    knee = np.linspace(*KNEE_DEG, 121)
+    pitch = np.linspace(lo, hi, 181)
+    det, smin = common_mode_map(stage, knee, pitch + standing_knee_deg)
+    mesh = ax.pcolormesh(knee, pitch, 1e3 * smin.T, shading="auto", cmap="viridis")
+    ax.figure.colorbar(mesh, ax=ax, label="smallest singular value of the rod map [mm/rad]")
+    ax.contour(knee, pitch, det.T, levels=[0.0], colors="red", linewidths=1.5)
+    for (label, (w0, w1)), color in zip(windows.items(), ("white", "orange", "cyan")):
+        ax.plot([KNEE_DEG[0], KNEE_DEG[1], KNEE_DEG[1], KNEE_DEG[0], KNEE_DEG[0]], [w0, w0, w1, w1, w0], color=color,
+                lw=1.5, label=f"{label}: {w0:.1f}..{w1:.1f} deg")
+    ax.set_xlabel("knee [deg]")
+    ax.set_ylabel("ankle actuators' pitch, as ankle pitch at the standing knee [deg]")
+    ax.set_title("Ankle rods: dead points (red) against the pitch windows, both strokes alike")
+    ax.legend(loc="lower right", fontsize=8)
 
 
 @dataclass

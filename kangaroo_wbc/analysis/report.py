@@ -31,11 +31,15 @@ def _plt():
 
 def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out: Path,
                  progress: Callable | None = None, levels: int = 4, quick: bool = False,
-                 q_table3: np.ndarray | None = None, output_joints: list[str] | None = None) -> dict:
+                 q_table3: np.ndarray | None = None, output_joints: list[str] | None = None,
+                 ankle_stage=None, standing_knee_deg: float | None = None) -> dict:
     """Run the five analyses of the paper's Sections IV-V on one leg and write the report.
 
     ``q_table3`` is the closed configuration used for Table III (default ``q_nominal``) and
-    ``output_joints`` the serial joints in which Kangaroo's CAMM is expressed.
+    ``output_joints`` the serial joints in which Kangaroo's CAMM is expressed. With an
+    ``ankle_stage`` (:class:`~kangaroo_wbc.analysis.ankle_window.RodStage`) and the knee angle of
+    ``q_nominal``, the reached ankle pitch window and Table II's are checked against the rods' dead
+    points over the knee stroke (urdf/README.md, "Design trade-off — ankle pitch").
     """
     out.mkdir(parents=True, exist_ok=True)
     plt = _plt()
@@ -81,6 +85,25 @@ def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out:
     fig.savefig(out / "joint_limit_shapes.png", dpi=110)
     plt.close(fig)
     figures.append(("Joint-limit shapes of hip and ankle (analogues of Figs. 7 and 11)", "joint_limit_shapes.png"))
+
+    if ankle_stage is not None:
+        from kangaroo_wbc.analysis.ankle_window import TABLE_II_PITCH_DEG, plot_windows, scan
+
+        if standing_knee_deg is None:
+            raise ValueError("ankle_stage needs standing_knee_deg (the knee angle of q_nominal)")
+        windows = {"reached": tuple(summary["ankle_pitch_range_deg"]), "Table II": TABLE_II_PITCH_DEG}
+        summary["ankle_window"] = {}
+        for label, window in windows.items():
+            sc = scan(ankle_stage, window, standing_knee_deg=standing_knee_deg)
+            summary["ankle_window"][label] = {
+                "pitch_window_deg": list(sc.pitch_window_deg), "points": sc.points, "failures": sc.failures,
+                "smallest_singular_value_m": round(sc.smallest_singular_value_m, 6)}
+        fig, ax = plt.subplots(figsize=(8, 5))
+        plot_windows(ax, ankle_stage, windows, standing_knee_deg)
+        fig.tight_layout()
+        fig.savefig(out / "ankle_window.png", dpi=110)
+        plt.close(fig)
+        figures.append(("Ankle pitch window against the lower rods' dead points", "ankle_window.png"))
 
     # 3. manipulability of the foot (Fig. 5)
     man = manipulability_map(clm, q_nominal, leg, levels=3 if quick else 6, progress=progress)
@@ -139,6 +162,22 @@ def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out:
     return summary
 
 
+def _ankle_window_text(s: dict) -> str:
+    if "ankle_window" not in s:
+        return ""
+    rows = "\n".join(
+        f"| {label} | {w['pitch_window_deg'][0]:.1f}…{w['pitch_window_deg'][1]:.1f} | {w['failures']} of {w['points']} "
+        f"| {1e3 * w['smallest_singular_value_m']:.2f} |" for label, w in s["ankle_window"].items())
+    return f"""
+Ankle pitch windows at the standing knee over the knee stroke × both ankle strokes (reduced model of
+the lower rods, `kangaroo_wbc.analysis.ankle_window`; urdf/README.md, "Design trade-off — ankle pitch"):
+
+| window | ankle pitch [deg] | points where the rods do not close | smallest singular value of the rod map [mm/rad] |
+|---|---|---|---|
+{rows}
+"""
+
+
 def _write_markdown(out: Path, s: dict, figures: list[tuple[str, str]]) -> None:
     t3, paper = s["table3"], s["table3_paper"]
     rows = "\n".join(
@@ -162,7 +201,7 @@ in {s['analysis_seconds']} s.
 | stroke fraction of the sole-force peak | {s['sole_force_peak_stroke_fraction']} |
 
 Table II of the paper gives hip roll ±27°, hip pitch −40…42°, ankle roll ±27°, ankle pitch −36…34°.
-
+{_ankle_window_text(s)}
 ## Table III: TALOS / Kangaroo ratios (x / y / z)
 
 | index | ours | paper |

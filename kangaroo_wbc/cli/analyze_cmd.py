@@ -9,6 +9,9 @@ from kangaroo_wbc.cli.common import add_json_flag, print_json, progress
 
 
 def _analyze(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from kangaroo_wbc.analysis.ankle_window import RodStage
     from kangaroo_wbc.analysis.report import run_analysis
     from kangaroo_wbc.analysis.talos import TALOS_NOMINAL_LEG
     from kangaroo_wbc.robots.kangaroo.robot import (
@@ -29,9 +32,11 @@ def _analyze(args: argparse.Namespace) -> int:
                         f"{side}_hip_pitch_joint": pitch, f"{side}_knee_joint": knee,
                         f"{side}_ankle_pitch_joint": ankle_pitch, f"{side}_ankle_roll_joint": ankle_roll})
     q_t3 = configuration_from_outputs(clm, posture, q)
+    knee_deg = float(np.degrees(q[clm.model.joints[clm.model.getJointId(f"{args.side}_knee_joint")].idx_q]))
     summary = run_analysis(clm, q, leg_spec(args.side), Path(args.out), levels=args.levels, quick=args.quick,
                            progress=lambda it, total, desc: progress(it, total, desc, enabled=not args.json),
-                           q_table3=q_t3, output_joints=output_joint_names())
+                           q_table3=q_t3, output_joints=output_joint_names(),
+                           ankle_stage=RodStage.from_model(clm, args.side), standing_knee_deg=knee_deg)
     summary["report"] = str(Path(args.out) / "report.md")
     if args.json:
         print_json(summary)

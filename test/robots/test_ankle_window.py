@@ -14,6 +14,7 @@ import pytest
 from kangaroo_wbc.analysis.ankle_window import (
     SEARCH_BOUNDS,
     RodStage,
+    common_mode_map,
     main,
     rod_map,
     scan,
@@ -145,3 +146,35 @@ def test_command_line_prints_one_json_line_and_rejects_bad_windows(capsys):
             main(argv)
         assert e.value.code == 2
         assert "error:" in capsys.readouterr().err
+
+
+def test_stage_read_from_the_model_equals_the_parameters(kangaroo, params, stage):
+    """The analysis reads the stage from the loaded model; the generator builds it from params."""
+    for side in ("left", "right"):
+        st = RodStage.from_model(kangaroo, side)
+        assert np.allclose(st.vector()[:4], stage.vector()[:4], atol=1e-8)
+        assert st.lateral_m == pytest.approx(stage.lateral_m if side == "left" else stage.lateral_m[::-1], abs=1e-9)
+        assert st.lean_m == pytest.approx((0.0, 0.0), abs=1e-9) and st.tibia_m == pytest.approx(stage.tibia_m)
+
+
+def test_stage_from_a_model_without_the_rods_is_refused():
+    from types import SimpleNamespace
+
+    import pinocchio as pin
+
+    from .conftest import SERIAL_URDF
+
+    serial = SimpleNamespace(model=pin.buildModelFromUrdf(str(SERIAL_URDF)))
+    with pytest.raises(ValueError, match="no (joint|frame)"):
+        RodStage.from_model(serial)
+
+
+def test_common_mode_map_has_the_dead_points_of_the_scan(stage):
+    """Along the common mode the determinant changes sign inside Table II's window (at small knee
+    angles) and nowhere inside the committed one."""
+    knee = np.linspace(0.0, 120.0, 61)
+    det, smin = common_mode_map(stage, knee, np.linspace(-26.0, 44.0, 71))
+    assert np.all(smin >= 0.0) and det.shape == (61, 71)
+    assert np.any(np.sign(det[:, :-1]) != np.sign(det[:, 1:]))
+    det, _ = common_mode_map(stage, knee, np.linspace(-23.8, 24.1, 71))
+    assert np.all(np.sign(det) == np.sign(det[0, 0]))
