@@ -321,19 +321,211 @@ def search(pitch_window_deg: tuple[float, float] = TABLE_II_PITCH_DEG, *, roll_d
     return stage, scan(stage, pitch_window_deg, n_knee=97, n_crank=33)
 
 
+# --- Planar study: what giving up the exact invariance buys ------------------------------------
+#
+# In the sagittal plane the lower stage is a four-bar on the tibia: a crank turned by the ankle
+# actuators (pivoted on the knee axis, or on the femur off it), a rod, and the foot's lever about
+# the ankle. Angles are measured like the ankle pitch (about +y) from the downward direction, a unit
+# vector u(phi) = (-sin phi, -cos phi) in (x, z); the knee flexes the tibia by +k, so a direction
+# fixed in the femur turns by -k in the tibia frame. The foot's orientation w.r.t. the femur is
+# psi + k (psi the lever angle in the tibia frame); it stays constant over the knee stroke exactly
+# for the parallelogram (pivot on the knee axis, crank = lever, rod = tibia). Every other shape is
+# allowed here: the study asks how far the foot must turn over the knee stroke for Table II's pitch
+# window to fit between the dead points (lever along the rod, or crank along the rod: the actuators
+# lose the foot's pitch) with a margin.
+
+
+@dataclass(frozen=True)
+class PlanarStage:
+    """Sagittal lower ankle stage; lengths [m], angles [deg] (see the comment above)."""
+
+    pivot_m: tuple[float, float]  # crank pivot in the femur frame (x, z) from the knee axis
+    crank_m: float
+    lever_m: float
+    crank_deg: float  # crank angle in the tibia frame at the standing knee, standing strokes
+    lever_deg: float  # lever angle in the tibia frame at the standing knee, standing strokes
+    swing_deg: float  # crank half-swing over the ankle actuators' common stroke
+    tibia_m: float = 0.357
+    standing_knee_deg: float = 10.0
+
+    def vector(self) -> np.ndarray:
+        return np.array([*self.pivot_m, self.crank_m, self.lever_m, math.radians(self.crank_deg),
+                         math.radians(self.lever_deg), math.radians(self.swing_deg), self.tibia_m,
+                         math.radians(self.standing_knee_deg)], float)
+
+
+@dataclass
+class PlanarScan:
+    """What :func:`planar_scan` found (angles in [deg])."""
+
+    pitch_window_deg: tuple[float, float]  # ankle pitch change at the standing knee, over the swing
+    min_transmission_deg: float  # smallest angle to a dead point over knee stroke x swing (<0: passed)
+    foot_deviation_deg: float  # foot orientation w.r.t. the femur, max - min over the knee stroke
+    failures: int  # grid points where the stage does not assemble (0: it closes everywhere)
+
+
+@_jit
+def _planar_point(p, rod, knee, beta, psi_prev, sign_l, sign_c):
+    """Lever angle (continued from psi_prev) and the signed sines of the lever-rod and crank-rod
+    angles at one knee angle / crank angle (femur frame); ok False when the stage cannot close."""
+    ck, sk = math.cos(-knee), math.sin(-knee)
+    ox, oz = ck * p[0] + sk * p[1], -sk * p[0] + ck * p[1]  # pivot in the tibia frame
+    th = beta - knee
+    cx, cz = -p[2] * math.sin(th), -p[2] * math.cos(th)
+    px, pz = ox + cx, oz + cz
+    dx, dz = px, pz + p[7]  # crank pin - ankle
+    dist = math.hypot(dx, dz)
+    b = p[3]
+    r = (dist * dist + b * b - rod * rod) / (2.0 * b * dist)
+    if abs(r) > 1.0:
+        return psi_prev, -1.0, -1.0, False
+    phi = math.atan2(-dx, -dz)
+    al = math.acos(r)
+    w1 = (phi + al - psi_prev + math.pi) % (2.0 * math.pi) - math.pi
+    w2 = (phi - al - psi_prev + math.pi) % (2.0 * math.pi) - math.pi
+    psi = psi_prev + (w1 if abs(w1) <= abs(w2) else w2)
+    lx, lz = -b * math.sin(psi), -b * math.cos(psi)
+    rx, rz = px - lx, pz + p[7] - lz  # rod from the lever pin to the crank pin
+    s_l = sign_l * (rx * lz - rz * lx) / (rod * b)
+    s_c = sign_c * (rx * cz - rz * cx) / (rod * p[2])
+    return psi, s_l, s_c, True
+
+
+@_jit
+def _planar_scan(p, knees, n_beta, n_steps):
+    """(window lo, window hi, min sine, foot deviation, failures) [rad]; knees ascending [rad]. The
+    swing is followed from the standing crank at the standing knee, then the knee stroke both ways
+    from there, so that each point stays on the standing assembly branch; a point that does not
+    close counts as a failure (sine -1) and the rest of its sweep is not followed."""
+    ks = p[8]
+    beta0 = p[4] + ks
+    # rod length and the dead points' sides from the standing assembly
+    ck, sk = math.cos(-ks), math.sin(-ks)
+    ox, oz = ck * p[0] + sk * p[1], -sk * p[0] + ck * p[1]
+    cx, cz = -p[2] * math.sin(p[4]), -p[2] * math.cos(p[4])
+    lx, lz = -p[3] * math.sin(p[5]), -p[3] * math.cos(p[5])
+    rx, rz = ox + cx - lx, oz + cz + p[7] - lz
+    rod = math.hypot(rx, rz)
+    sign_l = 1.0 if rx * lz - rz * lx > 0.0 else -1.0
+    sign_c = 1.0 if rx * cz - rz * cx > 0.0 else -1.0
+    lo, hi, worst, dev, failures = 0.0, 0.0, 1.0, 0.0, 0
+    n = knees.size
+    for j in range(n_beta):
+        beta = beta0 - p[6] + 2.0 * p[6] * j / (n_beta - 1)
+        psi = p[5]
+        ok = True
+        for st in range(1, n_steps + 1):  # along the swing at the standing knee
+            psi, s_l, s_c, ok = _planar_point(p, rod, ks, beta0 + (beta - beta0) * st / n_steps, psi, sign_l, sign_c)
+            if not ok:
+                break
+            worst = min(worst, s_l, s_c)
+        if not ok:
+            failures += n
+            worst = -1.0
+            continue
+        lo, hi = min(lo, psi - p[5]), max(hi, psi - p[5])
+        psi_stand = psi
+        fmin, fmax = psi + ks, psi + ks
+        for direction in (1, -1):
+            psi = psi_stand
+            for i in range(n):
+                q = knees[i] if direction == 1 else knees[n - 1 - i]
+                if (direction == 1 and q <= ks) or (direction == -1 and q >= ks):
+                    continue
+                psi, s_l, s_c, ok = _planar_point(p, rod, q, beta, psi, sign_l, sign_c)
+                if not ok:
+                    failures += 1
+                    worst = -1.0
+                    break
+                worst = min(worst, s_l, s_c)
+                fmin, fmax = min(fmin, psi + q), max(fmax, psi + q)
+        if 2 * j == n_beta - 1:
+            dev = fmax - fmin
+    return lo, hi, worst, dev, failures
+
+
+def planar_scan(stage: PlanarStage, n_knee: int = 121, n_beta: int = 25, n_steps: int = 60) -> PlanarScan:
+    """Solve the planar stage over the knee stroke (Table II) x the crank swing (``n_beta`` odd, so
+    that the standing strokes are on the grid)."""
+    if n_knee < 2 or n_beta < 3 or n_beta % 2 == 0 or n_steps < 1:
+        raise ValueError(f"bad grid: n_knee={n_knee} (>= 2), n_beta={n_beta} (odd, >= 3), n_steps={n_steps} (>= 1)")
+    p = stage.vector()
+    if not np.all(np.isfinite(p)) or min(stage.crank_m, stage.lever_m, stage.tibia_m) <= 0.0:
+        raise ValueError(f"not a stage: {stage}")
+    lo, hi, worst, dev, failures = _planar_scan(p, np.radians(np.linspace(*KNEE_DEG, n_knee)), n_beta, n_steps)
+    return PlanarScan((math.degrees(lo), math.degrees(hi)), math.degrees(math.asin(max(-1.0, min(1.0, worst)))),
+                      math.degrees(dev), int(failures))
+
+
+#: Planar search box: pivot x, z [m] (only with an off-axis pivot), crank, lever [m], crank and
+#: lever angles [deg], crank half-swing [deg].
+PLANAR_BOUNDS = ((-0.08, 0.08), (-0.02, 0.12), (0.02, 0.08), (0.02, 0.08), (-180.0, 180.0), (-180.0, 180.0),
+                 (10.0, 115.0))
+
+
+def planar_search(pitch_window_deg: tuple[float, float] = TABLE_II_PITCH_DEG, *, off_axis_pivot: bool = True,
+                  margin_deg: float = 6.0, standing_pitch_deg: float = -5.0, generations: int = 400,
+                  popsize: int = 30, seed: int = 0, tibia_m: float = 0.357, standing_knee_deg: float = 10.0,
+                  progress: Callable[[int], None] | None = None) -> tuple[PlanarStage, PlanarScan, bool]:
+    """Differential evolution for the smallest foot deviation over the knee stroke with the pitch
+    window reached at the standing knee (window minus the standing ankle pitch, as a change) and
+    every point of knee stroke x swing at least ``margin_deg`` from a dead point. Returns the best
+    stage, its scan and whether it meets the window and the margin."""
+    from scipy.optimize import differential_evolution
+
+    need_lo, need_hi = pitch_window_deg[0] - standing_pitch_deg, pitch_window_deg[1] - standing_pitch_deg
+    if not (need_lo < 0.0 < need_hi):
+        raise ValueError(f"window {pitch_window_deg} does not contain the standing pitch {standing_pitch_deg}")
+
+    def stage_of(x: np.ndarray) -> PlanarStage:
+        piv = (x[0], x[1]) if off_axis_pivot else (0.0, 0.0)
+        y = x[2:] if off_axis_pivot else x
+        return PlanarStage((float(piv[0]), float(piv[1])), float(y[0]), float(y[1]), float(y[2]), float(y[3]),
+                           float(y[4]), tibia_m, standing_knee_deg)
+
+    def shortfall(sc: PlanarScan, slack: float = 0.0) -> float:
+        lo, hi = sc.pitch_window_deg
+        return (max(0.0, lo - need_lo + slack) + max(0.0, need_hi - hi + slack)
+                + max(0.0, margin_deg - sc.min_transmission_deg + slack))
+
+    def cost(x: np.ndarray) -> float:  # on a coarse grid, with 0.25 deg to spare for the fine one
+        sc = planar_scan(stage_of(x), n_knee=61, n_beta=9, n_steps=20)
+        return sc.foot_deviation_deg + 10.0 * shortfall(sc, 0.25) + 20.0 * sc.failures
+
+    bounds = list(PLANAR_BOUNDS if off_axis_pivot else PLANAR_BOUNDS[2:])
+    gen = [0]
+
+    def callback(*_args) -> None:
+        gen[0] += 1
+        if progress is not None:
+            progress(gen[0])
+
+    out = differential_evolution(cost, bounds, popsize=popsize, maxiter=generations, seed=seed, polish=False,
+                                 tol=1e-10, callback=callback)
+    stage = stage_of(out.x)
+    sc = planar_scan(stage)
+    return stage, sc, bool(sc.failures == 0 and shortfall(sc) < 1e-6)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kangaroo_wbc.analysis.ankle_window",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--pitch-window", nargs=2, type=float, default=TABLE_II_PITCH_DEG, metavar=("MIN", "MAX"),
                     help="ankle pitch joint range at the standing knee [deg] (default: Table II)")
     ap.add_argument("--search", action="store_true", help="search the lean / phase design space (minutes)")
-    ap.add_argument("--generations", type=int, default=60)
+    ap.add_argument("--planar", choices=("knee-axis", "femur"),
+                    help="planar study without exact invariance: smallest foot deviation over the knee stroke "
+                         "that fits the window, crank pivot on the knee axis or anywhere on the femur (seconds)")
+    ap.add_argument("--margin", type=float, default=6.0, help="planar study: distance to the dead points [deg]")
+    ap.add_argument("--generations", type=int, default=None, help="search generations (default 60, planar 400)")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
     from kangaroo_wbc.robots.kangaroo.params import load_params
 
-    if a.generations < 1:
+    if a.generations is not None and a.generations < 1:
         ap.error(f"--generations must be at least 1, got {a.generations}")
+    if not (math.isfinite(a.margin) and 0.0 <= a.margin < 45.0):
+        ap.error(f"--margin must be in [0, 45) deg, got {a.margin}")
     committed = RodStage.from_params(load_params())
     try:
         out = {"committed": asdict(scan(committed, tuple(a.pitch_window)))}
@@ -341,11 +533,26 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(str(e))
     if a.search:
         def progress(g: int) -> None:
-            print(f"\rgeneration {g}/{a.generations}", end="", file=sys.stderr, flush=True)
+            print(f"\rgeneration {g}/{a.generations or 60}", end="", file=sys.stderr, flush=True)
 
-        stage, s = search(tuple(a.pitch_window), generations=a.generations, seed=a.seed, progress=progress)
+        stage, s = search(tuple(a.pitch_window), generations=a.generations or 60, seed=a.seed, progress=progress)
         print(file=sys.stderr)
         out["search"] = {"stage": asdict(stage), "scan": asdict(s)}
+    if a.planar:
+        gens = a.generations or 400
+
+        def progress_planar(g: int) -> None:
+            print(f"\rplanar generation {g}/{gens}", end="", file=sys.stderr, flush=True)
+
+        try:
+            pstage, pscan, meets = planar_search(tuple(a.pitch_window), off_axis_pivot=a.planar == "femur",
+                                                 margin_deg=a.margin, generations=gens, seed=a.seed,
+                                                 progress=progress_planar)
+        except ValueError as e:
+            ap.error(str(e))
+        print(file=sys.stderr)
+        out["planar"] = {"pivot": a.planar, "margin_deg": a.margin, "meets_window_and_margin": meets,
+                         "stage": asdict(pstage), "scan": asdict(pscan)}
     print(json.dumps(out))
     return 0
 

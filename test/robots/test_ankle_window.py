@@ -1,5 +1,6 @@
 """The reduced model of the ankle's lower stage (``kangaroo_wbc.analysis.ankle_window``) against the
-full model, and the dead-point law that bounds the ankle pitch window (urdf/README.md).
+full model, the dead-point law that bounds the ankle pitch window, and the planar study of what
+giving up the exact invariance costs (urdf/README.md).
 
 Unit tests: no ROS, no simulator.
 """
@@ -13,9 +14,12 @@ import pytest
 
 from kangaroo_wbc.analysis.ankle_window import (
     SEARCH_BOUNDS,
+    PlanarStage,
     RodStage,
     common_mode_map,
     main,
+    planar_scan,
+    planar_search,
     rod_map,
     scan,
     search,
@@ -178,3 +182,68 @@ def test_common_mode_map_has_the_dead_points_of_the_scan(stage):
     assert np.any(np.sign(det[:, :-1]) != np.sign(det[:, 1:]))
     det, _ = common_mode_map(stage, knee, np.linspace(-23.8, 24.1, 71))
     assert np.all(np.sign(det) == np.sign(det[0, 0]))
+
+
+@pytest.mark.parametrize("swing", [5.0, 10.0, 25.0])
+def test_planar_parallelogram_keeps_the_foot_and_obeys_the_180_deg_law(swing):
+    """Crank = lever on the knee axis, rod = tibia: the foot keeps its orientation w.r.t. the femur
+    over the knee stroke and the window is the crank swing; the lever sweeps 140 - (knee - 10) +-
+    swing, i.e. 30 - swing .. 150 + swing deg, so its closest approach to a dead point (0 or 180 deg
+    from the rod) is 30 - swing: window + 120 + margins = 180."""
+    sc = planar_scan(PlanarStage((0.0, 0.0), 0.06, 0.06, 140.0, 140.0, swing))
+    assert sc.failures == 0
+    assert sc.pitch_window_deg == pytest.approx((-swing, swing), abs=1e-9)
+    assert sc.foot_deviation_deg < 1e-9
+    assert sc.min_transmission_deg == pytest.approx(30.0 - swing, abs=1e-9)
+
+
+def test_planar_crank_on_the_knee_axis_cannot_hold_table_ii_even_without_invariance():
+    """Any crank / lever / rod shape with the crank pivoted on the knee axis: no design reaches Table
+    II's window without crossing a dead point, not even at zero margin (the crank turns 190 deg
+    w.r.t. the tibia, more than a crank-rocker allows between its toggles)."""
+    for seed in (0, 1):
+        st, sc, meets = planar_search(off_axis_pivot=False, margin_deg=0.0, seed=seed)
+        assert st.pivot_m == (0.0, 0.0)
+        assert not meets
+        assert sc.failures > 0 or sc.min_transmission_deg < 0.0
+
+
+def test_planar_femur_pivot_fits_table_ii_by_turning_the_foot_over_the_knee_stroke():
+    """With the crank pivoted on the femur off the knee axis, Table II's window fits with 6 deg to
+    the dead points, but the foot then turns by more than 10 deg w.r.t. the femur over the knee
+    stroke (0 in the committed parallelogram)."""
+    st, sc, meets = planar_search(off_axis_pivot=True, margin_deg=6.0, seed=0)
+    assert meets and sc.failures == 0
+    assert sc.pitch_window_deg[0] <= -31.0 and sc.pitch_window_deg[1] >= 39.0  # -36..34 about -5
+    assert sc.min_transmission_deg >= 6.0
+    assert np.hypot(*st.pivot_m) > 0.005
+    assert 10.0 < sc.foot_deviation_deg < 30.0
+    # the same stage, re-scanned on a finer grid, keeps the margin (no point passed between nodes)
+    fine = planar_scan(st, n_knee=241, n_beta=49, n_steps=120)
+    assert fine.failures == 0 and fine.min_transmission_deg > 5.9
+
+
+def test_planar_study_rejects_bad_input(capsys):
+    with pytest.raises(ValueError, match="bad grid"):
+        planar_scan(PlanarStage((0.0, 0.0), 0.06, 0.06, 140.0, 140.0, 10.0), n_beta=10)
+    with pytest.raises(ValueError, match="not a stage"):
+        planar_scan(PlanarStage((float("nan"), 0.0), 0.06, 0.06, 140.0, 140.0, 10.0))
+    with pytest.raises(ValueError, match="not a stage"):
+        planar_scan(PlanarStage((0.0, 0.0), 0.0, 0.06, 140.0, 140.0, 10.0))
+    with pytest.raises(ValueError, match="standing pitch"):
+        planar_search((0.0, 10.0))
+    for argv in (["--planar", "femur", "--margin", "nan"], ["--planar", "femur", "--pitch-window", "0", "10"],
+                 ["--planar", "hip"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2
+        assert "error:" in capsys.readouterr().err
+
+
+def test_planar_command_line_reports_the_design_and_whether_it_meets_the_window(capsys):
+    assert main(["--planar", "knee-axis", "--margin", "0", "--generations", "50"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["planar"]["pivot"] == "knee-axis" and out["planar"]["meets_window_and_margin"] is False
+    assert out["planar"]["stage"]["pivot_m"] == [0.0, 0.0]
+    assert set(out["planar"]["scan"]) == {"pitch_window_deg", "min_transmission_deg", "foot_deviation_deg",
+                                          "failures"}
