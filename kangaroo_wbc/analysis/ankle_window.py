@@ -290,6 +290,22 @@ def _stage_from(x: np.ndarray, tibia_m: float) -> RodStage:
     return RodStage((x[0], x[1]), (x[2], x[3]), (-x[4], x[5]), (x[6], x[7]), (x[8], x[9]), tibia_m)
 
 
+def _evolve(cost: Callable[[np.ndarray], float], bounds: list, generations: int, popsize: int, seed: int,
+            tol: float, progress: Callable[[int], None] | None) -> np.ndarray:
+    """scipy's differential evolution (no polishing), reporting each generation to ``progress``."""
+    from scipy.optimize import differential_evolution
+
+    gen = [0]
+
+    def callback(*_args) -> None:
+        gen[0] += 1
+        if progress is not None:
+            progress(gen[0])
+
+    return differential_evolution(cost, bounds, popsize=popsize, maxiter=generations, seed=seed, polish=False,
+                                  tol=tol, callback=callback).x
+
+
 def search(pitch_window_deg: tuple[float, float] = TABLE_II_PITCH_DEG, *, roll_deg: float = 27.0,
            generations: int = 60, popsize: int = 10, seed: int = 0, tibia_m: float = 0.357,
            progress: Callable[[int], None] | None = None) -> tuple[RodStage, WindowScan]:
@@ -298,8 +314,6 @@ def search(pitch_window_deg: tuple[float, float] = TABLE_II_PITCH_DEG, *, roll_d
     standing knee and at most 65 deg of roll anywhere. Returns the best stage and its scan on a
     grid four times finer per axis than the one searched (a design that passes the coarse grid only
     between its points shows failures there)."""
-    from scipy.optimize import differential_evolution
-
     def cost(x: np.ndarray) -> float:
         s = scan(_stage_from(x, tibia_m), pitch_window_deg)
         r = s.roll_at_standing_knee_deg
@@ -308,16 +322,8 @@ def search(pitch_window_deg: tuple[float, float] = TABLE_II_PITCH_DEG, *, roll_d
         return -s.smallest_singular_value_m / 0.01 + pen + 0.02 * min(s.failures, 200)
 
     bounds = [b for pair in zip(SEARCH_BOUNDS, SEARCH_BOUNDS) for b in pair]
-    gen = [0]
-
-    def callback(*_args) -> None:
-        gen[0] += 1
-        if progress is not None:
-            progress(gen[0])
-
-    out = differential_evolution(cost, bounds, popsize=popsize, maxiter=generations, seed=seed, polish=False,
-                                 tol=1e-8, callback=callback)
-    stage = _stage_from(out.x, tibia_m)
+    x = _evolve(cost, bounds, generations, popsize, seed, 1e-8, progress)
+    stage = _stage_from(x, tibia_m)
     return stage, scan(stage, pitch_window_deg, n_knee=97, n_crank=33)
 
 
@@ -471,8 +477,6 @@ def planar_search(pitch_window_deg: tuple[float, float] = TABLE_II_PITCH_DEG, *,
     window reached at the standing knee (window minus the standing ankle pitch, as a change) and
     every point of knee stroke x swing at least ``margin_deg`` from a dead point. Returns the best
     stage, its scan and whether it meets the window and the margin."""
-    from scipy.optimize import differential_evolution
-
     need_lo, need_hi = pitch_window_deg[0] - standing_pitch_deg, pitch_window_deg[1] - standing_pitch_deg
     if not (need_lo < 0.0 < need_hi):
         raise ValueError(f"window {pitch_window_deg} does not contain the standing pitch {standing_pitch_deg}")
@@ -493,16 +497,7 @@ def planar_search(pitch_window_deg: tuple[float, float] = TABLE_II_PITCH_DEG, *,
         return sc.foot_deviation_deg + 10.0 * shortfall(sc, 0.25) + 20.0 * sc.failures
 
     bounds = list(PLANAR_BOUNDS if off_axis_pivot else PLANAR_BOUNDS[2:])
-    gen = [0]
-
-    def callback(*_args) -> None:
-        gen[0] += 1
-        if progress is not None:
-            progress(gen[0])
-
-    out = differential_evolution(cost, bounds, popsize=popsize, maxiter=generations, seed=seed, polish=False,
-                                 tol=1e-10, callback=callback)
-    stage = stage_of(out.x)
+    stage = stage_of(_evolve(cost, bounds, generations, popsize, seed, 1e-10, progress))
     sc = planar_scan(stage)
     return stage, sc, bool(sc.failures == 0 and shortfall(sc) < 1e-6)
 
