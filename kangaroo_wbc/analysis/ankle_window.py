@@ -371,11 +371,17 @@ class PlanarScan:
 
 
 @_jit
+def _pivot_in_tibia(p, knee):
+    """Crank pivot (fixed in the femur) in the tibia frame at a knee angle."""
+    ck, sk = math.cos(-knee), math.sin(-knee)
+    return ck * p[0] + sk * p[1], -sk * p[0] + ck * p[1]
+
+
+@_jit
 def _planar_point(p, rod, knee, beta, psi_prev, sign_l, sign_c):
     """Lever angle (continued from psi_prev) and the signed sines of the lever-rod and crank-rod
     angles at one knee angle / crank angle (femur frame); ok False when the stage cannot close."""
-    ck, sk = math.cos(-knee), math.sin(-knee)
-    ox, oz = ck * p[0] + sk * p[1], -sk * p[0] + ck * p[1]  # pivot in the tibia frame
+    ox, oz = _pivot_in_tibia(p, knee)
     th = beta - knee
     cx, cz = -p[2] * math.sin(th), -p[2] * math.cos(th)
     px, pz = ox + cx, oz + cz
@@ -406,8 +412,7 @@ def _planar_scan(p, knees, n_beta, n_steps):
     ks = p[8]
     beta0 = p[4] + ks
     # rod length and the dead points' sides from the standing assembly
-    ck, sk = math.cos(-ks), math.sin(-ks)
-    ox, oz = ck * p[0] + sk * p[1], -sk * p[0] + ck * p[1]
+    ox, oz = _pivot_in_tibia(p, ks)
     cx, cz = -p[2] * math.sin(p[4]), -p[2] * math.cos(p[4])
     lx, lz = -p[3] * math.sin(p[5]), -p[3] * math.cos(p[5])
     rx, rz = ox + cx - lx, oz + cz + p[7] - lz
@@ -526,23 +531,21 @@ def main(argv: list[str] | None = None) -> int:
         out = {"committed": asdict(scan(committed, tuple(a.pitch_window)))}
     except ValueError as e:
         ap.error(str(e))
-    if a.search:
-        def progress(g: int) -> None:
-            print(f"\rgeneration {g}/{a.generations or 60}", end="", file=sys.stderr, flush=True)
 
-        stage, s = search(tuple(a.pitch_window), generations=a.generations or 60, seed=a.seed, progress=progress)
+    def progress(label: str, total: int) -> Callable[[int], None]:
+        return lambda g: print(f"\r{label} generation {g}/{total}", end="", file=sys.stderr, flush=True)
+
+    if a.search:
+        gens = a.generations or 60
+        stage, s = search(tuple(a.pitch_window), generations=gens, seed=a.seed, progress=progress("search", gens))
         print(file=sys.stderr)
         out["search"] = {"stage": asdict(stage), "scan": asdict(s)}
     if a.planar:
         gens = a.generations or 400
-
-        def progress_planar(g: int) -> None:
-            print(f"\rplanar generation {g}/{gens}", end="", file=sys.stderr, flush=True)
-
         try:
             pstage, pscan, meets = planar_search(tuple(a.pitch_window), off_axis_pivot=a.planar == "femur",
                                                  margin_deg=a.margin, generations=gens, seed=a.seed,
-                                                 progress=progress_planar)
+                                                 progress=progress("planar", gens))
         except ValueError as e:
             ap.error(str(e))
         print(file=sys.stderr)
