@@ -6,18 +6,27 @@ from pathlib import Path
 
 import pytest
 
+from kangaroo_wbc.bench.workload import FIXTURES_ENV, fixtures_dir
 from kangaroo_wbc.model import ClosedLoopModel
 from test.model.mechanisms import ALL
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "third_party"
+#: Third-party fixture folder, found as the benchmark finds it ($KANGAROO_WBC_FIXTURES, else
+#: shared/fixtures/third_party beside the repository).
+FIXTURES = fixtures_dir() or Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "third_party"
 THIRD_PARTY = ["5bar_linkage", "digit_like_2legs"]
+
+
+def third_party_dir(name: str) -> Path:
+    """One third-party fixture's folder; skips the test when it is absent."""
+    d = FIXTURES / name
+    if not d.is_dir():
+        pytest.skip(f"third-party fixture folder not found: {d} (set {FIXTURES_ENV} to its parent)")
+    return d
 
 
 def third_party_paths(name: str) -> tuple[Path, Path]:
     """Third-party fixture files; skips the test when the shared fixture folder is absent."""
-    d = FIXTURES / name
-    if not d.is_dir():
-        pytest.skip(f"third-party fixture folder not found: {d}")
+    d = third_party_dir(name)
     return d / "robot.urdf", d / "robot.yaml"
 
 

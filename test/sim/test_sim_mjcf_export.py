@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -20,9 +19,9 @@ from kangaroo_wbc.sim.mjcf_export import (
     matrix_to_quat_wxyz,
     rpy_to_matrix,
 )
+from test.model.conftest import third_party_dir
 from test.sim.conftest import MECHANISMS, RRPR_SOLE, paths
 
-THIRD_PARTY = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "third_party"
 FRAME_TOL = 1e-12  # [m], [-]: exported frames must match pinocchio's URDF frames exactly
 
 
@@ -174,9 +173,7 @@ def test_errors_name_the_problem(tmp_path):
 
 @pytest.mark.parametrize("name", ["5bar_linkage", "digit_like_2legs"])
 def test_third_party_fixtures_export(name):
-    d = THIRD_PARTY / name
-    if not d.is_dir():
-        pytest.skip(f"third-party fixture folder not found: {d}")
+    d = third_party_dir(name)
     xml = export_mjcf(d / "robot.urdf", d / "robot.yaml", floating_base=False, imu_frame=None)
     m = mujoco.MjModel.from_xml_string(xml)
     assert m.neq >= 1 and m.nu >= 2

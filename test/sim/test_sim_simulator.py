@@ -154,11 +154,9 @@ def test_ground_truth_by_name(mjcf_fixed):
 
 def test_third_party_digit_like_legs_close_and_stay_closed():
     """Integration: 6D closures with ball/universal joints (extended-URDF fixture), fixed base."""
-    from test.sim.test_sim_mjcf_export import THIRD_PARTY
+    from test.model.conftest import third_party_dir
 
-    d = THIRD_PARTY / "digit_like_2legs"
-    if not d.is_dir():
-        pytest.skip(f"third-party fixture folder not found: {d}")
+    d = third_party_dir("digit_like_2legs")
     from kangaroo_wbc.sim.mjcf_export import export_mjcf
 
     sim = ClosedChainSim(export_mjcf(d / "robot.urdf", d / "robot.yaml", floating_base=False, imu_frame=None))
