@@ -12,10 +12,12 @@ from setuptools import find_packages, setup
 PACKAGE = "kangaroo_wbc"
 
 NODES = {
-    "sim": "kangaroo_wbc.nodes.sim_node:main",
-    "state_estimator": "kangaroo_wbc.nodes.state_estimator_node:main",
-    "contact_wrench_estimator": "kangaroo_wbc.nodes.contact_wrench_node:main",
-    "whole_body_controller": "kangaroo_wbc.nodes.whole_body_controller_node:main",
+    "sim": "kangaroo_wbc.nodes.entry:sim",
+    "state_estimator": "kangaroo_wbc.nodes.entry:state_estimator",
+    "contact_wrench_estimator": "kangaroo_wbc.nodes.entry:contact_wrench_estimator",
+    "whole_body_controller": "kangaroo_wbc.nodes.entry:whole_body_controller",
+    "composed": "kangaroo_wbc.nodes.entry:composed",
+    "link_tf": "kangaroo_wbc.nodes.entry:link_tf",
 }
 
 setup(
