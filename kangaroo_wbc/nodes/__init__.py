@@ -11,3 +11,20 @@ def urdf_dir_parameter() -> Any:
 
     return parameter("", "Folder with kangaroo.urdf and kangaroo_closures.yaml (empty: the package's)",
                      read_only=True)
+
+
+def load_model(urdf_dir: str, floating_base: bool = True) -> Any:
+    """The Kangaroo closed-loop model from ``urdf_dir`` (empty: the source tree or installed share).
+
+    Raises:
+        ConfigError: the files are missing or malformed (the message names the parameter and the file).
+    """
+    from pathlib import Path
+
+    from kangaroo_wbc.errors import ConfigError, KangarooWbcError
+    from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
+
+    try:
+        return load_kangaroo(floating_base=floating_base, urdf_dir=Path(urdf_dir) if urdf_dir else None)
+    except (KangarooWbcError, OSError) as exc:
+        raise ConfigError(f"parameter 'urdf_dir' ({urdf_dir or 'package urdf/'}): {exc}") from exc

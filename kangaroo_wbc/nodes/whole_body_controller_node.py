@@ -33,29 +33,29 @@ import numpy as np  # noqa: E402
 from geometry_msgs.msg import PointStamped, PoseStamped, WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.clock import Clock, ClockType  # noqa: E402
-from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import Float64MultiArray, MultiArrayDimension  # noqa: E402
+from std_msgs.msg import Bool, Float64MultiArray, MultiArrayDimension  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
+from kangaroo_wbc.components.control import ControlSettings, WholeBodyControl  # noqa: E402
+from kangaroo_wbc.components.samples import ActuatorCommand  # noqa: E402
 from kangaroo_wbc.control.behaviours import BEHAVIOURS  # noqa: E402
 from kangaroo_wbc.control.contacts import ContactSpec  # noqa: E402
 from kangaroo_wbc.control.reduced_wbc import ReducedWholeBodyController  # noqa: E402
 from kangaroo_wbc.control.supervisor import SafetySettings, WbcSupervisor  # noqa: E402
 from kangaroo_wbc.control.wbc import FrameReference, WbcSettings, WholeBodyController  # noqa: E402
 from kangaroo_wbc.errors import ConfigError, InputError, KangarooWbcError  # noqa: E402
-from kangaroo_wbc.nodes import urdf_dir_parameter
-from kangaroo_wbc.nodes.state_estimator_node import load_model  # noqa: E402
+from kangaroo_wbc.nodes import load_model, urdf_dir_parameter  # noqa: E402
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.conversions import (  # noqa: E402
     JointIndexMap,
     odometry_msg_to_arrays,
     pose_msg_to_arrays,
+    seconds_to_time_msg,
     time_msg_to_seconds,
     vector3_msg_to_array,
     xyzw_to_pin_quaternion,
 )
-from kangaroo_wbc.ros.diagnostics import Level  # noqa: E402
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for  # noqa: E402
 from kangaroo_wbc.ros.params import parameter  # noqa: E402
 
@@ -202,12 +202,18 @@ class WholeBodyControllerParams:
 
 
 class WholeBodyControllerNode(KangarooNode):
-    """Whole-body controller behind the topic contract."""
+    """Whole-body controller behind the topic contract.
 
-    def __init__(self) -> None:
+    Args:
+        clm: a loaded model to share (composed deployment); None loads ``urdf_dir``.
+        chained: True when the composed deployment feeds :meth:`process` directly (``joint_states``,
+            odometry and wrenches are then not subscribed; the outputs are still published).
+    """
+
+    def __init__(self, clm=None, chained: bool = False) -> None:
         super().__init__("whole_body_controller", WholeBodyControllerParams)
         p = self.params
-        self.clm = clm = load_model(p.urdf_dir)
+        self.clm = clm = clm or load_model(p.urdf_dir)
         m = clm.model
         self.contacts = contacts = []
         for sole in p.sole_frames:
@@ -237,6 +243,10 @@ class WholeBodyControllerNode(KangarooNode):
                 max_tilt_rad=p.max_tilt_rad,
             ),
         )
+        self.component = WholeBodyControl(self.supervisor, ControlSettings(
+            sole_frames=tuple(p.sole_frames), use_measured_contacts=p.use_measured_contacts,
+            contact_force_on_n=p.contact_force_on_n, contact_force_off_n=p.contact_force_off_n,
+            max_state_age_s=p.max_state_age_s, reference_timeout_s=p.reference_timeout_s))
         self._select(p.behaviour)
         self._idx_q = np.array([m.joints[m.getJointId(n)].idx_q for n in clm.joint_names])
         self._idx_v = np.array([m.joints[m.getJointId(n)].idx_v for n in clm.joint_names])
@@ -244,57 +254,39 @@ class WholeBodyControllerNode(KangarooNode):
         self._act = JointIndexMap(clm.actuated_joint_names, what="actuator")
         self._q, self._v = clm.q_ref.copy(), np.zeros(m.nv)
         self._odom_stamp: float | None = None
-        self._in_contact = {s: True for s in p.sole_frames}
-        self._wrench_stamp = {s: None for s in p.sole_frames}
-        self._com_ref: tuple[float, np.ndarray] | None = None
-        self._foot_ref: dict[str, tuple[float, FrameReference]] = {}
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._msg_cmd = JointState()
-        self._timing = {"n": 0, "total": 0.0, "max": 0.0}
-        self._last_cause = ""
-        self._last_state: float | None = None  # steady time [s] of the latest joint_states
+        self._last_state: float | None = None  # steady time [s] of the latest state
+        self._ready: bool | None = None
+        #: composed deployment: called with every command (:class:`ActuatorCommand`)
+        self.command_listener = None
         pub = self.create_publisher
         self._pub_cmd = pub(JointState, "actuators/command", qos.COMMAND)
-        self._pub_arr = (
-            pub(Float64MultiArray, "actuators/command_array", qos.COMMAND)
-            if p.publish_command_array
-            else None
-        )
+        self._pub_arr = (pub(Float64MultiArray, "actuators/command_array", qos.COMMAND)
+                         if p.publish_command_array else None)
         self._pub_timing = pub(Float64MultiArray, "wbc/timing", qos.VISUALIZATION)
-        # Newest sample wins: if a tick overruns, the controller skips to the latest state instead
-        # of working through a backlog (reliable depth 1 matches the reliable publishers).
-        latest = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
-        self.create_subscription(JointState, "joint_states", self._on_joints, latest)
-        self.create_subscription(Odometry, "estimation/base_odometry", self._on_odometry, latest)
+        self._pub_ready = pub(Bool, "wbc/ready", qos.LATCHED)
+        self._publish_ready(False)
+        sub = self.create_subscription
+        if not chained:  # newest sample wins: an overrun tick skips to the latest state
+            sub(JointState, "joint_states", self._on_joints, qos.SENSOR_LATEST)
+            sub(Odometry, "estimation/base_odometry", self._on_odometry, qos.SENSOR_LATEST)
+            for i, sole in enumerate(p.sole_frames):
+                sub(WrenchStamped, f"contact/{sole}/wrench", lambda msg, i=i: self._on_wrench(i, msg),
+                    qos.SENSOR_LATEST)
         for sole in p.sole_frames:
-            self.create_subscription(
-                WrenchStamped,
-                f"contact/{sole}/wrench",
-                lambda msg, s=sole: self._on_wrench(s, msg),
-                qos.SENSOR_STATE,
-            )
-            self.create_subscription(
-                PoseStamped,
-                f"wbc/{sole}/pose_reference",
-                lambda msg, s=sole: self._on_foot_reference(s, msg),
-                qos.SENSOR_STATE,
-            )
-        self.create_subscription(
-            PointStamped, "wbc/com_reference", self._on_com_reference, qos.SENSOR_STATE
-        )
+            sub(PoseStamped, f"wbc/{sole}/pose_reference", lambda msg, s=sole: self._on_foot_reference(s, msg),
+                qos.SENSOR_STATE)
+        sub(PointStamped, "wbc/com_reference", self._on_com_reference, qos.SENSOR_STATE)
         for name in BEHAVIOURS:
-            self.create_service(
-                Trigger,
-                f"wbc/behaviour/{name}",
-                lambda req, res, n=name: self._on_behaviour_service(n, res),
-            )
+            self.create_service(Trigger, f"wbc/behaviour/{name}",
+                                lambda req, res, n=name: self._on_behaviour_service(n, res))
         self.create_service(Trigger, "wbc/reset", self._on_reset)
         self.create_timer(WATCHDOG_PERIOD_S, self._watchdog, clock=self._steady)
         self.get_logger().info(
             f"whole_body_controller: {p.formulation} QP, {cls.__name__}, "
             f"{self.controller.layout.describe() if hasattr(self.controller, 'layout') else ''}, "
-            f"behaviour {p.behaviour}"
-        )
+            f"behaviour {p.behaviour}")
 
     @staticmethod
     def _settings(p: WholeBodyControllerParams) -> WbcSettings:
@@ -411,31 +403,15 @@ class WholeBodyControllerNode(KangarooNode):
         except InputError as exc:
             self.throttled.warning("odometry", f"estimation/base_odometry skipped: {exc}")
             return
-        self._q[:3], self._q[3:7] = (
-            odom.position,
-            odom.quaternion_xyzw / np.linalg.norm(odom.quaternion_xyzw),
-        )
-        self._v[:3], self._v[3:6] = (
-            odom.linear,
-            odom.angular,
-        )  # twist in base_link = free-flyer convention
+        self._q[:3], self._q[3:7] = odom.position, odom.quaternion_xyzw / np.linalg.norm(odom.quaternion_xyzw)
+        self._v[:3], self._v[3:6] = odom.linear, odom.angular  # twist in base_link = free-flyer convention
         self._odom_stamp = odom.stamp_s
 
-    def _on_wrench(self, sole: str, msg: WrenchStamped) -> None:
-        fz = msg.wrench.force.z  # ground on sole, sole frame
-        p = self.params
-        if not np.isfinite(fz):
-            return
-        if fz > p.contact_force_on_n:
-            self._in_contact[sole] = True
-        elif fz < p.contact_force_off_n:
-            self._in_contact[sole] = False
-        self._wrench_stamp[sole] = time_msg_to_seconds(msg.header.stamp)
+    def _on_wrench(self, index: int, msg: WrenchStamped) -> None:
+        self.component.on_sole_force(index, msg.wrench.force.z, time_msg_to_seconds(msg.header.stamp))
 
     def _on_com_reference(self, msg: PointStamped) -> None:
-        c = vector3_msg_to_array(msg.point)
-        if np.all(np.isfinite(c)):
-            self._com_ref = (self._now_s(), c)
+        self.component.set_com_reference(vector3_msg_to_array(msg.point), self._now_s())
 
     def _on_foot_reference(self, sole: str, msg: PoseStamped) -> None:
         try:
@@ -444,123 +420,85 @@ class WholeBodyControllerNode(KangarooNode):
             self.throttled.warning("pose_reference", f"wbc/{sole}/pose_reference skipped: {exc}")
             return
         R = xyzw_to_pin_quaternion(quat).toRotationMatrix()
-        self._foot_ref[sole] = (self._now_s(), FrameReference(position=position, rotation=R))
+        self.component.set_foot_reference(sole, FrameReference(position=position, rotation=R), self._now_s())
 
     def _now_s(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _on_joints(self, msg: JointState) -> None:
-        p = self.params
-        now = self._now_s()
-        self._last_state = self._steady.now().nanoseconds * 1e-9
         try:
             arr = self._joints.from_joint_state(msg, required=("position", "velocity"))
-            self._q[self._idx_q] = arr.position
-            self._v[self._idx_v] = arr.velocity
-            age = now - arr.stamp_s
-            if (
-                self._odom_stamp is None
-                or abs(arr.stamp_s - self._odom_stamp) > p.odometry_max_lag_s
-            ):
-                age = float(
-                    "inf"
-                )  # no base state of this sample's time (either way: a clock restart)
         except InputError as exc:
             self.throttled.warning("joint_states", f"joint_states rejected: {exc}")
-            age = float("inf")
-        measured = None
-        if p.use_measured_contacts and all(
-            s is not None and abs(now - s) < p.max_state_age_s for s in self._wrench_stamp.values()
-        ):
-            measured = [s for s, c in self._in_contact.items() if c]
-        com = (
-            self._com_ref[1]
-            if self._com_ref and now - self._com_ref[0] < p.reference_timeout_s
-            else None
-        )
-        feet = {s: r for s, (t, r) in self._foot_ref.items() if now - t < p.reference_timeout_s}
-        t0 = self._steady.now().nanoseconds
-        cmd = self.supervisor.tick(now, self._q, self._v, measured, age, com, feet or None)
-        dt = (self._steady.now().nanoseconds - t0) * 1e-9
-        self._publish(cmd, msg.header.stamp, dt)
+            return self.process(self._q, self._v, float("nan"), msg.header.stamp)
+        self._q[self._idx_q] = arr.position
+        self._v[self._idx_v] = arr.velocity
+        if self._odom_stamp is None or abs(arr.stamp_s - self._odom_stamp) > self.params.odometry_max_lag_s:
+            stamp_s = float("nan")  # no base state of this sample's time (either way: a clock restart)
+        else:
+            stamp_s = arr.stamp_s
+        self.process(self._q, self._v, stamp_s, msg.header.stamp)
+
+    # ------------------------------------------------------------------ one state sample
+    def process(self, q: np.ndarray, v: np.ndarray, stamp_s: float, stamp=None, prepared: bool = False):
+        """Run the component on the state ``(q, v)`` of time ``stamp_s`` [s] (NaN: no consistent
+        state) and publish the command. ``prepared``: the model was already updated at ``(q, v)``
+        (:meth:`WholeBodyControl.prepare`, composed deployment). Returns the command."""
+        now = self._now_s()
+        self._last_state = self._steady.now().nanoseconds * 1e-9
+        age = now - stamp_s if stamp_s == stamp_s else float("inf")
+        if not prepared and age != float("inf"):
+            self.component.prepare(q, v)
+        cmd = self.component.step(now, q, v, age)
+        if stamp is None:
+            stamp = seconds_to_time_msg(stamp_s if stamp_s == stamp_s else now)
+        self._publish(cmd, stamp, stamp_s)
+        return cmd
 
     def _watchdog(self) -> None:
-        """Safe mode while joint_states are silent for longer than ``state_timeout_s`` (steady clock)."""
+        """Safe mode while no state arrives for longer than ``state_timeout_s`` (steady clock)."""
         if self._last_state is None:
             return
         silent = self._steady.now().nanoseconds * 1e-9 - self._last_state
         if silent > self.params.state_timeout_s:
-            self._log_mode(self.supervisor.stale(silent))
+            self.component.stale(silent)
+            self._after()
 
     # ------------------------------------------------------------------ outputs
-    def _log_mode(self, cmd) -> None:
-        """One line when the cause of the safe mode changes, then one per throttle period."""
-        if cmd.mode == "control":
-            if self._last_cause:
-                self.get_logger().info("control resumed")
-            self._last_cause = ""
-            return
-        cause = cmd.reason.split(":")[0].split(" (")[0]  # e.g. "stale state", "QP infeasible"
-        key = f"safe {cause}"
-        if cause != self._last_cause:
-            self.throttled.reset(key)
-        self.throttled.error(key, f"safe mode ({self.params.safe_mode}): {cmd.reason}")
-        self._last_cause = cause
+    def _publish_ready(self, ready: bool) -> None:
+        if ready != self._ready:
+            self._ready = ready
+            self._pub_ready.publish(Bool(data=ready))
 
-    def _publish(self, cmd, stamp, dt: float) -> None:
-        self._pub_cmd.publish(
-            self._act.to_joint_state(effort=cmd.tau_a, stamp=stamp, msg=self._msg_cmd)
-        )
+    def _after(self) -> None:
+        self.log_events(self.component)
+        self._publish_ready(self.component.ready)
+
+    def _publish(self, cmd, stamp, stamp_s: float) -> None:
+        self._pub_cmd.publish(self._act.to_joint_state(effort=cmd.tau_a, stamp=stamp, msg=self._msg_cmd))
+        if self.command_listener is not None:
+            self.command_listener(ActuatorCommand(cmd.tau_a, stamp_s))
         if self._pub_arr is not None:
             self._pub_arr.publish(self._act.to_float64_multi_array(cmd.tau_a))
-        self._log_mode(cmd)
-        t = self._timing
-        t["n"], t["total"], t["max"] = t["n"] + 1, t["total"] + dt, max(t["max"], dt)
+        self._after()
         out = cmd.output
-        timing = (
-            [out.timing.get(k, 0.0) for k in TIMING_LABELS[:-1]] + [float(out.qp.iterations)]
-            if out
-            else [0.0, 0.0, 0.0, 0.0, dt, 0.0]
-        )
+        timing = ([out.timing.get(k, 0.0) for k in TIMING_LABELS[:-1]] + [float(out.qp.iterations)]
+                  if out else [0.0] * 6)
         msg = Float64MultiArray()
-        msg.layout.dim = [
-            MultiArrayDimension(label=label, size=1, stride=1) for label in TIMING_LABELS
-        ]
+        msg.layout.dim = [MultiArrayDimension(label=label, size=1, stride=1) for label in TIMING_LABELS]
         msg.data = timing
         self._pub_timing.publish(msg)
 
     # ------------------------------------------------------------------ diagnostics / shutdown
     def diagnostic_statuses(self) -> list:
-        sv, t = self.supervisor, self._timing
-        st = sv.stats
-        last = sv.last
-        level = Level.OK
-        message = f"behaviour {sv.behaviour_name}"
-        if last is not None and last.mode != "control":
-            level, message = Level.ERROR, f"safe mode: {last.reason}"
-        elif t["n"] == 0:
-            level, message = Level.WARN, "no joint_states in the last period"
-        values = {
-            "behaviour": sv.behaviour_name,
-            "ticks": st.ticks,
-            "safe_ticks": st.safe_ticks,
-            "qp_failures": st.qp_failures,
-            "singular": st.singular,
-            "stale": st.stale,
-            "invalid": st.invalid,
-            "iterations_max": st.iterations_max,
-            "step_mean_ms": 1e3 * t["total"] / max(t["n"], 1),
-            "step_max_ms": 1e3 * t["max"],
-            "latched": bool(last.latched) if last else False,
-        }
-        self._timing = {"n": 0, "total": 0.0, "max": 0.0}
-        return [self.diagnostics.status("wbc", level, message, values)]
+        statuses = self.to_diagnostics(self.component.statuses())
+        self.log_events(self.component)
+        return statuses
 
     def on_shutdown(self) -> None:
-        """Leave the actuators with zero force."""
-        self._pub_cmd.publish(
-            self._act.to_joint_state(effort=np.zeros(self.clm.n_a), msg=self._msg_cmd)
-        )
+        """Leave the actuators with zero force, and say the controller is no longer ready."""
+        self._pub_cmd.publish(self._act.to_joint_state(effort=np.zeros(self.clm.n_a), msg=self._msg_cmd))
+        self._publish_ready(False)
 
 
 main = main_for(WholeBodyControllerNode)

@@ -113,6 +113,16 @@ class KangarooNode(Node):
     def on_shutdown(self) -> None:
         """Called once by :func:`run_nodes` before destruction, with the context still valid."""
 
+    def log_events(self, component: Any) -> None:
+        """Log the events a node component queued (throttled per cause; a new cause at once)."""
+        for event in component.drain_events():
+            level = ("info", "warning", "error", "error")[int(event.level)]
+            self.throttled.log(level, event.key, event.message)
+
+    def to_diagnostics(self, statuses: Sequence[Any]) -> list[DiagnosticStatus]:
+        """A node component's plain statuses as ``DiagnosticStatus`` messages of this node."""
+        return [self.diagnostics.status(s.name, int(s.level), s.message, s.values) for s in statuses]
+
     def check_parameter_overrides(self) -> None:
         """Raise ConfigError for a parameter given to this node (parameter file or ``-p``) that it
         does not declare: rclpy would silently ignore it (a misspelt key keeps the default)."""
@@ -143,7 +153,7 @@ def run_nodes(
         factories: callables returning nodes (node classes with default arguments work).
         args: command line (ROS arguments such as ``--ros-args -p rate_hz:=500.0``); None reads
             ``sys.argv``.
-        executor: executor to use (default: a SingleThreadedExecutor).
+        executor: executor to use (default: :func:`default_executor`).
 
     Returns:
         The process exit code: 0 after a signal or an external shutdown, 2 after a ConfigError.
@@ -161,7 +171,7 @@ def run_nodes(
             previous[sig] = signal.signal(sig, lambda signum, frame: stop.set())
     context = rclpy.get_default_context()
     nodes: list[Node] = []
-    executor = executor or SingleThreadedExecutor()
+    executor = executor or default_executor()
     factory: Any = None
     try:
         for factory in factories:
@@ -200,6 +210,16 @@ def run_nodes(
             context.try_shutdown()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def default_executor() -> Executor:
+    """rclpy's EventsExecutor where available (taking a 76-joint JointState costs about 130 µs of
+    CPU with it against about 330 µs with the SingleThreadedExecutor), else the latter."""
+    try:
+        from rclpy.experimental import EventsExecutor
+    except ImportError:  # older rclpy
+        return SingleThreadedExecutor()
+    return EventsExecutor()
 
 
 def _parameter_files(args: Sequence[str]) -> list[str]:

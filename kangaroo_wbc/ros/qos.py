@@ -44,6 +44,15 @@ SENSOR_BEST_EFFORT = QoSProfile(
     durability=DurabilityPolicy.VOLATILE,
 )
 
+#: Subscriber side of the 1 kHz streams in the pipeline nodes: the newest sample only, never a
+#: backlog (a tick that overran skips to the latest state instead of working through old ones).
+SENSOR_LATEST = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=1,
+    reliability=ReliabilityPolicy.BEST_EFFORT,
+    durability=DurabilityPolicy.VOLATILE,
+)
+
 #: ``actuators/command``: only the newest command matters.
 COMMAND = QoSProfile(
     history=HistoryPolicy.KEEP_LAST,
@@ -87,6 +96,7 @@ TF = QoSProfile(
 PROFILES: dict[str, QoSProfile] = {
     "sensor_state": SENSOR_STATE,
     "sensor_best_effort": SENSOR_BEST_EFFORT,
+    "sensor_latest": SENSOR_LATEST,
     "command": COMMAND,
     "latched": LATCHED,
     "visualization": VISUALIZATION,

@@ -100,19 +100,19 @@ def test_state_estimator_calibrates_and_publishes(ros_harness, standing):
         o = odom.items[-1][1]
     assert o.header.frame_id == "odom" and o.child_frame_id == "base_link"
     assert all(math.isfinite(x) for x in (o.pose.pose.position.x, o.pose.pose.position.z, o.twist.twist.linear.x))
-    # a malformed sample is skipped and reported; the next good one is processed normally
+    # a malformed sample is skipped and reported; the next good one is processed normally (the
+    # node keeps only the newest sample: the good one goes out once the bad one was seen)
+    def rejected(d: DiagnosticArray) -> bool:
+        values = {kv.key: kv.value for s in d.status if s.name == "state_estimator: estimator" for kv in s.values}
+        return int(values.get("rejected", 0)) >= 1
+
     ros_harness.publish("actuators/state", bad, qos.SENSOR_STATE)
+    ros_harness.wait_for_message("/diagnostics", DiagnosticArray, timeout_s=30.0, predicate=rejected)
     ros_harness.publish("imu/data", arrays_to_imu_msg(np.zeros(3), [0.0, 0.0, 9.81], frame_id="imu",
                                                       stamp=_stamp(80), quaternion_xyzw=[0, 0, 0, 1]))
     ros_harness.publish("actuators/state", _actuators(clm, theta_read, None, 80), qos.SENSOR_STATE)
     ros_harness.wait_for_message("/joint_states", JointState, include_earlier=True, timeout_s=30.0,
                                  predicate=lambda msg: msg.header.stamp == _stamp(80))
-
-    def rejected(d: DiagnosticArray) -> bool:
-        values = {kv.key: kv.value for s in d.status if s.name == "state_estimator: estimator" for kv in s.values}
-        return int(values.get("rejected", 0)) >= 1
-
-    ros_harness.wait_for_message("/diagnostics", DiagnosticArray, timeout_s=30.0, predicate=rejected)
     assert ros_harness.stop(node) == 0
 
 

@@ -1,0 +1,151 @@
+"""The ``contact_wrench_estimator`` node's behaviour: sole wrenches, CoPs and ZMP (paper §VI-B).
+
+Per ``actuators/state`` sample (motor torques [N·m]), with the newest state estimate
+(:meth:`ContactWrenchEstimation.on_state`): the quasi-static estimator of eq. (43)-(47) with its
+Butterworth filter. Samples out of order are skipped (``clock_restart_samples`` in a row: a
+restarted clock, the filter restarts); a torque sample whose state differs from it by more than
+``max_input_age_s`` is not used. Where the controller runs in the same process its model update at
+the same state can be handed in (``projected``) instead of a second one.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from kangaroo_wbc.components.base import Component
+from kangaroo_wbc.components.samples import ActuatorSample, Level, Status
+from kangaroo_wbc.errors import EstimationError
+from kangaroo_wbc.estimation.contact_wrench import (
+    ContactWrenchConfig,
+    ContactWrenchEstimate,
+    ContactWrenchEstimator,
+    ScrewTransmission,
+)
+from kangaroo_wbc.estimation.stamp_order import StampOrder, StampVerdict
+from kangaroo_wbc.model import ClosedLoopModel
+
+STATE, TORQUE = "joint_states", "actuators/state"
+
+
+@dataclass
+class ContactWrenchSettings:
+    """Settings of :class:`ContactWrenchEstimation` beyond the estimator's own config."""
+
+    sole_frames: tuple[str, ...] = ("left_sole", "right_sole")
+    max_input_age_s: float = 0.05
+    clock_restart_samples: int = 10
+
+
+class ContactWrenchEstimation(Component):
+    """Contact wrench estimation with input ordering, staleness and restart handling.
+
+    Args:
+        clm: the closed-loop model.
+        transmission: ball-screw leads and efficiencies (eq. (47)).
+        estimator_config: :class:`~kangaroo_wbc.estimation.contact_wrench.ContactWrenchConfig`.
+        settings: :class:`ContactWrenchSettings`.
+    """
+
+    def __init__(self, clm: ClosedLoopModel, transmission: ScrewTransmission,
+                 estimator_config: ContactWrenchConfig | None = None,
+                 settings: ContactWrenchSettings | None = None) -> None:
+        super().__init__()
+        self.clm, self.settings = clm, settings or ContactWrenchSettings()
+        s = self.settings
+        self.estimator = ContactWrenchEstimator(clm, list(s.sole_frames), transmission, estimator_config)
+        self._order = {t: StampOrder(s.clock_restart_samples) for t in (STATE, TORQUE)}
+        self._q, self._v = clm.q_ref.copy(), np.zeros(clm.model.nv)
+        self._state_stamp: float | None = None
+        self.stats = dict.fromkeys(("ticks", "rejected", "stale", "out_of_order", "waiting"), 0)
+        self._reported = dict(self.stats)
+        self.last_error = ""
+        self._errors: dict[str, str] = {}
+
+    def reject(self, topic: str, exc: Exception | str, kind: str = "rejected") -> None:
+        self.stats[kind] += 1
+        self.last_error = self._errors[f"{topic} {kind}"] = f"{topic}: {exc}"
+        self.event(Level.WARN, f"{topic} {kind}", f"{topic} sample skipped: {exc}")
+
+    def _in_order(self, topic: str, stamp_s: float) -> bool:
+        order = self._order[topic]
+        verdict = order.update(stamp_s)
+        if verdict is StampVerdict.OUT_OF_ORDER:
+            self.reject(topic, f"out-of-order stamp, {order.last_lag_s * 1e3:.1f} ms older than the newest sample",
+                        "out_of_order")
+            return False
+        if verdict is StampVerdict.RESTARTED:
+            self.event(Level.WARN, f"{topic} restart", f"{topic}: clock went back by {order.last_lag_s:.3f} s for "
+                       f"{order.restart_after} samples: taken as a restart")
+            if topic == TORQUE:
+                self.estimator.reset_filter()
+        return True
+
+    def on_state(self, q: np.ndarray, v: np.ndarray, stamp_s: float) -> None:
+        """The newest state estimate (closed configuration and velocity, pinocchio order)."""
+        if not self._in_order(STATE, stamp_s):
+            return
+        self._q[:], self._v[:] = q, v
+        self._state_stamp = stamp_s
+
+    def reset_filter(self) -> None:
+        """Restart the filter (after a gap, or when the robot leaves the crane)."""
+        self.estimator.reset_filter()
+
+    def step(self, sample: ActuatorSample, projected=None) -> ContactWrenchEstimate | None:
+        """One torque sample (``clm.actuated_joint_names`` order, ``effort`` = motor torque [N·m]):
+        the estimate (buffers overwritten at the next call), or None (skipped: see the events).
+
+        ``projected``: a :class:`~kangaroo_wbc.control.projected_model.ProjectedModel` already
+        updated at the current state (the controller's, in the same process), or None.
+        """
+        if sample.effort is None or not np.isfinite(sample.effort).all():
+            self.reject(TORQUE, "missing or non-finite motor torques")
+            return None
+        t = sample.stamp_s
+        if not self._in_order(TORQUE, t):
+            return None
+        if self._state_stamp is None:
+            self.stats["waiting"] += 1
+            self.event(Level.OK, "waiting", f"waiting for {STATE}: {TORQUE} skipped")
+            return None
+        lag = abs(t - self._state_stamp)
+        if lag > self.settings.max_input_age_s:
+            self.reject(STATE, f"stale input: {STATE} {lag * 1e3:.1f} ms "
+                        f"{'older' if self._state_stamp < t else 'newer'} than {TORQUE} "
+                        f"(limit {self.settings.max_input_age_s * 1e3:.1f} ms), nothing published", "stale")
+            return None
+        t0 = time.perf_counter()
+        try:
+            out = self.estimator.update(self._q, motor_torque=sample.effort, v=self._v, projected=projected)
+        except EstimationError as exc:
+            self.reject("estimation", exc)
+            return None
+        if not np.isfinite(out.wrench_sole_in_sole).all():
+            self.reject("estimation", "non-finite wrench, not published")
+            return None
+        self.stats["ticks"] += 1
+        self._timed(t0)
+        return out
+
+    def statuses(self) -> list[Status]:
+        """The ``wrench`` status since the last call."""
+        s, est = self.stats, self.estimator.estimate
+        recent = {k: v - self._reported[k] for k, v in s.items()}
+        self._reported = dict(s)
+        skipped = recent["rejected"] + recent["stale"] + recent["out_of_order"]
+        faults = "; ".join(self._errors.values())
+        self._errors = {}
+        values = {**self._step_timing(), "total_force_z_n": float(est.total_force_in_world[2]),
+                  "cop_valid": est.cop_valid.tolist(), "residual_n": est.residual, **s, "last_error": self.last_error}
+        if skipped and not recent["ticks"]:
+            level, message = Level.ERROR, f"no output, input skipped: {faults}"
+        elif skipped:
+            level, message = Level.WARN, f"{skipped} input sample(s) skipped: {faults}"
+        elif not recent["ticks"]:
+            level, message = Level.WARN, "waiting for input"
+        else:
+            level, message = Level.OK, "running"
+        return [Status("wrench", level, message, values)]

@@ -1,0 +1,151 @@
+"""The ``whole_body_controller`` node's behaviour: supervisor, measured contacts, references, ready.
+
+Per state sample (:meth:`WholeBodyControl.step`): the measured contact state (sole normal forces
+with hysteresis, used while every sole's force is fresh), the external references younger than
+``reference_timeout_s``, then :class:`~kangaroo_wbc.control.supervisor.WbcSupervisor` (behaviour →
+QP → forces, or the safe mode). The result is always a finite command.
+
+**Ready handshake.** :attr:`WholeBodyControl.ready` becomes True after ``ready_ticks`` control-mode
+commands in a row (the estimator is calibrated, since states arrive, and the QP solves) and False
+when a latched safe mode is entered. The simulator (or the robot's driver) keeps the robot on its
+crane until then.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from kangaroo_wbc.components.base import Component
+from kangaroo_wbc.components.samples import Level, Status
+from kangaroo_wbc.control.supervisor import Command, WbcSupervisor
+from kangaroo_wbc.control.wbc import FrameReference
+from kangaroo_wbc.estimation.floating_base import ContactDetector
+
+
+@dataclass
+class ControlSettings:
+    """Settings of :class:`WholeBodyControl` (the node's parameters of the same names)."""
+
+    sole_frames: tuple[str, ...] = ("left_sole", "right_sole")
+    use_measured_contacts: bool = True
+    contact_force_on_n: float = 60.0
+    contact_force_off_n: float = 30.0
+    max_state_age_s: float = 0.05  # also the freshness limit of the sole forces [s]
+    reference_timeout_s: float = 0.5
+    ready_ticks: int = 20
+
+
+class WholeBodyControl(Component):
+    """Whole-body control with its safety logic (see the module docstring).
+
+    Args:
+        supervisor: the :class:`~kangaroo_wbc.control.supervisor.WbcSupervisor` (controller inside).
+        settings: :class:`ControlSettings`.
+    """
+
+    def __init__(self, supervisor: WbcSupervisor, settings: ControlSettings | None = None) -> None:
+        super().__init__()
+        self.supervisor, self.settings = supervisor, settings or ControlSettings()
+        s = self.settings
+        self.clm = supervisor.clm
+        self.contacts = ContactDetector(len(s.sole_frames), s.contact_force_on_n, s.contact_force_off_n)
+        self._force = np.full(len(s.sole_frames), np.nan)
+        self._force_stamp = np.full(len(s.sole_frames), -np.inf)
+        self._com_ref: tuple[float, np.ndarray] | None = None
+        self._foot_ref: dict[str, tuple[float, FrameReference]] = {}
+        self.ready = False
+        self._good_ticks = 0
+        self._cause = ""
+        self.timing = {"n": 0, "total": 0.0, "max": 0.0}
+
+    @property
+    def projected_model(self):
+        """The controller's projected model, updated at the state of the last :meth:`prepare`."""
+        return getattr(self.supervisor.controller, "full", self.supervisor.controller).pm
+
+    # ------------------------------------------------------------------ inputs
+    def on_sole_force(self, index: int, normal_force_n: float, stamp_s: float) -> None:
+        """Normal force [N] of sole ``index`` (ground on sole) at ``stamp_s`` [s]."""
+        if np.isfinite(normal_force_n):
+            self._force[index], self._force_stamp[index] = normal_force_n, stamp_s
+
+    def set_com_reference(self, position: np.ndarray, now_s: float) -> None:
+        """External CoM reference [m] (world), valid for ``reference_timeout_s`` from ``now_s``."""
+        position = np.asarray(position, dtype=float)
+        if position.shape == (3,) and np.isfinite(position).all():
+            self._com_ref = (now_s, position)
+
+    def set_foot_reference(self, sole: str, reference: FrameReference, now_s: float) -> None:
+        """External pose reference of a swing sole, valid for ``reference_timeout_s``."""
+        self._foot_ref[sole] = (now_s, reference)
+
+    # ------------------------------------------------------------------ tick
+    def prepare(self, q: np.ndarray, v: np.ndarray) -> bool:
+        """Update the controller's model at ``(q, v)`` ahead of :meth:`step` (so that another
+        component in the same process can share it); False if the state is unusable."""
+        try:
+            getattr(self.supervisor.controller, "full", self.supervisor.controller).update_model(q, v)
+            return True
+        except Exception:  # noqa: BLE001 - the step reports it through the supervisor's safe mode
+            return False
+
+    def step(self, now_s: float, q: np.ndarray, v: np.ndarray, state_age_s: float) -> Command:
+        """One control tick at node time ``now_s`` [s] on the state ``(q, v)`` of age
+        ``state_age_s`` [s] (inf: no consistent state). Never raises, never returns NaN."""
+        s = self.settings
+        t0 = time.perf_counter()
+        measured = None
+        if s.use_measured_contacts and np.all(np.abs(now_s - self._force_stamp) < s.max_state_age_s):
+            flags = self.contacts.update(self._force)
+            measured = [name for name, c in zip(s.sole_frames, flags) if c]
+        com = self._com_ref[1] if self._com_ref and now_s - self._com_ref[0] < s.reference_timeout_s else None
+        feet = {k: r for k, (t, r) in self._foot_ref.items() if now_s - t < s.reference_timeout_s}
+        cmd = self.supervisor.tick(now_s, q, v, measured, state_age_s, com, feet or None)
+        self._after(cmd)
+        dt = time.perf_counter() - t0
+        t = self.timing
+        t["n"], t["total"], t["max"] = t["n"] + 1, t["total"] + dt, max(t["max"], dt)
+        return cmd
+
+    def stale(self, silent_s: float) -> Command:
+        """No state for ``silent_s`` [s] (the adapter's steady-clock watchdog): safe mode."""
+        cmd = self.supervisor.stale(silent_s)
+        self._after(cmd)
+        return cmd
+
+    def _after(self, cmd: Command) -> None:
+        if cmd.mode == "control":
+            self._good_ticks += 1
+            if not self.ready and self._good_ticks >= self.settings.ready_ticks:
+                self.ready = True
+                self.event(Level.OK, "ready", "ready: the controller is in control")
+            if self._cause:
+                self.event(Level.OK, "resumed", "control resumed")
+            self._cause = ""
+            return
+        self._good_ticks = 0
+        if cmd.latched and self.ready:
+            self.ready = False
+            self.event(Level.ERROR, "not ready", f"not ready: latched safe mode ({cmd.reason})")
+        cause = cmd.reason.split(":")[0].split(" (")[0]  # e.g. "stale state", "QP infeasible"
+        self.event(Level.ERROR, f"safe {cause}", f"safe mode ({self.supervisor.safety.fallback}): {cmd.reason}")
+        self._cause = cause
+
+    def statuses(self) -> list[Status]:
+        """The ``wbc`` status since the last call."""
+        sv, t = self.supervisor, self.timing
+        st, last = sv.stats, sv.last
+        level, message = Level.OK, f"behaviour {sv.behaviour_name}"
+        if last is not None and last.mode != "control":
+            level, message = Level.ERROR, f"safe mode: {last.reason}"
+        elif t["n"] == 0:
+            level, message = Level.WARN, "no joint_states in the last period"
+        values = {"behaviour": sv.behaviour_name, "ready": self.ready, "ticks": st.ticks, "safe_ticks": st.safe_ticks,
+                  "qp_failures": st.qp_failures, "singular": st.singular, "stale": st.stale, "invalid": st.invalid,
+                  "iterations_max": st.iterations_max, "step_mean_ms": 1e3 * t["total"] / max(t["n"], 1),
+                  "step_max_ms": 1e3 * t["max"], "latched": bool(last.latched) if last else False}
+        self.timing = {"n": 0, "total": 0.0, "max": 0.0}
+        return [Status("wbc", level, message, values)]

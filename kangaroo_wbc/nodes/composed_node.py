@@ -1,0 +1,188 @@
+"""``composed`` executable: the whole node graph in one process, components chained in-process.
+
+    ros2 run kangaroo_wbc composed --backend sim --ros-args --params-file config/sim.yaml ...
+
+Hosts the nodes ``state_estimator``, ``contact_wrench_estimator`` and ``whole_body_controller``
+(and ``sim`` with ``--backend sim``) with their own names, parameters, diagnostics and published
+topics, so RViz, bags and other tools see the same graph as with separate processes. Inside, the
+samples do not go through DDS: each actuator sample runs the chain
+
+    state estimation → controller model update → contact wrenches (sharing that update)
+    → controller → command
+
+on one compute thread that always takes the newest sample (never a backlog). With ``--backend sim``
+the simulator's loop hands the samples over and its next step applies the command (the one-tick
+delay of separate processes); with ``--backend hardware`` the samples come from the driver's
+topics and the command goes out on ``actuators/command``. The node ``composed`` reports the chain's
+tick time and the samples it skipped.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small matrices: BLAS threads only add latency
+
+import sys  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+from kangaroo_wbc.components.samples import (  # noqa: E402
+    ActuatorCommand,
+    ActuatorSample,
+    EncoderSample,
+    ImuSample,
+    Level,
+    NameMap,
+    Status,
+)
+from kangaroo_wbc.ros.node_base import KangarooNode, run_nodes  # noqa: E402
+
+BACKENDS = ("sim", "hardware")
+
+
+class ComposedChain(KangarooNode):
+    """The in-process chain between the hosted nodes (see the module docstring).
+
+    Args:
+        estimator, wrench, controller: the hosted nodes (built with ``chained=True`` except the
+            estimator with the hardware backend, which subscribes the driver's topics itself).
+        sim: the hosted simulator node, or None (hardware backend).
+    """
+
+    def __init__(self, estimator, wrench, controller, sim=None) -> None:
+        super().__init__("composed")
+        self.estimator, self.wrench, self.controller, self.sim = estimator, wrench, controller, sim
+        clm = estimator.clm
+        self._soles = range(len(estimator.params.sole_frames))
+        self._mailbox: tuple | None = None
+        self._wake = threading.Event()
+        self._running = True
+        self._stats = {"ticks": 0, "skipped": 0, "total": 0.0, "max": 0.0}
+        self._reported = (0, 0)
+        if sim is not None:
+            self._act = NameMap(sim.actuator_names, clm.actuated_joint_names)
+            self._enc = NameMap(sim.passive_encoder_names, clm.absolute_encoders)
+            self._cmd = NameMap(clm.actuated_joint_names, sim.actuator_names)
+            controller.command_listener = self._to_sim
+            self._thread = threading.Thread(target=self._loop, name="composed_chain", daemon=True)
+            self._thread.start()
+            sim.add_sample_listener(self._on_sample)
+        else:
+            estimator.estimate_listener = self._chain
+
+    # ------------------------------------------------------------------ simulator backend
+    def _on_sample(self, act: ActuatorSample, enc: EncoderSample, imu: ImuSample) -> None:
+        """Simulator loop thread: hand the newest sample over (a sample not yet taken is skipped)."""
+        if self._mailbox is not None:
+            self._stats["skipped"] += 1
+        self._mailbox = (act, enc, imu)
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while self._running:
+            if not self._wake.wait(timeout=0.1):
+                continue
+            self._wake.clear()
+            item, self._mailbox = self._mailbox, None
+            if item is None:
+                continue
+            act, enc, imu = item
+            sample = ActuatorSample(self._act(act.position), self._act(act.velocity),
+                                    None if act.effort is None else self._act(act.effort), act.stamp_s)
+            component = self.estimator.component
+            component.on_encoders(EncoderSample(self._enc(enc.position), enc.stamp_s))
+            component.on_imu(imu)
+            try:
+                est = self.estimator.process(sample)
+                if est is not None:
+                    self._chain(sample, est)
+            except Exception as exc:  # noqa: BLE001 - reported; the simulator's watchdog acts
+                self.throttled.error("chain", f"composed chain failed: {exc!r}")
+
+    def _to_sim(self, cmd: ActuatorCommand) -> None:
+        self.sim.submit_command(ActuatorCommand(self._cmd(cmd.force), cmd.stamp_s))
+
+    # ------------------------------------------------------------------ the chain
+    def _chain(self, sample: ActuatorSample, est) -> None:
+        """Everything after the state estimate of one sample (any backend)."""
+        t0 = time.perf_counter()
+        control = self.controller.component
+        stamp_s = est.stamp_s if est.base_valid else float("nan")
+        prepared = est.base_valid and control.prepare(est.q, est.v)
+        self.wrench.component.on_state(est.q, est.v, est.stamp_s)
+        out = self.wrench.process(sample, projected=control.projected_model if prepared else None)
+        if out is not None:
+            fz = out.wrench_sole_in_sole[:, 2]
+            for i in self._soles:
+                self.estimator.component.on_sole_force(i, float(fz[i]), sample.stamp_s)
+                control.on_sole_force(i, float(fz[i]), sample.stamp_s)
+        self.controller.process(est.q, est.v, stamp_s, prepared=prepared)
+        dt = time.perf_counter() - t0
+        s = self._stats
+        s["ticks"], s["total"], s["max"] = s["ticks"] + 1, s["total"] + dt, max(s["max"], dt)
+
+    # ------------------------------------------------------------------ diagnostics / shutdown
+    def diagnostic_statuses(self) -> list:
+        s = self._stats
+        ticks, skipped = s["ticks"] - self._reported[0], s["skipped"] - self._reported[1]
+        self._reported = (s["ticks"], s["skipped"])
+        values = {"ticks": ticks, "skipped_samples": skipped, "chain_mean_ms": 1e3 * s["total"] / max(ticks, 1),
+                  "chain_max_ms": 1e3 * s["max"]}
+        s["total"] = s["max"] = 0.0
+        level = Level.WARN if skipped else Level.OK
+        message = f"{skipped} sample(s) skipped (chain slower than the samples)" if skipped else "running"
+        return self.to_diagnostics([Status("chain", level, message, values)])
+
+    def on_shutdown(self) -> None:
+        self._running = False
+        self._wake.set()
+
+
+def _backend(argv: list[str]) -> tuple[str, list[str]]:
+    """``--backend NAME`` (before ``--ros-args``) and the remaining arguments."""
+    args = list(argv)
+    backend = "sim"
+    if "--backend" in args:
+        i = args.index("--backend")
+        if i + 1 >= len(args) or args[i + 1] not in BACKENDS:
+            sys.stderr.write(f"composed: --backend must be one of {list(BACKENDS)}\n")
+            raise SystemExit(2)
+        backend = args[i + 1]
+        del args[i:i + 2]
+    return backend, args
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the composed graph until SIGINT/SIGTERM; return the exit code."""
+    backend, argv = _backend(sys.argv if args is None else args)
+    from kangaroo_wbc.nodes.contact_wrench_node import ContactWrenchNode
+    from kangaroo_wbc.nodes.state_estimator_node import StateEstimatorNode
+    from kangaroo_wbc.nodes.whole_body_controller_node import WholeBodyControllerNode
+
+    built: dict = {}
+
+    def make(key, factory):
+        def build():
+            built[key] = factory()
+            return built[key]
+        build.__name__ = key
+        return build
+
+    factories = []
+    if backend == "sim":
+        from kangaroo_wbc.nodes.sim_node import SimNode
+
+        factories.append(make("sim", SimNode))
+    factories += [
+        make("estimator", lambda: StateEstimatorNode(chained=backend == "sim")),
+        make("wrench", lambda: ContactWrenchNode(clm=built["estimator"].clm, chained=True)),
+        make("controller", lambda: WholeBodyControllerNode(clm=built["estimator"].clm, chained=True)),
+        make("chain", lambda: ComposedChain(built["estimator"], built["wrench"], built["controller"],
+                                            built.get("sim"))),
+    ]
+    return run_nodes(factories, args=argv)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
