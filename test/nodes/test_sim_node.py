@@ -1,8 +1,9 @@
 """Integration tests of the ``sim`` node: the real executable in its own process, talked to over DDS.
 
 Isolation (domain id, localhost discovery, log folder) comes from ``test/integration/ros_harness.py``.
-One free-running node (``controller: pd``, so the robot stands between commands) serves the rate,
-content, command-guard and watchdog checks; a second one runs in lockstep.
+One free-running node (``controller: pd``: the in-process PD counts as a ready controller, so the crane
+releases the robot and it stands between commands) serves the rate, content, command-guard and watchdog
+checks; others show the boot on the crane until ``wbc/ready`` and lockstep that never deadlocks.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ pytest.importorskip("mujoco", reason="the simulator needs mujoco")
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import Imu, JointState  # noqa: E402
+from std_msgs.msg import Bool, Float64MultiArray  # noqa: E402
 
 from kangaroo_wbc.model.closures import load_closure_file  # noqa: E402
+from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.diagnostics import Level  # noqa: E402
 from kangaroo_wbc.ros.node_base import EXIT_CONFIG_ERROR  # noqa: E402
 from test.integration.ros_harness import RosEnvironment, RosHarness, ros_environment  # noqa: E402,F401
@@ -62,6 +66,7 @@ def sim(harness: RosHarness):
     proc = harness.start_node("sim", params={"controller": "pd", "seed": 3}, env=ENV)
     harness.wait_for_message("actuators/state", JointState, timeout_s=STARTUP_TIMEOUT_S)
     harness.wait_for_subscribers("actuators/command")
+    DiagnosticsWatch(harness).wait("crane", lambda _, msg: msg == "released", timeout_s=STARTUP_TIMEOUT_S)
     return proc
 
 
@@ -77,7 +82,8 @@ class DiagnosticsWatch:
         with self.recorder.lock:
             self.start = self.recorder.total
 
-    def wait(self, check: str, accept: Callable[[int, str], bool], timeout_s: float = DIAG_TIMEOUT_S) -> str:
+    def wait(self, check: str, accept: Callable[[int, str], bool], timeout_s: float = DIAG_TIMEOUT_S,
+             node: str = "sim") -> str:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             with self.recorder.lock:
@@ -85,11 +91,11 @@ class DiagnosticsWatch:
                 msgs = [m for _, m in self.recorder.items[max(skip, 0):]]
             for msg in msgs:
                 for s in msg.status:
-                    if s.name == f"sim: {check}" and accept(s.level[0], s.message):
+                    if s.name == f"{node}: {check}" and accept(s.level[0], s.message):
                         return s.message
             self.harness.check_alive()
             time.sleep(0.02)
-        raise AssertionError(f"no matching 'sim: {check}' status within {timeout_s} s")
+        raise AssertionError(f"no matching '{node}: {check}' status within {timeout_s} s")
 
 
 def command(names: list[str], efforts: list[float]) -> JointState:
@@ -177,29 +183,85 @@ def test_watchdog_engages_when_commands_stop(harness: RosHarness, sim) -> None:
     assert harness.stop(sim) == 0
 
 
-def test_lockstep_steps_once_per_command_and_is_deterministic(harness: RosHarness) -> None:
-    """Two lockstep nodes with the same seed, fed the same commands, publish identical states."""
-    spaces = ("/lockstep_a", "/lockstep_b")
-    procs = [harness.start_node("sim", namespace=ns, params={"lockstep": True, "seed": 7}, env=ENV)
-             for ns in spaces]
-    firsts = [harness.wait_for_message(f"{ns}/actuators/state", JointState, timeout_s=STARTUP_TIMEOUT_S)
-              for ns in spaces]
-    assert all(stamp_ns(m) == 0 for m in firsts)  # republished unstepped until the first command
-    pubs = [command_publisher(harness, f"{ns}/actuators/command") for ns in spaces]
-    efforts = [[20.0 * (i % 3 - 1)] * 12 for i in range(5)]  # [N], some motion
-    for k, effort in enumerate(efforts, start=1):
-        for ns, pub in zip(spaces, pubs):
-            pub.publish(command(firsts[0].name, effort))
-            harness.wait_for_message(f"{ns}/actuators/state", JointState, include_earlier=True,
-                                     predicate=lambda m, k=k: stamp_ns(m) == k * 1_000_000)
-    time.sleep(0.3)  # nothing more may come without a command
-    runs = [[m for _, m in harness.probe.recorder(f"{ns}/actuators/state", JointState).items if stamp_ns(m) > 0]
-            for ns in spaces]
-    for run in runs:
-        assert [stamp_ns(m) for m in run] == [1_000_000 * k for k in range(1, len(efforts) + 1)]
-    for a, b in zip(*runs):
-        assert list(a.position) == list(b.position) and list(a.effort) == list(b.effort)
-    assert [harness.stop(proc) for proc in procs] == [0, 0]
+def base_height(msg: Odometry) -> float:
+    return msg.pose.pose.position.z
+
+
+def test_robot_hangs_on_the_crane_until_ready(harness: RosHarness) -> None:
+    """The robot hangs still until wbc/ready; the crane lets go release_delay_s later, while the
+    commands (stamped with the sample they answer) are fresh; their latency is published."""
+    ns = "/crane"
+    proc = harness.start_node("sim", node_name="sim_crane", namespace=ns,
+                              params={"seed": 5, "release_delay_s": 0.1}, env=ENV)
+    harness.wait_for_message(f"{ns}/actuators/state", JointState, timeout_s=STARTUP_TIMEOUT_S)
+    odom = harness.probe.recorder(f"{ns}/sim/ground_truth/base_odometry", Odometry)
+    harness.wait_for_message(f"{ns}/sim/ground_truth/base_odometry", Odometry)
+    time.sleep(1.0)  # hanging for a second of wall time, no controller
+    with odom.lock:
+        heights = [base_height(m) for _, m in odom.items]
+    assert len(heights) > 100 and max(heights) == min(heights), "the base moved before wbc/ready"
+    diag = DiagnosticsWatch(harness)
+    diag.wait("crane", lambda _, msg: "waiting for wbc/ready" in msg, node="sim_crane")
+    harness.probe.publisher(f"{ns}/wbc/ready", Bool, qos.LATCHED).publish(Bool(data=True))
+    time.sleep(0.3)  # ready, but no command: still hanging
+    assert base_height(harness.wait_for_message(f"{ns}/sim/ground_truth/base_odometry", Odometry)) == heights[0]
+    pub = command_publisher(harness, f"{ns}/actuators/command")
+    states = harness.probe.recorder(f"{ns}/actuators/state", JointState)
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:  # zero force, echoing the newest sample's stamp
+        with states.lock:
+            last = states.items[-1][1]
+        pub.publish(JointState(header=last.header, name=list(last.name), effort=[0.0] * len(last.name)))
+        time.sleep(0.002)
+    diag.wait("crane", lambda _, msg: msg == "released", node="sim_crane")
+    fallen = harness.wait_for_message(f"{ns}/sim/ground_truth/base_odometry", Odometry)
+    assert base_height(fallen) < heights[0] - 0.05, "released with zero force: the robot must sag"
+    latency = harness.wait_for_message(f"{ns}/sim/command_latency", Float64MultiArray,
+                                       predicate=lambda m: len(m.data) > 0, timeout_s=3.0)
+    assert all(0.0 <= v < 1000.0 for v in latency.data)
+    assert harness.stop(proc) == 0
+
+
+def test_lockstep_is_paced_until_ready_then_steps_per_command_and_never_deadlocks(harness: RosHarness) -> None:
+    ns = "/lockstep"
+    timeout_s = 0.2
+    proc = harness.start_node("sim", node_name="sim_lockstep", namespace=ns,
+                              params={"lockstep": True, "seed": 7, "lockstep_timeout_s": timeout_s}, env=ENV)
+    harness.wait_for_message(f"{ns}/actuators/state", JointState, timeout_s=STARTUP_TIMEOUT_S)
+    # no controller: the state still streams (paced to the wall clock, for the calibration)
+    stats = harness.measure_rate(f"{ns}/actuators/state", JointState, duration_s=1.0)
+    assert stats.rate_hz >= MIN_STATE_RATE_HZ, f"{stats}"
+    harness.probe.publisher(f"{ns}/wbc/ready", Bool, qos.LATCHED).publish(Bool(data=True))
+    diag = DiagnosticsWatch(harness)
+    diag.wait("lockstep", lambda level, _: level == Level.WARN, node="sim_lockstep")
+    # ready, no command: one step per timeout, no deadlock
+    states = harness.probe.recorder(f"{ns}/actuators/state", JointState)
+    with states.lock:
+        n0 = states.total
+    time.sleep(1.0)
+    with states.lock:
+        n1 = states.total
+    assert 0.4 / timeout_s <= n1 - n0 <= 1.5 / timeout_s, f"{n1 - n0} states in 1 s"
+    # commands answering each sample: one 1 ms step per command, long before the timeout
+    pub = command_publisher(harness, f"{ns}/actuators/command")
+    last = harness.wait_for_message(f"{ns}/actuators/state", JointState)
+    stamps = [stamp_ns(last)]
+    n_commands = 20
+    t0 = time.monotonic()
+    for _ in range(n_commands):
+        pub.publish(JointState(header=last.header, name=list(last.name), effort=[0.0] * len(last.name)))
+        last = harness.wait_for_message(f"{ns}/actuators/state", JointState, include_earlier=True,
+                                        predicate=lambda m, t=stamps[-1]: stamp_ns(m) > t)
+        stamps.append(stamp_ns(last))
+    elapsed = time.monotonic() - t0
+    assert elapsed < 0.5 * n_commands * timeout_s, f"{elapsed:.2f} s for {n_commands} commands"
+    assert list(np.diff(stamps)) == [1_000_000] * n_commands
+    # commands stop again: still no deadlock
+    for _ in range(2):
+        stamps.append(stamp_ns(harness.wait_for_message(
+            f"{ns}/actuators/state", JointState, timeout_s=3 * timeout_s,
+            predicate=lambda m, t=stamps[-1]: stamp_ns(m) > t)))
+    assert harness.stop(proc) == 0
 
 
 def test_config_file_lists_every_parameter_with_its_default() -> None:
