@@ -1,77 +1,219 @@
-"""Whole kangaroo_wbc stack: robot backend, estimation, control, robot model and RViz.
+"""Whole kangaroo_wbc stack: robot backend, estimation, control, robot model and (optionally) RViz.
 
-    ros2 launch kangaroo_wbc kangaroo_wbc.launch.py                       # MuJoCo sim + RViz
-    ros2 launch kangaroo_wbc kangaroo_wbc.launch.py backend:=hardware rviz:=false namespace:=kangaroo
+    ros2 launch kangaroo_wbc kangaroo_wbc.launch.py                        # MuJoCo sim, 4 processes
+    ros2 launch kangaroo_wbc kangaroo_wbc.launch.py deployment:=composed behaviour:=sway rviz:=true
+    ros2 launch kangaroo_wbc kangaroo_wbc.launch.py backend:=hardware namespace:=kangaroo
 
 Arguments:
-    backend       sim (the embedded MuJoCo simulator node ``sim``), gazebo (``gazebo.launch.py``,
-                  untested), or hardware (nothing started: the robot's driver provides
-                  ``actuators/state``, ``passive_encoders/state``, ``imu/data`` and consumes
-                  ``actuators/command``).
-    rviz          true/false: start RViz with ``config/kangaroo.rviz``.
+    backend       sim (the MuJoCo simulator node ``sim``), gazebo (``gazebo.launch.py``, untested;
+                  needs ros_gz_sim and ros_gz_bridge), or hardware (no backend started: the robot's
+                  driver provides ``actuators/state``, ``passive_encoders/state``, ``imu/data`` and
+                  consumes ``actuators/command``).
+    deployment    separate (one process per node: ``sim``, ``state_estimator``,
+                  ``contact_wrench_estimator``, ``whole_body_controller``, each with
+                  ``config/<node>.yaml``) or composed (one process, executable ``composed``, hosting
+                  the same nodes with the same names and all four parameter files).
+    sim_mode      realtime (the simulator paces itself to the wall clock) or lockstep (one step per
+                  ``actuators/command``; parameter ``lockstep`` of ``sim``).
+    behaviour     stand, squat, sway, weight_shift or push_recovery (parameter ``behaviour`` of
+                  ``whole_body_controller``; switchable at run time).
+    rviz          true/false (default false): start RViz with ``config/kangaroo.rviz``.
     namespace     pushed onto every node (topics are relative; ``/tf``, ``/clock`` and
                   ``/diagnostics`` stay global).
     use_sim_time  true/false; default true for sim and gazebo, false for hardware.
 
-Every kangaroo_wbc node reads ``config/<node>.yaml``. ``robot_state_publisher`` publishes the URDF
-(``urdf/kangaroo.urdf``) on ``robot_description`` and TF from ``joint_states``; with backend sim a
-second one, prefixed ``ground_truth/``, draws the simulator's ground truth as a ghost in RViz.
-The topic contract is in ``docs/interface.md``.
+Optional tools are looked up before anything starts, so a missing one can never stop the launch
+half-way with processes left running. Without ``robot_state_publisher`` the package's ``link_tf``
+node publishes ``robot_description`` and the links' TF instead; without ``rviz2`` RViz is skipped;
+each with one warning line. A missing kangaroo_wbc install or, for backend gazebo, a missing
+ros_gz stops the launch with one error before any process starts. If a core node (the backend
+``sim``, an estimator, the controller, or the ``composed`` process) exits, the whole launch shuts
+down: a partial pipeline never keeps driving the robot. The topic contract is in
+``docs/interface.md``.
 """
 
-from launch import LaunchDescription  # noqa: I001 (launch/ here is not the launch package)
-from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription, LogInfo
-from launch.conditions import IfCondition
-from launch.launch_description_sources import PythonLaunchDescriptionSource
-from launch.substitutions import (
-    EqualsSubstitution,
-    FileContent,
-    IfElseSubstitution,
-    LaunchConfiguration,
-    PathJoinSubstitution,
+import tempfile  # noqa: I001 (launch/ here is not the launch package)
+
+import launch.logging
+import yaml
+from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import (
+    DeclareLaunchArgument,
+    GroupAction,
+    IncludeLaunchDescription,
+    LogInfo,
+    OpaqueFunction,
+    Shutdown,
 )
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import EqualsSubstitution, IfElseSubstitution, LaunchConfiguration
 from launch_ros.actions import Node, PushROSNamespace, SetParameter
 from launch_ros.parameter_descriptions import ParameterValue
-from launch_ros.substitutions import FindPackageShare
 
 
 PACKAGE = 'kangaroo_wbc'
 BACKENDS = ['sim', 'gazebo', 'hardware']
+DEPLOYMENTS = ['separate', 'composed']
+SIM_MODES = ['realtime', 'lockstep']
+BEHAVIOURS = ['stand', 'squat', 'sway', 'weight_shift', 'push_recovery']
+BOOLEANS = ['true', 'false']
 #: kangaroo_wbc node executables (setup.py) started for every backend, after the backend itself.
 PIPELINE = ['state_estimator', 'contact_wrench_estimator', 'whole_body_controller']
+#: The one process of deployment composed; it hosts the nodes ``sim`` (backend sim) + PIPELINE.
+COMPOSED = 'composed'
+#: Stand-in for robot_state_publisher (setup.py executable).
+LINK_TF = 'link_tf'
+#: Packages needed by backend gazebo (checked before anything starts).
+GAZEBO_PACKAGES = ['ros_gz_sim', 'ros_gz_bridge']
 
 
-def kangaroo_wbc_node(executable, share, condition=None):
-    """A kangaroo_wbc node named like its executable, with its parameter file."""
+def package_share(name):
+    """Share directory of an installed ROS package, or None."""
+    try:
+        return get_package_share_directory(name)
+    except PackageNotFoundError:
+        return None
+
+
+def node_overrides(sim_mode, behaviour):
+    """Launch-argument parameters, per node: ``{node name: {parameter: value}}``."""
+    return {
+        'sim': {'lockstep': sim_mode == 'lockstep'},
+        'whole_body_controller': {'behaviour': behaviour},
+    }
+
+
+def overrides_file(overrides):
+    """A parameter file giving each node (any namespace) its own overrides."""
+    content = {f'/**/{node}': {'ros__parameters': params} for node, params in overrides.items()}
+    with tempfile.NamedTemporaryFile(
+            'w', prefix='kangaroo_wbc_launch_', suffix='.yaml', delete=False) as handle:
+        yaml.safe_dump(content, handle)
+    return handle.name
+
+
+def core_node(executable, parameters, reason, **kwargs):
+    """A kangaroo_wbc node whose exit shuts the whole launch down."""
     return Node(
         package=PACKAGE,
         executable=executable,
-        name=executable,
-        parameters=[PathJoinSubstitution([share, 'config', executable + '.yaml'])],
+        parameters=parameters,
         output='screen',
         emulate_tty=True,
-        condition=condition,
+        on_exit=Shutdown(reason=reason),
+        **kwargs,
     )
 
 
+def warn(message):
+    """One warning line of this launch file."""
+    launch.logging.get_logger(PACKAGE + '.launch').warning(message)
+
+
+def robot_model_nodes(share, backend):
+    """robot_state_publisher (or link_tf) for the estimate, and a ``ground_truth/`` ghost for sim."""
+    urdf = f'{share}/urdf/kangaroo.urdf'
+    ghost_remaps = [('robot_description', 'ground_truth/robot_description'),
+                    ('joint_states', 'sim/ground_truth/joint_states')]
+    ghost = backend == 'sim'
+    if package_share('robot_state_publisher') is not None:
+        with open(urdf) as handle:
+            description = ParameterValue(handle.read(), value_type=str)
+        nodes = [Node(package='robot_state_publisher', executable='robot_state_publisher',
+                      name='robot_state_publisher', output='screen',
+                      parameters=[{'robot_description': description}])]
+        if ghost:
+            nodes.append(Node(
+                package='robot_state_publisher', executable='robot_state_publisher',
+                name='ground_truth_state_publisher', output='screen', remappings=ghost_remaps,
+                parameters=[{'robot_description': description, 'frame_prefix': 'ground_truth/'}]))
+        return nodes
+    warn('robot_state_publisher is not installed: kangaroo_wbc link_tf publishes '
+         'robot_description and the link TF instead')
+    config = f'{share}/config/{LINK_TF}.yaml'
+    nodes = [Node(package=PACKAGE, executable=LINK_TF, name=LINK_TF, output='screen',
+                  parameters=[config])]
+    if ghost:
+        nodes.append(Node(package=PACKAGE, executable=LINK_TF, name='ground_truth_link_tf',
+                          output='screen', remappings=ghost_remaps,
+                          parameters=[config, {'frame_prefix': 'ground_truth/'}]))
+    return nodes
+
+
+def launch_stack(context):
+    """Every action of the stack, built once the arguments are known and the packages checked."""
+    value = {name: LaunchConfiguration(name).perform(context)
+             for name in ('backend', 'deployment', 'sim_mode', 'behaviour', 'rviz', 'namespace',
+                          'use_sim_time')}
+    backend, deployment = value['backend'], value['deployment']
+    share = package_share(PACKAGE)
+    if share is None:
+        raise RuntimeError(f'{PACKAGE} is not installed in an ament prefix (AMENT_PREFIX_PATH); '
+                           'nothing was started')
+    if backend == 'gazebo':
+        missing = [p for p in GAZEBO_PACKAGES if package_share(p) is None]
+        if missing:
+            raise RuntimeError(f'backend gazebo needs {", ".join(missing)} (not installed); '
+                               'nothing was started')
+    config = {name: f'{share}/config/{name}.yaml' for name in ['sim', *PIPELINE]}
+    overrides = node_overrides(value['sim_mode'], value['behaviour'])
+    actions = []
+
+    if deployment == 'composed':
+        names = (['sim'] if backend == 'sim' else []) + PIPELINE
+        actions.append(core_node(
+            COMPOSED,
+            [config[name] for name in ['sim', *PIPELINE]] + [overrides_file(overrides)],
+            f'{COMPOSED} (nodes {", ".join(names)}) exited',
+            arguments=['--backend', 'sim' if backend == 'sim' else 'hardware']))
+    else:
+        for name in (['sim'] if backend == 'sim' else []) + PIPELINE:
+            actions.append(core_node(
+                name, [config[name], overrides.get(name, {})], f'{name} exited', name=name))
+
+    if backend == 'gazebo':
+        actions.insert(0, IncludeLaunchDescription(
+            PythonLaunchDescriptionSource(f'{share}/launch/gazebo.launch.py')))
+    elif backend == 'hardware':
+        actions.insert(0, LogInfo(
+            msg='backend hardware: expecting the robot driver on actuators/state, '
+                'passive_encoders/state, imu/data and actuators/command'))
+
+    actions += robot_model_nodes(share, backend)
+    if value['rviz'] == 'true':
+        if package_share('rviz2') is None:
+            warn('rviz2 is not installed: RViz skipped')
+        else:
+            actions.append(Node(package='rviz2', executable='rviz2', name='rviz2', output='screen',
+                                arguments=['-d', f'{share}/config/kangaroo.rviz']))
+
+    return [GroupAction([
+        PushROSNamespace(value['namespace']),
+        SetParameter(name='use_sim_time', value=value['use_sim_time'] == 'true'),
+        *actions,
+    ])]
+
+
 def generate_launch_description():
-    share = FindPackageShare(PACKAGE)
     backend = LaunchConfiguration('backend')
-    rviz = LaunchConfiguration('rviz')
-    namespace = LaunchConfiguration('namespace')
-    use_sim_time = LaunchConfiguration('use_sim_time')
-    is_sim = IfCondition(EqualsSubstitution(backend, 'sim'))
-
-    robot_description = ParameterValue(
-        FileContent(PathJoinSubstitution([share, 'urdf', 'kangaroo.urdf'])), value_type=str)
-
     arguments = [
         DeclareLaunchArgument(
             'backend', default_value='sim', choices=BACKENDS,
             description='Where actuators/state comes from and actuators/command goes to'),
         DeclareLaunchArgument(
-            'rviz', default_value='true', choices=['true', 'false'],
-            description='Start RViz with config/kangaroo.rviz'),
+            'deployment', default_value='separate', choices=DEPLOYMENTS,
+            description='separate: one process per node; composed: one process for all of them'),
+        DeclareLaunchArgument(
+            'sim_mode', default_value='realtime', choices=SIM_MODES,
+            description='Simulator pacing: wall clock (realtime) or one step per command '
+                        '(lockstep); backend sim only'),
+        DeclareLaunchArgument(
+            'behaviour', default_value='stand', choices=BEHAVIOURS,
+            description='Initial behaviour of the whole-body controller'),
+        DeclareLaunchArgument(
+            'rviz', default_value='false', choices=BOOLEANS,
+            description='Start RViz with config/kangaroo.rviz (skipped if rviz2 is missing)'),
         DeclareLaunchArgument(
             'namespace', default_value='',
             description='ROS namespace pushed onto every node (empty: none)'),
@@ -79,52 +221,7 @@ def generate_launch_description():
             'use_sim_time',
             default_value=IfElseSubstitution(
                 EqualsSubstitution(backend, 'hardware'), if_value='false', else_value='true'),
-            choices=['true', 'false'],
+            choices=BOOLEANS,
             description='Use /clock (default: true unless backend is hardware)'),
     ]
-
-    stack = GroupAction([
-        PushROSNamespace(namespace),
-        SetParameter(name='use_sim_time', value=use_sim_time),
-        # backend
-        kangaroo_wbc_node('sim', share, condition=is_sim),
-        IncludeLaunchDescription(
-            PythonLaunchDescriptionSource(PathJoinSubstitution([share, 'launch', 'gazebo.launch.py'])),
-            condition=IfCondition(EqualsSubstitution(backend, 'gazebo'))),
-        LogInfo(
-            msg='backend hardware: expecting the robot driver on actuators/state, '
-                'passive_encoders/state, imu/data and actuators/command',
-            condition=IfCondition(EqualsSubstitution(backend, 'hardware'))),
-        # estimation and control
-        *[kangaroo_wbc_node(executable, share) for executable in PIPELINE],
-        # robot model
-        Node(
-            package='robot_state_publisher',
-            executable='robot_state_publisher',
-            name='robot_state_publisher',
-            parameters=[{'robot_description': robot_description}],
-            output='screen',
-        ),
-        Node(
-            package='robot_state_publisher',
-            executable='robot_state_publisher',
-            name='ground_truth_state_publisher',
-            parameters=[{'robot_description': robot_description, 'frame_prefix': 'ground_truth/'}],
-            remappings=[
-                ('robot_description', 'ground_truth/robot_description'),
-                ('joint_states', 'sim/ground_truth/joint_states'),
-            ],
-            output='screen',
-            condition=is_sim,
-        ),
-        Node(
-            package='rviz2',
-            executable='rviz2',
-            name='rviz2',
-            arguments=['-d', PathJoinSubstitution([share, 'config', 'kangaroo.rviz'])],
-            output='screen',
-            condition=IfCondition(rviz),
-        ),
-    ])
-
-    return LaunchDescription([*arguments, stack])
+    return LaunchDescription([*arguments, OpaqueFunction(function=launch_stack)])

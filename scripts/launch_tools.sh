@@ -10,8 +10,8 @@
 #   ros2/ros2cli         ros2cli, ros2pkg, ros2run
 #   ros2/rcl_interfaces  composition_interfaces (generated with the rosidl tools of the venv)
 # plus osrf_pycommon, psutil, catkin_pkg (PyPI unless a checkout is given). The prefix is an ament
-# prefix; kangaroo_wbc is registered in it with links to this repository's launch/, config/ and
-# urdf/ and to the venv's node executables (so edits apply without reinstalling).
+# prefix; kangaroo_wbc is registered in it with links to the files of this repository's launch/,
+# config/ and urdf/ and to the venv's node executables (so edits apply without reinstalling).
 #
 # Usage: scripts/launch_tools.sh [--src DIR] [--ref REF] [--venv VENV] [DEST]
 #   DEST    the prefix to create (default /tmp/kangaroo_wbc-launch)
@@ -131,8 +131,15 @@ say "registering kangaroo_wbc in the ament prefix (links to $ROOT and $VENV)"
 share="$DEST/share/kangaroo_wbc"
 mkdir -p "$share" "$DEST/share/ament_index/resource_index/packages" "$DEST/lib/kangaroo_wbc"
 : >"$DEST/share/ament_index/resource_index/packages/kangaroo_wbc"
-for item in package.xml launch config urdf; do
-  ln -sfn "$ROOT/$item" "$share/$item"
+# real folders of per-file links: `ros2 launch` searches the share folder without following
+# linked folders (re-run this script after adding a file to launch/, config/ or urdf/)
+ln -sfn "$ROOT/package.xml" "$share/package.xml"
+for dir in launch config urdf; do
+  rm -rf "${share:?}/$dir"
+  mkdir -p "$share/$dir"
+  for file in "$ROOT/$dir"/*; do
+    [ -f "$file" ] && ln -s "$file" "$share/$dir/"
+  done
 done
 executables=$("$PY" -c 'import ast, sys
 tree = ast.parse(open(sys.argv[1]).read())

@@ -4,18 +4,23 @@ Plain tests (always run, no ROS needed): the launch files compile, declare the d
 arguments (read from the AST), start exactly the node executables of setup.py, and reference files
 that exist; the RViz config shows the contract topics.
 
-Introspection test (needs ``launch`` and ``launch_ros``): evaluates the launch description for
-each backend without starting processes.
+Introspection tests (need ``launch``, ``launch_ros`` and the package in an ament prefix, e.g. a
+colcon workspace or ``scripts/launch_tools.sh``): evaluate the launch description for each backend,
+deployment and set of installed optional packages without starting processes, and check which
+processes would start, with which parameters and arguments.
 
-Integration test (needs ``launch_testing`` and the package installed in an ament prefix, e.g. a
-colcon workspace): launches the stack with the simulator, waits for the contract topics
-(``ReadyToTest``, ``WaitForTopics``) and checks every process exits with 0 after shutdown
-(``assertExitCodes``). Where launch_testing is not installed it is skipped with the reason.
+Integration test (needs ``launch_testing`` as well): launches the stack with the simulator, waits
+for the contract topics (``ReadyToTest``, ``WaitForTopics``) and checks every process exits with 0
+after shutdown (``assertExitCodes``). What the launched robot does is checked by
+``test/launch/test_kangaroo_wbc_launch.py``. Each of them is skipped, with the reason, where its
+tools are not installed.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
+import os
 import py_compile
 import types
 from pathlib import Path
@@ -32,7 +37,9 @@ GAZEBO = LAUNCH / "gazebo.launch.py"
 RVIZ = REPO / "config" / "kangaroo.rviz"
 PACKAGE = "kangaroo_wbc"
 
-STACK_ARGUMENTS = {"backend", "rviz", "namespace", "use_sim_time"}
+STACK_ARGUMENTS = {"backend", "deployment", "sim_mode", "behaviour", "rviz", "namespace", "use_sim_time"}
+#: Node executables of the stack's core (a core process exiting shuts the launch down).
+CORE = {"sim", "state_estimator", "contact_wrench_estimator", "whole_body_controller"}
 GAZEBO_ARGUMENTS = {"world", "spawn_z"}
 
 
@@ -107,10 +114,37 @@ def test_stack_arguments() -> None:
     assert set(args) == STACK_ARGUMENTS
     assert args["backend"]["choices"] == ["sim", "gazebo", "hardware"]
     assert args["backend"]["default_value"] == "sim"
+    assert args["deployment"]["choices"] == ["separate", "composed"]
+    assert args["deployment"]["default_value"] == "separate"
+    assert args["sim_mode"]["choices"] == ["realtime", "lockstep"]
+    assert args["sim_mode"]["default_value"] == "realtime"
+    assert args["behaviour"]["default_value"] == "stand"
     assert args["rviz"]["choices"] == ["true", "false"]
+    assert args["rviz"]["default_value"] == "false"
     assert args["namespace"]["default_value"] == ""
     assert args["use_sim_time"]["default_value"] == "<substitution>"  # depends on backend
     assert all(info.get("description") for info in args.values())
+
+
+def test_behaviour_choices_are_the_controllers() -> None:
+    from kangaroo_wbc.control.behaviours import BEHAVIOURS
+
+    assert declared_arguments(STACK)["behaviour"]["choices"] == list(BEHAVIOURS)
+
+
+def test_core_nodes_shut_the_launch_down() -> None:
+    """Every core node is built by ``core_node``, which gives it ``on_exit=Shutdown(...)``."""
+    tree = _tree(STACK)
+    (core_node,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "core_node"]
+    (node_call,) = _calls(core_node, "Node")
+    on_exit = {kw.arg: kw.value for kw in node_call.keywords}["on_exit"]
+    assert isinstance(on_exit, ast.Call) and on_exit.func.id == "Shutdown"
+    others = [c for c in _calls(tree, "Node") if c is not node_call
+              and any(kw.arg == "package" and isinstance(kw.value, ast.Name) and kw.value.id == "PACKAGE"
+                      for kw in c.keywords)]
+    assert others and all(  # the other kangaroo_wbc nodes are link_tf, not part of the core
+        _value(kw.value, _module_constants(tree)) == "link_tf"
+        for c in others for kw in c.keywords if kw.arg == "executable")
 
 
 def test_gazebo_arguments() -> None:
@@ -120,23 +154,25 @@ def test_gazebo_arguments() -> None:
 
 
 def test_stack_starts_the_package_nodes() -> None:
-    """sim (backend sim) + the pipeline = exactly the node executables of setup.py."""
-    tree = _tree(STACK)
-    constants = _module_constants(tree)
-    started = set(constants["PIPELINE"])
-    started |= {_value(c.args[0], constants) for c in _calls(tree, "kangaroo_wbc_node")
-                if c.args and isinstance(c.args[0], ast.Constant)}
+    """sim + the pipeline (separate), composed, and link_tf = exactly the executables of setup.py."""
+    constants = _module_constants(_tree(STACK))
+    started = {"sim", *constants["PIPELINE"], constants["COMPOSED"], constants["LINK_TF"]}
     assert started == setup_node_executables()
+    assert {"sim", *constants["PIPELINE"]} == CORE
     assert constants["PACKAGE"] == PACKAGE
 
 
 def test_referenced_files_exist() -> None:
-    for node in setup_node_executables():
+    for node in CORE:
         config = yaml.safe_load((REPO / "config" / f"{node}.yaml").read_text())
         assert config["/**"]["ros__parameters"]["rate_hz"] == 1000.0
+    config = yaml.safe_load((REPO / "config" / "link_tf.yaml").read_text())
+    assert config["/**"]["ros__parameters"]["rate_hz"] == 50.0
     text = STACK.read_text() + GAZEBO.read_text()
-    for name in ("kangaroo.urdf", "kangaroo.sdf", "kangaroo.rviz", "gazebo.launch.py"):
-        assert f"'{name}'" in text
+    for path in ("urdf/kangaroo.urdf", "urdf/kangaroo.sdf", "config/kangaroo.rviz",
+                 "launch/gazebo.launch.py", "config/{name}.yaml", "config/{LINK_TF}.yaml"):
+        assert f"}}/{path}'" in text, path
+        assert (REPO / path).is_file() or "{" in path
     assert RVIZ.is_file()
 
 
@@ -170,17 +206,42 @@ def test_rviz_config_shows_the_contract() -> None:
 # introspection (launch + launch_ros, no processes)
 
 
-def _evaluate_stack(arguments: dict[str, str]) -> list[tuple[str, str, str, str]]:
-    """(package, executable, node name, namespace) of the nodes the stack would start."""
+@dataclasses.dataclass
+class Started:
+    """A process the stack would start."""
+
+    package: str
+    executable: str
+    name: str | None  # full node name, None when launch does not rename the node(s)
+    namespace: str
+    parameters: list  # parameter file paths, and dicts for inline parameters
+    arguments: list[str]  # command-line arguments before --ros-args
+
+
+def _node_parameters(node, context) -> list:
+    from launch_ros.utilities import evaluate_parameters
+
+    out = []
+    for item in evaluate_parameters(context, node._Node__parameters or []):
+        if isinstance(item, dict):
+            out.append({k: v for k, v in item.items()})
+        else:
+            out.append(str(getattr(item, "param_file", item)))
+    return out
+
+
+def _evaluate_stack(arguments: dict[str, str]) -> list[Started]:
+    """The processes the stack would start with ``arguments`` (no process is started)."""
     from launch.actions import IncludeLaunchDescription
     from launch.launch_context import LaunchContext
     from launch.launch_description_sources import PythonLaunchDescriptionSource
+    from launch.utilities import normalize_to_list_of_substitutions, perform_substitutions
     from launch_ros.actions import Node
 
     context = LaunchContext()
     context.launch_configurations.update(arguments)
     description = PythonLaunchDescriptionSource(str(STACK)).get_launch_description(context)
-    nodes: list[tuple[str, str, str, str]] = []
+    started: list[Started] = []
 
     def walk(entities) -> None:
         for entity in entities:
@@ -189,37 +250,128 @@ def _evaluate_stack(arguments: dict[str, str]) -> list[tuple[str, str, str, str]
                 continue
             if isinstance(entity, Node):
                 entity._perform_substitutions(context)
-                nodes.append((entity.node_package, entity.node_executable, entity.node_name,
-                              entity.expanded_node_namespace))
+                args = [perform_substitutions(context, normalize_to_list_of_substitutions(a))
+                        for a in entity._Node__arguments or []]
+                started.append(Started(
+                    entity.node_package, entity.node_executable,
+                    entity.node_name if entity._Node__node_name is not None else None,
+                    entity.expanded_node_namespace, _node_parameters(entity, context), args))
             elif isinstance(entity, IncludeLaunchDescription):
-                nodes.append(("<include>", "", "", ""))
+                started.append(Started("<include>", "", None, "", [], []))
             else:
                 walk(entity.visit(context) or [])
 
     walk(description.entities)
-    return nodes
+    return started
+
+
+@pytest.fixture
+def launch_env(tmp_path, monkeypatch):
+    """launch_ros importable and kangaroo_wbc in an ament prefix (else skip). Returns a function
+    ``installed(*packages)`` that makes fake optional packages visible to the ament index."""
+    pytest.importorskip("launch_ros", reason="launch_ros is not installed (pip ROS wheels); "
+                        "see docs/install.md, scripts/launch_tools.sh")
+    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+
+    try:
+        get_package_share_directory(PACKAGE)
+    except PackageNotFoundError:
+        pytest.skip(f"{PACKAGE} is not installed in an ament prefix (colcon build or "
+                    "scripts/launch_tools.sh)")
+    for name in ("robot_state_publisher", "rviz2", "ros_gz_sim", "ros_gz_bridge"):
+        try:
+            get_package_share_directory(name)
+        except PackageNotFoundError:
+            continue
+        pytest.skip(f"{name} is installed: these tests choose the optional packages themselves")
+
+    def installed(*packages: str) -> None:
+        index = tmp_path / "share" / "ament_index" / "resource_index" / "packages"
+        index.mkdir(parents=True, exist_ok=True)
+        for name in packages:
+            (index / name).touch()
+            (tmp_path / "share" / name).mkdir(exist_ok=True)
+        monkeypatch.setenv("AMENT_PREFIX_PATH", f"{tmp_path}:{os.environ['AMENT_PREFIX_PATH']}")
+
+    return installed
+
+
+def _ours(started: list[Started]) -> list[Started]:
+    return [s for s in started if s.package == PACKAGE]
+
+
+def _files(started: Started) -> list[str]:
+    return [Path(p).name for p in started.parameters if isinstance(p, str)]
+
+
+@pytest.mark.parametrize("backend", ["sim", "hardware"])
+def test_separate_deployment(launch_env, backend) -> None:
+    started = _evaluate_stack({"backend": backend, "namespace": "kangaroo", "behaviour": "sway",
+                               "sim_mode": "lockstep"})
+    core = [s for s in _ours(started) if s.executable in CORE]
+    expected = (CORE if backend == "sim" else CORE - {"sim"})
+    assert sorted(s.executable for s in core) == sorted(expected)
+    for s in core:
+        assert s.name == f"/kangaroo/{s.executable}"
+        assert _files(s) == [f"{s.executable}.yaml"]
+        assert s.arguments == []
+    inline = {s.executable: {k: v for p in s.parameters if isinstance(p, dict) for k, v in p.items()}
+              for s in core}
+    assert inline["whole_body_controller"] == {"behaviour": "sway"}
+    if backend == "sim":
+        assert inline["sim"] == {"lockstep": True}
+
+
+@pytest.mark.parametrize(("backend", "hosted"), [("sim", "sim"), ("hardware", "hardware")])
+def test_composed_deployment_is_one_process(launch_env, backend, hosted) -> None:
+    started = _evaluate_stack({"backend": backend, "deployment": "composed", "behaviour": "squat"})
+    core = [s for s in _ours(started) if s.executable in CORE | {"composed"}]
+    assert len(core) == 1, core
+    (composed,) = core
+    assert composed.executable == "composed"
+    assert composed.name is None  # no __node remap: it would rename every hosted node
+    assert composed.arguments == ["--backend", hosted]
+    files = [p for p in composed.parameters if isinstance(p, str)]
+    assert [Path(p).name for p in files[:4]] == [f"{n}.yaml" for n in
+                                                  ("sim", "state_estimator", "contact_wrench_estimator",
+                                                   "whole_body_controller")]
+    overrides = yaml.safe_load(Path(files[4]).read_text())
+    assert overrides == {"/**/sim": {"ros__parameters": {"lockstep": False}},
+                         "/**/whole_body_controller": {"ros__parameters": {"behaviour": "squat"}}}
+
+
+def test_without_robot_state_publisher_link_tf_draws_the_links(launch_env) -> None:
+    started = _evaluate_stack({"backend": "sim", "rviz": "true"})
+    link_tf = [s for s in _ours(started) if s.executable == "link_tf"]
+    assert sorted(s.name for s in link_tf) == ["/ground_truth_link_tf", "/link_tf"]
+    assert all(_files(s) == ["link_tf.yaml"] for s in link_tf)
+    assert not [s for s in started if s.package in ("robot_state_publisher", "rviz2")]
 
 
 @pytest.mark.parametrize(
     ("backend", "expected_sim", "expected_ghost", "expected_include"),
     [("sim", True, True, False), ("hardware", False, False, False), ("gazebo", False, False, True)],
 )
-def test_stack_introspection(backend, expected_sim, expected_ghost, expected_include) -> None:
-    pytest.importorskip("launch_ros", reason="launch_ros is not installed (pip ROS wheels)")
-    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
-
-    try:
-        get_package_share_directory(PACKAGE)
-    except PackageNotFoundError:
-        pytest.skip(f"{PACKAGE} is not installed in an ament prefix (colcon build)")
-    nodes = _evaluate_stack({"backend": backend, "rviz": "false", "namespace": "kangaroo"})
-    names = {name for _, _, name, _ in nodes}
+def test_stack_introspection(launch_env, backend, expected_sim, expected_ghost, expected_include) -> None:
+    """With robot_state_publisher, rviz2 and ros_gz installed."""
+    launch_env("robot_state_publisher", "rviz2", "ros_gz_sim", "ros_gz_bridge")
+    started = _evaluate_stack({"backend": backend, "rviz": "false", "namespace": "kangaroo"})
+    names = {s.name for s in started}
     assert ("/kangaroo/sim" in names) == expected_sim
     assert ("/kangaroo/ground_truth_state_publisher" in names) == expected_ghost
-    assert (("<include>", "", "", "") in nodes) == expected_include
+    assert any(s.package == "<include>" for s in started) == expected_include
     assert {"/kangaroo/state_estimator", "/kangaroo/contact_wrench_estimator",
             "/kangaroo/whole_body_controller", "/kangaroo/robot_state_publisher"} <= names
     assert "/kangaroo/rviz2" not in names
+    assert not [s for s in started if s.executable == "link_tf"]
+    started = _evaluate_stack({"backend": backend, "rviz": "true"})
+    assert "/rviz2" in {s.name for s in started}
+
+
+def test_missing_gazebo_starts_nothing(launch_env) -> None:
+    """backend gazebo without ros_gz: one clear error before any process is built."""
+    with pytest.raises(RuntimeError, match="ros_gz_sim, ros_gz_bridge"):
+        _evaluate_stack({"backend": "gazebo"})
 
 
 # --------------------------------------------------------------------------------------------
@@ -289,7 +441,6 @@ def test_stack_with_launch_testing(ros_environment) -> None:
 
     try:
         share = Path(get_package_share_directory(PACKAGE))
-        get_package_share_directory("robot_state_publisher")
     except PackageNotFoundError as exc:
         pytest.skip(f"not installed in an ament prefix: {exc}")
     module = stack_launch_test_module(str(share / "launch" / STACK.name))
