@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from kangaroo_wbc.cli.common import add_json_flag, print_json, progress
@@ -20,13 +21,19 @@ def _run(args: argparse.Namespace, behaviour: str) -> tuple[dict, object]:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    if args.processes == "separate":
-        from kangaroo_wbc.pipeline.processes import run_separate
+    _validate_demo(args)
+    if args.processes in ("separate", "composed"):
+        from kangaroo_wbc.pipeline.processes import GraphStartError, run_graph
 
-        summary = run_separate(duration_s=args.duration, behaviour=args.behaviour, show_progress=not args.json,
-                               sim_mode=args.sim_mode)
-        print_json(summary) if args.json else print(summary)
-        return 0 if not summary.get("fell", True) else 1
+        try:
+            summary = run_graph(processes=args.processes, duration_s=args.duration, behaviour=args.behaviour,
+                                sim_mode=args.sim_mode, drop_ratio=args.drop_ratio, seed=args.seed,
+                                show_progress=not args.json, startup_timeout_s=args.startup_timeout)
+        except GraphStartError as exc:
+            sys.stderr.write(f"kangaroo-wbc demo: error: {exc}\n")
+            return 1
+        print_json(summary) if args.json else [print(f"{k:<32}{v}") for k, v in summary.items()]
+        return 1 if summary.get("fell") is not False else 0
     summary, run = _run(args, args.behaviour)
     out = Path(args.out)
     if not args.no_report:
@@ -56,17 +63,51 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _drop_ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value}")
+    return value
+
+
+def _one_line_error(message: str) -> None:
+    sys.stderr.write(f"kangaroo-wbc demo: error: {message}\n")
+    raise SystemExit(2)
+
+
+def _validate_demo(args: argparse.Namespace) -> None:
+    """Cross-option checks, before anything runs (one line, exit code 2)."""
+    graph = args.processes in ("separate", "composed")
+    if args.drop_ratio and not graph:
+        _one_line_error("--drop-ratio needs --processes separate or composed")
+    if args.sim_mode != "lockstep" and not graph:
+        _one_line_error("--sim-mode needs --processes separate or composed")
+    if args.pipelined and graph:
+        _one_line_error("--pipelined applies to --processes one only")
+    if not args.duration > 0.0:
+        _one_line_error(f"--duration must be > 0, got {args.duration}")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="closed-loop demo in the MuJoCo simulator (estimators + WBC in the loop)")
     p.add_argument("--behaviour", default="stand", choices=BEHAVIOURS)
     p.add_argument("--duration", type=float, default=10.0, help="simulated time after boot [s]")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="reports/demo", help="report folder (plots, summary, bag)")
-    p.add_argument("--processes", default="single", choices=["single", "separate"],
-                   help="single: composed in one process; separate: real node processes over DDS")
+    p.add_argument("--processes", default="one", choices=["one", "separate", "composed"],
+                   help="one: the components chained in this process, no ROS (report, bag); separate: the four "
+                        "node processes over DDS; composed: the composed executable (one process, contract topics "
+                        "published)")
     p.add_argument("--sim-mode", default="lockstep", choices=["lockstep", "realtime"],
-                   help="with --processes separate: lockstep (one 1 ms step per command, nodes on sim time) "
-                        "or realtime (the simulator follows the wall clock whatever the nodes do)")
+                   help="separate/composed: lockstep (once the controller is ready, one 1 ms step per command; "
+                        "--duration is simulated time) or realtime (the simulator follows the wall clock)")
+    p.add_argument("--drop-ratio", type=_drop_ratio, default=0.0,
+                   help="separate/composed: the simulator drops this fraction of the commands (0 <= x < 1)")
+    p.add_argument("--startup-timeout", type=float, default=120.0,
+                   help="separate/composed: wall time [s] for the controller to become ready")
     p.add_argument("--pipelined", action="store_true",
                    help="single process: the simulator steps in a worker thread alongside the estimators and the "
                         "controller, each command driving the step after (the node graph's one-tick delay); "
@@ -75,6 +116,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-bag", action="store_true")
     p.add_argument("--bag-decimation", type=int, default=1, help="record every N-th tick")
     add_json_flag(p)
+    p.error = _one_line_error  # argparse's own errors too: one line, exit code 2
     p.set_defaults(func=_demo)
 
     e = sub.add_parser("evaluate", help="evaluate a component against the simulator's ground truth")
