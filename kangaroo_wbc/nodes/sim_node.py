@@ -172,6 +172,10 @@ class SimNode(KangarooNode):
     def actuator_names(self) -> list[str]:
         return self.robot.actuator_names
 
+    @property
+    def passive_encoder_names(self) -> list[str]:
+        return self.robot.passive_encoder_names
+
     def add_sample_listener(self, fn: Callable) -> None:
         """``fn(ActuatorSample, EncoderSample, ImuSample)`` is called from the simulation loop thread
         right after each tick's samples are published; it must only hand them to another thread."""
