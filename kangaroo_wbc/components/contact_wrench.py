@@ -27,7 +27,7 @@ from kangaroo_wbc.estimation.contact_wrench import (
 from kangaroo_wbc.estimation.stamp_order import StampOrder, StampVerdict
 from kangaroo_wbc.model import ClosedLoopModel
 
-STATE, TORQUE = "joint_states", "actuators/state"
+STATE, ODOMETRY, TORQUE = "joint_states", "estimation/base_odometry", "actuators/state"
 
 
 @dataclass
@@ -56,9 +56,10 @@ class ContactWrenchEstimation(Component):
         self.clm, self.settings = clm, settings or ContactWrenchSettings()
         s = self.settings
         self.estimator = ContactWrenchEstimator(clm, list(s.sole_frames), transmission, estimator_config)
-        self._order = {t: StampOrder(s.clock_restart_samples) for t in (STATE, TORQUE)}
+        self._order = {t: StampOrder(s.clock_restart_samples) for t in (STATE, ODOMETRY, TORQUE)}
         self._q, self._v = clm.q_ref.copy(), np.zeros(clm.model.nv)
         self._state_stamp: float | None = None
+        self._state_source = STATE
         self.stats = dict.fromkeys(("ticks", "rejected", "stale", "out_of_order", "waiting"), 0)
         self._reported = dict(self.stats)
         self.last_error = ""
@@ -69,7 +70,9 @@ class ContactWrenchEstimation(Component):
         self.last_error = self._errors[f"{topic} {kind}"] = f"{topic}: {exc}"
         self.event(Level.WARN, f"{topic} {kind}", f"{topic} sample skipped: {exc}")
 
-    def _in_order(self, topic: str, stamp_s: float) -> bool:
+    def in_order(self, topic: str, stamp_s: float) -> bool:
+        """False (sample skipped and reported) if ``stamp_s`` is older than the newest one of
+        ``topic`` (``joint_states``, ``estimation/base_odometry`` or ``actuators/state``)."""
         order = self._order[topic]
         verdict = order.update(stamp_s)
         if verdict is StampVerdict.OUT_OF_ORDER:
@@ -83,12 +86,12 @@ class ContactWrenchEstimation(Component):
                 self.estimator.reset_filter()
         return True
 
-    def on_state(self, q: np.ndarray, v: np.ndarray, stamp_s: float) -> None:
-        """The newest state estimate (closed configuration and velocity, pinocchio order)."""
-        if not self._in_order(STATE, stamp_s):
-            return
+    def on_state(self, q: np.ndarray, v: np.ndarray, stamp_s: float, source: str = STATE) -> None:
+        """The newest state estimate (closed configuration and velocity, pinocchio order) of time
+        ``stamp_s`` (its order is the caller's: :meth:`in_order`); ``source``: the input that
+        stamp comes from (the oldest of those the state was made of), named when it is stale."""
         self._q[:], self._v[:] = q, v
-        self._state_stamp = stamp_s
+        self._state_stamp, self._state_source = stamp_s, source
 
     def reset_filter(self) -> None:
         """Restart the filter (after a gap, or when the robot leaves the crane)."""
@@ -105,7 +108,7 @@ class ContactWrenchEstimation(Component):
             self.reject(TORQUE, "missing or non-finite motor torques")
             return None
         t = sample.stamp_s
-        if not self._in_order(TORQUE, t):
+        if not self.in_order(TORQUE, t):
             return None
         if self._state_stamp is None:
             self.stats["waiting"] += 1
@@ -113,7 +116,8 @@ class ContactWrenchEstimation(Component):
             return None
         lag = abs(t - self._state_stamp)
         if lag > self.settings.max_input_age_s:
-            self.reject(STATE, f"stale input: {STATE} {lag * 1e3:.1f} ms "
+            src = self._state_source
+            self.reject(src, f"stale input: {src} {lag * 1e3:.1f} ms "
                         f"{'older' if self._state_stamp < t else 'newer'} than {TORQUE} "
                         f"(limit {self.settings.max_input_age_s * 1e3:.1f} ms), nothing published", "stale")
             return None

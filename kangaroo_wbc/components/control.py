@@ -5,6 +5,10 @@ with hysteresis, used while every sole's force is fresh), the external reference
 ``reference_timeout_s``, then :class:`~kangaroo_wbc.control.supervisor.WbcSupervisor` (behaviour →
 QP → forces, or the safe mode). The result is always a finite command.
 
+**Start-up.** The robot stands until ``behaviour_delay_s`` after the controller became ready (it
+leaves the crane meanwhile); the behaviour selected before then (:meth:`WholeBodyControl.select`)
+starts at that moment, one selected later at the next tick.
+
 **Ready handshake.** :attr:`WholeBodyControl.ready` becomes True after ``ready_ticks`` control-mode
 commands in a row (the estimator is calibrated, since states arrive, and the QP solves) and False
 when a latched safe mode is entered. The simulator (or the robot's driver) keeps the robot on its
@@ -20,6 +24,7 @@ import numpy as np
 
 from kangaroo_wbc.components.base import Component
 from kangaroo_wbc.components.samples import Level, Status
+from kangaroo_wbc.control.behaviours import make_behaviour
 from kangaroo_wbc.control.supervisor import Command, WbcSupervisor
 from kangaroo_wbc.control.wbc import FrameReference
 from kangaroo_wbc.estimation.floating_base import ContactDetector
@@ -36,6 +41,7 @@ class ControlSettings:
     max_state_age_s: float = 0.05  # also the freshness limit of the sole forces [s]
     reference_timeout_s: float = 0.5
     ready_ticks: int = 20
+    behaviour_delay_s: float = 1.0  # from ready to the start-up behaviour [s] (stand meanwhile)
 
 
 class WholeBodyControl(Component):
@@ -57,6 +63,10 @@ class WholeBodyControl(Component):
         self._com_ref: tuple[float, np.ndarray] | None = None
         self._foot_ref: dict[str, tuple[float, FrameReference]] = {}
         self.ready = False
+        self.ready_since_s: float | None = None  # node time at which the controller became ready
+        #: node time at which the start-up behaviour started (None: standing until then)
+        self.behaviour_started_s: float | None = None
+        self._startup: tuple[str, dict] | None = ("stand", {})
         self._good_ticks = 0
         self._cause = ""
         self.timing = {"n": 0, "total": 0.0, "max": 0.0}
@@ -65,6 +75,25 @@ class WholeBodyControl(Component):
     def projected_model(self):
         """The controller's projected model, updated at the state of the last :meth:`prepare`."""
         return getattr(self.supervisor.controller, "full", self.supervisor.controller).pm
+
+    # ------------------------------------------------------------------ behaviours
+    def select(self, name: str, **params) -> None:
+        """Run behaviour ``name``: at start-up once ``behaviour_delay_s`` after ready, else at the
+        next tick (clears a latched safe mode).
+
+        Raises:
+            InputError: unknown behaviour or parameters.
+        """
+        if self._startup is not None:
+            make_behaviour(name, **params)  # validated now
+            self._startup = (name, dict(params))
+        else:
+            self.supervisor.select(name, **params)
+
+    @property
+    def behaviour_name(self) -> str:
+        """The behaviour running, or waiting to start."""
+        return self._startup[0] if self._startup is not None else self.supervisor.behaviour_name
 
     # ------------------------------------------------------------------ inputs
     def on_sole_force(self, index: int, normal_force_n: float, stamp_s: float) -> None:
@@ -103,8 +132,15 @@ class WholeBodyControl(Component):
             measured = [name for name, c in zip(s.sole_frames, flags) if c]
         com = self._com_ref[1] if self._com_ref and now_s - self._com_ref[0] < s.reference_timeout_s else None
         feet = {k: r for k, (t, r) in self._foot_ref.items() if now_s - t < s.reference_timeout_s}
+        if (self._startup is not None and self.ready_since_s is not None
+                and now_s - self.ready_since_s >= s.behaviour_delay_s):
+            name, params = self._startup
+            self._startup = None
+            self.supervisor.select(name, **params)
+            self.behaviour_started_s = now_s
+            self.event(Level.OK, "behaviour", f"behaviour {name} starts")
         cmd = self.supervisor.tick(now_s, q, v, measured, state_age_s, com, feet or None)
-        self._after(cmd)
+        self._after(cmd, now_s)
         dt = time.perf_counter() - t0
         t = self.timing
         t["n"], t["total"], t["max"] = t["n"] + 1, t["total"] + dt, max(t["max"], dt)
@@ -113,14 +149,14 @@ class WholeBodyControl(Component):
     def stale(self, silent_s: float) -> Command:
         """No state for ``silent_s`` [s] (the adapter's steady-clock watchdog): safe mode."""
         cmd = self.supervisor.stale(silent_s)
-        self._after(cmd)
+        self._after(cmd, None)
         return cmd
 
-    def _after(self, cmd: Command) -> None:
+    def _after(self, cmd: Command, now_s: float | None) -> None:
         if cmd.mode == "control":
             self._good_ticks += 1
             if not self.ready and self._good_ticks >= self.settings.ready_ticks:
-                self.ready = True
+                self.ready, self.ready_since_s = True, now_s
                 self.event(Level.OK, "ready", "ready: the controller is in control")
             if self._cause:
                 self.event(Level.OK, "resumed", "control resumed")
@@ -138,12 +174,12 @@ class WholeBodyControl(Component):
         """The ``wbc`` status since the last call."""
         sv, t = self.supervisor, self.timing
         st, last = sv.stats, sv.last
-        level, message = Level.OK, f"behaviour {sv.behaviour_name}"
+        level, message = Level.OK, f"behaviour {self.behaviour_name}"
         if last is not None and last.mode != "control":
             level, message = Level.ERROR, f"safe mode: {last.reason}"
         elif t["n"] == 0:
             level, message = Level.WARN, "no joint_states in the last period"
-        values = {"behaviour": sv.behaviour_name, "ready": self.ready, "ticks": st.ticks, "safe_ticks": st.safe_ticks,
+        values = {"behaviour": self.behaviour_name, "ready": self.ready, "ticks": st.ticks, "safe_ticks": st.safe_ticks,
                   "qp_failures": st.qp_failures, "singular": st.singular, "stale": st.stale, "invalid": st.invalid,
                   "iterations_max": st.iterations_max, "step_mean_ms": 1e3 * t["total"] / max(t["n"], 1),
                   "step_max_ms": 1e3 * t["max"], "latched": bool(last.latched) if last else False}

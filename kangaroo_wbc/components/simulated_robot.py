@@ -73,7 +73,7 @@ class SimulatedRobotConfig:
     watchdog_damping_n_s_per_m: float = 200.0  # [N·s/m] fallback after the release
     hold_kp_n_per_m: float = 2.0e5  # [N/m] hold PD on the raw encoders (on the crane)
     hold_kd_n_s_per_m: float = 2.0e3  # [N·s/m]
-    release_delay_s: float = 0.2  # [s] of simulated time from ready to the crane's release
+    release_delay_s: float = 0.0  # [s] of simulated time from ready to the crane's release
     controller: str = "none"  # fallback after the release: none (damping) | pd (standing pose)
     pd_kp_n_per_m: float = 2.0e5  # [N/m] the in-process standing PD
     pd_kd_n_s_per_m: float = 300.0  # [N·s/m]
@@ -273,6 +273,10 @@ class SimulatedRobot:
     def _forces(self) -> tuple[np.ndarray, str]:
         cfg, sim = self._config, self.sim
         cmd = self._command
+        if not self._released and not self._ready:  # the driver holds until the controller is ready
+            r = self._read()
+            return (cfg.hold_kp_n_per_m * (self._hold_target - r.actuator_position)
+                    - cfg.hold_kd_n_s_per_m * r.actuator_velocity), "hold"
         if cmd is not None and sim.time - cmd.arrival_s <= cfg.watchdog_timeout_s + 1e-9:
             return cmd.forces, "command"
         if not self._released:

@@ -89,7 +89,8 @@ class StateEstimationConfig:
 @dataclass
 class StateEstimate:
     """What one sample gives: closed configuration ``q`` and velocity ``v`` at the sample's stamp
-    (pinocchio order; the base part valid when ``base_valid``), and the base filter's variances."""
+    (pinocchio order; the base part valid when ``base_valid``), and the base filter's variances.
+    The arrays are the component's buffers, overwritten by the next sample."""
 
     q: np.ndarray
     v: np.ndarray
@@ -293,7 +294,9 @@ class StateEstimation(Component):
             self.reject("estimation", exc)
             return None
         est = self._estimate
-        est.q, est.v = passive.q_at_sample, passive.v
+        est.q[:], est.v[:] = passive.q_at_sample, passive.v  # the estimate at the sample's instant
+        if imu_ok:  # the base of this instant (the passive estimator keeps it for the next sample)
+            est.q[:7], est.v[:6] = base.q_base, base.v_base
         if not (np.isfinite(est.q).all() and np.isfinite(est.v).all()):
             self.reject("estimation", "non-finite estimate, not published")
             return None

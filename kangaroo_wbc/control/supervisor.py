@@ -100,6 +100,8 @@ class WbcSupervisor:
         self._latched = ""
         self.stats = SupervisorStats()
         self.last: Command | None = None
+        #: the references given to the controller at the last control tick (replayed by benchmarks)
+        self.last_references = None
 
     # ------------------------------------------------------------------ behaviours
     def select(self, name: str, **params) -> None:
@@ -164,6 +166,7 @@ class WbcSupervisor:
                 self._start_pending(t, q, v)
             ref = self.behaviour.references(t)
             self._merge(ref, measured_contacts, com_reference, foot_references)
+            self.last_references = ref
             out = self.controller.step(q, v, references=ref)
         except NoSolutionFound as exc:
             self.stats.qp_failures += 1

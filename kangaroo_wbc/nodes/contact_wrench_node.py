@@ -129,19 +129,24 @@ class ContactWrenchNode(KangarooNode):
             arr = self._joints.from_joint_state(msg, required=("position",))
         except InputError as exc:
             return self.component.reject("joint_states", exc)
+        if not self.component.in_order("joint_states", arr.stamp_s):
+            return
         self._q[self._idx_q] = arr.position
         self._v[self._idx_v] = 0.0 if arr.velocity is None else arr.velocity
         self._joint_stamp = arr.stamp_s
-        if self.clm.floating_base and (self._odom_stamp is None
-                                       or abs(arr.stamp_s - self._odom_stamp) > self.params.max_input_age_s):
-            return self.component.reject("estimation/base_odometry", "no odometry of the joint_states' time", "stale")
-        self.component.on_state(self._q, self._v, arr.stamp_s)
+        stamp, source = arr.stamp_s, "joint_states"
+        odom = -float("inf") if self._odom_stamp is None else self._odom_stamp
+        if self.clm.floating_base and odom < stamp - self.params.max_input_age_s:
+            stamp, source = odom, "estimation/base_odometry"  # the state is as old as its base
+        self.component.on_state(self._q, self._v, stamp, source)
 
     def _on_odometry(self, msg: Odometry) -> None:
         try:
             odom = odometry_msg_to_arrays(msg)
         except InputError as exc:
             return self.component.reject("estimation/base_odometry", exc)
+        if not self.component.in_order("estimation/base_odometry", odom.stamp_s):
+            return
         if self.clm.floating_base:
             self._q[:3], self._q[3:7] = odom.position, odom.quaternion_xyzw / np.linalg.norm(odom.quaternion_xyzw)
             self._v[:3], self._v[3:6] = odom.linear, odom.angular

@@ -139,6 +139,10 @@ class WholeBodyControllerParams:
         "Running behaviour: stand, squat, sway, weight_shift, push_recovery",
         check=_check_behaviour,
     )
+    behaviour_delay_s: float = parameter(
+        1.0, "The start-up behaviour begins this long after the controller is ready; it stands "
+        "meanwhile (and leaves the crane) [s]", bounds=(0.0, 60.0), read_only=True
+    )
     squat_depth_m: float = parameter(0.05, "Squat CoM depth [m]", bounds=(0.0, 0.3))
     squat_period_s: float = parameter(4.0, "Squat period [s]", bounds=(0.5, 60.0))
     sway_ratio: float = parameter(
@@ -246,7 +250,8 @@ class WholeBodyControllerNode(KangarooNode):
         self.component = WholeBodyControl(self.supervisor, ControlSettings(
             sole_frames=tuple(p.sole_frames), use_measured_contacts=p.use_measured_contacts,
             contact_force_on_n=p.contact_force_on_n, contact_force_off_n=p.contact_force_off_n,
-            max_state_age_s=p.max_state_age_s, reference_timeout_s=p.reference_timeout_s))
+            max_state_age_s=p.max_state_age_s, reference_timeout_s=p.reference_timeout_s,
+            behaviour_delay_s=p.behaviour_delay_s))
         self._select(p.behaviour)
         self._idx_q = np.array([m.joints[m.getJointId(n)].idx_q for n in clm.joint_names])
         self._idx_v = np.array([m.joints[m.getJointId(n)].idx_v for n in clm.joint_names])
@@ -323,7 +328,7 @@ class WholeBodyControllerNode(KangarooNode):
 
     def _select(self, name: str) -> None:
         try:
-            self.supervisor.select(name, **self._behaviour_params(name))
+            self.component.select(name, **self._behaviour_params(name))
         except InputError as exc:
             raise ConfigError(f"whole_body_controller: behaviour {name!r}: {exc}") from exc
         self.get_logger().info(f"behaviour: {name}")
@@ -371,7 +376,7 @@ class WholeBodyControllerNode(KangarooNode):
         }
         if changed & behaviour_keys:
             try:
-                self.supervisor.select(
+                self.component.select(
                     params.behaviour, **self._behaviour_params(params.behaviour)
                 )
                 self.get_logger().info(f"behaviour: {params.behaviour}")
@@ -380,7 +385,7 @@ class WholeBodyControllerNode(KangarooNode):
 
     def _on_behaviour_service(self, name: str, response: Trigger.Response) -> Trigger.Response:
         try:
-            self.supervisor.select(name, **self._behaviour_params(name))
+            self.component.select(name, **self._behaviour_params(name))
         except InputError as exc:
             response.success, response.message = False, str(exc)
             return response

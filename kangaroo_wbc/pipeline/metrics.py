@@ -29,16 +29,18 @@ def summarize(run) -> dict:
     crane = log.array("crane") > 0.5
     active = log.array("behaviour") > 0.5
     free = ~crane
-    com_err = log.array("com_true") - log.array("com_ref")
-    zmp_est, zmp_true = log.array("zmp_est"), log.array("zmp_true")
+    com_err = (log.array("com_true") - log.array("com_ref")).reshape(-1, 3)
+    zmp_est, zmp_true = log.array("zmp_est").reshape(-1, 3), log.array("zmp_true").reshape(-1, 3)
     valid = (log.array("zmp_valid") > 0.5) & free & np.all(np.isfinite(zmp_true), axis=1)
     mg = run.clm.mass_kg * 9.81
-    fz_est = log.array("fz_est").sum(axis=1)
-    settled = free & (t > cfg.release_s + 0.3)
+    fz_est = log.array("fz_est").reshape(-1, len(run.soles)).sum(axis=1)
+    released = run.release_time_s if run.release_time_s is not None else np.inf
+    settled = free & (t > released + 0.3)
     wbc_ms, est_ms = log.array("wbc_ms"), log.array("est_ms")
     offsets_true = run.sim.sensors.encoder_offset[run._sim_to_model]
-    offset_err = float(np.max(np.abs(run.calibration.offsets - offsets_true)))
-    base_err = log.array("base_est") - log.array("base_true")
+    cal = run.calibration
+    offset_err = float(np.max(np.abs(cal.offsets - offsets_true))) if cal is not None else None
+    base_err = (log.array("base_est") - log.array("base_true")).reshape(-1, 3)
     return {
         "behaviour": cfg.behaviour,
         "duration_s": round(float(t[-1] - t[0]) if t.size else 0.0, 4),
@@ -55,7 +57,8 @@ def summarize(run) -> dict:
         "wbc_ms_p99": round(_pct(wbc_ms, 99), 4),
         "estimator_ms_p50": round(_pct(est_ms, 50), 4),
         "estimator_ms_p99": round(_pct(est_ms, 99), 4),
-        "calibration_iterations": int(run.calibration.iterations),
+        "calibration_iterations": int(cal.iterations) if cal is not None else None,
+        "release_time_s": run.release_time_s,
         "calibration_offset_error_m": offset_err,
         "passive_position_rmse_rad": _rmse(log.array("passive_q_err")),
         "passive_velocity_rmse_rad_s": _rmse(log.array("passive_v_err")),
