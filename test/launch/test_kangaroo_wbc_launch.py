@@ -41,6 +41,7 @@ from ament_index_python.packages import get_package_share_directory  # noqa: E40
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from launch import LaunchDescription  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
+from launch.events.process import ProcessExited  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
@@ -165,20 +166,28 @@ def _graph_nodes() -> set[str]:
     return nodes
 
 
+def _exited(proc_info) -> list[str]:
+    """``"<process>: exit code <n>"`` of every launched process that has exited."""
+    return [f"{event.process_name}: exit code {event.returncode}" for event in proc_info
+            if isinstance(event, ProcessExited)]
+
+
 class TestRobotStands(unittest.TestCase):
     """Active test: watch the launched graph for OBSERVE_S from the controller's first command."""
 
-    def test_stands_reports_ok_and_commands_at_rate(self) -> None:
+    def test_stands_reports_ok_and_commands_at_rate(self, proc_info) -> None:
         nominal = standing_height_m()
         observer = Observer()
         try:
             deadline = time.monotonic() + STARTUP_TIMEOUT_S
             while not observer.commands and time.monotonic() < deadline:
+                self.assertEqual(_exited(proc_info), [], "a process exited before the first command")
                 time.sleep(0.05)
             self.assertTrue(observer.commands,
                             f"no actuators/command within {STARTUP_TIMEOUT_S} s of the launch")
             t0 = observer.commands[0]
             while time.monotonic() < t0 + OBSERVE_S + 0.5:
+                self.assertEqual(_exited(proc_info), [], "a process exited while observed")
                 time.sleep(0.1)
             with observer.lock:
                 commands = [t for t in observer.commands if t0 <= t <= t0 + OBSERVE_S]
