@@ -8,15 +8,17 @@ and behaves like the robot and its driver at boot:
 
    .. math::  \\bar\\tau = k_p (\\theta_{enc,0} - \\theta_{enc}) - k_d\\, \\dot\\theta_{enc}
 
-   (``hold_kp_n_per_m``, ``hold_kd_n_s_per_m``), until the first fresh valid command arrives.
+   (``hold_kp_n_per_m``, ``hold_kd_n_s_per_m``), until the controller is ready (below) and its
+   commands are fresh: commands sent before ready (safe-mode ones, computed before the estimator
+   was calibrated) are checked and counted but not applied.
 2. **Commands** (:meth:`submit`): finite, one force [N] per actuator (``actuator_names`` order),
    clamped to the force limits (a WARN event names the clamped actuators), rejected whole otherwise
    (ERROR event; the last valid command stays until the watchdog expires). A non-finite value never
    reaches MuJoCo.
 3. **Release.** The controller says it is ready (:meth:`set_controller_ready`, the ``wbc/ready``
-   handshake); ``release_delay_s`` of simulated time later, while its commands are fresh, the crane
-   lets go. Ready turning False afterwards does not hang the robot up again (a real crane does not
-   catch a falling robot either).
+   handshake); ``release_delay_s`` of simulated time later (default 0: at once), while its
+   commands are fresh, the crane lets go. Ready turning False afterwards does not hang the robot
+   up again (a real crane does not catch a falling robot either).
 4. **Watchdog.** No valid command for ``watchdog_timeout_s`` of simulated time: before the release
    the hold PD again, after it zero force plus damping ``τ̄ = −d θ̇`` (or, with
    ``controller="pd"``, a PD holding the standing pose, for running the simulator alone; that

@@ -47,7 +47,22 @@ def test_robot_hangs_still_until_commanded(robot):
     assert robot.time == pytest.approx(0.5)
 
 
-def test_crane_released_only_after_ready_and_delay(robot):
+def delayed(release_delay_s: float = 0.2) -> SimulatedRobot:
+    return SimulatedRobot(SimulatedRobotConfig(seed=0, release_delay_s=release_delay_s))
+
+
+def test_commands_before_ready_are_not_applied(robot):
+    """The driver holds the hanging robot until the controller is ready (its early commands are
+    safe-mode ones computed before calibration)."""
+    run(robot, 0.1, command=True)
+    assert robot.base_held and robot.mode == "hold"
+    robot.set_controller_ready(True)
+    run(robot, 0.002, command=True)
+    assert robot.mode == "command"
+
+
+def test_crane_released_only_after_ready_and_delay():
+    robot = delayed()
     run(robot, 0.1, command=True)
     assert robot.base_held  # commanded but not ready
     robot.set_controller_ready(True)
@@ -65,9 +80,10 @@ def test_crane_released_only_after_ready_and_delay(robot):
     assert not robot.base_held
 
 
-def test_ready_without_fresh_commands_keeps_the_crane(robot):
-    run(robot, 0.05, command=True)
+def test_ready_without_fresh_commands_keeps_the_crane():
+    robot = delayed()
     robot.set_controller_ready(True)
+    run(robot, 0.05, command=True)
     run(robot, 0.4)  # commands stop: the watchdog returns to the hold PD, the crane waits
     assert robot.base_held and robot.mode == "hold"
     run(robot, 0.002, command=True)  # ready for longer than the delay and fresh again: released
@@ -75,6 +91,7 @@ def test_ready_without_fresh_commands_keeps_the_crane(robot):
 
 
 def test_commands_clamped_or_rejected(robot):
+    robot.set_controller_ready(True)
     limits = robot.sim.force_limits
     request = np.zeros(len(limits))
     request[0] = 10.0 * limits[0]
@@ -92,13 +109,15 @@ def test_commands_clamped_or_rejected(robot):
     assert status.level == Level.ERROR
 
 
-def test_watchdog_falls_back_to_hold_then_damping(robot):
+def test_watchdog_falls_back_to_hold_then_damping():
+    robot = delayed()
     timeout = robot.config.watchdog_timeout_s
+    robot.set_controller_ready(True)
     run(robot, 0.02, command=True)
     assert robot.mode == "command"
     events = run(robot, timeout + 2 * TICK)
     assert robot.mode == "hold" and any(e.key == "watchdog" and e.level == Level.WARN for e in events)
-    robot.set_controller_ready(True)
+    assert robot.base_held
     run(robot, robot.config.release_delay_s + 2 * TICK, command=True)
     assert not robot.base_held
     events = run(robot, timeout + 2 * TICK)
@@ -138,6 +157,7 @@ def test_nan_never_reaches_mujoco(robot, monkeypatch):
         return original(forces)
 
     monkeypatch.setattr(robot.sim, "set_command", spy)
+    robot.set_controller_ready(True)  # commands are applied from now on
     bad = np.zeros(len(robot.actuator_names))
     bad[3] = math.nan
     for _ in range(20):
