@@ -165,9 +165,9 @@ def test_stack_starts_the_package_nodes() -> None:
 def test_referenced_files_exist() -> None:
     for node in CORE:
         config = yaml.safe_load((REPO / "config" / f"{node}.yaml").read_text())
-        assert config["/**"]["ros__parameters"]["rate_hz"] == 1000.0
+        assert config[f"/**/{node}"]["ros__parameters"]["rate_hz"] == 1000.0
     config = yaml.safe_load((REPO / "config" / "link_tf.yaml").read_text())
-    assert config["/**"]["ros__parameters"]["rate_hz"] == 50.0
+    assert config["/**/link_tf"]["ros__parameters"]["rate_hz"] == 50.0
     text = STACK.read_text() + GAZEBO.read_text()
     for path in ("urdf/kangaroo.urdf", "urdf/kangaroo.sdf", "config/kangaroo.rviz",
                  "launch/gazebo.launch.py", "config/{name}.yaml", "config/{LINK_TF}.yaml"):

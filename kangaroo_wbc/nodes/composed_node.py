@@ -15,6 +15,10 @@ the simulator's loop hands the samples over and its next step applies the comman
 delay of separate processes); with ``--backend hardware`` the samples come from the driver's
 topics and the command goes out on ``actuators/command``. The node ``composed`` reports the chain's
 tick time and the samples it skipped.
+
+Time: with ``--backend sim`` every hosted node runs on simulated time set in-process from each
+sample's stamp (no ``/clock`` subscription per node, whatever ``use_sim_time`` says); with
+``--backend hardware`` the nodes keep their clocks (the driver's stamps are system time).
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small matrices: BLAS threa
 import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
+
+from rclpy.clock import ClockType  # noqa: E402
+from rclpy.time import Time  # noqa: E402
 
 from kangaroo_wbc.components.samples import (  # noqa: E402
     ActuatorCommand,
@@ -39,6 +46,9 @@ from kangaroo_wbc.components.samples import (  # noqa: E402
 from kangaroo_wbc.ros.node_base import KangarooNode, run_nodes  # noqa: E402
 
 BACKENDS = ("sim", "hardware")
+#: GIL switch interval [s]: the simulator's loop gets the interpreter back soon after MuJoCo's
+#: step instead of waiting up to Python's default 5 ms for the chain thread to yield.
+SWITCH_INTERVAL_S = 2e-4
 
 
 class ComposedChain(KangarooNode):
@@ -60,7 +70,17 @@ class ComposedChain(KangarooNode):
         self._running = True
         self._stats = {"ticks": 0, "skipped": 0, "total": 0.0, "max": 0.0}
         self._reported = (0, 0)
+        self._clocks = []
         if sim is not None:
+            from rclpy.parameter import Parameter
+
+            for node in (sim, estimator, wrench, controller, self):  # simulated time, set in-process
+                if node.get_parameter("use_sim_time").value:
+                    node.set_parameters([Parameter("use_sim_time", Parameter.Type.BOOL, False)])
+                clock = node.get_clock()
+                clock._set_ros_time_is_active(True)  # rclpy's TimeSource does the same for /clock
+                self._clocks.append(clock)
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
             self._act = NameMap(sim.actuator_names, clm.actuated_joint_names)
             self._enc = NameMap(sim.passive_encoder_names, clm.absolute_encoders)
             self._cmd = NameMap(clm.actuated_joint_names, sim.actuator_names)
@@ -88,6 +108,9 @@ class ComposedChain(KangarooNode):
             if item is None:
                 continue
             act, enc, imu = item
+            now = Time(nanoseconds=round(act.stamp_s * 1e9), clock_type=ClockType.ROS_TIME)
+            for clock in self._clocks:
+                clock.set_ros_time_override(now)
             sample = ActuatorSample(self._act(act.position), self._act(act.velocity),
                                     None if act.effort is None else self._act(act.effort), act.stamp_s)
             component = self.estimator.component
@@ -173,7 +196,7 @@ def main(args: list[str] | None = None) -> int:
     if backend == "sim":
         from kangaroo_wbc.nodes.sim_node import SimNode
 
-        factories.append(make("sim", SimNode))
+        factories.append(make("sim", lambda: SimNode(chained=True)))
     factories += [
         make("estimator", lambda: StateEstimatorNode(chained=backend == "sim")),
         make("wrench", lambda: ContactWrenchNode(clm=built["estimator"].clm, chained=True)),

@@ -109,7 +109,9 @@ def _robot_config(p: SimParams, base: SimulatedRobotConfig | None = None) -> Sim
 class SimNode(KangarooNode):
     """The simulated robot as a ROS 2 hardware interface (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, chained: bool = False) -> None:
+        """``chained``: the composed deployment submits the commands in-process
+        (:meth:`submit_command`); ``actuators/command`` is then not subscribed."""
         super().__init__("sim", SimParams, diagnostics_period_s=1.0)
         p = self.params
         self.robot = robot = SimulatedRobot(_robot_config(p))
@@ -147,7 +149,8 @@ class SimNode(KangarooNode):
         self._failure: str | None = None
         self._events = threading.Event()  # set on a notable event: publish /diagnostics soon
         steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self.create_subscription(JointState, "actuators/command", self._on_command, qos.COMMAND)
+        if not chained:
+            self.create_subscription(JointState, "actuators/command", self._on_command, qos.COMMAND)
         self.create_subscription(Bool, "wbc/ready", lambda m: self.set_controller_ready(m.data), qos.LATCHED)
         self.create_timer(0.1, self._flush_events, clock=steady)
         self.create_timer(1.0, self._publish_latency, clock=steady)

@@ -354,7 +354,8 @@ class JointIndexMap:
 def normalize_quaternion(q: Any, what: str = "quaternion") -> np.ndarray:
     """Unit copy of a 4-vector (order preserved). InputError if non-finite or of norm < 1e-6."""
     v = _vector(q, 4, what)
-    norm = float(np.linalg.norm(v))
+    x, y, z, w = v.tolist()
+    norm = math.sqrt(x * x + y * y + z * z + w * w)  # np.linalg.norm costs ~5 µs on 4 numbers
     if norm < 1e-6:
         raise InputError(f"{what}: zero quaternion {v.tolist()} (unset orientation?)")
     return v / norm

@@ -272,7 +272,7 @@ def test_config_file_lists_every_parameter_with_its_default() -> None:
 
     from kangaroo_wbc.nodes.sim_node import SimParams
 
-    values = yaml.safe_load((ROOT / "config" / "sim.yaml").read_text())["/**"]["ros__parameters"]
+    values = yaml.safe_load((ROOT / "config" / "sim.yaml").read_text())["/**/sim"]["ros__parameters"]
     defaults = SimParams()
     assert set(values) == {f.name for f in dataclasses.fields(SimParams)}
     for name, value in values.items():

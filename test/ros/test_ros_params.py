@@ -228,7 +228,7 @@ def test_config_files_set_exactly_the_declared_parameters(node_name) -> None:
         "whole_body_controller": ("whole_body_controller_node", "WholeBodyControllerParams"),
     }[node_name]
     params_cls = getattr(importlib.import_module(f"kangaroo_wbc.nodes.{module}"), cls)
-    values = yaml.safe_load((REPO / "config" / f"{node_name}.yaml").read_text())["/**"][
+    values = yaml.safe_load((REPO / "config" / f"{node_name}.yaml").read_text())[f"/**/{node_name}"][
         "ros__parameters"
     ]
     defaults = params_cls()
