@@ -102,6 +102,9 @@ def run(cfg: BenchConfig) -> dict:
             reasons[key] = reason
     report["stages_detail"] = stage_results.get("detail", {})
 
+    _log(cfg, "bench: node graph (composed and separate processes over DDS, realtime)")
+    report["node_graph"] = node_graph(5.0 if cfg.quick else 20.0)
+
     if cfg.peers and peer_inputs:
         _log(cfg, f"bench: peer toolbox-parallel-robots ({cfg.peer_iterations} samples per model and method)")
         pythons = [sys.executable] + [p for p in cfg.peer_pythons if p != sys.executable]
@@ -113,3 +116,21 @@ def run(cfg: BenchConfig) -> dict:
     report["null_reasons"] = reasons
     report["wall_time_s"] = round(time.perf_counter() - t_start, 1)
     return report
+
+
+def node_graph(duration_s: float) -> dict:
+    """The shipped node graph (sim backend, realtime) for ``duration_s`` of wall time, composed and
+    separate: real-time factor, wall rates of the loop's topics, command latency, and per node the
+    process CPU time per sample (executor, DDS, message conversion and compute) and its rate."""
+    from kangaroo_wbc.pipeline.processes import GraphStartError, run_graph
+
+    out: dict = {"duration_s": duration_s}
+    for processes in ("composed", "separate"):
+        try:
+            r = run_graph(processes=processes, duration_s=duration_s, sim_mode="realtime", show_progress=False)
+        except (GraphStartError, OSError) as exc:
+            out[processes] = {"error": str(exc)}
+            continue
+        out[processes] = {k: r[k] for k in ("real_time_factor", "topic_rates_hz_wall", "command_latency_ms", "fell",
+                                            "nodes", "exit_codes")}
+    return out

@@ -11,7 +11,8 @@ starts at that moment, one selected later at the next tick.
 
 **Ready handshake.** :attr:`WholeBodyControl.ready` becomes True after ``ready_ticks`` control-mode
 commands in a row (the estimator is calibrated, since states arrive, and the QP solves) and False
-when a latched safe mode is entered. The simulator (or the robot's driver) keeps the robot on its
+when a latched safe mode is entered or the state stops (:meth:`WholeBodyControl.stale`: a restarted
+robot or estimator). The simulator (or the robot's driver) keeps the robot on its
 crane until then.
 """
 
@@ -27,6 +28,7 @@ from kangaroo_wbc.components.samples import Level, Status
 from kangaroo_wbc.control.behaviours import make_behaviour
 from kangaroo_wbc.control.supervisor import Command, WbcSupervisor
 from kangaroo_wbc.control.wbc import FrameReference
+from kangaroo_wbc.errors import InputError
 from kangaroo_wbc.estimation.floating_base import ContactDetector
 
 
@@ -58,6 +60,13 @@ class WholeBodyControl(Component):
         s = self.settings
         self.clm = supervisor.clm
         self.contacts = ContactDetector(len(s.sole_frames), s.contact_force_on_n, s.contact_force_off_n)
+        full = getattr(supervisor.controller, "full", supervisor.controller)
+        by_frame = {c.frame: c.name for c in full.contacts}
+        missing = [f for f in s.sole_frames if f not in by_frame]
+        if missing:
+            raise InputError(f"sole frames {missing} are not contact frames of the controller: {sorted(by_frame)}")
+        #: the controller's contact name of each sole (measured contacts are named as in the references)
+        self._contact_names = [by_frame[f] for f in s.sole_frames]
         self._force = np.full(len(s.sole_frames), np.nan)
         self._force_stamp = np.full(len(s.sole_frames), -np.inf)
         self._com_ref: tuple[float, np.ndarray] | None = None
@@ -129,7 +138,7 @@ class WholeBodyControl(Component):
         measured = None
         if s.use_measured_contacts and np.all(np.abs(now_s - self._force_stamp) < s.max_state_age_s):
             flags = self.contacts.update(self._force)
-            measured = [name for name, c in zip(s.sole_frames, flags) if c]
+            measured = [name for name, c in zip(self._contact_names, flags) if c]
         com = self._com_ref[1] if self._com_ref and now_s - self._com_ref[0] < s.reference_timeout_s else None
         feet = {k: r for k, (t, r) in self._foot_ref.items() if now_s - t < s.reference_timeout_s}
         if (self._startup is not None and self.ready_since_s is not None
@@ -149,6 +158,9 @@ class WholeBodyControl(Component):
     def stale(self, silent_s: float) -> Command:
         """No state for ``silent_s`` [s] (the adapter's steady-clock watchdog): safe mode."""
         cmd = self.supervisor.stale(silent_s)
+        if self.ready:  # the robot or the estimator may have restarted: ready again once in control
+            self.ready = False
+            self.event(Level.ERROR, "not ready", f"not ready: no state for {silent_s:.1f} s")
         self._after(cmd, None)
         return cmd
 

@@ -125,6 +125,7 @@ class SimulatedRobot:
         self._busy = [0.0, 0.0]  # wall and thread CPU time spent in step() [s]
         self._window = None  # at the last statuses(): wall, sim time, ticks, busy, cpu
         self._closure_m = 0.0
+        self._stepping = False  # a step begun by start_step() is under way
         self._make_pd()
         self._boot()
 
@@ -293,6 +294,12 @@ class SimulatedRobot:
     def step(self) -> list[Event]:
         """Advance one control period with the command chosen by the boot, command and watchdog
         rules; returns the events to log (watchdog transitions, release, reboot after divergence)."""
+        return self.start_step(wait=True)
+
+    def start_step(self, wait: bool = False) -> list[Event]:
+        """:meth:`step`, with MuJoCo stepping in its worker thread unless ``wait``: the caller
+        computes meanwhile and calls :meth:`finish_step` before anything else of the simulator
+        (samples, ground truth). Returns the events of the command choice."""
         t0, c0 = time.perf_counter(), time.thread_time()
         sim, cfg = self.sim, self._config
         events: list[Event] = []
@@ -311,16 +318,46 @@ class SimulatedRobot:
         except InputError as exc:
             sim.set_command(np.zeros(sim.n_actuators))
             events.append(Event(Level.ERROR, "non_finite", f"non-finite fallback force ({exc}); zero force"))
+        self._stepping = True
+        if wait:
+            try:
+                sim.step()
+            except KangarooWbcError as exc:
+                sim_error: KangarooWbcError | None = exc
+            else:
+                sim_error = None
+            self._stepping = False
+            events += self._after_step(sim_error)
+        else:
+            sim.start_step()
+        self._busy[0] += time.perf_counter() - t0
+        self._busy[1] += time.thread_time() - c0
+        return events
+
+    def finish_step(self) -> list[Event]:
+        """Wait for the step :meth:`start_step` began (no-op if none); returns its events."""
+        if not self._stepping:
+            return []
+        t0, c0 = time.perf_counter(), time.thread_time()
+        self._stepping = False
         try:
-            sim.step()
-        except KangarooWbcError as exc:  # diverged: report it and reboot the robot
-            events.append(Event(Level.ERROR, "diverged", f"simulation failed ({exc}); resetting"))
+            self.sim.wait_step()
+            sim_error = None
+        except KangarooWbcError as exc:
+            sim_error = exc
+        events = self._after_step(sim_error)
+        self._busy[0] += time.perf_counter() - t0
+        self._busy[1] += time.thread_time() - c0
+        return events
+
+    def _after_step(self, sim_error: KangarooWbcError | None) -> list[Event]:
+        events: list[Event] = []
+        if sim_error is not None:  # diverged: report it and reboot the robot
+            events.append(Event(Level.ERROR, "diverged", f"simulation failed ({sim_error}); resetting"))
             events += self.reset()
         self.counts["ticks"] += 1
         if self.counts["ticks"] % CLOSURE_SAMPLE_TICKS == 0:
             self._closure_m = self.sim.closure_violation()[0]
-        self._busy[0] += time.perf_counter() - t0
-        self._busy[1] += time.thread_time() - c0
         return events
 
     def _watch(self, mode: str) -> list[Event]:

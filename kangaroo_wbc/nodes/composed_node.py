@@ -10,10 +10,11 @@ samples do not go through DDS: each actuator sample runs the chain
     state estimation → controller model update → contact wrenches (sharing that update)
     → controller → command
 
-on one compute thread that always takes the newest sample (never a backlog). With ``--backend sim``
-the simulator's loop hands the samples over and its next step applies the command (the one-tick
-delay of separate processes); with ``--backend hardware`` the samples come from the driver's
-topics and the command goes out on ``actuators/command``. The node ``composed`` reports the chain's
+With ``--backend sim`` the chain runs in the simulator's loop thread on each sample while MuJoCo
+computes the next step in its worker thread (it releases the interpreter), and the command drives
+the step after (the one-tick delay of separate processes; in lockstep, the very next step); with
+``--backend hardware`` the chain runs in the executor on the newest driver sample and the command
+goes out on ``actuators/command``. The node ``composed`` reports the chain's
 tick time and the samples it skipped.
 
 Time: with ``--backend sim`` every hosted node runs on simulated time set in-process from each
@@ -28,7 +29,6 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small matrices: BLAS threads only add latency
 
 import sys  # noqa: E402
-import threading  # noqa: E402
 import time  # noqa: E402
 
 from rclpy.clock import ClockType  # noqa: E402
@@ -65,11 +65,11 @@ class ComposedChain(KangarooNode):
         self.estimator, self.wrench, self.controller, self.sim = estimator, wrench, controller, sim
         clm = estimator.clm
         self._soles = range(len(estimator.params.sole_frames))
-        self._mailbox: tuple | None = None
-        self._wake = threading.Event()
-        self._running = True
-        self._stats = {"ticks": 0, "skipped": 0, "total": 0.0, "max": 0.0}
-        self._reported = (0, 0)
+        self._stats = {"ticks": 0, "total": 0.0, "max": 0.0}
+        self._reported = 0
+        for node in (sim, estimator, wrench, controller):  # one process: its CPU is reported here
+            if node is not None:
+                node.report_process = False
         self._clocks = []
         if sim is not None:
             from rclpy.parameter import Parameter
@@ -85,43 +85,28 @@ class ComposedChain(KangarooNode):
             self._enc = NameMap(sim.passive_encoder_names, clm.absolute_encoders)
             self._cmd = NameMap(clm.actuated_joint_names, sim.actuator_names)
             controller.command_listener = self._to_sim
-            self._thread = threading.Thread(target=self._loop, name="composed_chain", daemon=True)
-            self._thread.start()
             sim.add_sample_listener(self._on_sample)
         else:
             estimator.estimate_listener = self._chain
 
     # ------------------------------------------------------------------ simulator backend
     def _on_sample(self, act: ActuatorSample, enc: EncoderSample, imu: ImuSample) -> None:
-        """Simulator loop thread: hand the newest sample over (a sample not yet taken is skipped)."""
-        if self._mailbox is not None:
-            self._stats["skipped"] += 1
-        self._mailbox = (act, enc, imu)
-        self._wake.set()
-
-    def _loop(self) -> None:
-        while self._running:
-            if not self._wake.wait(timeout=0.1):
-                continue
-            self._wake.clear()
-            item, self._mailbox = self._mailbox, None
-            if item is None:
-                continue
-            act, enc, imu = item
-            now = Time(nanoseconds=round(act.stamp_s * 1e9), clock_type=ClockType.ROS_TIME)
-            for clock in self._clocks:
-                clock.set_ros_time_override(now)
-            sample = ActuatorSample(self._act(act.position), self._act(act.velocity),
-                                    None if act.effort is None else self._act(act.effort), act.stamp_s)
-            component = self.estimator.component
-            component.on_encoders(EncoderSample(self._enc(enc.position), enc.stamp_s))
+        """Simulator loop thread, while MuJoCo steps: the whole chain on this sample."""
+        now = Time(nanoseconds=round(act.stamp_s * 1e9), clock_type=ClockType.ROS_TIME)
+        for clock in self._clocks:
+            clock.set_ros_time_override(now)
+        sample = ActuatorSample(self._act(act.position), self._act(act.velocity),
+                                None if act.effort is None else self._act(act.effort), act.stamp_s)
+        component = self.estimator.component
+        component.on_encoders(EncoderSample(self._enc(enc.position), enc.stamp_s))
+        if imu is not None:
             component.on_imu(imu)
-            try:
-                est = self.estimator.process(sample)
-                if est is not None:
-                    self._chain(sample, est)
-            except Exception as exc:  # noqa: BLE001 - reported; the simulator's watchdog acts
-                self.throttled.error("chain", f"composed chain failed: {exc!r}")
+        try:
+            est = self.estimator.process(sample)
+            if est is not None:
+                self._chain(sample, est)
+        except Exception as exc:  # noqa: BLE001 - reported; the simulator's watchdog acts
+            self.throttled.error("chain", f"composed chain failed: {exc!r}")
 
     def _to_sim(self, cmd: ActuatorCommand) -> None:
         self.sim.submit_command(ActuatorCommand(self._cmd(cmd.force), cmd.stamp_s))
@@ -142,24 +127,19 @@ class ComposedChain(KangarooNode):
                 control.on_sole_force(i, float(fz[i]), sample.stamp_s)
         self.controller.process(est.q, est.v, stamp_s, prepared=prepared)
         dt = time.perf_counter() - t0
+        self.tick_count += 1
         s = self._stats
         s["ticks"], s["total"], s["max"] = s["ticks"] + 1, s["total"] + dt, max(s["max"], dt)
 
     # ------------------------------------------------------------------ diagnostics / shutdown
     def diagnostic_statuses(self) -> list:
         s = self._stats
-        ticks, skipped = s["ticks"] - self._reported[0], s["skipped"] - self._reported[1]
-        self._reported = (s["ticks"], s["skipped"])
-        values = {"ticks": ticks, "skipped_samples": skipped, "chain_mean_ms": 1e3 * s["total"] / max(ticks, 1),
-                  "chain_max_ms": 1e3 * s["max"]}
+        ticks = s["ticks"] - self._reported
+        self._reported = s["ticks"]
+        values = {"ticks": ticks, "chain_mean_ms": 1e3 * s["total"] / max(ticks, 1), "chain_max_ms": 1e3 * s["max"]}
         s["total"] = s["max"] = 0.0
-        level = Level.WARN if skipped else Level.OK
-        message = f"{skipped} sample(s) skipped (chain slower than the samples)" if skipped else "running"
-        return self.to_diagnostics([Status("chain", level, message, values)])
-
-    def on_shutdown(self) -> None:
-        self._running = False
-        self._wake.set()
+        return self.to_diagnostics([Status("chain", Level.OK if ticks else Level.WARN,
+                                           "running" if ticks else "no sample in the last period", values)])
 
 
 def _backend(argv: list[str]) -> tuple[str, list[str]]:

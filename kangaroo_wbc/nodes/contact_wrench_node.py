@@ -167,6 +167,7 @@ class ContactWrenchNode(KangarooNode):
         """Run the component on one torque sample and publish the outputs (``projected``: the
         controller's model already updated at this state, composed deployment)."""
         out = self.component.step(sample, projected)
+        self.tick_count += 1
         if out is not None:
             self._publish(out, stamp if stamp is not None else seconds_to_time_msg(sample.stamp_s), sample.stamp_s)
         self.log_events(self.component)

@@ -181,7 +181,9 @@ class SimNode(KangarooNode):
 
     def add_sample_listener(self, fn: Callable) -> None:
         """``fn(ActuatorSample, EncoderSample, ImuSample)`` is called from the simulation loop thread
-        right after each tick's samples are published; it must only hand them to another thread."""
+        with each tick's samples, while MuJoCo computes the next step in its worker thread (in
+        lockstep once ready: before waiting for the answer); a command it submits drives the step
+        after (composed deployment)."""
         self._listeners.append(fn)
 
     def submit_command(self, cmd: ActuatorCommand, receive_wall_s: float | None = None) -> None:
@@ -223,36 +225,54 @@ class SimNode(KangarooNode):
             self._events.set()
 
     def _run_loop(self) -> None:
+        """Lockstep once the controller is ready: publish, wait for the answer, step. Otherwise
+        (realtime, free-running, lockstep before ready) pipelined: MuJoCo steps in its worker
+        thread while the in-process listeners (composed deployment) compute the next command
+        from the samples just published, which drives the step after (the one-tick delay of
+        separate processes); then paced to the wall clock."""
         robot, stats = self.robot, self._loop_stats
         period = robot.period_s
         next_t = last = time.perf_counter()
-        self._publish()
+        samples = self._publish()
         while self._running:
             p = self.params
+            now = time.perf_counter()
+            stats["max_gap_s"], last = max(stats["max_gap_s"], now - last), now
             if p.lockstep and robot.controller_ready:
+                self._notify(samples)
                 if not self._answered.wait(p.lockstep_timeout_s):
                     stats["lockstep_timeouts"] += 1
                     self._last_timeout = time.monotonic()
                     self.throttled.warning("lockstep_timeout", f"lockstep: no command answered the sample of "
                                            f"t = {robot.time:.3f} s within {p.lockstep_timeout_s * 1e3:.0f} ms: "
                                            "stepping with the last one")
+                self._log(robot.step())
                 next_t = time.perf_counter()
-            elif p.realtime or p.lockstep:  # paced; late by more than a period: start again from now
-                now = time.perf_counter()
-                if now < next_t:
-                    time.sleep(next_t - now)
-                elif now - next_t > period:
-                    stats["overruns"] += 1
-                    next_t = now
-                next_t += period
-            now = time.perf_counter()
-            stats["max_gap_s"], last = max(stats["max_gap_s"], now - last), now
-            self._log(robot.step())
+            else:
+                self._log(robot.start_step())
+                try:
+                    self._notify(samples)
+                finally:
+                    self._log(robot.finish_step())
+                if p.realtime or p.lockstep:  # paced; late by more than a period: start again from now
+                    next_t += period
+                    now = time.perf_counter()
+                    if now < next_t:
+                        time.sleep(next_t - now)
+                    elif now - next_t > period:
+                        stats["overruns"] += 1
+                        next_t = now
             self._awaited_s = robot.time
             self._answered.clear()
-            self._publish()
+            samples = self._publish()
+            self.tick_count += 1
 
-    def _publish(self) -> None:
+    def _notify(self, samples: tuple) -> None:
+        for fn in self._listeners:
+            fn(*samples)
+
+    def _publish(self) -> tuple:
+        """Publish the samples of the current state (and the ground truth); returns them."""
         robot, msg, pub = self.robot, self._msg, self._pub
         act, enc, imu = robot.samples(wall_s=time.monotonic())
         stamp = seconds_to_time_msg(act.stamp_s, self._stamp)
@@ -264,8 +284,7 @@ class SimNode(KangarooNode):
             pub["imu"].publish(arrays_to_imu_msg(imu.angular_velocity, imu.linear_acceleration, frame_id="imu",
                                                  stamp=stamp, quaternion_xyzw=imu.orientation_xyzw, msg=msg["imu"]))
         self._publish_ground_truth(stamp)
-        for fn in self._listeners:
-            fn(act, enc, imu)
+        return act, enc, imu
 
     def _publish_ground_truth(self, stamp: Time) -> None:
         """Only for topics somebody listens to (subscriber counts refreshed every 100 ticks)."""

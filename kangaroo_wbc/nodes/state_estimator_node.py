@@ -283,6 +283,7 @@ class StateEstimatorNode(KangarooNode):
         """Run the component on one actuator sample and publish its outputs (``stamp``: the
         sample's ``builtin_interfaces/Time``, made from ``sample.stamp_s`` when None)."""
         est = self.component.step(sample)
+        self.tick_count += 1
         if stamp is None:
             from kangaroo_wbc.ros.conversions import seconds_to_time_msg
 

@@ -247,11 +247,10 @@ class WholeBodyControllerNode(KangarooNode):
                 max_tilt_rad=p.max_tilt_rad,
             ),
         )
-        self.component = WholeBodyControl(self.supervisor, ControlSettings(
-            sole_frames=tuple(p.sole_frames), use_measured_contacts=p.use_measured_contacts,
-            contact_force_on_n=p.contact_force_on_n, contact_force_off_n=p.contact_force_off_n,
-            max_state_age_s=p.max_state_age_s, reference_timeout_s=p.reference_timeout_s,
-            behaviour_delay_s=p.behaviour_delay_s))
+        try:
+            self.component = self._component(p)
+        except InputError as exc:
+            raise ConfigError(f"whole_body_controller: {exc}") from exc
         self._select(p.behaviour)
         self._idx_q = np.array([m.joints[m.getJointId(n)].idx_q for n in clm.joint_names])
         self._idx_v = np.array([m.joints[m.getJointId(n)].idx_v for n in clm.joint_names])
@@ -292,6 +291,13 @@ class WholeBodyControllerNode(KangarooNode):
             f"whole_body_controller: {p.formulation} QP, {cls.__name__}, "
             f"{self.controller.layout.describe() if hasattr(self.controller, 'layout') else ''}, "
             f"behaviour {p.behaviour}")
+
+    def _component(self, p: WholeBodyControllerParams) -> WholeBodyControl:
+        return WholeBodyControl(self.supervisor, ControlSettings(
+            sole_frames=tuple(p.sole_frames), use_measured_contacts=p.use_measured_contacts,
+            contact_force_on_n=p.contact_force_on_n, contact_force_off_n=p.contact_force_off_n,
+            max_state_age_s=p.max_state_age_s, reference_timeout_s=p.reference_timeout_s,
+            behaviour_delay_s=p.behaviour_delay_s))
 
     @staticmethod
     def _settings(p: WholeBodyControllerParams) -> WbcSettings:
@@ -455,6 +461,7 @@ class WholeBodyControllerNode(KangarooNode):
         if not prepared and age != float("inf"):
             self.component.prepare(q, v)
         cmd = self.component.step(now, q, v, age)
+        self.tick_count += 1
         if stamp is None:
             stamp = seconds_to_time_msg(stamp_s if stamp_s == stamp_s else now)
         self._publish(cmd, stamp, stamp_s)

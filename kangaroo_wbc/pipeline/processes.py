@@ -109,7 +109,7 @@ def _stop(procs: dict[str, subprocess.Popen], timeout_s: float = 15.0) -> dict[s
 def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: str = "stand",
               sim_mode: str = "lockstep", drop_ratio: float = 0.0, seed: int = 0, show_progress: bool = True,
               startup_timeout_s: float = 120.0, fall_height_m: float = 0.6,
-              wall_timeout_s: float | None = None) -> dict:
+              wall_timeout_s: float | None = None, monitor_period_s: float | None = None) -> dict:
     """Run the graph for ``duration_s`` once the controller is ready; returns the results dict.
 
     Args:
@@ -120,6 +120,8 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         startup_timeout_s: wall time [s] for the controller to become ready.
         wall_timeout_s: stop after this wall time [s] even if ``duration_s`` has not passed
             (default: 60 × ``duration_s`` + 30).
+        monitor_period_s: every this many wall seconds record each process' resident memory
+            and the command latency of the period (``periods`` in the result; the soak).
 
     Raises:
         GraphStartError: a process died or the controller was not ready within ``startup_timeout_s``
@@ -144,11 +146,44 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         procs = {"composed": _start("composed", ["composed", "--backend", "sim"], params_file, log_dir)}
     try:
         result = _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s,
-                          show_progress, log_dir)
+                          show_progress, log_dir, monitor_period_s)
     finally:
         exit_codes = _stop(procs)
     return {"processes": processes, "sim_mode": sim_mode, "behaviour": behaviour, "drop_ratio": drop_ratio,
             **result, "exit_codes": exit_codes, "logs": str(log_dir)}
+
+
+#: Soak acceptance: largest resident-memory growth of any process [MB] and largest relative change
+#: of the command latency's 99th percentile between the first and the last period.
+SOAK_MAX_RSS_GROWTH_MB = 10.0
+SOAK_MAX_LATENCY_DRIFT = 0.2
+
+
+def soak_graph(minutes: float, *, processes: str = "separate", sim_mode: str = "realtime",
+               behaviour: str = "stand", seed: int = 0, show_progress: bool = True,
+               period_s: float = 60.0) -> dict:
+    """The node graph for ``minutes`` of wall time (realtime) with each process' resident memory
+    and the command latency sampled every ``period_s``; ``ok`` says whether the robot stood, no
+    safe mode was entered, no process grew by ``SOAK_MAX_RSS_GROWTH_MB`` or more (first period
+    to last) and the latency's p99 of the last period is within ``SOAK_MAX_LATENCY_DRIFT`` of the
+    first one's."""
+    period_s = min(period_s, max(minutes * 60.0 / 3.0, 1.0))  # at least three periods
+    r = run_graph(processes=processes, duration_s=minutes * 60.0, behaviour=behaviour, sim_mode=sim_mode,
+                  seed=seed, show_progress=show_progress, monitor_period_s=period_s)
+    periods = r.get("periods", [])
+    growth, drift = {}, None
+    if len(periods) >= 2:
+        first, last = periods[0]["rss_mb"], periods[-1]["rss_mb"]
+        growth = {n: round(last[n] - first[n], 2) for n in first if first[n] is not None and last.get(n) is not None}
+        # the first period after ready includes the release and landing: latency from the second on
+        p_first, p_last = periods[1]["latency_p99_ms"], periods[-1]["latency_p99_ms"]
+        if p_first and p_last:
+            drift = round(p_last / p_first - 1.0, 3)
+    ok = (r["fell"] is False and r["safe_mode_entries"] == 0 and bool(growth)
+          and max(growth.values()) < SOAK_MAX_RSS_GROWTH_MB and drift is not None
+          and abs(drift) <= SOAK_MAX_LATENCY_DRIFT and all(c == 0 for c in r["exit_codes"].values()))
+    return {**r, "minutes": minutes, "period_s": period_s, "rss_growth_mb": growth,
+            "latency_p99_drift": drift, "ok": ok}
 
 
 def run_separate(**kwargs) -> dict:
@@ -156,9 +191,31 @@ def run_separate(**kwargs) -> dict:
     return run_graph(processes="separate", **kwargs)
 
 
+def rss_mb(pid: int) -> float | None:
+    """Resident memory [MB] of process ``pid`` (Linux ``/proc``), None if unknown."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _stamp_of(raw: bytes) -> float:
+    """``header.stamp`` [s] of a serialised message that starts with a ``std_msgs/Header`` (CDR:
+    4-byte encapsulation, then ``int32 sec``, ``uint32 nanosec``; little or big endian)."""
+    import struct
+
+    order = "<" if raw[1] == 1 else ">"
+    sec, nanosec = struct.unpack_from(order + "iI", raw, 4)
+    return sec + 1e-9 * nanosec
+
+
 def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s, show_progress,
-             log_dir) -> dict:
+             log_dir, monitor_period_s=None) -> dict:
     import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import WrenchStamped
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import JointState
@@ -170,12 +227,14 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     types = {t: WrenchStamped if "wrench" in t else JointState for t in WATCHED}
     counts = dict.fromkeys(WATCHED, 0)
     stamps: dict[str, list[float]] = {t: [] for t in WATCHED}  # [first, last] header stamp [s]
-    st = {"ready": None, "ready_lost": False, "started": False, "min_height": float("inf"), "latency": []}
+    st = {"ready": None, "ready_lost": False, "started": False, "min_height": float("inf"), "latency": [],
+          "safe_entries": 0, "safe": False, "safe_reasons": {}}
+    node_stats: dict[str, dict[str, list[float]]] = {}  # "<node>" -> {"cpu_ms_per_tick": [...], ...}
 
     def counter(topic: str):
-        def cb(msg) -> None:
+        def cb(raw: bytes) -> None:  # serialised: counting costs no deserialisation
             counts[topic] += 1
-            t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+            t = _stamp_of(raw)
             span = stamps[topic]
             span[:] = [t, t] if not span else [span[0], t]
         return cb
@@ -193,15 +252,39 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
         if st["started"]:
             st["latency"].extend(msg.data)
 
+    def on_diagnostics(msg: DiagnosticArray) -> None:
+        if not st["started"]:
+            return
+        for status in msg.status:
+            node_name, _, check = status.name.partition(": ")
+            if check == "process":
+                values = node_stats.setdefault(node_name, {})
+                for kv in status.values:
+                    if kv.key in ("cpu_ms_per_tick", "tick_rate_hz", "cpu_load"):
+                        values.setdefault(kv.key, []).append(float(kv.value))
+            elif check == "wbc":
+                safe = status.message.startswith("safe mode")
+                if safe and not st["safe"]:
+                    st["safe_entries"] += 1
+                    reason = status.message.split(":")[1].strip() if ":" in status.message else status.message
+                    st["safe_reasons"][reason] = st["safe_reasons"].get(reason, 0) + 1
+                st["safe"] = safe
+
     context = rclpy.Context()
     rclpy.init(context=context)
     node = rclpy.create_node("kangaroo_wbc_demo_observer", context=context)
-    from rclpy.executors import SingleThreadedExecutor
+    try:
+        from rclpy.experimental import EventsExecutor
 
-    executor = SingleThreadedExecutor(context=context)
+        executor = EventsExecutor(context=context)
+    except ImportError:  # older rclpy
+        from rclpy.executors import SingleThreadedExecutor
+
+        executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     for topic in WATCHED:
-        node.create_subscription(types[topic], topic, counter(topic), qos.SENSOR_STATE)
+        node.create_subscription(types[topic], topic, counter(topic), qos.SENSOR_LATEST, raw=True)
+    node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, qos.DIAGNOSTICS)
     node.create_subscription(Bool, "wbc/ready", on_ready, qos.LATCHED)
     node.create_subscription(Odometry, "sim/ground_truth/base_odometry", on_odom, qos.SENSOR_STATE)
     node.create_subscription(Float64MultiArray, "sim/command_latency", on_latency, qos.VISUALIZATION)
@@ -220,7 +303,19 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
         for t in WATCHED:
             counts[t], stamps[t] = 0, []
         st["started"] = True
-        start = last_print = time.monotonic()
+        start = last_print = last_monitor = time.monotonic()
+        periods: list[dict] = []
+
+        def monitor(now: float) -> None:
+            lat = np.asarray(st["latency"][st.get("latency_mark", 0):])
+            st["latency_mark"] = len(st["latency"])
+            periods.append({"t_s": round(now - start, 1),
+                            "rss_mb": {n: rss_mb(p.pid) for n, p in procs.items()},
+                            "latency_p99_ms": round(float(np.percentile(lat, 99)), 3) if lat.size else None,
+                            "safe_mode_entries": st["safe_entries"]})
+
+        if monitor_period_s:
+            monitor(start)
 
         def sim_elapsed() -> float:
             span = stamps["actuators/state"]
@@ -232,6 +327,9 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
             if done >= duration_s or now - start > wall_timeout_s:
                 break
             executor.spin_once(timeout_sec=0.01)
+            if monitor_period_s and now - last_monitor >= monitor_period_s:
+                last_monitor = now
+                monitor(now)
             if show_progress and now - last_print > 1.0:
                 sys.stderr.write(f"\rdemo ({sim_mode}) {done:4.1f}/{duration_s:.1f} s")
                 last_print = now
@@ -257,4 +355,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
                                    "p99": round(float(np.percentile(latency, 99)), 3) if latency.size else None,
                                    "samples": int(latency.size)},
             "fell": fell, "min_base_height_m": st["min_height"] if np.isfinite(st["min_height"]) else None,
-            "controller_stayed_ready": not st["ready_lost"]}
+            "controller_stayed_ready": not st["ready_lost"],
+            "safe_mode_entries": st["safe_entries"], "safe_mode_reasons": st["safe_reasons"],
+            "nodes": {n: {k: round(float(np.median(v)), 4) for k, v in d.items()} for n, d in node_stats.items()},
+            **({"periods": periods} if monitor_period_s else {})}

@@ -80,6 +80,12 @@ class KangarooNode(Node):
             params: Any = declare_parameters(self, params_cls)
             self._binding = bind_parameters(self, params, on_change=self.on_parameters_changed)
         self.diagnostics = DiagnosticsPublisher(self)
+        #: samples this node processed (its adapter counts them); with :attr:`report_process` the
+        #: diagnostics add a ``process`` status: process CPU time per sample and sample rate
+        self.tick_count = 0
+        self._in_diagnostics = False
+        self.report_process = True
+        self._cpu_mark = (time.process_time(), time.monotonic(), 0)
         self.throttled = ThrottledLogger(self.get_logger(), throttle_period_s)
         self._diagnostics_timer = None
         if diagnostics_period_s > 0.0:
@@ -103,21 +109,43 @@ class KangarooNode(Node):
 
     def publish_diagnostics(self) -> None:
         """Publish :meth:`diagnostic_statuses`; an exception there is reported as an ERROR status."""
+        self._in_diagnostics = True
         try:
             statuses = self.diagnostic_statuses()
         except Exception as exc:  # noqa: BLE001 - a broken report must not kill the node
             self.throttled.error("diagnostics", f"diagnostic_statuses() failed: {exc!r}")
             statuses = [self.diagnostics.status("node", Level.ERROR, f"diagnostics failed: {exc}")]
+        finally:
+            self._in_diagnostics = False
+        if self.report_process:
+            statuses.append(self._process_status())
         self.diagnostics.publish(statuses)
+
+    def _process_status(self) -> DiagnosticStatus:
+        """CPU time of this process (every thread: executor, DDS, conversions, compute) per sample
+        of this node since the last report, the sample rate and the CPU load [cores]."""
+        cpu, wall, ticks = time.process_time(), time.monotonic(), self.tick_count
+        cpu0, wall0, ticks0 = self._cpu_mark
+        self._cpu_mark = (cpu, wall, ticks)
+        n, span = ticks - ticks0, max(wall - wall0, 1e-9)
+        values = {"cpu_ms_per_tick": 1e3 * (cpu - cpu0) / n if n else float("nan"),
+                  "tick_rate_hz": n / span, "cpu_load": (cpu - cpu0) / span}
+        return self.diagnostics.status("process", Level.OK, f"{n / span:.0f} samples/s", values)
 
     def on_shutdown(self) -> None:
         """Called once by :func:`run_nodes` before destruction, with the context still valid."""
 
     def log_events(self, component: Any) -> None:
-        """Log the events a node component queued (throttled per cause; a new cause at once)."""
+        """Log the events a node component queued (throttled per cause; a new cause at once). An
+        ERROR that was logged also publishes ``/diagnostics`` at once: a fault that clears before
+        the next periodic report (a recalibration after a restart) is still seen."""
+        urgent = False
         for event in component.drain_events():
             level = ("info", "warning", "error", "error")[int(event.level)]
-            self.throttled.log(level, event.key, event.message)
+            logged = self.throttled.log(level, event.key, event.message)
+            urgent = urgent or (logged and int(event.level) >= 2)
+        if urgent and not self._in_diagnostics:
+            self.publish_diagnostics()
 
     def to_diagnostics(self, statuses: Sequence[Any]) -> list[DiagnosticStatus]:
         """A node component's plain statuses as ``DiagnosticStatus`` messages of this node."""

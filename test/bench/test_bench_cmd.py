@@ -89,3 +89,20 @@ def test_peer_block_reports_a_status(report):
     assert peer["status"]
     if peer.get("fk_speedup") is not None:
         assert _positive_finite(peer["fk_speedup"])
+
+
+def test_node_graph_figures_of_the_shipped_path(report):
+    """Both deployments ran over DDS: rates, latency and each node's CPU per sample are reported."""
+    graph = report["node_graph"]
+    for deployment in ("composed", "separate"):
+        g = graph[deployment]
+        assert "error" not in g, g
+        assert _positive_finite(g["real_time_factor"]) and g["fell"] is False
+        assert all(code == 0 for code in g["exit_codes"].values()), g["exit_codes"]
+        assert g["topic_rates_hz_wall"]["actuators/command"] > 0
+        assert _positive_finite(g["command_latency_ms"]["p99"])
+        nodes = {"composed"} if deployment == "composed" else {
+            "sim", "state_estimator", "contact_wrench_estimator", "whole_body_controller"}
+        assert nodes <= set(g["nodes"]), g["nodes"]
+        for name in nodes:
+            assert _positive_finite(g["nodes"][name]["cpu_ms_per_tick"]), name

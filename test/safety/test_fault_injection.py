@@ -153,6 +153,14 @@ def test_state_estimator_skips_bad_inputs_and_keeps_publishing(ros_harness):
     assert ros_harness.stop(est) == 0
 
 
+def _inject(ros_harness, topic: str, msg, copies: int = 3) -> None:
+    """Publish a faulty sample a few times, 2 ms apart: the node keeps only the newest sample of a
+    stream (best effort, depth 1), so a single one may be overwritten by the next good sample."""
+    for _ in range(copies):
+        ros_harness.publish(topic, msg, qos.SENSOR_STATE)
+        time.sleep(0.002)
+
+
 def _estimator_faults(ros_harness, diag, joints, names, latest_stamp):
     ros_harness.wait_for_message("joint_states", JointState, timeout_s=30.0)  # calibrated
     est = "state_estimator: estimator"
@@ -173,7 +181,7 @@ def _estimator_faults(ros_harness, diag, joints, names, latest_stamp):
     ):
         diag.mark()
         msg = joint_state(msg_names, latest_stamp(), **fields)
-        ros_harness.publish("actuators/state", msg, qos.SENSOR_STATE)
+        _inject(ros_harness, "actuators/state", msg)
         st = diag.wait(est, WARN_OR_ERROR, fragment, value="last_error")
         assert "actuators/state" in values(st)["last_error"], label
         still_publishing()
@@ -191,7 +199,7 @@ def _estimator_faults(ros_harness, diag, joints, names, latest_stamp):
         ("imu inf", imu(latest_stamp(), gyro=(0.0, math.inf, 0.0)), "imu/data"),
     ]:
         diag.mark()
-        ros_harness.publish("imu/data", msg, qos.SENSOR_STATE)
+        _inject(ros_harness, "imu/data", msg)
         st = diag.wait(est, WARN_OR_ERROR, fragment, value="last_error")
         assert "imu/data" in values(st)["last_error"], label
         still_publishing()
@@ -203,7 +211,7 @@ def _estimator_faults(ros_harness, diag, joints, names, latest_stamp):
     diag.mark()
     t_old = max(latest_stamp() - 0.5, 0.0)
     msg = joint_state(names, t_old, position=zeros, velocity=zeros)
-    ros_harness.publish("actuators/state", msg, qos.SENSOR_STATE)
+    _inject(ros_harness, "actuators/state", msg)
     st = diag.wait(est, WARN_OR_ERROR, "out-of-order stamp", value="last_error")
     assert int(values(st)["out_of_order"]) > before, values(st)
     still_publishing()

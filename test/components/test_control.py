@@ -1,0 +1,102 @@
+"""Unit tests of :class:`~kangaroo_wbc.components.control.WholeBodyControl` (no ROS): the ready
+handshake, the start-up behaviour delay, stale state, reference expiry and measured contacts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kangaroo_wbc.components.control import ControlSettings, WholeBodyControl
+from kangaroo_wbc.components.samples import Level
+from kangaroo_wbc.control.supervisor import WbcSupervisor
+from kangaroo_wbc.control.wbc import WbcSettings, WholeBodyController
+from kangaroo_wbc.errors import InputError
+from kangaroo_wbc.pipeline.closed_loop import contact_specs
+from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo, standing_configuration
+
+DT = 1e-3
+
+
+@pytest.fixture(scope="module")
+def standing():
+    """Unit fixture: the floating-base Kangaroo standing still."""
+    clm = load_kangaroo(floating_base=True)
+    return clm, standing_configuration(clm), np.zeros(clm.model.nv)
+
+
+def _control(clm, **kw) -> WholeBodyControl:
+    wbc = WholeBodyController(clm, contact_specs(clm), WbcSettings(base_frame="base_link"))
+    return WholeBodyControl(WbcSupervisor(wbc), ControlSettings(**kw))
+
+
+def test_ready_after_control_ticks_and_lost_when_the_state_stops(standing):
+    clm, q, v = standing
+    c = _control(clm, ready_ticks=5)
+    for k in range(4):
+        cmd = c.step(k * DT, q, v, 0.0)
+        assert cmd.mode == "control" and np.all(np.isfinite(cmd.tau_a))
+    assert not c.ready
+    c.step(4 * DT, q, v, 0.0)
+    assert c.ready and c.ready_since_s == pytest.approx(4 * DT)
+    assert any(e.key == "ready" for e in c.drain_events())
+    cmd = c.stale(0.6)  # the state stopped (restarted robot or estimator)
+    assert cmd.mode == "safe" and not c.ready and np.all(cmd.tau_a == 0.0)
+    assert any(e.level == Level.ERROR and "not ready" in e.message for e in c.drain_events())
+    for k in range(5):
+        c.step(1.0 + k * DT, q, v, 0.0)
+    assert c.ready
+
+
+def test_stale_or_inconsistent_state_is_a_finite_safe_command(standing):
+    clm, q, v = standing
+    c = _control(clm)
+    cmd = c.step(0.0, q, v, float("inf"))
+    assert cmd.mode == "safe" and "stale state" in cmd.reason and np.all(np.isfinite(cmd.tau_a))
+    bad = q.copy()
+    bad[10] = np.nan
+    cmd = c.step(0.0, bad, v, 0.0)
+    assert cmd.mode == "safe" and np.all(np.isfinite(cmd.tau_a))
+    assert c.statuses()[0].level == Level.ERROR
+
+
+def test_the_startup_behaviour_waits_for_ready_plus_the_delay(standing):
+    clm, q, v = standing
+    c = _control(clm, ready_ticks=2, behaviour_delay_s=0.01)
+    c.select("sway", period_s=3.0)
+    with pytest.raises(InputError):
+        c.select("no_such_behaviour")
+    assert c.behaviour_name == "sway"
+    t = 0.0
+    for _ in range(5):
+        c.step(t, q, v, 0.0)
+        t += DT
+    assert c.ready and c.behaviour_started_s is None and c.supervisor.behaviour_name == "stand"
+    for _ in range(10):
+        c.step(t, q, v, 0.0)
+        t += DT
+    assert c.behaviour_started_s is not None and c.supervisor.behaviour_name == "sway"
+    c.select("squat")  # after start-up: at the next tick
+    c.step(t, q, v, 0.0)
+    assert c.supervisor.behaviour_name == "squat"
+
+
+def test_external_references_expire_and_contacts_follow_fresh_forces(standing):
+    clm, q, v = standing
+    c = _control(clm, reference_timeout_s=0.05)
+    c.step(0.0, q, v, 0.0)
+    com0 = c.supervisor.last_references.com_position.copy()
+    target = com0 + np.array([0.0, 0.01, 0.0])
+    c.set_com_reference(target, 0.0)
+    c.step(0.01, q, v, 0.0)
+    np.testing.assert_allclose(c.supervisor.last_references.com_position, target)
+    c.set_com_reference(np.array([np.nan, 0.0, 0.0]), 0.02)  # ignored
+    c.step(0.1, q, v, 0.0)  # the reference expired
+    assert not np.allclose(c.supervisor.last_references.com_position, target)
+    # fresh forces: the unloaded right sole is dropped from the behaviour's contacts
+    c.on_sole_force(0, 500.0, 0.2)
+    c.on_sole_force(1, 5.0, 0.2)
+    c.step(0.2, q, v, 0.0)
+    assert c.supervisor.last_references.active_contacts == ("left",)
+    # stale forces: the behaviour's contacts again
+    c.step(0.5, q, v, 0.0)
+    assert set(c.supervisor.last_references.active_contacts or ("left", "right")) == {"left", "right"}
