@@ -36,10 +36,10 @@ from kangaroo_wbc.ros.conversions import (
     array_to_point_msg,
     odometry_msg_to_arrays,
     seconds_to_time_msg,
-    vector_to_wrench_stamped,
 )
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for
 from kangaroo_wbc.ros.params import parameter
+from kangaroo_wbc.ros.serialized import point_stamped_writer, wrench_stamped_writer
 
 
 @dataclass
@@ -62,7 +62,7 @@ class ContactWrenchParams:
     clock_restart_samples: int = parameter(10, "Out-of-order samples in a row on one topic taken as a restarted "
                                            "clock (e.g. simulator reset) instead of skipped", bounds=(2, 100000),
                                            read_only=True)
-    marker_rate_hz: float = parameter(50.0, "Rate of contact/markers [Hz] (0: off)", bounds=(0.0, 1000.0))
+    marker_rate_hz: float = parameter(10.0, "Rate of contact/markers [Hz] (0: off)", bounds=(0.0, 1000.0))
     marker_force_scale_m_per_n: float = parameter(0.001, "Arrow length per newton [m/N]", bounds=(0.0, None))
     default_screw_lead_m: float = parameter(PAPER_LEAD_HIP_ANKLE_M, "Screw lead of actuators the closure file "
                                             "does not describe [m]", bounds=(1e-6, None), read_only=True)
@@ -112,9 +112,9 @@ class ContactWrenchNode(KangarooNode):
         self._pub_cop = [pub(PointStamped, f"contact/{s}/cop", qos.SENSOR_STATE) for s in p.sole_frames]
         self._pub_zmp = pub(PointStamped, "zmp", qos.SENSOR_STATE)
         self._pub_markers = pub(MarkerArray, "contact/markers", qos.VISUALIZATION)
-        self._msg_w = [WrenchStamped() for _ in p.sole_frames]
-        self._msg_cop = [PointStamped() for _ in p.sole_frames]
-        self._msg_zmp = PointStamped()
+        self._w_wrench = [wrench_stamped_writer(s) for s in p.sole_frames]  # preserialised
+        self._w_cop = [point_stamped_writer(s) for s in p.sole_frames]
+        self._w_zmp = point_stamped_writer(p.odom_frame)
         if not chained:
             sub = self.create_subscription
             sub(JointState, "actuators/state", self._on_actuators, qos.SENSOR_LATEST)
@@ -175,17 +175,12 @@ class ContactWrenchNode(KangarooNode):
 
     def _publish(self, out: ContactWrenchEstimate, stamp, t: float) -> None:
         p = self.params
-        for i, sole in enumerate(p.sole_frames):
-            self._pub_w[i].publish(vector_to_wrench_stamped(out.wrench_sole_in_sole[i], frame_id=sole, stamp=stamp,
-                                                            msg=self._msg_w[i]))
+        for i in range(len(p.sole_frames)):
+            self._pub_w[i].publish(self._w_wrench[i].write(t, wrench=out.wrench_sole_in_sole[i]))
             if out.cop_valid[i]:
-                m = self._msg_cop[i]
-                m.header.stamp, m.header.frame_id = stamp, sole
-                self._pub_cop[i].publish(_point(m, out.cop_sole_in_sole[i]))
+                self._pub_cop[i].publish(self._w_cop[i].write(t, point=out.cop_sole_in_sole[i]))
         if out.zmp_valid:
-            m = self._msg_zmp
-            m.header.stamp, m.header.frame_id = stamp, p.odom_frame
-            self._pub_zmp.publish(_point(m, out.zmp_in_world))
+            self._pub_zmp.publish(self._w_zmp.write(t, point=out.zmp_in_world))
         if p.marker_rate_hz > 0 and t >= self._next_marker:
             self._next_marker = t + 1.0 / p.marker_rate_hz
             self._pub_markers.publish(self._markers(out, stamp))
@@ -212,15 +207,14 @@ class ContactWrenchNode(KangarooNode):
         arr.markers.append(zmp)
         return arr
 
+    def on_parameters_changed(self, params: ContactWrenchParams, changed: set[str]) -> None:
+        if "odom_frame" in changed:
+            self._w_zmp = point_stamped_writer(params.odom_frame)
+
     def diagnostic_statuses(self) -> list:
         statuses = self.to_diagnostics(self.component.statuses())
         self.log_events(self.component)
         return statuses
-
-
-def _point(msg: PointStamped, xyz: np.ndarray) -> PointStamped:
-    array_to_point_msg(xyz, msg.point)
-    return msg
 
 
 def _marker(kind: int, ns: str, ident: int, frame: str, stamp, rgb: tuple[float, float, float]) -> Marker:

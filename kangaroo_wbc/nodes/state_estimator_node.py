@@ -32,13 +32,13 @@ from kangaroo_wbc.nodes import load_model, urdf_dir_parameter
 from kangaroo_wbc.ros import qos
 from kangaroo_wbc.ros.conversions import (
     JointIndexMap,
-    arrays_to_odometry_msg,
     arrays_to_transform_stamped,
     imu_msg_to_arrays,
     time_msg_to_seconds,
 )
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for
 from kangaroo_wbc.ros.params import parameter
+from kangaroo_wbc.ros.serialized import joint_state_writer, odometry_writer
 
 
 @dataclass
@@ -163,6 +163,9 @@ class StateEstimatorParams:
     )
     ground_height_m: float = parameter(0.0, "Height of the flat ground in odom [m]")
     publish_tf: bool = parameter(True, "Broadcast TF odom -> base_link")
+    tf_rate_hz: float = parameter(
+        100.0, "Largest rate of TF odom -> base_link [Hz] (stamp-based; the odometry keeps the sample rate)",
+        bounds=(1.0, 10000.0))
     closure_error_warn: float = parameter(
         1e-3, "Closure error reported as WARN above this [m, rad]", bounds=(0.0, None)
     )
@@ -225,7 +228,10 @@ class StateEstimatorNode(KangarooNode):
         self._act = JointIndexMap(clm.actuated_joint_names, what="actuator")
         self._enc = JointIndexMap(clm.absolute_encoders, what="passive encoder", allow_extra=True)
         self._joints = JointIndexMap(clm.joint_names)
-        self._msgs = {"js": JointState(), "odom": Odometry()}
+        # preserialised 1 kHz messages (kangaroo_wbc.ros.serialized): microseconds per message
+        self._w_js = joint_state_writer(clm.joint_names, ("position", "velocity"))
+        self._w_odom = odometry_writer(p.odom_frame, p.base_frame)
+        self._cov = np.diag([0.0] * 3 + [1e-4] * 3).ravel()  # position / velocity variance on [0, 7, 14]
         #: composed deployment: called with ``(sample, estimate)`` after each published estimate
         self.estimate_listener = None
         pub = self.create_publisher
@@ -233,6 +239,7 @@ class StateEstimatorNode(KangarooNode):
         self._pub_odom = pub(Odometry, "estimation/base_odometry", qos.SENSOR_STATE)
         self._pub_cal = pub(JointState, "estimation/calibration", qos.LATCHED)
         self._tf = None
+        self._next_tf = -float("inf")  # stamp [s] from which the next TF goes out
         if p.publish_tf:
             from kangaroo_wbc.ros.tf import make_tf_broadcaster
 
@@ -299,20 +306,24 @@ class StateEstimatorNode(KangarooNode):
         return est
 
     def _publish(self, est: StateEstimate, stamp) -> None:
-        p = self.params
-        self._pub_js.publish(self._joints.to_joint_state(est.q[self._idx_q], est.v[self._idx_v], stamp=stamp,
-                                                         msg=self._msgs["js"]))
+        p, t = self.params, est.stamp_s
+        self._pub_js.publish(self._w_js.write(t, position=est.q[self._idx_q], velocity=est.v[self._idx_v]))
         if not est.base_valid:
             return
         q_base, v_base = est.q[:7], est.v[:6]
-        cov_p = np.diag([est.position_variance] * 3 + [1e-4] * 3)
-        cov_v = np.diag([est.velocity_variance] * 3 + [1e-4] * 3)
-        self._pub_odom.publish(arrays_to_odometry_msg(
-            q_base[:3], q_base[3:], v_base[:3], v_base[3:], frame_id=p.odom_frame, child_frame_id=p.base_frame,
-            stamp=stamp, pose_covariance=cov_p, twist_covariance=cov_v, msg=self._msgs["odom"]))
-        if self._tf is not None:
+        cov = self._cov
+        cov[0] = cov[7] = cov[14] = est.position_variance
+        self._w_odom.write(pose_covariance=cov)
+        cov[0] = cov[7] = cov[14] = est.velocity_variance
+        self._pub_odom.publish(self._w_odom.write(t, pose=q_base, twist=v_base, twist_covariance=cov))
+        if self._tf is not None and t >= self._next_tf:
+            self._next_tf = t + 1.0 / p.tf_rate_hz - 1e-9
             self._tf.sendTransform(arrays_to_transform_stamped(q_base[:3], q_base[3:], parent_frame=p.odom_frame,
                                                                child_frame=p.base_frame, stamp=stamp))
+
+    def on_parameters_changed(self, params: StateEstimatorParams, changed: set[str]) -> None:
+        if changed & {"odom_frame", "base_frame"}:
+            self._w_odom = odometry_writer(params.odom_frame, params.base_frame)
 
     def diagnostic_statuses(self) -> list:
         statuses = self.to_diagnostics(self.component.statuses())

@@ -58,6 +58,7 @@ from kangaroo_wbc.ros.conversions import (  # noqa: E402
 )
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for  # noqa: E402
 from kangaroo_wbc.ros.params import parameter  # noqa: E402
+from kangaroo_wbc.ros.serialized import joint_state_writer  # noqa: E402
 
 TIMING_LABELS = ("model", "build", "solve", "output", "total", "iterations")
 #: Period [s] of the joint_states watchdog (steady clock).
@@ -195,6 +196,8 @@ class WholeBodyControllerParams:
     max_tilt_rad: float = parameter(
         0.7, "Base tilt that latches the safe mode [rad]", bounds=(0.0, 3.2)
     )
+    timing_rate_hz: float = parameter(
+        50.0, "Largest rate of wbc/timing [Hz] (stamp-based)", bounds=(0.1, 10000.0))
     publish_command_array: bool = parameter(
         False, "Also publish actuators/command_array (ros2_control mirror)", read_only=True
     )
@@ -260,8 +263,10 @@ class WholeBodyControllerNode(KangarooNode):
         self._odom_stamp: float | None = None
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._msg_cmd = JointState()
+        self._w_cmd = joint_state_writer(clm.actuated_joint_names, ("effort",))  # preserialised
         self._last_state: float | None = None  # steady time [s] of the latest state
         self._ready: bool | None = None
+        self._next_timing = -float("inf")  # stamp [s] from which the next wbc/timing goes out
         #: composed deployment: called with every command (:class:`ActuatorCommand`)
         self.command_listener = None
         pub = self.create_publisher
@@ -487,12 +492,18 @@ class WholeBodyControllerNode(KangarooNode):
         self._publish_ready(self.component.ready)
 
     def _publish(self, cmd, stamp, stamp_s: float) -> None:
-        self._pub_cmd.publish(self._act.to_joint_state(effort=cmd.tau_a, stamp=stamp, msg=self._msg_cmd))
+        if stamp_s == stamp_s:
+            self._pub_cmd.publish(self._w_cmd.write(stamp_s, effort=cmd.tau_a))
+        else:  # no state of a known time: stamped with the node's clock
+            self._pub_cmd.publish(self._act.to_joint_state(effort=cmd.tau_a, stamp=stamp, msg=self._msg_cmd))
         if self.command_listener is not None:
             self.command_listener(ActuatorCommand(cmd.tau_a, stamp_s))
         if self._pub_arr is not None:
             self._pub_arr.publish(self._act.to_float64_multi_array(cmd.tau_a))
         self._after()
+        if not stamp_s >= self._next_timing:  # rate-limited by the stamps (NaN: no timing)
+            return
+        self._next_timing = stamp_s + 1.0 / self.params.timing_rate_hz - 1e-9
         out = cmd.output
         timing = ([out.timing.get(k, 0.0) for k in TIMING_LABELS[:-1]] + [float(out.qp.iterations)]
                   if out else [0.0] * 6)

@@ -1,0 +1,203 @@
+"""Preserialised 1 kHz messages: write the changing numbers into a CDR template, publish the bytes.
+
+Building a ``sensor_msgs/JointState`` of 76 joints in Python and letting rclpy convert it costs
+tens of microseconds per message at every tick; the names, the frame and the sequence lengths of
+the loop's messages never change. :class:`SerializedWriter` serialises one prototype message once
+with rclpy (``rclpy.serialization.serialize_message``), finds where the stamp and each float64
+slot sit in those bytes (by serialising it again with marker values in each slot: no hand-written
+CDR layout), and then writes each tick's stamp and arrays into a copy with numpy. The result goes
+to ``Publisher.publish(bytes)`` (rclpy publishes serialised messages as they are).
+
+At construction the writer checks itself: bytes it writes for random values, read back by rclpy,
+must equal the message filled with them, else :class:`~kangaroo_wbc.errors.ConfigError`.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from kangaroo_wbc.errors import ConfigError
+
+#: A byte pattern no zeroed field contains: the marker of a slot's doubles and of the stamp.
+_MARK = 0x11
+_MARK_DOUBLE = struct.unpack("<d", bytes([_MARK]) * 8)[0]
+_MARK_INT = int.from_bytes(bytes([_MARK]) * 4, "little")
+
+
+class SerializedWriter:
+    """Stamp and float64 slots of one message type written into its serialised form.
+
+    Args:
+        prototype: a message with every constant field (names, frame ids, sequence lengths) set;
+            its stamp and slot values do not matter.
+        slots: ``name -> (n, fill)``: ``fill(msg, values)`` puts ``n`` doubles into the message
+            (contiguous in the serialised form, which the constructor checks).
+        stamp: ``msg -> builtin_interfaces/Time`` of the stamp to write, or None.
+
+    Raises:
+        ConfigError: a slot is not ``n`` contiguous doubles, or the self-check failed.
+    """
+
+    def __init__(self, prototype: Any, slots: dict[str, tuple[int, Callable[[Any, Sequence[float]], None]]],
+                 stamp: Callable[[Any], Any] | None = None) -> None:
+        from rclpy.serialization import serialize_message
+
+        self._serialize = serialize_message
+        self._type = type(prototype)
+        self._prototype = prototype
+        self._fills = {name: fill for name, (_, fill) in slots.items()}
+        self._stamp = stamp
+        zero = self._filled({name: np.zeros(n) for name, (n, _) in slots.items()}, 0, 0)
+        self._template = bytearray(serialize_message(zero))
+        self._buffer = bytearray(self._template)
+        self._views: dict[str, np.ndarray] = {}
+        for name, (n, _) in slots.items():
+            values = {k: np.zeros(m) for k, (m, _) in slots.items()}
+            values[name] = np.full(n, _MARK_DOUBLE)
+            offset = self._diff(serialize_message(self._filled(values, 0, 0)), 8 * n, name)
+            self._views[name] = np.frombuffer(self._buffer, dtype="<f8", count=n, offset=offset)
+        self._stamp_offset = None
+        if stamp is not None:
+            marked = self._filled({k: np.zeros(m) for k, (m, _) in slots.items()}, _MARK_INT, _MARK_INT)
+            self._stamp_offset = self._diff(serialize_message(marked), 8, "stamp")
+        self._check({name: n for name, (n, _) in slots.items()})
+
+    def _filled(self, values: dict[str, np.ndarray], sec: int, nanosec: int) -> Any:
+        msg = self._prototype
+        for name, fill in self._fills.items():
+            fill(msg, values[name])
+        if self._stamp is not None:
+            t = self._stamp(msg)
+            t.sec, t.nanosec = int(sec) if sec < 2**31 else int(sec) - 2**32, int(nanosec)
+        return msg
+
+    def _diff(self, marked: bytes, size: int, what: str) -> int:
+        """Offset of the ``size`` marker bytes in ``marked`` (padding bytes are not initialised by
+        the serialiser, so the two serialisations are not compared byte by byte)."""
+        run = bytes([_MARK]) * size
+        first = marked.find(run)
+        if len(marked) != len(self._template) or first < 0 or marked.find(run, first + 1) >= 0:
+            raise ConfigError(f"SerializedWriter({self._type.__name__}): slot {what!r} is not {size} "
+                              "contiguous bytes")
+        return first
+
+    def _check(self, sizes: dict[str, int]) -> None:
+        from rclpy.serialization import deserialize_message
+
+        rng = np.random.default_rng(0)
+        values = {name: rng.normal(size=n) for name, n in sizes.items()}
+        stamp_s = 1234.5678901
+        ours = deserialize_message(self.write(stamp_s, **values), self._type)
+        sec, nanosec = _split(stamp_s)
+        if ours != self._filled(values, sec, nanosec):
+            raise ConfigError(f"SerializedWriter({self._type.__name__}): self-check against rclpy failed")
+
+    def write(self, stamp_s: float | None = None, **values: Any) -> bytes:
+        """The serialised message with ``stamp_s`` [s] and the given slots (other slots keep their
+        last values); publish it with ``Publisher.publish``."""
+        buf = self._buffer
+        if stamp_s is not None and self._stamp_offset is not None:
+            sec, nanosec = _split(stamp_s)
+            struct.pack_into("<iI", buf, self._stamp_offset, sec, nanosec)
+        for name, v in values.items():
+            self._views[name][:] = v
+        return bytes(buf)
+
+
+def _split(stamp_s: float) -> tuple[int, int]:
+    """``(sec, nanosec)`` of a stamp [s], rounded to the nanosecond (as ``seconds_to_time_msg``)."""
+    sec, nanosec = divmod(round(stamp_s * 1e9), 1_000_000_000)
+    return int(sec), int(nanosec)
+
+
+def joint_state_writer(names: Sequence[str], fields: Sequence[str] = ("position", "velocity", "effort"),
+                       frame_id: str = "") -> SerializedWriter:
+    """A :class:`SerializedWriter` of ``sensor_msgs/JointState`` with the given joint names and
+    float64 fields (the others empty); slots named like the fields."""
+    from sensor_msgs.msg import JointState
+
+    msg = JointState()
+    msg.name = list(names)
+    msg.header.frame_id = frame_id
+    n = len(names)
+
+    def setter(field: str):
+        return lambda m, v: setattr(m, field, [float(x) for x in v])
+
+    return SerializedWriter(msg, {f: (n, setter(f)) for f in fields}, stamp=lambda m: m.header.stamp)
+
+
+def wrench_stamped_writer(frame_id: str) -> SerializedWriter:
+    """A :class:`SerializedWriter` of ``geometry_msgs/WrenchStamped``; slot ``wrench`` = force
+    then torque [N, N·m]."""
+    from geometry_msgs.msg import WrenchStamped
+
+    msg = WrenchStamped()
+    msg.header.frame_id = frame_id
+
+    def fill(m, v) -> None:
+        f, t = m.wrench.force, m.wrench.torque
+        f.x, f.y, f.z, t.x, t.y, t.z = (float(x) for x in v)
+
+    return SerializedWriter(msg, {"wrench": (6, fill)}, stamp=lambda m: m.header.stamp)
+
+
+def odometry_writer(frame_id: str, child_frame_id: str) -> SerializedWriter:
+    """``nav_msgs/Odometry``: slots ``pose`` (position then quaternion x, y, z, w), ``twist``
+    (linear then angular, in the child frame), ``pose_covariance``, ``twist_covariance`` (36 each)."""
+    from nav_msgs.msg import Odometry
+
+    msg = Odometry()
+    msg.header.frame_id, msg.child_frame_id = frame_id, child_frame_id
+
+    def pose(m, v) -> None:
+        p, o = m.pose.pose.position, m.pose.pose.orientation
+        p.x, p.y, p.z, o.x, o.y, o.z, o.w = (float(x) for x in v)
+
+    def twist(m, v) -> None:
+        a, b = m.twist.twist.linear, m.twist.twist.angular
+        a.x, a.y, a.z, b.x, b.y, b.z = (float(x) for x in v)
+
+    def covariance(path: str):
+        return lambda m, v: setattr(getattr(m, path), "covariance", [float(x) for x in v])
+
+    return SerializedWriter(msg, {"pose": (7, pose), "twist": (6, twist), "pose_covariance": (36, covariance("pose")),
+                                  "twist_covariance": (36, covariance("twist"))}, stamp=lambda m: m.header.stamp)
+
+
+def imu_writer(frame_id: str) -> SerializedWriter:
+    """``sensor_msgs/Imu`` with an orientation (zero covariances): slots ``orientation``
+    (x, y, z, w), ``angular_velocity`` [rad/s], ``linear_acceleration`` [m/s²]."""
+    from sensor_msgs.msg import Imu
+
+    msg = Imu()
+    msg.header.frame_id = frame_id
+
+    def vector(path: str, names: str):
+        def fill(m, v) -> None:
+            target = getattr(m, path)
+            for name, x in zip(names, v):
+                setattr(target, name, float(x))
+        return fill
+
+    return SerializedWriter(msg, {"orientation": (4, vector("orientation", "xyzw")),
+                                  "angular_velocity": (3, vector("angular_velocity", "xyz")),
+                                  "linear_acceleration": (3, vector("linear_acceleration", "xyz"))},
+                            stamp=lambda m: m.header.stamp)
+
+
+def point_stamped_writer(frame_id: str) -> SerializedWriter:
+    """``geometry_msgs/PointStamped``: slot ``point`` (x, y, z) [m]."""
+    from geometry_msgs.msg import PointStamped
+
+    msg = PointStamped()
+    msg.header.frame_id = frame_id
+
+    def fill(m, v) -> None:
+        m.point.x, m.point.y, m.point.z = (float(x) for x in v)
+
+    return SerializedWriter(msg, {"point": (3, fill)}, stamp=lambda m: m.header.stamp)
