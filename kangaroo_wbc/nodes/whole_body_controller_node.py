@@ -5,7 +5,9 @@ the latest ``estimation/base_odometry`` (pose in ``odom``, twist in ``base_link`
 ``contact/<sole>/wrench`` for the measured contact state. Each sample runs
 :class:`~kangaroo_wbc.control.supervisor.WbcSupervisor` (behaviour → WBC QP → forces, or the safe
 mode) and publishes ``actuators/command`` (JointState, ``effort`` = axial force [N], stamped with the
-state sample), optionally ``actuators/command_array``, ``wbc/timing`` and ``/diagnostics``.
+state sample), ``wbc/ready`` (latched Bool: the start-up handshake), optionally
+``actuators/command_array``, and at ``timing_rate_hz`` ``wbc/timing`` and ``wbc/com_target`` (the
+CoM reference of the tick, ``odom``), and ``/diagnostics``.
 
 Behaviours: parameter ``behaviour`` (``ros2 param set``) or the ``std_srvs/Trigger`` services
 ``wbc/behaviour/<name>``; ``wbc/reset`` leaves a latched safe mode. External references:
@@ -58,7 +60,7 @@ from kangaroo_wbc.ros.conversions import (  # noqa: E402
 )
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for  # noqa: E402
 from kangaroo_wbc.ros.params import parameter  # noqa: E402
-from kangaroo_wbc.ros.serialized import joint_state_writer  # noqa: E402
+from kangaroo_wbc.ros.serialized import joint_state_writer, point_stamped_writer  # noqa: E402
 
 TIMING_LABELS = ("model", "build", "solve", "output", "total", "iterations")
 #: Period [s] of the joint_states watchdog (steady clock).
@@ -274,6 +276,8 @@ class WholeBodyControllerNode(KangarooNode):
         self._pub_arr = (pub(Float64MultiArray, "actuators/command_array", qos.COMMAND)
                          if p.publish_command_array else None)
         self._pub_timing = pub(Float64MultiArray, "wbc/timing", qos.VISUALIZATION)
+        self._pub_com = pub(PointStamped, "wbc/com_target", qos.VISUALIZATION)
+        self._w_com = point_stamped_writer(p.odom_frame)
         self._pub_ready = pub(Bool, "wbc/ready", qos.LATCHED)
         self._publish_ready(False)
         sub = self.create_subscription
@@ -511,6 +515,9 @@ class WholeBodyControllerNode(KangarooNode):
         msg.layout.dim = [MultiArrayDimension(label=label, size=1, stride=1) for label in TIMING_LABELS]
         msg.data = timing
         self._pub_timing.publish(msg)
+        ref = self.component.supervisor.last_references
+        if cmd.mode == "control" and ref is not None and ref.com_position is not None:
+            self._pub_com.publish(self._w_com.write(stamp_s, point=ref.com_position))
 
     # ------------------------------------------------------------------ diagnostics / shutdown
     def diagnostic_statuses(self) -> list:

@@ -202,6 +202,52 @@ def rss_mb(pid: int) -> float | None:
     return None
 
 
+#: CoM tracking is measured from this long after the first CoM target (the controller's default
+#: behaviour_delay_s: the behaviour starts then), as the one-process demo measures it from the start.
+COM_FROM_S = 1.0
+
+
+def _com_rmse(truth: dict, targets: list) -> float | None:
+    """RMS distance [m] between the true CoM (pinocchio on the simulator's ground truth) and the
+    controller's CoM target (``wbc/com_target``, interpolated to the ground truth's stamps), from
+    ``COM_FROM_S`` after the first target; None without pairs."""
+    import pinocchio as pin
+
+    from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
+
+    if not targets or not truth:
+        return None
+    t_target = np.array([t for t, _ in targets])
+    xyz = np.array([p for _, p in targets])
+    clm = load_kangaroo(floating_base=True)
+    m = clm.model
+    data = m.createData()
+    errors = []
+    for stamp_ns, (pose, joints) in sorted(truth.items()):
+        t = stamp_ns * 1e-9
+        if pose is None or joints is None or t < t_target[0] + COM_FROM_S:
+            continue
+        if t > t_target[-1]:
+            continue
+        q = pin.neutral(m)
+        q[:3] = pose.position.x, pose.position.y, pose.position.z
+        o = pose.orientation
+        q[3:7] = o.x, o.y, o.z, o.w
+        for name, value in zip(*joints):
+            if m.existJointName(name):
+                q[m.joints[m.getJointId(name)].idx_q] = value
+        target = [np.interp(t, t_target, xyz[:, k]) for k in range(3)]  # targets come at 50 Hz
+        errors.append(pin.centerOfMass(m, data, q) - target)
+    return round(float(np.sqrt(np.mean(np.sum(np.square(errors), axis=1)))), 6) if errors else None
+
+
+def _median(values: list[float]) -> float | None:
+    """Median of the finite values (a period without samples reports NaN), or None."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return round(float(np.median(v)), 4) if v.size else None
+
+
 def _stamp_of(raw: bytes) -> float:
     """``header.stamp`` [s] of a serialised message that starts with a ``std_msgs/Header`` (CDR:
     4-byte encapsulation, then ``int32 sec``, ``uint32 nanosec``; little or big endian)."""
@@ -244,9 +290,25 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
             st["ready_lost"] = True
         st["ready"] = msg.data
 
+    truth: dict[int, list] = {}  # ground-truth stamp [ns] -> [base odometry, joint state]
+    targets: list[tuple[float, tuple[float, float, float]]] = []  # wbc/com_target (stamp [s], xyz)
+
+    def key(stamp) -> int:
+        return stamp.sec * 1_000_000_000 + stamp.nanosec
+
     def on_odom(msg: Odometry) -> None:
         if st["started"]:
             st["min_height"] = min(st["min_height"], msg.pose.pose.position.z)
+            truth.setdefault(key(msg.header.stamp), [None, None])[0] = msg.pose.pose
+
+    def on_truth_joints(msg: JointState) -> None:
+        if st["started"]:
+            truth.setdefault(key(msg.header.stamp), [None, None])[1] = (list(msg.name), list(msg.position))
+
+    def on_com_target(msg) -> None:
+        if st["started"]:
+            p = msg.point
+            targets.append((msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec, (p.x, p.y, p.z)))
 
     def on_latency(msg: Float64MultiArray) -> None:
         if st["started"]:
@@ -287,6 +349,10 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, qos.DIAGNOSTICS)
     node.create_subscription(Bool, "wbc/ready", on_ready, qos.LATCHED)
     node.create_subscription(Odometry, "sim/ground_truth/base_odometry", on_odom, qos.SENSOR_STATE)
+    node.create_subscription(JointState, "sim/ground_truth/joint_states", on_truth_joints, qos.SENSOR_STATE)
+    from geometry_msgs.msg import PointStamped
+
+    node.create_subscription(PointStamped, "wbc/com_target", on_com_target, qos.VISUALIZATION)
     node.create_subscription(Float64MultiArray, "sim/command_latency", on_latency, qos.VISUALIZATION)
     try:
         t0 = time.monotonic()
@@ -346,6 +412,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
         executor.shutdown()
         node.destroy_node()
         context.try_shutdown()
+    com_rmse = _com_rmse(truth, targets)
     latency = np.asarray(st["latency"])
     fell = bool(st["min_height"] < fall_height_m) if np.isfinite(st["min_height"]) else None
     return {"startup_s": round(startup_s, 2), "duration_s": round(elapsed, 3), "sim_time_s": round(sim_span, 3),
@@ -355,7 +422,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
                                    "p99": round(float(np.percentile(latency, 99)), 3) if latency.size else None,
                                    "samples": int(latency.size)},
             "fell": fell, "min_base_height_m": st["min_height"] if np.isfinite(st["min_height"]) else None,
-            "controller_stayed_ready": not st["ready_lost"],
+            "controller_stayed_ready": not st["ready_lost"], "com_rmse_m": com_rmse,
             "safe_mode_entries": st["safe_entries"], "safe_mode_reasons": st["safe_reasons"],
-            "nodes": {n: {k: round(float(np.median(v)), 4) for k, v in d.items()} for n, d in node_stats.items()},
+            "nodes": {n: {k: _median(v) for k, v in d.items()} for n, d in node_stats.items()},
             **({"periods": periods} if monitor_period_s else {})}
