@@ -61,6 +61,11 @@ _LOG = ("info", "warning", "error", "error")  # Level -> ThrottledLogger level
 EVENT_HOLD_S = 2.0
 
 
+#: Realtime pacing: a loop late by up to this [s] catches up (simulated time keeps to the wall
+#: clock on average); later than that it restarts its schedule (an overrun, in the diagnostics).
+MAX_CATCH_UP_S = 0.02
+
+
 @dataclass
 class SimParams:
     """Parameters of the ``sim`` node (``config/sim.yaml``)."""
@@ -258,12 +263,12 @@ class SimNode(KangarooNode):
                     self._notify(samples)
                 finally:
                     self._log(robot.finish_step())
-                if p.realtime or p.lockstep:  # paced; late by more than a period: start again from now
-                    next_t += period
+                if p.realtime or p.lockstep:  # paced; a late tick is caught up by the next ones,
+                    next_t += period         # later than MAX_CATCH_UP_S the schedule restarts from now
                     now = time.perf_counter()
                     if now < next_t:
                         time.sleep(next_t - now)
-                    elif now - next_t > period:
+                    elif now - next_t > MAX_CATCH_UP_S:
                         stats["overruns"] += 1
                         next_t = now
             self._awaited_s = robot.time
