@@ -109,7 +109,8 @@ def _stop(procs: dict[str, subprocess.Popen], timeout_s: float = 15.0) -> dict[s
 def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: str = "stand",
               sim_mode: str = "lockstep", drop_ratio: float = 0.0, seed: int = 0, show_progress: bool = True,
               startup_timeout_s: float = 120.0, fall_height_m: float = 0.6,
-              wall_timeout_s: float | None = None, monitor_period_s: float | None = None) -> dict:
+              wall_timeout_s: float | None = None, monitor_period_s: float | None = None,
+              start_delays_s: dict[str, float] | None = None) -> dict:
     """Run the graph for ``duration_s`` once the controller is ready; returns the results dict.
 
     Args:
@@ -122,6 +123,8 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
             (default: 60 × ``duration_s`` + 30).
         monitor_period_s: every this many wall seconds record each process' resident memory
             and the command latency of the period (``periods`` in the result; the soak).
+        start_delays_s: separate processes: start these executables this many seconds after the
+            others (start-order tests: nothing may move the robot before the graph is ready).
 
     Raises:
         GraphStartError: a process died or the controller was not ready within ``startup_timeout_s``
@@ -140,13 +143,19 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
     log_dir = Path(tempfile.mkdtemp(prefix=f"kangaroo_wbc_demo_{processes}_"))
     params_file = log_dir / "params.yaml"
     params_file.write_text(yaml.safe_dump(_params(behaviour, lockstep, drop_ratio, seed), sort_keys=False))
+    delays = dict(start_delays_s or {})
+    unknown = sorted(set(delays) - set(EXECUTABLES))
+    if unknown or (delays and processes != "separate"):
+        raise ValueError(f"start_delays_s: separate processes only, names among {EXECUTABLES}; got {unknown or delays}")
     if processes == "separate":
-        procs = {n: _start(n, [n], params_file, log_dir) for n in EXECUTABLES}
+        procs = {n: _start(n, [n], params_file, log_dir) for n in EXECUTABLES if not delays.get(n)}
     else:
         procs = {"composed": _start("composed", ["composed", "--backend", "sim"], params_file, log_dir)}
+    late = sorted((d, n) for n, d in delays.items() if d)
     try:
         result = _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s,
-                          show_progress, log_dir, monitor_period_s)
+                          show_progress, log_dir, monitor_period_s,
+                          late=[(d, n, lambda n=n: _start(n, [n], params_file, log_dir)) for d, n in late])
     finally:
         exit_codes = _stop(procs)
     return {"processes": processes, "sim_mode": sim_mode, "behaviour": behaviour, "drop_ratio": drop_ratio,
@@ -259,7 +268,7 @@ def _stamp_of(raw: bytes) -> float:
 
 
 def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s, show_progress,
-             log_dir, monitor_period_s=None) -> dict:
+             log_dir, monitor_period_s=None, late=()) -> dict:
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import WrenchStamped
@@ -297,6 +306,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
         return stamp.sec * 1_000_000_000 + stamp.nanosec
 
     def on_odom(msg: Odometry) -> None:
+        st["min_height_any"] = min(st.get("min_height_any", float("inf")), msg.pose.pose.position.z)
         if st["started"]:
             st["min_height"] = min(st["min_height"], msg.pose.pose.position.z)
             truth.setdefault(key(msg.header.stamp), [None, None])[0] = msg.pose.pose
@@ -356,8 +366,12 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     node.create_subscription(Float64MultiArray, "sim/command_latency", on_latency, qos.VISUALIZATION)
     try:
         t0 = time.monotonic()
+        pending = list(late)  # (delay [s], name, start) of the processes started late
         while not st["ready"]:
             executor.spin_once(timeout_sec=0.05)
+            while pending and time.monotonic() - t0 >= pending[0][0]:
+                _, name, start = pending.pop(0)
+                procs[name] = start()
             dead = {n: p.returncode for n, p in procs.items() if p.poll() is not None}
             if dead:
                 raise GraphStartError(f"node process(es) exited during start-up {dead}; logs in {log_dir}")
@@ -366,6 +380,8 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
                 raise GraphStartError(f"the controller was not ready (wbc/ready) within {startup_timeout_s:g} s "
                                       f"(messages seen: {seen}); logs in {log_dir}")
         startup_s = time.monotonic() - t0
+        for _, name, start in pending:  # ready without them (the wrench estimator is optional)
+            procs[name] = start()
         for t in WATCHED:
             counts[t], stamps[t] = 0, []
         st["started"] = True
@@ -400,6 +416,8 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
                 sys.stderr.write(f"\rdemo ({sim_mode}) {done:4.1f}/{duration_s:.1f} s")
                 last_print = now
         elapsed, sim_span = time.monotonic() - start, sim_elapsed()
+        if monitor_period_s and time.monotonic() - last_monitor > 0.5 * monitor_period_s:
+            monitor(time.monotonic())  # the last (at least half) period
         rates_sim = {t: round((c - 1) / (s[1] - s[0]), 1) if len(s) == 2 and s[1] > s[0] else 0.0
                      for (t, c), s in zip(counts.items(), stamps.values())}
         rates_wall = {t: round(c / elapsed, 1) for t, c in counts.items()}
@@ -423,6 +441,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
                                    "samples": int(latency.size)},
             "fell": fell, "min_base_height_m": st["min_height"] if np.isfinite(st["min_height"]) else None,
             "controller_stayed_ready": not st["ready_lost"], "com_rmse_m": com_rmse,
+            "min_base_height_whole_run_m": st.get("min_height_any"),
             "safe_mode_entries": st["safe_entries"], "safe_mode_reasons": st["safe_reasons"],
             "nodes": {n: {k: _median(v) for k, v in d.items()} for n, d in node_stats.items()},
             **({"periods": periods} if monitor_period_s else {})}

@@ -117,3 +117,19 @@ def test_node_processes_die_with_a_killed_runner(isolated_domain):
     while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [pid for pid in children if _alive(pid)], "node processes outlived their runner"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("late", ["sim", "state_estimator", "whole_body_controller"])
+def test_any_start_order_boots_on_the_crane_and_stands(isolated_domain, late):
+    """A node started 4 s after the others (the simulator, the estimator or the controller): the
+    robot hangs still on the crane until the controller is ready, then stands; it never drops below
+    the standing height before or after the release."""
+    from kangaroo_wbc.pipeline.processes import run_graph
+
+    summary = run_graph(processes="separate", duration_s=2.0, sim_mode="realtime", show_progress=False,
+                        start_delays_s={late: 4.0})
+    _assert_clean_exits(summary)
+    _assert_stands(summary)
+    assert summary["startup_s"] >= 4.0, summary  # ready only once the late node was up
+    assert summary["min_base_height_whole_run_m"] > STANDING_BASE_HEIGHT_M - 0.02, summary
