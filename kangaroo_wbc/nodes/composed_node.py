@@ -49,6 +49,9 @@ BACKENDS = ("sim", "hardware")
 #: GIL switch interval [s]: the simulator's loop gets the interpreter back soon after MuJoCo's
 #: step instead of waiting up to Python's default 5 ms for the chain thread to yield.
 SWITCH_INTERVAL_S = 2e-4
+#: The hosted nodes' clocks other than the controller's (diagnostics, timers) follow the samples'
+#: stamps every this many ticks; the controller's every tick.
+CLOCK_DECIMATION = 10
 
 
 class ComposedChain(KangarooNode):
@@ -74,7 +77,8 @@ class ComposedChain(KangarooNode):
         if sim is not None:
             from rclpy.parameter import Parameter
 
-            for node in (sim, estimator, wrench, controller, self):  # simulated time, set in-process
+            self._ticks_since_clocks = CLOCK_DECIMATION
+            for node in (controller, sim, estimator, wrench, self):  # simulated time, set in-process
                 if node.get_parameter("use_sim_time").value:
                     node.set_parameters([Parameter("use_sim_time", Parameter.Type.BOOL, False)])
                 clock = node.get_clock()
@@ -93,8 +97,12 @@ class ComposedChain(KangarooNode):
     def _on_sample(self, act: ActuatorSample, enc: EncoderSample, imu: ImuSample) -> None:
         """Simulator loop thread, while MuJoCo steps: the whole chain on this sample."""
         now = Time(nanoseconds=round(act.stamp_s * 1e9), clock_type=ClockType.ROS_TIME)
-        for clock in self._clocks:
-            clock.set_ros_time_override(now)
+        self._clocks[0].set_ros_time_override(now)  # the controller's: read every tick
+        self._ticks_since_clocks += 1
+        if self._ticks_since_clocks >= CLOCK_DECIMATION:  # the others stamp diagnostics and timers
+            self._ticks_since_clocks = 0
+            for clock in self._clocks[1:]:
+                clock.set_ros_time_override(now)
         sample = ActuatorSample(self._act(act.position), self._act(act.velocity),
                                 None if act.effort is None else self._act(act.effort), act.stamp_s)
         component = self.estimator.component

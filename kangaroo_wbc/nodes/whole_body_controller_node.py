@@ -26,6 +26,7 @@ the next good state.
 from __future__ import annotations
 
 import os
+import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small matrices: BLAS threads only add latency
 
@@ -266,7 +267,7 @@ class WholeBodyControllerNode(KangarooNode):
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._msg_cmd = JointState()
         self._w_cmd = joint_state_writer(clm.actuated_joint_names, ("effort",))  # preserialised
-        self._last_state: float | None = None  # steady time [s] of the latest state
+        self._last_state: float | None = None  # time.monotonic() [s] of the latest state
         self._ready: bool | None = None
         self._next_timing = -float("inf")  # stamp [s] from which the next wbc/timing goes out
         #: composed deployment: called with every command (:class:`ActuatorCommand`)
@@ -465,14 +466,14 @@ class WholeBodyControllerNode(KangarooNode):
         state) and publish the command. ``prepared``: the model was already updated at ``(q, v)``
         (:meth:`WholeBodyControl.prepare`, composed deployment). Returns the command."""
         now = self._now_s()
-        self._last_state = self._steady.now().nanoseconds * 1e-9
+        self._last_state = time.monotonic()
         age = now - stamp_s if stamp_s == stamp_s else float("inf")
         if not prepared and age != float("inf"):
             self.component.prepare(q, v)
         cmd = self.component.step(now, q, v, age)
         self.tick_count += 1
-        if stamp is None:
-            stamp = seconds_to_time_msg(stamp_s if stamp_s == stamp_s else now)
+        if stamp is None and stamp_s != stamp_s:  # no state of a known time: the node's clock
+            stamp = seconds_to_time_msg(now)
         self._publish(cmd, stamp, stamp_s)
         return cmd
 
@@ -480,7 +481,7 @@ class WholeBodyControllerNode(KangarooNode):
         """Safe mode while no state arrives for longer than ``state_timeout_s`` (steady clock)."""
         if self._last_state is None:
             return
-        silent = self._steady.now().nanoseconds * 1e-9 - self._last_state
+        silent = time.monotonic() - self._last_state
         if silent > self.params.state_timeout_s:
             self.component.stale(silent)
             self._after()
