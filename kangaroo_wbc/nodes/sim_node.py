@@ -165,7 +165,10 @@ class SimNode(KangarooNode):
         self.create_timer(1.0, self._publish_latency, clock=steady)
         self._running = True
         self._thread = threading.Thread(target=self._loop, name="sim_loop", daemon=True)
-        self._thread.start()
+        # composed: the loop starts with the first sample listener (add_sample_listener), so the
+        # hosted estimator sees the boot from t = 0, as in the one-process loop
+        if not chained:
+            self._thread.start()
         self.get_logger().info(
             f"sim: {sim.n_actuators} actuators, {len(sim.joint_names)} joints, {p.rate_hz:g} Hz ({self._mode()}), "
             f"on the crane until wbc/ready (+{p.release_delay_s:g} s), controller {p.controller}")
@@ -194,6 +197,8 @@ class SimNode(KangarooNode):
         lockstep once ready: before waiting for the answer); a command it submits drives the step
         after (composed deployment)."""
         self._listeners.append(fn)
+        if not self._thread.is_alive() and self._running:
+            self._thread.start()
 
     def submit_command(self, cmd: ActuatorCommand, receive_wall_s: float | None = None) -> None:
         """A command in ``actuator_names`` order: the same path as a message on ``actuators/command``."""
