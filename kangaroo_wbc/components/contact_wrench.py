@@ -60,6 +60,7 @@ class ContactWrenchEstimation(Component):
         self._q, self._v = clm.q_ref.copy(), np.zeros(clm.model.nv)
         self._state_stamp: float | None = None
         self._state_source = STATE
+        self._released = False
         self.stats = dict.fromkeys(("ticks", "rejected", "stale", "out_of_order", "waiting"), 0)
         self._reported = dict(self.stats)
         self.last_error = ""
@@ -96,6 +97,14 @@ class ContactWrenchEstimation(Component):
     def reset_filter(self) -> None:
         """Restart the filter (after a gap, or when the robot leaves the crane)."""
         self.estimator.reset_filter()
+
+    def set_released(self, released: bool) -> None:
+        """The start-up handshake (``wbc/ready``): when the crane lets go the filter restarts, since
+        the wrenches estimated while hanging were not ground reactions (the crane carried part of
+        the weight)."""
+        if released and not self._released:
+            self.estimator.reset_filter()
+        self._released = bool(released)
 
     def step(self, sample: ActuatorSample, projected=None) -> ContactWrenchEstimate | None:
         """One torque sample (``clm.actuated_joint_names`` order, ``effort`` = motor torque [N·m]):

@@ -15,6 +15,11 @@ Per ``actuators/state`` sample (:meth:`StateEstimation.step`):
 4. **Estimation** once calibrated: the passive-state estimator (eq. (35)-(40)) and, with a fresh
    IMU sample, the floating-base estimator (IMU + leg odometry, contacts from the soles' normal
    forces with hysteresis; every sole in contact while no fresh force arrives).
+5. **On the crane.** By the start-up contract the robot hangs still until the controller is ready
+   (``wbc/ready``): until :meth:`StateEstimation.set_released` says otherwise after a
+   (re)calibration, the floating base takes zero-velocity updates instead of leg odometry (the
+   soles carry no weight yet) and estimates the gyro bias; its anchors are taken when the robot
+   is released. Without the handshake (``held_until_ready`` False) the robot is taken as standing.
 
 Nothing non-finite leaves :meth:`StateEstimation.step`; the ROS node and the composed loop publish
 what it returns.
@@ -78,6 +83,7 @@ class StateEstimationConfig:
     input_timeout_s: float = 0.5  # no actuators/state for this long (steady clock): ERROR [s]
     clock_restart_samples: int = 10
     closure_error_warn: float = 1e-3
+    held_until_ready: bool = True  # the robot hangs on the crane until set_released(True)
 
     def __post_init__(self) -> None:
         self.calibration = self.calibration or CalibrationConfig()
@@ -147,6 +153,7 @@ class StateEstimation(Component):
         self._restart = self._calibration_error = self._encoder_fault = ""
         self._encoder_events = ["", ""]  # last rejected sample, last persistent fault
         self._estimate = StateEstimate(np.zeros(m.nq), np.zeros(m.nv), 0.0, False, 0.0, 0.0)
+        self.held = cfg.held_until_ready  # the base hangs still on the crane (zero-velocity updates)
 
     # ------------------------------------------------------------------ side inputs
     def reject(self, topic: str, exc: Exception | str) -> None:
@@ -165,6 +172,13 @@ class StateEstimation(Component):
                 and np.isfinite(sample.linear_acceleration).all()):
             return self.reject("imu/data", "non-finite values")
         self._imu = sample
+
+    def set_released(self, released: bool) -> None:
+        """The start-up handshake: True once the controller is ready (the crane lets go then). The
+        robot counts as held again after a recalibration until the next True."""
+        if released and self.held:
+            self.held = False
+            self.event(Level.OK, "released", "released from the crane: leg odometry from now on")
 
     def on_sole_force(self, index: int, normal_force_n: float, stamp_s: float) -> None:
         """Normal force [N] of sole ``index`` (ground on sole, sole frame) at ``stamp_s``."""
@@ -257,6 +271,7 @@ class StateEstimation(Component):
         if self._encoder_fault or self._restart:
             self.event(Level.OK, "recalibrated", f"recalibrated after: {self._encoder_fault or self._restart}")
         self.calibration = self.new_calibration = res
+        self.held = self.config.held_until_ready  # a (re)calibrated robot hangs until ready
         self._calibration_error = self._encoder_fault = self._restart = ""
         self.passive.reset(res.q)
         self.base.initialized = False
@@ -288,7 +303,7 @@ class StateEstimation(Component):
                 if not base.initialized:
                     base.reset(q, imu.orientation_xyzw, contact)
                 base.update(q, passive.v, imu.orientation_xyzw, imu.angular_velocity, imu.linear_acceleration,
-                            contact, dt)
+                            contact, dt, held=self.held)
                 passive.set_base_state(base.q_base, base.v_base)
         except (EstimationError, InputError) as exc:
             self.reject("estimation", exc)

@@ -106,6 +106,9 @@ class ComposedChain(KangarooNode):
         sample = ActuatorSample(self._act(act.position), self._act(act.velocity),
                                 None if act.effort is None else self._act(act.effort), act.stamp_s)
         component = self.estimator.component
+        ready = self.controller.component.ready  # the wbc/ready handshake, in-process
+        component.set_released(ready)
+        self.wrench.component.set_released(ready)
         component.on_encoders(EncoderSample(self._enc(enc.position), enc.stamp_s))
         if imu is not None:
             component.on_imu(imu)

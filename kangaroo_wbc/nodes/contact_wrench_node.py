@@ -17,6 +17,7 @@ import numpy as np
 from geometry_msgs.msg import PointStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
 from visualization_msgs.msg import Marker, MarkerArray
 
 from kangaroo_wbc.components.contact_wrench import ContactWrenchEstimation, ContactWrenchSettings
@@ -120,6 +121,7 @@ class ContactWrenchNode(KangarooNode):
             sub(JointState, "actuators/state", self._on_actuators, qos.SENSOR_LATEST)
             sub(JointState, "joint_states", self._on_joints, qos.SENSOR_LATEST)
             sub(Odometry, "estimation/base_odometry", self._on_odometry, qos.SENSOR_LATEST)
+            sub(Bool, "wbc/ready", lambda msg: self.component.set_released(msg.data), qos.LATCHED)
         self.get_logger().info(f"contact_wrench_estimator: soles {p.sole_frames}, leads [m] "
                                f"{np.array2string(transmission.screw_lead_m, precision=3)}")
 

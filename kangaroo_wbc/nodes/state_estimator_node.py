@@ -17,6 +17,7 @@ import numpy as np
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import Bool
 
 from kangaroo_wbc.components.samples import ActuatorSample, EncoderSample, ImuSample
 from kangaroo_wbc.components.state_estimation import (
@@ -166,6 +167,10 @@ class StateEstimatorParams:
     tf_rate_hz: float = parameter(
         100.0, "Largest rate of TF odom -> base_link [Hz] (stamp-based; the odometry keeps the sample rate)",
         bounds=(1.0, 10000.0))
+    held_until_ready: bool = parameter(
+        True, "The robot hangs on the crane (zero-velocity updates of the base) after each "
+        "calibration until wbc/ready is true (the start-up handshake); false: always standing",
+        read_only=True)
     closure_error_warn: float = parameter(
         1e-3, "Closure error reported as WARN above this [m, rad]", bounds=(0.0, None)
     )
@@ -200,7 +205,7 @@ def component_config(p: StateEstimatorParams) -> StateEstimationConfig:
         contact_force_off_n=p.contact_force_off_n, contact_timeout_s=p.contact_timeout_s,
         max_input_age_s=p.max_input_age_s, imu_error_after_s=p.imu_error_after_s,
         input_timeout_s=p.input_timeout_s, clock_restart_samples=p.clock_restart_samples,
-        closure_error_warn=p.closure_error_warn)
+        closure_error_warn=p.closure_error_warn, held_until_ready=p.held_until_ready)
 
 
 class StateEstimatorNode(KangarooNode):
@@ -252,6 +257,7 @@ class StateEstimatorNode(KangarooNode):
             for i, sole in enumerate(p.sole_frames):
                 sub(WrenchStamped, f"contact/{sole}/wrench", lambda msg, i=i: self._on_wrench(i, msg),
                     qos.SENSOR_LATEST)
+            sub(Bool, "wbc/ready", lambda msg: self.component.set_released(msg.data), qos.LATCHED)
         self.get_logger().info(
             f"state_estimator: {clm.n_a} actuators, {len(clm.joint_names)} joints, "
             f"{len(clm.absolute_encoders)} passive encoders; calibrating over {p.calibration_samples} samples")

@@ -218,6 +218,8 @@ class ClosedLoopRun:
         t0 = time.perf_counter()
         sample = ActuatorSample(self._act(act.position), self._act(act.velocity), self._act(act.effort), act.stamp_s)
         est_c = self.estimation
+        est_c.set_released(self.control.ready)  # the wbc/ready handshake: the crane lets go then
+        self.wrench.set_released(self.control.ready)
         est_c.on_encoders(EncoderSample(self._enc(enc.position), enc.stamp_s))
         if imu is not None:
             est_c.on_imu(imu)

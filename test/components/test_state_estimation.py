@@ -150,6 +150,7 @@ def test_sole_forces_switch_the_contacts_with_hysteresis(robot):
     s = Stream(robot, c)
     for _ in range(N_CAL + 2):
         s.tick()
+    c.set_released(True)  # on the crane no sole counts as a contact
     c.on_sole_force(0, 400.0, s.t)
     c.on_sole_force(1, 10.0, s.t)  # below the off threshold: the right sole leaves contact
     s.tick()
@@ -160,3 +161,28 @@ def test_sole_forces_switch_the_contacts_with_hysteresis(robot):
     c.on_sole_force(1, 100.0, s.t)
     s.tick()
     assert c.base.contact.tolist() == [True, True]
+
+
+def test_hanging_on_the_crane_keeps_the_base_until_released(robot):
+    """Until the handshake says the robot is released, moving legs do not move the estimated base
+    (zero-velocity updates: the soles carry no weight); afterwards leg odometry does."""
+    clm = robot[0]
+
+    def base_travel(released: bool) -> float:
+        c = _component(robot)
+        s = Stream(robot, c)
+        for _ in range(N_CAL + 5):
+            s.tick()
+        assert c.held
+        if released:
+            c.set_released(True)
+            assert not c.held and any(e.key == "released" for e in c.drain_events())
+        start = s.tick().q[:3].copy()
+        delta = np.zeros(clm.n_a)
+        for k in range(100):  # one actuator at 0.05 m/s for 0.1 s: the legs move under the base
+            delta[0] = 5e-5 * k
+            est = s.tick(position_delta=delta)
+        return float(np.linalg.norm(est.q[:3] - start))
+
+    assert base_travel(released=False) < 1e-4
+    assert base_travel(released=True) > 5e-4
