@@ -22,10 +22,15 @@ import numpy as np
 
 from kangaroo_wbc.errors import ConfigError
 
-#: A byte pattern no zeroed field contains: the marker of a slot's doubles and of the stamp.
-_MARK = 0x11
-_MARK_DOUBLE = struct.unpack("<d", bytes([_MARK]) * 8)[0]
-_MARK_INT = int.from_bytes(bytes([_MARK]) * 4, "little")
+#: Stamp marker: ``sec`` and ``nanosec`` whose 8 bytes no zeroed message contains.
+_MARK_SEC, _MARK_NANOSEC = 0x11223344, 0x33445566
+
+
+def _marker(n: int) -> np.ndarray:
+    """``n`` doubles whose bytes form an aperiodic pattern (element ``k`` carries ``k``): found at
+    one offset only, whatever the uninitialised padding around it holds."""
+    raw = b"".join(bytes([0x11, 0x22, 0x33, 0x44, k & 0xFF, (k >> 8) & 0xFF, 0x5A, 0x3F]) for k in range(n))
+    return np.frombuffer(raw, dtype="<f8").copy()
 
 
 class SerializedWriter:
@@ -57,13 +62,14 @@ class SerializedWriter:
         self._views: dict[str, np.ndarray] = {}
         for name, (n, _) in slots.items():
             values = {k: np.zeros(m) for k, (m, _) in slots.items()}
-            values[name] = np.full(n, _MARK_DOUBLE)
-            offset = self._diff(serialize_message(self._filled(values, 0, 0)), 8 * n, name)
+            values[name] = _marker(n)
+            offset = self._find(serialize_message(self._filled(values, 0, 0)), values[name].tobytes(), name)
             self._views[name] = np.frombuffer(self._buffer, dtype="<f8", count=n, offset=offset)
         self._stamp_offset = None
         if stamp is not None:
-            marked = self._filled({k: np.zeros(m) for k, (m, _) in slots.items()}, _MARK_INT, _MARK_INT)
-            self._stamp_offset = self._diff(serialize_message(marked), 8, "stamp")
+            marked = self._filled({k: np.zeros(m) for k, (m, _) in slots.items()}, _MARK_SEC, _MARK_NANOSEC)
+            pattern = struct.pack("<iI", _MARK_SEC, _MARK_NANOSEC)
+            self._stamp_offset = self._find(serialize_message(marked), pattern, "stamp")
         self._check({name: n for name, (n, _) in slots.items()})
 
     def _filled(self, values: dict[str, np.ndarray], sec: int, nanosec: int) -> Any:
@@ -75,14 +81,12 @@ class SerializedWriter:
             t.sec, t.nanosec = int(sec) if sec < 2**31 else int(sec) - 2**32, int(nanosec)
         return msg
 
-    def _diff(self, marked: bytes, size: int, what: str) -> int:
-        """Offset of the ``size`` marker bytes in ``marked`` (padding bytes are not initialised by
-        the serialiser, so the two serialisations are not compared byte by byte)."""
-        run = bytes([_MARK]) * size
-        first = marked.find(run)
-        if len(marked) != len(self._template) or first < 0 or marked.find(run, first + 1) >= 0:
-            raise ConfigError(f"SerializedWriter({self._type.__name__}): slot {what!r} is not {size} "
-                              "contiguous bytes")
+    def _find(self, marked: bytes, pattern: bytes, what: str) -> int:
+        """Offset of ``pattern`` (a slot's marker bytes) in ``marked``; it must occur once."""
+        first = marked.find(pattern)
+        if len(marked) != len(self._template) or first < 0 or marked.find(pattern, first + 1) >= 0:
+            raise ConfigError(f"SerializedWriter({self._type.__name__}): slot {what!r} is not "
+                              f"{len(pattern)} contiguous bytes")
         return first
 
     def _check(self, sizes: dict[str, int]) -> None:

@@ -68,3 +68,13 @@ def test_a_slot_that_is_not_contiguous_doubles_is_refused():
 
     with pytest.raises(ConfigError, match="contiguous"):
         SerializedWriter(msg, {"both": (2, fill)}, stamp=lambda m: m.header.stamp)
+
+
+def test_construction_does_not_depend_on_the_serialiser_s_uninitialised_padding():
+    """rclpy leaves padding bytes uninitialised: whatever they hold, every slot is found once and
+    the self-check passes (construction repeated, 76-joint and 12-joint messages)."""
+    names = [f"joint_{i}" for i in range(76)]
+    for _ in range(100):
+        joint_state_writer(names, ("position", "velocity"))
+        joint_state_writer(names[:12])
+        odometry_writer("odom", "base_link")
