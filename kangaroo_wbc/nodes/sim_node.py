@@ -102,7 +102,7 @@ class SimParams:
     pd_kd_n_s_per_m: float = parameter(_D.pd_kd_n_s_per_m, "Damping of the in-process PD [N·s/m]",
                                        bounds=(0.0, 2000.0))
     publish_ground_truth: bool = parameter(True, "Publish sim/ground_truth/* (to subscribed topics only)")
-    ground_truth_decimation: int = parameter(1, "Publish the ground truth every N ticks", bounds=(1, 1000))
+    ground_truth_decimation: int = parameter(10, "Publish the ground truth every N ticks", bounds=(1, 1000))
     tf_rate_hz: float = parameter(100.0, "Rate of TF odom → ground_truth/base_link [Hz] (0: off)",
                                   bounds=(0.0, 1000.0), read_only=True)
 

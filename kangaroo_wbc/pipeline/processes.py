@@ -258,13 +258,9 @@ def _median(values: list[float]) -> float | None:
 
 
 def _stamp_of(raw: bytes) -> float:
-    """``header.stamp`` [s] of a serialised message that starts with a ``std_msgs/Header`` (CDR:
-    4-byte encapsulation, then ``int32 sec``, ``uint32 nanosec``; little or big endian)."""
-    import struct
+    from kangaroo_wbc.ros.serialized import stamp_of_serialized
 
-    order = "<" if raw[1] == 1 else ">"
-    sec, nanosec = struct.unpack_from(order + "iI", raw, 4)
-    return sec + 1e-9 * nanosec
+    return stamp_of_serialized(raw)
 
 
 def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s, show_progress,

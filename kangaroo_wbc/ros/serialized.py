@@ -112,6 +112,15 @@ class SerializedWriter:
         return bytes(buf)
 
 
+def stamp_of_serialized(raw: bytes) -> float:
+    """``header.stamp`` [s] of a serialised message that starts with a ``std_msgs/Header`` (CDR:
+    4-byte encapsulation, then ``int32 sec``, ``uint32 nanosec``, in the encapsulation's byte
+    order): a subscriber can skip a sample without deserialising it."""
+    order = "<" if raw[1] == 1 else ">"
+    sec, nanosec = struct.unpack_from(order + "iI", raw, 4)
+    return sec + 1e-9 * nanosec
+
+
 def _split(stamp_s: float) -> tuple[int, int]:
     """``(sec, nanosec)`` of a stamp [s], rounded to the nanosecond (as ``seconds_to_time_msg``)."""
     sec, nanosec = divmod(round(stamp_s * 1e9), 1_000_000_000)

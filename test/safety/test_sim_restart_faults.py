@@ -49,7 +49,8 @@ POSITION_TOL_M = (
 
 def _sim(h, seed: int):
     return h.start_node(
-        "sim", params={"lockstep": True, "seed": seed, "sensor_noise": False, "tf_rate_hz": 0.0}
+        "sim", params={"lockstep": True, "seed": seed, "sensor_noise": False, "tf_rate_hz": 0.0,
+                     "ground_truth_decimation": 1}
     )
 
 
