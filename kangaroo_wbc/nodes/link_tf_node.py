@@ -21,6 +21,7 @@ import numpy as np
 import pinocchio as pin
 from builtin_interfaces.msg import Time
 from rclpy.serialization import deserialize_message
+from rclpy.time import Time as RosTime
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
@@ -93,6 +94,15 @@ class LinkTfNode(KangarooNode):
         static = [pair for pair, f in zip(pairs, fixed, strict=True) if f]
         if self._pub_static is not None:
             self._pub_static(self._transforms(static, self.get_clock().now().to_msg()))
+        # its clock follows the stamps it receives: no /clock subscription at 1 kHz with sim time
+        if self.get_parameter("use_sim_time").value:
+            from rclpy.parameter import Parameter
+
+            self.set_parameters([Parameter("use_sim_time", Parameter.Type.BOOL, False)])
+            self.get_clock()._set_ros_time_is_active(True)  # rclpy's TimeSource does the same
+            self._follow_stamps = True
+        else:
+            self._follow_stamps = False
         # serialised: a 1 kHz stream costs only the stamp's 8 bytes until a transform is due
         self.create_subscription(JointState, "joint_states", self._on_joint_states, qos.SENSOR_LATEST, raw=True)
         self.get_logger().info(f"link_tf: {len(self._moving)} moving and {len(static)} fixed "
@@ -138,6 +148,8 @@ class LinkTfNode(KangarooNode):
             self.throttled.warning("joint_states", f"joint_states sample skipped: {exc}")
             return
         self._last_s = t
+        if self._follow_stamps:
+            self.get_clock().set_ros_time_override(RosTime.from_msg(msg.header.stamp))
         self._q[self._idx_q] = position
         self._tf.sendTransform(self._transforms(self._moving, msg.header.stamp))
         self._published += 1

@@ -49,6 +49,7 @@ from rclpy.serialization import deserialize_message  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from kangaroo_wbc.ros import qos  # noqa: E402
+from kangaroo_wbc.ros.serialized import stamp_of_serialized  # noqa: E402
 
 PACKAGE = "kangaroo_wbc"
 #: Longest wait [s, wall] from the launch to the first actuators/command (imports, calibration).
@@ -59,8 +60,9 @@ OBSERVE_S = 10.0
 HEIGHT_TOLERANCE_M = 0.02
 #: Smallest rate [Hz, wall clock] of actuators/command over the window.
 MIN_COMMAND_RATE_HZ = 950.0
-#: Every N-th odometry sample is deserialised (the streams run at 1 kHz).
-ODOMETRY_DECIMATION = 10
+#: An odometry sample is deserialised when its stamp is this much [s] after the last one kept (the
+#: estimate comes at 1 kHz, the simulator's ground truth at 100 Hz by default).
+ODOMETRY_PERIOD_S = 0.01
 #: Every N-th command's stamp is read (for the report: simulated time against wall time).
 COMMAND_STAMP_DECIMATION = 100
 
@@ -100,7 +102,7 @@ class Observer:
         self.heights: dict[str, list[tuple[float, float]]] = {"estimated": [], "true": []}
         self.ok_nodes: set[str] = set()
         self.last_levels: dict[str, dict[str, int]] = {}
-        self._counts = {"estimated": 0, "true": 0}
+        self._counts = {"estimated": -1.0, "true": -1.0}  # stamp [s] of the last sample kept
         sub = self.node.create_subscription
         sub(JointState, "/actuators/command", self._on_command, qos.SENSOR_BEST_EFFORT, raw=True)
         sub(Odometry, "/estimation/base_odometry", lambda m: self._on_odometry("estimated", m),
@@ -129,9 +131,10 @@ class Observer:
             self.command_stamps.append((now, stamp.sec + 1e-9 * stamp.nanosec))
 
     def _on_odometry(self, which: str, raw: bytes) -> None:
-        self._counts[which] += 1
-        if self._counts[which] % ODOMETRY_DECIMATION:
+        stamp = stamp_of_serialized(raw)
+        if stamp < self._counts[which] + ODOMETRY_PERIOD_S - 1e-6:
             return
+        self._counts[which] = stamp
         z = deserialize_message(raw, Odometry).pose.pose.position.z
         with self.lock:
             self.heights[which].append((time.monotonic(), z))
