@@ -92,7 +92,10 @@ def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int) -> dic
 
 
 def _stop(procs: dict[str, subprocess.Popen], timeout_s: float = 15.0) -> dict[str, int | None]:
-    for p in procs.values():
+    # the simulator first, whatever order the processes were started in (a late-started simulator
+    # interrupted after the nodes it serves has been seen not to exit)
+    for name in sorted(procs, key=lambda n: n != "sim"):
+        p = procs[name]
         if p.poll() is None:
             p.send_signal(signal.SIGINT)
     codes: dict[str, int | None] = {}
