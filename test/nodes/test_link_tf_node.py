@@ -22,7 +22,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from kangaroo_wbc.nodes.link_tf_node import urdf_joints  # noqa: E402
+from kangaroo_wbc.model.link_poses import urdf_joints  # noqa: E402
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.conversions import seconds_to_time_msg  # noqa: E402
 from kangaroo_wbc.sim.kangaroo import kangaroo_files  # noqa: E402

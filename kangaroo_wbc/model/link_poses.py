@@ -1,0 +1,108 @@
+"""Pose of every URDF link in its parent link: what ``/tf`` and ``/tf_static`` carry.
+
+robot_state_publisher's contract, computed with pinocchio: for every URDF joint, the transform of
+its child link in its parent link. Fixed joints give constant transforms (``/tf_static``), the
+others depend on the joint positions (``/tf``). The poses come from pinocchio's forward kinematics
+of the spanning tree with a fixed base, which is the URDF's own tree:
+
+.. math:: {}^{p}T_{c} = ({}^{0}T_{p})^{-1}\\,{}^{0}T_{c}
+
+Used by the ``link_tf`` node (live, from ``joint_states``) and by the bag writer (recorded runs).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from kangaroo_wbc.errors import ConfigError, InputError
+
+
+def urdf_joints(urdf_text: str) -> list[tuple[str, str, str, str]]:
+    """``(joint, type, parent link, child link)`` of every joint of a URDF document."""
+    return [(j.get("name"), j.get("type"), j.find("parent").get("link"), j.find("child").get("link"))
+            for j in ET.fromstring(urdf_text).iter("joint")]
+
+
+@dataclass(frozen=True)
+class LinkTransform:
+    """Pose of ``child`` in ``parent``: translation [m] and unit quaternion (x, y, z, w)."""
+
+    parent: str
+    child: str
+    translation: np.ndarray
+    quaternion_xyzw: np.ndarray
+
+
+class LinkPoses:
+    """Link-in-parent transforms of a URDF from joint positions.
+
+    Args:
+        urdf_text: the URDF document (its joints define the parent/child pairs).
+        model: a fixed-base pinocchio model of the same URDF (every link a body frame).
+        joint_names: the order of the positions given to :meth:`moving` (1-DOF joints, ``nq`` 1).
+
+    Raises:
+        ConfigError: a URDF link without a body frame in ``model``, or an unknown joint name.
+    """
+
+    def __init__(self, urdf_text: str, model: pin.Model, joint_names: Sequence[str]) -> None:
+        self.model, self.data = model, model.createData()
+        unknown_joints = [n for n in joint_names if not model.existJointName(n)]
+        if unknown_joints:
+            raise ConfigError(f"LinkPoses: joints not in the model: {unknown_joints}")
+        self.joint_names = list(joint_names)
+        self._idx_q = np.array([model.joints[model.getJointId(n)].idx_q for n in joint_names], dtype=int)
+        self._q = pin.neutral(model)
+        frame = {f.name: i for i, f in enumerate(model.frames) if f.type == pin.FrameType.BODY}
+        joints = urdf_joints(urdf_text)
+        unknown = sorted({link for *_, parent, child in joints for link in (parent, child)} - set(frame))
+        if unknown:
+            raise ConfigError(f"LinkPoses: URDF links without a pinocchio body frame: {unknown}")
+        pairs = [(frame[parent], frame[child], parent, child, kind == "fixed") for _, kind, parent, child in joints]
+        self._moving = [p[:4] for p in pairs if not p[4]]
+        self._fixed = [p[:4] for p in pairs if p[4]]
+
+    @property
+    def n_moving(self) -> int:
+        return len(self._moving)
+
+    @property
+    def n_fixed(self) -> int:
+        return len(self._fixed)
+
+    def links(self) -> list[str]:
+        """Every child link (the frames that /tf and /tf_static carry)."""
+        return [child for *_, child in self._moving + self._fixed]
+
+    def fixed(self) -> list[LinkTransform]:
+        """Transforms of the fixed joints (independent of the positions)."""
+        return self._transforms(self._fixed)
+
+    def moving(self, positions: np.ndarray) -> list[LinkTransform]:
+        """Transforms of the movable joints at ``positions`` (in :attr:`joint_names` order).
+
+        Raises:
+            InputError: wrong size or a non-finite position.
+        """
+        positions = np.asarray(positions, dtype=float)
+        if positions.shape != (len(self.joint_names),):
+            raise InputError(f"LinkPoses: expected {len(self.joint_names)} positions, got shape {positions.shape}")
+        if not np.all(np.isfinite(positions)):
+            raise InputError("LinkPoses: non-finite joint position")
+        self._q[self._idx_q] = positions
+        return self._transforms(self._moving)
+
+    def _transforms(self, pairs) -> list[LinkTransform]:
+        pin.framesForwardKinematics(self.model, self.data, self._q)
+        oMf = self.data.oMf
+        out = []
+        for i_parent, i_child, parent, child in pairs:
+            pose = oMf[i_parent].actInv(oMf[i_child])
+            quat = np.array(pin.Quaternion(pose.rotation).coeffs(), dtype=float).reshape(4)
+            out.append(LinkTransform(parent, child, pose.translation.copy(), quat))
+        return out
