@@ -165,6 +165,10 @@ class ClosedLoopRun:
         self.last_state = None  # (q, v, references) the controller got at the last tick
         self.release_time_s: float | None = None
         self.wall_time_s = 0.0
+        #: system clock [s since the epoch] when the run started (the bag's stamps: this + simulated time)
+        self.wall_start_epoch_s: float | None = None
+        #: the components' diagnostics each simulated second: (t [s], {node name: [Status]}) (for the bag)
+        self.status_log: list[tuple[float, dict]] = []
         self._worker: _StepWorker | None = None
         self._pending: ActuatorCommand | None = None  # pipelined: the command of the next step
         self._ready_sent = False
@@ -188,6 +192,8 @@ class ClosedLoopRun:
     # ------------------------------------------------------------------ run
     def start(self) -> None:
         """Prepare a run (callers driving :meth:`tick` themselves call it first, :meth:`finish` last)."""
+        if self.wall_start_epoch_s is None:
+            self.wall_start_epoch_s = time.time()
         if self.config.pipelined and self._worker is None:
             self._worker = _StepWorker(self.robot)
 
@@ -269,7 +275,12 @@ class ClosedLoopRun:
         if self.release_time_s is None and not robot.base_held:
             self.release_time_s = t
         if self.log.enabled and est is not None and out is not None:
-            self._log_metrics(t, q_true, gt, est, out, cmd, (t1 - t0) + (t2 - tm), (tm - t1) + (t3 - t2))
+            self._log_metrics(t, q_true, gt, est, out, cmd, (t1 - t0) + (t2 - tm), (tm - t1) + (t3 - t2),
+                              sample, imu)
+        if self.log.enabled and (not self.status_log or t >= self.status_log[-1][0] + 1.0 - 1e-9):
+            self.status_log.append((t, {"sim": self.robot.statuses(ts), "state_estimator": self.estimation.statuses(),
+                                        "contact_wrench_estimator": self.wrench.statuses(),
+                                        "whole_body_controller": self.control.statuses()}))
         if base_z < cfg.fall_height_m:
             self.fell = True
         return {"t": t, "status": "idle" if cmd is None else cmd.mode,
@@ -322,7 +333,7 @@ class ClosedLoopRun:
         q[self._true_ids] = gt.joint_positions
         return q, gt
 
-    def _log_metrics(self, t, q_true, gt, est, out, cmd, est_s, wbc_s) -> None:
+    def _log_metrics(self, t, q_true, gt, est, out, cmd, est_s, wbc_s, sample, imu) -> None:
         clm, dt_ = self.clm, self._data_true
         pin.centerOfMass(clm.model, dt_, q_true)
         pin.updateFramePlacements(clm.model, dt_)
@@ -338,6 +349,10 @@ class ClosedLoopRun:
         zmp_true = cop_sum / fz_true.sum() if fz_true.sum() > 1.0 else np.full(3, np.nan)
         v_true = np.zeros(clm.model.nv)
         v_true[self._true_vids] = gt.joint_velocities
+        v_true[:3] = pin.XYZQUATToSE3(q_true[:7]).rotation.T @ gt.base_linear_velocity_in_world
+        v_true[3:6] = gt.base_angular_velocity_in_base
+        truth_in_sole = [np.r_[gt.contacts[s].force_in_sole, gt.contacts[s].torque_in_sole] for s in self.soles]
+        no_imu = np.full(3, np.nan)
         q, v = est.q, est.v
         self.log.add(t=t, com_true=dt_.com[0].copy(), com_est=self.wbc.pm.com.copy(),
                      com_ref=self.wbc.com_task.position.copy(), base_true=q_true[:3].copy(), base_est=q[:3].copy(),
@@ -349,7 +364,15 @@ class ClosedLoopRun:
                      passive_v_err=v[clm.idx_v_u] - v_true[clm.idx_v_u],
                      est_ms=est_s * 1e3, wbc_ms=wbc_s * 1e3, safe=float(cmd.mode != "control"),
                      crane=float(self.robot.base_held), behaviour=float(self.control.behaviour_started_s is not None),
-                     tau=np.asarray(cmd.tau_a, float).copy())
+                     tau=np.asarray(cmd.tau_a, float).copy(),
+                     # for the bag: the estimate, the truth and the samples as the topics carry them
+                     q_est=q.copy(), v_est=v.copy(), q_true=q_true, v_true=v_true,
+                     act_position=sample.position, act_velocity=sample.velocity,
+                     act_effort=np.full(clm.n_a, np.nan) if sample.effort is None else sample.effort,
+                     imu_orientation_xyzw=np.full(4, np.nan) if imu is None else np.array(imu.orientation_xyzw),
+                     imu_angular_velocity=no_imu if imu is None else np.array(imu.angular_velocity),
+                     imu_linear_acceleration=no_imu if imu is None else np.array(imu.linear_acceleration),
+                     wrench_est_in_sole=out.wrench_sole_in_sole.copy(), wrench_true_in_sole=np.array(truth_in_sole))
 
 
 def standing_theta(clm: ClosedLoopModel) -> np.ndarray:
