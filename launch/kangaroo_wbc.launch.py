@@ -111,8 +111,11 @@ def warn(message):
     launch.logging.get_logger(PACKAGE + '.launch').warning(message)
 
 
-def robot_model_nodes(share, backend):
-    """robot_state_publisher (or link_tf) for the estimate, and a ``ground_truth/`` ghost for sim."""
+def robot_model_nodes(share, backend, hosted):
+    """robot_state_publisher (or link_tf) for the estimate, and a ``ground_truth/`` ghost for sim.
+
+    Without robot_state_publisher, ``hosted`` (deployment composed) means the composed process
+    hosts link_tf (``--link-tf``): no process is added here."""
     urdf = f'{share}/urdf/kangaroo.urdf'
     ghost_remaps = [('robot_description', 'ground_truth/robot_description'),
                     ('joint_states', 'sim/ground_truth/joint_states')]
@@ -131,6 +134,8 @@ def robot_model_nodes(share, backend):
         return nodes
     warn('robot_state_publisher is not installed: kangaroo_wbc link_tf publishes '
          'robot_description and the link TF instead')
+    if hosted:
+        return []  # in the composed process (--link-tf)
     config = f'{share}/config/{LINK_TF}.yaml'
     nodes = [Node(package=PACKAGE, executable=LINK_TF, name=LINK_TF, output='screen',
                   parameters=[config])]
@@ -160,13 +165,19 @@ def launch_stack(context):
     overrides = node_overrides(value['sim_mode'], value['behaviour'])
     actions = []
 
-    if deployment == 'composed':
+    composed = deployment == 'composed'
+    host_link_tf = composed and package_share('robot_state_publisher') is None
+    if composed:
         names = (['sim'] if backend == 'sim' else []) + PIPELINE
+        arguments = ['--backend', 'sim' if backend == 'sim' else 'hardware']
+        files = [config[name] for name in ['sim', *PIPELINE]]
+        if host_link_tf:
+            names.append(LINK_TF)
+            arguments.append('--link-tf')
+            files.append(f'{share}/config/{LINK_TF}.yaml')
         actions.append(core_node(
-            COMPOSED,
-            [config[name] for name in ['sim', *PIPELINE]] + [overrides_file(overrides)],
-            f'{COMPOSED} (nodes {", ".join(names)}) exited',
-            arguments=['--backend', 'sim' if backend == 'sim' else 'hardware']))
+            COMPOSED, files + [overrides_file(overrides)],
+            f'{COMPOSED} (nodes {", ".join(names)}) exited', arguments=arguments))
     else:
         for name in (['sim'] if backend == 'sim' else []) + PIPELINE:
             actions.append(core_node(
@@ -180,7 +191,7 @@ def launch_stack(context):
             msg='backend hardware: expecting the robot driver on actuators/state, '
                 'passive_encoders/state, imu/data and actuators/command'))
 
-    actions += robot_model_nodes(share, backend)
+    actions += robot_model_nodes(share, backend, host_link_tf)
     if value['rviz'] == 'true':
         if package_share('rviz2') is None:
             warn('rviz2 is not installed: RViz skipped')

@@ -322,22 +322,30 @@ def test_separate_deployment(launch_env, backend) -> None:
         assert inline["sim"] == {"lockstep": True}
 
 
+@pytest.mark.parametrize("rsp", [False, True], ids=["link_tf hosted", "robot_state_publisher"])
 @pytest.mark.parametrize(("backend", "hosted"), [("sim", "sim"), ("hardware", "hardware")])
-def test_composed_deployment_is_one_process(launch_env, backend, hosted) -> None:
+def test_composed_deployment_is_one_process(launch_env, backend, hosted, rsp) -> None:
+    if rsp:
+        launch_env("robot_state_publisher")
     started = _evaluate_stack({"backend": backend, "deployment": "composed", "behaviour": "squat"})
     core = [s for s in _ours(started) if s.executable in CORE | {"composed"}]
     assert len(core) == 1, core
     (composed,) = core
     assert composed.executable == "composed"
     assert composed.name is None  # no __node remap: it would rename every hosted node
-    assert composed.arguments == ["--backend", hosted]
+    assert composed.arguments == ["--backend", hosted] + ([] if rsp else ["--link-tf"])
     files = [p for p in composed.parameters if isinstance(p, str)]
-    assert [Path(p).name for p in files[:4]] == [f"{n}.yaml" for n in
-                                                  ("sim", "state_estimator", "contact_wrench_estimator",
-                                                   "whole_body_controller")]
-    overrides = yaml.safe_load(Path(files[4]).read_text())
+    names = ["sim", "state_estimator", "contact_wrench_estimator", "whole_body_controller"]
+    if not rsp:
+        names.append("link_tf")
+    assert [Path(p).name for p in files[:-1]] == [f"{n}.yaml" for n in names]
+    overrides = yaml.safe_load(Path(files[-1]).read_text())
     assert overrides == {"/**/sim": {"ros__parameters": {"lockstep": False}},
                          "/**/whole_body_controller": {"ros__parameters": {"behaviour": "squat"}}}
+    # link_tf is hosted in the composed process, not started beside it
+    assert not [s for s in _ours(started) if s.executable == "link_tf"]
+    assert [s.package for s in started if s.package == "robot_state_publisher"] == (
+        ["robot_state_publisher"] * (2 if backend == "sim" else 1) if rsp else [])
 
 
 def test_without_robot_state_publisher_link_tf_draws_the_links(launch_env) -> None:

@@ -72,6 +72,7 @@ class WholeBodyControl(Component):
         self._com_ref: tuple[float, np.ndarray] | None = None
         self._foot_ref: dict[str, tuple[float, FrameReference]] = {}
         self.ready = False
+        self._ever_ready = False  # before the first ready, a missing state is waited for (WARN)
         self.ready_since_s: float | None = None  # node time at which the controller became ready
         #: node time at which the start-up behaviour started (None: standing until then)
         self.behaviour_started_s: float | None = None
@@ -168,7 +169,7 @@ class WholeBodyControl(Component):
         if cmd.mode == "control":
             self._good_ticks += 1
             if not self.ready and self._good_ticks >= self.settings.ready_ticks:
-                self.ready, self.ready_since_s = True, now_s
+                self.ready, self.ready_since_s, self._ever_ready = True, now_s, True
                 self.event(Level.OK, "ready", "ready: the controller is in control")
             if self._cause:
                 self.event(Level.OK, "resumed", "control resumed")
@@ -179,8 +180,16 @@ class WholeBodyControl(Component):
             self.ready = False
             self.event(Level.ERROR, "not ready", f"not ready: latched safe mode ({cmd.reason})")
         cause = cmd.reason.split(":")[0].split(" (")[0]  # e.g. "stale state", "QP infeasible"
-        self.event(Level.ERROR, f"safe {cause}", f"safe mode ({self.supervisor.safety.fallback}): {cmd.reason}")
+        if self._waiting(cmd):
+            self.event(Level.WARN, "waiting state", f"waiting for a state estimate with its base ({cmd.reason}); "
+                       f"safe mode ({self.supervisor.safety.fallback}) until then")
+        else:
+            self.event(Level.ERROR, f"safe {cause}", f"safe mode ({self.supervisor.safety.fallback}): {cmd.reason}")
         self._cause = cause
+
+    def _waiting(self, cmd: Command) -> bool:
+        """A start-up without a usable state yet (the estimator calibrating): not a fault."""
+        return not self._ever_ready and cmd.reason.startswith("stale state")
 
     def statuses(self) -> list[Status]:
         """The ``wbc`` status since the last call."""
@@ -188,7 +197,8 @@ class WholeBodyControl(Component):
         st, last = sv.stats, sv.last
         level, message = Level.OK, f"behaviour {self.behaviour_name}"
         if last is not None and last.mode != "control":
-            level, message = Level.ERROR, f"safe mode: {last.reason}"
+            level = Level.WARN if self._waiting(last) else Level.ERROR
+            message = f"safe mode: {last.reason}"
         elif t["n"] == 0:
             level, message = Level.WARN, "no joint_states in the last period"
         values = {"behaviour": self.behaviour_name, "ready": self.ready, "ticks": st.ticks, "safe_ticks": st.safe_ticks,

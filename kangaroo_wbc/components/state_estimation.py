@@ -61,6 +61,10 @@ from kangaroo_wbc.estimation.passive_state import PassiveStateConfig, PassiveSta
 from kangaroo_wbc.estimation.stamp_order import StampOrder, StampVerdict
 from kangaroo_wbc.model import ClosedLoopModel
 
+#: Failed calibration windows in a row reported as WARN (a robot settling on its crane) before
+#: the failures become an ERROR.
+CALIBRATION_ERROR_AFTER = 3
+
 
 @dataclass
 class StateEstimationConfig:
@@ -151,6 +155,7 @@ class StateEstimation(Component):
         self._reported = dict(self.stats)
         self.last_error = ""
         self._restart = self._calibration_error = self._encoder_fault = ""
+        self._calibration_failures_in_a_row = 0
         self._encoder_events = ["", ""]  # last rejected sample, last persistent fault
         self._estimate = StateEstimate(np.zeros(m.nq), np.zeros(m.nv), 0.0, False, 0.0, 0.0)
         self.held = cfg.held_until_ready  # the base hangs still on the crane (zero-velocity updates)
@@ -250,6 +255,10 @@ class StateEstimation(Component):
         self.event(Level.ERROR, key, f"{verdict.message}: joint_states withheld, recalibrating (needs the robot still)")
 
     # ------------------------------------------------------------------ calibration
+    def _calibration_level(self) -> Level:
+        """WARN for the first failed windows (a robot still settling on its crane), then ERROR."""
+        return Level.ERROR if self._calibration_failures_in_a_row >= CALIBRATION_ERROR_AFTER else Level.WARN
+
     def _collect(self, sample: ActuatorSample) -> None:
         cfg, enc = self.config, self._encoder_sample
         if enc is None or abs(sample.stamp_s - enc.stamp_s) > cfg.max_input_age_s:
@@ -266,13 +275,16 @@ class StateEstimation(Component):
             self.stats["calibration_failures"] += 1
             self.last_error = f"calibration: {exc}"
             self._calibration_error = str(exc)
-            self.event(Level.ERROR, f"calibration {str(exc).split(':')[0]}", f"calibration failed, retrying: {exc}")
+            self._calibration_failures_in_a_row += 1
+            self.event(self._calibration_level(), f"calibration {str(exc).split(':')[0]}",
+                       f"calibration failed, retrying: {exc}")
             return
         if self._encoder_fault or self._restart:
             self.event(Level.OK, "recalibrated", f"recalibrated after: {self._encoder_fault or self._restart}")
         self.calibration = self.new_calibration = res
         self.held = self.config.held_until_ready  # a (re)calibrated robot hangs until ready
         self._calibration_error = self._encoder_fault = self._restart = ""
+        self._calibration_failures_in_a_row = 0
         self.passive.reset(res.q)
         self.base.initialized = False
         self._last_stamp = sample.stamp_s
@@ -329,7 +341,7 @@ class StateEstimation(Component):
             progress = f"{len(self._window)}/{cfg.calibration_samples} samples"
             values = {"failures": s["calibration_failures"], "last_error": self.last_error}
             if self._calibration_error:
-                status = Status("calibration", Level.ERROR,
+                status = Status("calibration", self._calibration_level(),
                                 f"calibration failed, retrying ({progress}): {self._calibration_error}", values)
             elif self._encoder_fault:
                 status = Status("calibration", Level.ERROR, f"recalibrating after an encoder fault ({progress})",

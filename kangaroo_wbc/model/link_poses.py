@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
+from scipy.spatial.transform import Rotation
 
 from kangaroo_wbc.errors import ConfigError, InputError
 
@@ -81,10 +82,15 @@ class LinkPoses:
 
     def fixed(self) -> list[LinkTransform]:
         """Transforms of the fixed joints (independent of the positions)."""
-        return self._transforms(self._fixed)
+        return self._as_transforms(self._fixed, self._poses(self._fixed))
 
     def moving(self, positions: np.ndarray) -> list[LinkTransform]:
-        """Transforms of the movable joints at ``positions`` (in :attr:`joint_names` order).
+        """Transforms of the movable joints at ``positions`` (in :attr:`joint_names` order)."""
+        return self._as_transforms(self._moving, self.moving_array(positions))
+
+    def moving_array(self, positions: np.ndarray) -> np.ndarray:
+        """``(n_moving, 7)``: translation [m] and quaternion (x, y, z, w) of each movable joint's
+        child in its parent at ``positions``, in :meth:`moving`'s order.
 
         Raises:
             InputError: wrong size or a non-finite position.
@@ -95,14 +101,27 @@ class LinkPoses:
         if not np.all(np.isfinite(positions)):
             raise InputError("LinkPoses: non-finite joint position")
         self._q[self._idx_q] = positions
-        return self._transforms(self._moving)
+        return self._poses(self._moving)
 
-    def _transforms(self, pairs) -> list[LinkTransform]:
+    def moving_pairs(self) -> list[tuple[str, str]]:
+        """``(parent, child)`` of each row of :meth:`moving_array`."""
+        return [(parent, child) for *_, parent, child in self._moving]
+
+    def _poses(self, pairs) -> np.ndarray:
+        """``(n, 7)`` poses of ``pairs`` at :attr:`_q` (batched: one FK, numpy for the rest)."""
+        out = np.empty((len(pairs), 7))
+        if not pairs:
+            return out
         pin.framesForwardKinematics(self.model, self.data, self._q)
         oMf = self.data.oMf
-        out = []
-        for i_parent, i_child, parent, child in pairs:
-            pose = oMf[i_parent].actInv(oMf[i_child])
-            quat = np.array(pin.Quaternion(pose.rotation).coeffs(), dtype=float).reshape(4)
-            out.append(LinkTransform(parent, child, pose.translation.copy(), quat))
+        parent = np.array([oMf[i].homogeneous for i, *_ in pairs])
+        child = np.array([oMf[i].homogeneous for _, i, *_ in pairs])
+        r_parent_t = parent[:, :3, :3].transpose(0, 2, 1)
+        out[:, :3] = np.einsum("nij,nj->ni", r_parent_t, child[:, :3, 3] - parent[:, :3, 3])
+        out[:, 3:] = Rotation.from_matrix(r_parent_t @ child[:, :3, :3]).as_quat()
         return out
+
+    @staticmethod
+    def _as_transforms(pairs, poses: np.ndarray) -> list[LinkTransform]:
+        return [LinkTransform(parent, child, pose[:3].copy(), pose[3:].copy())
+                for (*_, parent, child), pose in zip(pairs, poses, strict=True)]

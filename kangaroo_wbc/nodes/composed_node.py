@@ -17,6 +17,10 @@ the step after (the one-tick delay of separate processes; in lockstep, the very 
 goes out on ``actuators/command``. The node ``composed`` reports the chain's
 tick time and the samples it skipped.
 
+With ``--link-tf`` the process also hosts ``link_tf`` (robot_state_publisher's stand-in, fed each
+estimate in-process: no 1 kHz ``joint_states`` subscription) and, with ``--backend sim``,
+``ground_truth_link_tf`` (the simulator's truth as a ``ground_truth/`` ghost).
+
 Time: with ``--backend sim`` every hosted node runs on simulated time set in-process from each
 sample's stamp (no ``/clock`` subscription per node, whatever ``use_sim_time`` says); with
 ``--backend hardware`` the nodes keep their clocks (the driver's stamps are system time).
@@ -61,16 +65,21 @@ class ComposedChain(KangarooNode):
         estimator, wrench, controller: the hosted nodes (built with ``chained=True`` except the
             estimator with the hardware backend, which subscribes the driver's topics itself).
         sim: the hosted simulator node, or None (hardware backend).
+        link_tf: a hosted ``link_tf`` node built with ``chained=True``, or None.
     """
 
-    def __init__(self, estimator, wrench, controller, sim=None) -> None:
+    def __init__(self, estimator, wrench, controller, sim=None, link_tf=None) -> None:
         super().__init__("composed")
         self.estimator, self.wrench, self.controller, self.sim = estimator, wrench, controller, sim
         clm = estimator.clm
+        self.link_tf = link_tf
+        if link_tf is not None:
+            m = clm.model
+            self._link_q = [m.joints[m.getJointId(n)].idx_q for n in link_tf.joint_names]
         self._soles = range(len(estimator.params.sole_frames))
         self._stats = {"ticks": 0, "total": 0.0, "max": 0.0}
         self._reported = 0
-        for node in (sim, estimator, wrench, controller):  # one process: its CPU is reported here
+        for node in (sim, estimator, wrench, controller, link_tf):  # one process: its CPU is reported here
             if node is not None:
                 node.report_process = False
         self._clocks = []
@@ -137,6 +146,8 @@ class ComposedChain(KangarooNode):
                 self.estimator.component.on_sole_force(i, float(fz[i]), sample.stamp_s)
                 control.on_sole_force(i, float(fz[i]), sample.stamp_s)
         self.controller.process(est.q, est.v, stamp_s, prepared=prepared)
+        if self.link_tf is not None and self.link_tf.due(est.stamp_s):  # after the command: off its path
+            self.link_tf.on_positions(est.q[self._link_q], est.stamp_s)
         dt = time.perf_counter() - t0
         self.tick_count += 1
         s = self._stats
@@ -153,9 +164,13 @@ class ComposedChain(KangarooNode):
                                            "running" if ticks else "no sample in the last period", values)])
 
 
-def _backend(argv: list[str]) -> tuple[str, list[str]]:
-    """``--backend NAME`` (before ``--ros-args``) and the remaining arguments."""
+def _options(argv: list[str]) -> tuple[str, bool, list[str]]:
+    """``--backend NAME`` and ``--link-tf`` (before ``--ros-args``), and the remaining arguments."""
     args = list(argv)
+    ros_args = args.index("--ros-args") if "--ros-args" in args else len(args)
+    link_tf = "--link-tf" in args[:ros_args]
+    if link_tf:
+        args.remove("--link-tf")
     backend = "sim"
     if "--backend" in args:
         i = args.index("--backend")
@@ -164,12 +179,12 @@ def _backend(argv: list[str]) -> tuple[str, list[str]]:
             raise SystemExit(2)
         backend = args[i + 1]
         del args[i:i + 2]
-    return backend, args
+    return backend, link_tf, args
 
 
 def main(args: list[str] | None = None) -> int:
     """Run the composed graph until SIGINT/SIGTERM; return the exit code."""
-    backend, argv = _backend(sys.argv if args is None else args)
+    backend, link_tf, argv = _options(sys.argv if args is None else args)
     from kangaroo_wbc.nodes.contact_wrench_node import ContactWrenchNode
     from kangaroo_wbc.nodes.state_estimator_node import StateEstimatorNode
     from kangaroo_wbc.nodes.whole_body_controller_node import WholeBodyControllerNode
@@ -192,9 +207,24 @@ def main(args: list[str] | None = None) -> int:
         make("estimator", lambda: StateEstimatorNode(chained=backend == "sim")),
         make("wrench", lambda: ContactWrenchNode(clm=built["estimator"].clm, chained=True)),
         make("controller", lambda: WholeBodyControllerNode(clm=built["estimator"].clm, chained=True)),
-        make("chain", lambda: ComposedChain(built["estimator"], built["wrench"], built["controller"],
-                                            built.get("sim"))),
     ]
+    if link_tf:
+        from rclpy.parameter import Parameter
+
+        from kangaroo_wbc.nodes.link_tf_node import LinkTfNode
+
+        factories.append(make("link_tf", lambda: LinkTfNode(chained=True)))
+        if backend == "sim":
+            ghost = [Parameter("frame_prefix", Parameter.Type.STRING, "ground_truth/")]
+
+            def ghost_node():
+                node = LinkTfNode("ground_truth_link_tf", joint_states_topic="sim/ground_truth/joint_states",
+                                  description_topic="ground_truth/robot_description", parameter_overrides=ghost)
+                node.report_process = False  # the process's CPU is reported by ``composed``
+                return node
+            factories.append(make("ground_truth_link_tf", ghost_node))
+    factories.append(make("chain", lambda: ComposedChain(built["estimator"], built["wrench"], built["controller"],
+                                                         built.get("sim"), built.get("link_tf"))))
     return run_nodes(factories, args=argv)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 from builtin_interfaces.msg import Time
+from rclpy.clock import ClockType
 from rclpy.serialization import deserialize_message
 from rclpy.time import Time as RosTime
 from sensor_msgs.msg import JointState
@@ -31,13 +32,11 @@ from kangaroo_wbc.ros import qos
 from kangaroo_wbc.ros.conversions import (
     JointIndexMap,
     arrays_to_transform_stamped,
-    seconds_to_time_msg,
 )
 from kangaroo_wbc.ros.diagnostics import Level
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for
 from kangaroo_wbc.ros.params import parameter
-from kangaroo_wbc.ros.serialized import stamp_of_serialized
-from kangaroo_wbc.ros.tf import make_tf_broadcaster
+from kangaroo_wbc.ros.serialized import stamp_of_serialized, tf_message_writer
 
 __all__ = ["LinkTfNode", "LinkTfParams", "main"]
 
@@ -83,7 +82,7 @@ class LinkTfNode(KangarooNode):
         self._period_s = 1.0 / p.rate_hz
         self._last_s: float | None = None
         self._received = self._published = 0
-        self._tf = make_tf_broadcaster(self)
+        self._tf = self._tf_publisher()
         self._pub_static = self._static_publisher()
         self._pub_description = self.create_publisher(String, description_topic, qos.LATCHED)
         self._pub_description.publish(String(data=urdf_text))
@@ -102,6 +101,20 @@ class LinkTfNode(KangarooNode):
                                      raw=True)
         self.get_logger().info(f"{node_name}: {self.poses.n_moving} moving and {self.poses.n_fixed} fixed "
                                f"joints, /tf at most {p.rate_hz:g} Hz")
+
+    def _tf_publisher(self):
+        """``publish(stamp_s, (n_moving, 7) poses)`` on ``/tf`` (preserialised ``tf2_msgs/TFMessage``,
+        tf2_ros' topic and QoS), or None without tf2_msgs."""
+        try:
+            from tf2_msgs.msg import TFMessage
+        except ImportError:
+            self.get_logger().warning("link_tf: no tf2_msgs; link transforms are not published")
+            return None
+        prefix = self.params.frame_prefix
+        writer = tf_message_writer([(prefix + a, prefix + b) for a, b in self.poses.moving_pairs()])
+        names = [f"t{i}" for i in range(self.poses.n_moving)]
+        publisher = self.create_publisher(TFMessage, "/tf", qos.TF)
+        return lambda stamp_s, poses: publisher.publish(writer.write(stamp_s, **dict(zip(names, poses))))
 
     def _static_publisher(self):
         """``publish(list of TransformStamped)`` on ``/tf_static`` (latched), or None without tf2."""
@@ -129,21 +142,22 @@ class LinkTfNode(KangarooNode):
         stamp that goes back in time restarts the decimation)."""
         return self._last_s is None or not self._last_s <= stamp_s < self._last_s + self._period_s
 
-    def on_positions(self, positions: np.ndarray, stamp_s: float, stamp: Time | None = None) -> None:
+    def on_positions(self, positions: np.ndarray, stamp_s: float) -> None:
         """Publish the links' TF at ``positions`` (:attr:`joint_names` order) when due."""
         self._received += 1
         if not self.due(stamp_s):
             return
         try:
-            transforms = self.poses.moving(positions)
+            poses = self.poses.moving_array(positions)
         except InputError as exc:
             self.throttled.warning("joint_states", f"joint_states sample skipped: {exc}")
             return
         self._last_s = stamp_s
-        stamp = seconds_to_time_msg(stamp_s) if stamp is None else stamp
         if self._follow_stamps:
-            self.get_clock().set_ros_time_override(RosTime.from_msg(stamp))
-        self._tf.sendTransform(self._messages(transforms, stamp))
+            self.get_clock().set_ros_time_override(RosTime(nanoseconds=round(stamp_s * 1e9),
+                                                           clock_type=ClockType.ROS_TIME))
+        if self._tf is not None:
+            self._tf(stamp_s, poses)
         self._published += 1
 
     def _on_joint_states(self, raw: bytes) -> None:
@@ -158,7 +172,7 @@ class LinkTfNode(KangarooNode):
             self.throttled.warning("joint_states", f"joint_states sample skipped: {exc}")
             return
         stamp = msg.header.stamp
-        self.on_positions(position, stamp.sec + 1e-9 * stamp.nanosec, stamp)
+        self.on_positions(position, stamp.sec + 1e-9 * stamp.nanosec)
 
     def diagnostic_statuses(self):
         values = {"received": self._received, "published": self._published}

@@ -41,7 +41,8 @@ class SerializedWriter:
             its stamp and slot values do not matter.
         slots: ``name -> (n, fill)``: ``fill(msg, values)`` puts ``n`` doubles into the message
             (contiguous in the serialised form, which the constructor checks).
-        stamp: ``msg -> builtin_interfaces/Time`` of the stamp to write, or None.
+        stamp: ``msg -> builtin_interfaces/Time`` of the stamp to write (or a list of them: every
+            one gets the same stamp, e.g. each transform of a ``tf2_msgs/TFMessage``), or None.
 
     Raises:
         ConfigError: a slot is not ``n`` contiguous doubles, or the self-check failed.
@@ -65,21 +66,32 @@ class SerializedWriter:
             values[name] = _marker(n)
             offset = self._find(serialize_message(self._filled(values, 0, 0)), values[name].tobytes(), name)
             self._views[name] = np.frombuffer(self._buffer, dtype="<f8", count=n, offset=offset)
-        self._stamp_offset = None
+        self._stamp_offsets: list[int] = []
         if stamp is not None:
-            marked = self._filled({k: np.zeros(m) for k, (m, _) in slots.items()}, _MARK_SEC, _MARK_NANOSEC)
+            marked = serialize_message(self._filled({k: np.zeros(m) for k, (m, _) in slots.items()},
+                                                    _MARK_SEC, _MARK_NANOSEC))
             pattern = struct.pack("<iI", _MARK_SEC, _MARK_NANOSEC)
-            self._stamp_offset = self._find(serialize_message(marked), pattern, "stamp")
+            offset = marked.find(pattern)
+            while offset >= 0:
+                self._stamp_offsets.append(offset)
+                offset = marked.find(pattern, offset + 1)
+            if len(marked) != len(self._template) or len(self._stamp_offsets) != len(self._stamps(self._prototype)):
+                raise ConfigError(f"SerializedWriter({self._type.__name__}): the stamps are not found once each")
         self._check({name: n for name, (n, _) in slots.items()})
 
     def _filled(self, values: dict[str, np.ndarray], sec: int, nanosec: int) -> Any:
         msg = self._prototype
         for name, fill in self._fills.items():
             fill(msg, values[name])
-        if self._stamp is not None:
-            t = self._stamp(msg)
+        for t in self._stamps(msg):
             t.sec, t.nanosec = int(sec) if sec < 2**31 else int(sec) - 2**32, int(nanosec)
         return msg
+
+    def _stamps(self, msg: Any) -> list:
+        if self._stamp is None:
+            return []
+        stamps = self._stamp(msg)
+        return list(stamps) if isinstance(stamps, (list, tuple)) else [stamps]
 
     def _find(self, marked: bytes, pattern: bytes, what: str) -> int:
         """Offset of ``pattern`` (a slot's marker bytes) in ``marked``; it must occur once."""
@@ -104,9 +116,10 @@ class SerializedWriter:
         """The serialised message with ``stamp_s`` [s] and the given slots (other slots keep their
         last values); publish it with ``Publisher.publish``."""
         buf = self._buffer
-        if stamp_s is not None and self._stamp_offset is not None:
+        if stamp_s is not None and self._stamp_offsets:
             sec, nanosec = _split(stamp_s)
-            struct.pack_into("<iI", buf, self._stamp_offset, sec, nanosec)
+            for offset in self._stamp_offsets:
+                struct.pack_into("<iI", buf, offset, sec, nanosec)
         for name, v in values.items():
             self._views[name][:] = v
         return bytes(buf)
@@ -214,3 +227,25 @@ def point_stamped_writer(frame_id: str) -> SerializedWriter:
         m.point.x, m.point.y, m.point.z = (float(x) for x in v)
 
     return SerializedWriter(msg, {"point": (3, fill)}, stamp=lambda m: m.header.stamp)
+
+
+def tf_message_writer(pairs: Sequence[tuple[str, str]]) -> SerializedWriter:
+    """``tf2_msgs/TFMessage`` of one transform per ``(parent frame, child frame)``, every
+    transform stamped alike; slot ``t<i>``: translation then quaternion (x, y, z, w) of the i-th."""
+    from geometry_msgs.msg import TransformStamped
+    from tf2_msgs.msg import TFMessage
+
+    msg = TFMessage()
+    for parent, child in pairs:
+        t = TransformStamped()
+        t.header.frame_id, t.child_frame_id = parent, child
+        msg.transforms.append(t)
+
+    def fill(i: int):
+        def put(m, v) -> None:
+            tr, rot = m.transforms[i].transform.translation, m.transforms[i].transform.rotation
+            tr.x, tr.y, tr.z, rot.x, rot.y, rot.z, rot.w = (float(x) for x in v)
+        return put
+
+    return SerializedWriter(msg, {f"t{i}": (7, fill(i)) for i in range(len(pairs))},
+                            stamp=lambda m: [t.header.stamp for t in m.transforms])

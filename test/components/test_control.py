@@ -45,6 +45,10 @@ def test_ready_after_control_ticks_and_lost_when_the_state_stops(standing):
     for k in range(5):
         c.step(1.0 + k * DT, q, v, 0.0)
     assert c.ready
+    c.drain_events()
+    c.step(1.1, q, v, float("inf"))  # once in control, a lost state is a fault
+    assert [e.level for e in c.drain_events() if e.key.startswith("safe")] == [Level.ERROR]
+    assert c.statuses()[0].level == Level.ERROR
 
 
 def test_stale_or_inconsistent_state_is_a_finite_safe_command(standing):
@@ -52,6 +56,9 @@ def test_stale_or_inconsistent_state_is_a_finite_safe_command(standing):
     c = _control(clm)
     cmd = c.step(0.0, q, v, float("inf"))
     assert cmd.mode == "safe" and "stale state" in cmd.reason and np.all(np.isfinite(cmd.tau_a))
+    # before the first ready a missing state is waited for: a warning, not a fault
+    assert [e.level for e in c.drain_events()] == [Level.WARN]
+    assert c.statuses()[0].level == Level.WARN
     bad = q.copy()
     bad[10] = np.nan
     cmd = c.step(0.0, bad, v, 0.0)

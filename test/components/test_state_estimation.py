@@ -11,7 +11,11 @@ import numpy as np
 import pytest
 
 from kangaroo_wbc.components.samples import ActuatorSample, EncoderSample, ImuSample, Level
-from kangaroo_wbc.components.state_estimation import StateEstimation, StateEstimationConfig
+from kangaroo_wbc.components.state_estimation import (
+    CALIBRATION_ERROR_AFTER,
+    StateEstimation,
+    StateEstimationConfig,
+)
 from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo, standing_configuration
 
 DT = 1e-3
@@ -82,6 +86,13 @@ def test_a_moving_robot_fails_the_window_and_the_next_still_one_calibrates(robot
         ramp[0] = 5e-5 * k
         s.tick(position_delta=ramp)
     assert c.calibration is None and c.stats["calibration_failures"] == 1
+    # the first failures are a warning (a robot settling on its crane), repeated ones an error
+    assert any(e.level == Level.WARN and "calibration failed" in e.message for e in c.drain_events())
+    assert c.statuses()[0].level == Level.WARN
+    for k in range(N_CAL, N_CAL * CALIBRATION_ERROR_AFTER):  # still moving
+        ramp[0] = 5e-5 * k
+        s.tick(position_delta=ramp)
+    assert c.calibration is None and c.stats["calibration_failures"] == CALIBRATION_ERROR_AFTER
     assert any(e.level == Level.ERROR and "calibration failed" in e.message for e in c.drain_events())
     assert c.statuses()[0].level == Level.ERROR
     for _ in range(N_CAL):

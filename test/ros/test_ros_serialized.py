@@ -78,3 +78,19 @@ def test_construction_does_not_depend_on_the_serialiser_s_uninitialised_padding(
         joint_state_writer(names, ("position", "velocity"))
         joint_state_writer(names[:12])
         odometry_writer("odom", "base_link")
+
+
+def test_tf_message_writer_stamps_every_transform() -> None:
+    from tf2_msgs.msg import TFMessage
+
+    from kangaroo_wbc.ros.serialized import tf_message_writer
+
+    pairs = [("base", "a"), ("a", "b"), ("b", "c")]
+    writer = tf_message_writer(pairs)
+    poses = np.random.default_rng(1).normal(size=(3, 7))
+    msg = deserialize_message(writer.write(12.25, **{f"t{i}": poses[i] for i in range(3)}), TFMessage)
+    assert [(t.header.frame_id, t.child_frame_id) for t in msg.transforms] == pairs
+    for t, pose in zip(msg.transforms, poses, strict=True):
+        assert (t.header.stamp.sec, t.header.stamp.nanosec) == (12, 250_000_000)
+        tr, rot = t.transform.translation, t.transform.rotation
+        assert [tr.x, tr.y, tr.z, rot.x, rot.y, rot.z, rot.w] == list(pose)
