@@ -1,75 +1,115 @@
-"""Write a closed-loop run as a ROS 2 bag (MCAP storage) without a ROS installation.
+"""Write a closed-loop run as a ROS 2 bag (MCAP storage, zstd-compressed chunks) without ROS.
 
-Uses the ``rosbags`` package (standard message definitions, CDR serialisation), so the bag opens in
-``ros2 bag info`` / ``ros2 bag play`` and in Foxglove. Topic names follow ``docs/interface.md``.
+Uses the ``rosbags`` package (the ROS 2 Kilted message definitions, CDR serialisation), so the bag
+opens in ``ros2 bag info`` / ``ros2 bag play``, in Foxglove and in RViz (through ``ros2 bag play``).
+Topics, types and rates: :mod:`kangaroo_wbc.pipeline.bag_messages` and ``docs/interface.md``.
+
+The bag is always closed: whatever stops the writing (an error, ``KeyboardInterrupt``), the MCAP
+file gets its summary and footer and ``metadata.yaml`` is written before the exception goes on. A
+SIGINT that arrives while the bag is written (main thread) is held until the message being written
+is complete; the writing then stops, the bag is closed, and the previous SIGINT handler gets the
+signal (Python's default raises ``KeyboardInterrupt``).
 """
 
 from __future__ import annotations
 
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-import numpy as np
+from kangaroo_wbc.errors import ConfigError, InputError
+from kangaroo_wbc.pipeline.bag_messages import LATCHED_TOPICS, TF_RATE_HZ, BagMessage, RunTopics
 
-from kangaroo_wbc.errors import ConfigError
+#: depth of the offered QoS of the streamed topics (``/tf``: tf2_ros' 100)
+STREAM_DEPTH, TF_DEPTH = 10, 100
 
 
-def write_run_bag(path: Path, run, decimation: int = 1) -> dict[str, int]:
-    """Write the logged run to ``path`` (a new folder). Returns message counts per topic."""
-    from rosbags.rosbag2 import StoragePlugin, Writer
+def write_run_bag(path: Path, run, decimation: int = 1, *, tf_rate_hz: float = TF_RATE_HZ) -> dict[str, int]:
+    """Write the logged run to ``path`` (a new folder); returns the message count per topic.
+
+    Args:
+        path: the bag folder (must not exist); holds ``<name>.mcap`` and ``metadata.yaml``.
+        run: a :class:`~kangaroo_wbc.pipeline.closed_loop.ClosedLoopRun`, finished or interrupted
+            at any tick.
+        decimation: record every N-th control tick (N ≥ 1) on the 1 kHz topics.
+        tf_rate_hz: largest rate of ``/tf`` [Hz] on simulated time.
+
+    Raises:
+        ConfigError: ``path`` exists.
+        InputError: ``decimation`` < 1 or ``tf_rate_hz`` ≤ 0.
+    """
     from rosbags.typesys import Stores, get_typestore
 
+    path = Path(path)
     if path.exists():
         raise ConfigError(f"{path}: bag folder exists already; choose another --out folder")
-    ts = get_typestore(Stores.ROS2_HUMBLE)
-    T = ts.types
-    Time = T["builtin_interfaces/msg/Time"]
-    Header = T["std_msgs/msg/Header"]
-    Vector3 = T["geometry_msgs/msg/Vector3"]
-    Point = T["geometry_msgs/msg/Point"]
-    Wrench = T["geometry_msgs/msg/Wrench"]
-    WrenchStamped = T["geometry_msgs/msg/WrenchStamped"]
-    PointStamped = T["geometry_msgs/msg/PointStamped"]
-    JointState = T["sensor_msgs/msg/JointState"]
+    if int(decimation) < 1:
+        raise InputError(f"bag decimation must be >= 1, got {decimation}")
+    if not tf_rate_hz > 0.0:
+        raise InputError(f"bag tf_rate_hz must be > 0, got {tf_rate_hz}")
+    typestore = get_typestore(Stores.ROS2_KILTED)
+    source = RunTopics(run, typestore, decimation=int(decimation), tf_rate_hz=tf_rate_hz)
+    return write_messages(path, source.messages(), typestore)
 
-    def header(t: float, frame: str):
-        sec = int(np.floor(t))
-        return Header(stamp=Time(sec=sec, nanosec=int(round((t - sec) * 1e9)) % 1_000_000_000), frame_id=frame)
 
-    log = run.log
-    t = log.array("t")
-    counts: dict[str, int] = {}
-    with Writer(path, version=8, storage_plugin=StoragePlugin.MCAP) as writer:
-        conns = {}
+def write_messages(path: Path, messages: Iterator[BagMessage], typestore) -> dict[str, int]:
+    """Write ``messages`` (in stamp order) to a new MCAP bag at ``path``, closing it whatever happens.
 
-        def conn(topic: str, msgtype: str):
-            if topic not in conns:
-                conns[topic] = writer.add_connection(topic, msgtype, typestore=ts)
-            return conns[topic]
+    Returns the message count per topic.
+    """
+    from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
 
-        def put(topic: str, msgtype: str, msg, stamp: float) -> None:
-            writer.write(conn(topic, msgtype), int(stamp * 1e9), ts.serialize_cdr(msg, msgtype))
-            counts[topic] = counts.get(topic, 0) + 1
-
-        names = run.clm.actuated_joint_names
-        tau = log.array("tau")
-        fz_est, fz_true = log.array("fz_est"), log.array("fz_true")
-        zmp_est, zmp_true = log.array("zmp_est"), log.array("zmp_true")
-        com_true, com_ref = log.array("com_true"), log.array("com_ref")
-        for k in range(0, len(t), decimation):
-            tk = float(t[k])
-            put("actuators/command", "sensor_msgs/msg/JointState",
-                JointState(header=header(tk, ""), name=list(names), position=np.zeros(0), velocity=np.zeros(0),
-                           effort=np.asarray(tau[k], float)), tk)
-            for i, sole in enumerate(run.soles):
-                for topic, fz in ((f"contact/{sole}/wrench", fz_est), (f"sim/ground_truth/{sole}/wrench", fz_true)):
-                    put(topic, "geometry_msgs/msg/WrenchStamped",
-                        WrenchStamped(header=header(tk, "odom"),
-                                      wrench=Wrench(force=Vector3(x=0.0, y=0.0, z=float(fz[k, i])),
-                                                    torque=Vector3(x=0.0, y=0.0, z=0.0))), tk)
-            for topic, arr in (("zmp", zmp_est), ("sim/ground_truth/zmp", zmp_true), ("wbc/com", com_true),
-                               ("wbc/com_reference", com_ref)):
-                if np.all(np.isfinite(arr[k])):
-                    put(topic, "geometry_msgs/msg/PointStamped",
-                        PointStamped(header=header(tk, "odom"),
-                                     point=Point(x=float(arr[k, 0]), y=float(arr[k, 1]), z=float(arr[k, 2]))), tk)
+    writer = Writer(path, version=9, storage_plugin=StoragePlugin.MCAP)
+    writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)  # zstd chunks inside the MCAP
+    connections, counts = {}, {}
+    with _sigint_held() as interrupted:
+        writer.open()
+        try:
+            for m in messages:
+                if interrupted():
+                    break
+                if m.topic not in connections:
+                    connections[m.topic] = writer.add_connection(m.topic, m.msgtype, typestore=typestore,
+                                                                 offered_qos_profiles=[offered_qos(m.topic)])
+                writer.write(connections[m.topic], m.stamp_ns, typestore.serialize_cdr(m.message, m.msgtype))
+                counts[m.topic] = counts.get(m.topic, 0) + 1
+        finally:
+            writer.close()
     return counts
+
+
+def offered_qos(topic: str):
+    """The QoS a live publisher of ``topic`` offers (replayed by ``ros2 bag play``): reliable;
+    transient local, depth 1 for the latched topics; depth 100 for ``/tf``, 10 otherwise."""
+    from rosbags import interfaces as ri
+
+    infinite = ri.QosTime(sec=9223372036, nsec=854775807)  # rmw's "infinite", as rosbag2 records a default
+    latched = topic in LATCHED_TOPICS
+    return ri.Qos(history=ri.QosHistory.KEEP_LAST,
+                  depth=1 if latched else TF_DEPTH if topic == "/tf" else STREAM_DEPTH,
+                  reliability=ri.QosReliability.RELIABLE,
+                  durability=ri.QosDurability.TRANSIENT_LOCAL if latched else ri.QosDurability.VOLATILE,
+                  deadline=infinite, lifespan=infinite, liveliness=ri.QosLiveliness.AUTOMATIC,
+                  liveliness_lease_duration=infinite, avoid_ros_namespace_conventions=False)
+
+
+@contextmanager
+def _sigint_held() -> Iterator[Callable[[], bool]]:
+    """Hold SIGINT during the block (main thread only); yields ``interrupted()``. On exit the
+    previous handler is restored and, if a SIGINT came, called with it (after the bag is closed)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield lambda: bool(received)
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+    if received:
+        if callable(previous):
+            previous(signal.SIGINT, None)
+        elif previous != signal.SIG_IGN:
+            raise KeyboardInterrupt

@@ -69,7 +69,7 @@ def test_demo_cli_writes_report_and_bag(tmp_path, capsys):
 
     with Reader(out / "bag") as reader:
         topics = {c.topic for c in reader.connections}
-        assert {"actuators/command", "contact/left_sole/wrench", "zmp"} <= topics
+        assert {"/actuators/command", "/contact/left_sole/wrench", "/zmp", "/joint_states", "/tf"} <= topics
         assert reader.message_count == summary["bag_messages"]
 
 
