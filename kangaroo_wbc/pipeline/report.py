@@ -1,4 +1,16 @@
-"""Figures of a closed-loop run (the ``kangaroo-wbc demo`` report folder)."""
+"""Figures of a closed-loop run (the ``kangaroo-wbc demo`` report folder).
+
+:func:`figures` builds the matplotlib figures (no pyplot state, no display), :func:`write_report`
+saves them as PNG with ``summary.json`` and ``report.md``. Conventions of every figure:
+
+* each axis is labelled with its unit (``[s]``, ``[m]``, ``[N]``, ``[ms]``; ``[-]`` when
+  dimensionless);
+* every time plot shades the crane phase — the robot hangs on the simulator's crane until the
+  controller is ready and the crane lets go (``release_time_s`` of the run) — labelled once per
+  figure: there the crane carries part of the weight, so the sole forces estimated from motor
+  torques (which assume the soles carry it all) exceed the truth and the ZMP is undefined;
+* one colour per sole (left blue, right red); estimates solid, the simulator's truth dashed.
+"""
 
 from __future__ import annotations
 
@@ -6,79 +18,171 @@ import json
 from pathlib import Path
 
 import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+#: colour of each sole's curves, in ``run.soles`` order (left, right)
+SOLE_COLOURS = ("tab:blue", "tab:red")
+ESTIMATE_STYLE = {"ls": "-", "lw": 1.6}
+TRUTH_STYLE = {"ls": "--", "lw": 1.2}
+CRANE_SHADE = {"color": "0.6", "alpha": 0.25, "lw": 0}
+DPI = 110
 
 
 def write_report(out: Path, run, summary: dict) -> list[str]:
     """PNG plots + ``summary.json`` + ``report.md`` into ``out``; returns the file names written."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    log = run.log
-    t = log.array("t")
     files = []
-
-    fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
-    com_t, com_r = log.array("com_true"), log.array("com_ref")
-    for i, lab in enumerate("xyz"):
-        axes[0].plot(t, com_t[:, i] - (com_r[0, i] if lab == "z" else 0.0), label=f"CoM {lab} (true)")
-        axes[0].plot(t, com_r[:, i] - (com_r[0, i] if lab == "z" else 0.0), "--", label=f"{lab} reference")
-    axes[0].set_ylabel("CoM [m] (z relative)")
-    axes[0].legend(ncol=3, fontsize=7)
-    zmp_e, zmp_t = log.array("zmp_est"), log.array("zmp_true")
-    on_crane = log.array("crane") > 0.5  # the crane carries part of the weight: no ZMP
-    zmp_e[on_crane], zmp_t[on_crane] = np.nan, np.nan
-    axes[1].plot(t, zmp_e[:, 1], label="ZMP y estimated")
-    axes[1].plot(t, zmp_t[:, 1], label="ZMP y true")
-    axes[1].plot(t, com_t[:, 1], label="CoM y")
-    axes[1].set_ylabel("lateral [m]")
-    axes[1].set_xlabel("time [s]")
-    axes[1].legend(fontsize=7)
-    fig.suptitle(f"{summary['behaviour']}: CoM tracking and ZMP")
-    fig.tight_layout()
-    fig.savefig(out / "com_zmp.png", dpi=110)
-    plt.close(fig)
-    files.append("com_zmp.png")
-
-    fig, ax = plt.subplots(figsize=(9, 3.5))
-    fz_e, fz_t = log.array("fz_est"), log.array("fz_true")
-    for i, sole in enumerate(run.soles):
-        ax.plot(t, fz_e[:, i], label=f"{sole} Fz estimated")
-        ax.plot(t, fz_t[:, i], "--", label=f"{sole} Fz true")
-    ax.axhline(run.clm.mass_kg * 9.81, color="gray", lw=0.8, label="m g")
-    ax.set_xlabel("time [s]")
-    ax.set_ylabel("[N]")
-    ax.legend(fontsize=7, ncol=3)
-    ax.set_title("Sole normal forces: estimated from motor torques vs simulator")
-    fig.tight_layout()
-    fig.savefig(out / "wrenches.png", dpi=110)
-    plt.close(fig)
-    files.append("wrenches.png")
-
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.3))
-    axes[0].semilogy(t, np.maximum(log.array("closure_error"), 1e-16))
-    axes[0].set_title("estimator closure error ||e_l||∞")
-    axes[0].set_xlabel("time [s]")
-    hist = run.calibration.residual_history if run.calibration is not None else []
-    axes[1].semilogy(np.arange(len(hist)), np.maximum(np.asarray(hist, float), 1e-16), "o-")
-    axes[1].set_title("calibration residual per iteration")
-    axes[1].set_xlabel("iteration")
-    axes[2].hist(log.array("wbc_ms"), bins=50, alpha=0.7, label="WBC")
-    axes[2].hist(log.array("est_ms"), bins=50, alpha=0.7, label="estimators")
-    axes[2].set_xlabel("[ms] per tick")
-    axes[2].legend()
-    axes[2].set_title("timing")
-    fig.tight_layout()
-    fig.savefig(out / "closure_calibration_timing.png", dpi=110)
-    plt.close(fig)
-    files.append("closure_calibration_timing.png")
-
+    for name, fig in figures(run, summary).items():
+        fig.savefig(out / name, dpi=DPI)
+        files.append(name)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
     lines = "\n".join(f"| {k} | {v} |" for k, v in summary.items() if not isinstance(v, dict))
     imgs = "\n\n".join(f"![{f}]({f})" for f in files)
     (out / "report.md").write_text(f"# kangaroo_wbc demo: {summary['behaviour']}\n\n| metric | value |\n|---|---|\n"
                                    f"{lines}\n\n{imgs}\n")
-    files += ["summary.json", "report.md"]
-    return files
+    return files + ["summary.json", "report.md"]
+
+
+def figures(run, summary: dict) -> dict[str, Figure]:
+    """The report's figures by PNG file name."""
+    return {"com_zmp.png": com_zmp_figure(run, summary), "wrenches.png": wrenches_figure(run),
+            "closure_calibration_timing.png": closure_calibration_timing_figure(run)}
+
+
+def com_zmp_figure(run, summary: dict) -> Figure:
+    """CoM: truth vs the controller's reference; lateral ZMP: estimated vs true, with the CoM."""
+    log = run.log
+    t, crane = log.array("t"), log.array("crane")
+    fig = Figure(figsize=(10.5, 6), layout="constrained")
+    axes = fig.subplots(2, 1, sharex=True)
+    com_t, com_r = _xyz(log, "com_true"), _xyz(log, "com_ref")
+    z0 = com_r[0, 2] if len(com_r) else 0.0
+    crane_phase(axes[0], t, crane, run.release_time_s)
+    crane_phase(axes[1], t, crane, run.release_time_s, labelled=False)
+    for i, (lab, colour) in enumerate(zip("xyz", ("tab:blue", "tab:green", "tab:purple"), strict=True)):
+        offset = z0 if lab == "z" else 0.0
+        axes[0].plot(t, com_t[:, i] - offset, color=colour, **ESTIMATE_STYLE, label=f"CoM {lab} (true)")
+        axes[0].plot(t, com_r[:, i] - offset, color=colour, ls=":", lw=1.2, label=f"CoM {lab} reference")
+    axes[0].set_ylabel("CoM position [m]\n(z relative to the first reference)")
+    axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    zmp_e, zmp_t = _xyz(log, "zmp_est"), _xyz(log, "zmp_true")
+    on_crane = crane > 0.5  # the crane carries part of the weight: no ZMP
+    zmp_e[on_crane], zmp_t[on_crane] = np.nan, np.nan
+    axes[1].plot(t, zmp_e[:, 1], color="tab:orange", **ESTIMATE_STYLE, label="ZMP y estimated")
+    axes[1].plot(t, zmp_t[:, 1], color="black", **TRUTH_STYLE, label="ZMP y true")
+    axes[1].plot(t, com_t[:, 1], color="tab:green", lw=1.0, label="CoM y (true)")
+    axes[1].set_ylabel("lateral position y [m]")
+    axes[1].set_xlabel("time [s]")
+    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(f"{summary.get('behaviour', run.config.behaviour)}: CoM tracking and ZMP")
+    return fig
+
+
+def wrenches_figure(run) -> Figure:
+    """Normal force of each sole (one axis per sole) and their sum, estimated vs true."""
+    log = run.log
+    t, crane = log.array("t"), log.array("crane")
+    fz_e, fz_t = _per_sole(log, "fz_est", len(run.soles)), _per_sole(log, "fz_true", len(run.soles))
+    weight_n = run.clm.mass_kg * 9.81
+    fig = Figure(figsize=(9, 7), layout="constrained")
+    axes = fig.subplots(len(run.soles) + 1, 1, sharex=True)
+    for i, (ax, sole) in enumerate(zip(axes, run.soles, strict=False)):
+        crane_phase(ax, t, crane, run.release_time_s, labelled=i == 0)
+        colour = SOLE_COLOURS[i % len(SOLE_COLOURS)]
+        ax.plot(t, fz_e[:, i], color=colour, **ESTIMATE_STYLE, label=f"{sole} estimated (motor torques)")
+        ax.plot(t, fz_t[:, i], color=colour, alpha=0.7, **TRUTH_STYLE, label=f"{sole} true (simulator)")
+        ax.set_ylabel(f"{sole}\nnormal force Fz [N]")
+        _force_limits(ax, t, np.c_[fz_e[:, i], fz_t[:, i]], weight_n)
+        ax.legend(fontsize=7, loc="upper right", ncol=3)
+    total = axes[-1]
+    crane_phase(total, t, crane, run.release_time_s, labelled=False)
+    total.plot(t, fz_e.sum(axis=1), color="black", **ESTIMATE_STYLE, label="sum estimated")
+    total.plot(t, fz_t.sum(axis=1), color="0.4", **TRUTH_STYLE, label="sum true")
+    total.axhline(weight_n, color="tab:green", lw=0.9, ls="-.", label=f"m g = {weight_n:.0f} N")
+    total.set_ylabel("both soles\nnormal force Fz [N]")
+    _force_limits(total, t, np.c_[fz_e.sum(axis=1), fz_t.sum(axis=1)], weight_n)
+    total.set_xlabel("time [s]")
+    total.legend(fontsize=7, loc="lower right", ncol=4)
+    fig.suptitle("Sole normal forces in the world z axis: estimated from motor torques vs simulator")
+    return fig
+
+
+def closure_calibration_timing_figure(run) -> Figure:
+    """Estimator closure error over time, calibration residual per iteration, compute time per tick."""
+    log = run.log
+    t, crane = log.array("t"), log.array("crane")
+    fig = Figure(figsize=(12, 3.6), layout="constrained")
+    axes = fig.subplots(1, 3)
+    crane_phase(axes[0], t, crane, run.release_time_s)
+    axes[0].semilogy(t, np.maximum(log.array("closure_error"), 1e-16), color="tab:blue", label="‖e_l‖∞")
+    axes[0].set_title("estimator closure error")
+    axes[0].set_xlabel("time [s]")
+    axes[0].set_ylabel("‖e_l‖∞ [m or rad]")
+    axes[0].legend(fontsize=7)
+    hist = run.calibration.residual_history if run.calibration is not None else []
+    axes[1].semilogy(np.arange(len(hist)), np.maximum(np.asarray(hist, float), 1e-16), "o-", color="tab:blue")
+    axes[1].set_title("encoder calibration")
+    axes[1].set_xlabel("Gauss-Newton iteration [-]")
+    axes[1].set_ylabel("residual ‖e‖₂ [m, rad]")
+    wbc_ms, est_ms = log.array("wbc_ms"), log.array("est_ms")
+    both = np.r_[wbc_ms, est_ms]
+    if both.size:  # the bulk of the ticks; the slowest one is named, not drawn to scale
+        span = (0.0, 1.2 * float(np.percentile(both, 99.9)))
+        axes[2].hist(wbc_ms, bins=50, range=span, alpha=0.7, color="tab:red", label="WBC")
+        axes[2].hist(est_ms, bins=50, range=span, alpha=0.7, color="tab:blue", label="estimators")
+        axes[2].annotate(f"slowest: WBC {wbc_ms.max():.2f} ms, estimators {est_ms.max():.2f} ms",
+                         xy=(0.02, 0.97), xycoords="axes fraction", va="top", fontsize=7, color="0.3")
+    axes[2].set_xlabel("compute time per control tick [ms]")
+    axes[2].set_ylabel("control ticks [count]")
+    axes[2].legend(fontsize=7)
+    axes[2].set_title("timing")
+    return fig
+
+
+def crane_phase(ax: Axes, t: np.ndarray, crane: np.ndarray, release_time_s: float | None,
+                labelled: bool = True) -> bool:
+    """Shade the spans of ``t`` [s] where the robot hangs on the crane (``crane`` > 0.5), with a
+    legend label if ``labelled`` (once per figure); the time axis starts at the boot (0 s).
+
+    The log starts with the estimators' first state, after the encoder calibration; the robot
+    boots on the crane, so a log that starts on it has hung there since 0 s: that span is shaded
+    from 0. Returns whether anything was shaded.
+    """
+    if len(t):
+        ax.set_xlim(0.0, float(t[-1]))
+    on = np.asarray(crane) > 0.5
+    if not on.any():
+        return False
+    edges = np.flatnonzero(np.diff(np.r_[0, on.astype(int), 0]))
+    label = "on the crane" + (f" (released at {release_time_s:.2f} s)" if release_time_s is not None else "")
+    for start, stop in zip(edges[::2], edges[1::2], strict=True):
+        ax.axvspan(0.0 if start == 0 else t[start], t[min(stop, len(t) - 1)], **CRANE_SHADE,
+                   label=label if labelled else None)
+        labelled = False
+    return True
+
+
+def _force_limits(ax: Axes, t: np.ndarray, values: np.ndarray, weight_n: float) -> None:
+    """Zoom on the forces of the run (up to 1.25 m g or the 99th percentile); a short impact peak
+    above that (the landing at the release) is named in the axis instead of setting its scale."""
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return
+    top = max(1.25 * weight_n, 1.1 * float(np.percentile(finite, 99)))
+    ax.set_ylim(-0.05 * weight_n, top)
+    peak = float(finite.max())
+    if peak > top:
+        k = int(np.nanargmax(np.where(np.isfinite(values), values, -np.inf)) // max(values.shape[1], 1))
+        ax.annotate(f"peak {peak:.0f} N at {t[k]:.3f} s (off scale)", xy=(0.01, 0.96), xycoords="axes fraction",
+                    va="top", fontsize=7, color="0.3")
+
+
+def _xyz(log, key: str) -> np.ndarray:
+    """A logged 3-vector column as (n, 3) (empty logs too)."""
+    return log.array(key).reshape(-1, 3)
+
+
+def _per_sole(log, key: str, n_soles: int) -> np.ndarray:
+    return log.array(key).reshape(-1, n_soles)
