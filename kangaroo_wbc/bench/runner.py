@@ -127,7 +127,7 @@ def node_graph(duration_s: float) -> dict:
     out: dict = {"duration_s": duration_s}
     for processes in ("composed", "separate"):
         try:
-            r = run_graph(processes=processes, duration_s=duration_s, sim_mode="realtime", show_progress=False)
+            r = run_graph(processes=processes, duration_s=duration_s, sim_mode="realtime")
         except (GraphStartError, OSError) as exc:
             out[processes] = {"error": str(exc)}
             continue

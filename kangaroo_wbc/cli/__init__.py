@@ -1,15 +1,31 @@
 """The ``kangaroo-wbc`` command line.
 
 Each subcommand lives in its own module of this package and exposes
-``register(subparsers)``; the module adds its parser and sets ``func``. Measuring subcommands take
-``--json`` and print one JSON object as their last line of output.
+``register(subparsers)``; the module adds its parser and sets ``func`` (the command) and, where
+options depend on each other or name an output folder, ``validate`` (run after parsing, before
+anything else: it raises :class:`~kangaroo_wbc.cli.common.UsageError` or prepares the folder).
+Measuring subcommands take ``--json`` and print one JSON object as their last line of output.
+
+Exit codes: 0 success; 1 the run failed its own criterion (the robot fell, a soak criterion, the
+node graph did not start); 2 a rejected argument or input (one line on stderr; with ``--json``
+also ``{"ok": false, "error": ...}`` on stdout); 130 / 143 stopped by SIGINT / SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+
+from kangaroo_wbc.cli.common import (
+    PROG,
+    CliParser,
+    Interrupted,
+    UsageError,
+    abort_on_sigterm,
+    fail,
+)
 
 # Subcommand modules, in the order they appear in ``--help``.
 SUBCOMMAND_MODULES = [
@@ -23,8 +39,8 @@ SUBCOMMAND_MODULES = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="kangaroo-wbc",
+    parser = CliParser(
+        prog=PROG,
         description="Closed-linkage modelling, estimation and whole-body control for the Kangaroo biped.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -35,15 +51,41 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    from kangaroo_wbc.errors import KangarooWbcError
-
+    argv = list(sys.argv[1:] if argv is None else argv)
+    json_mode = "--json" in argv
     try:
-        return int(args.func(args) or 0)
-    except KangarooWbcError as exc:
-        print(f"kangaroo-wbc {args.command}: error: {exc}", file=sys.stderr)
+        previous = abort_on_sigterm()
+    except ValueError:  # not the main thread (an embedding application): its own handlers stay
+        previous = None
+    try:
+        args = build_parser().parse_args(argv)
+        validate = getattr(args, "validate", None)
+        if validate is not None:
+            try:
+                validate(args)
+            except UsageError as exc:
+                text = str(exc)
+                if not text.startswith(PROG):
+                    raise UsageError(f"{PROG} {args.command}: error: {text}") from None
+                raise
+        from kangaroo_wbc.errors import KangarooWbcError
+
+        try:
+            return int(args.func(args) or 0)
+        except KangarooWbcError as exc:
+            raise UsageError(f"{PROG} {args.command}: error: {exc}") from None
+    except UsageError as exc:
+        fail(str(exc), json_mode)
         return 2
+    except KeyboardInterrupt:
+        fail(f"{PROG}: interrupted (SIGINT)", json_mode)
+        return 128 + signal.SIGINT
+    except Interrupted as exc:
+        fail(f"{PROG}: interrupted ({signal.Signals(exc.signum).name})", json_mode)
+        return 128 + exc.signum
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

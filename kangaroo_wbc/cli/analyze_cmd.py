@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kangaroo_wbc.cli.common import add_json_flag, print_json, progress
+from kangaroo_wbc.cli.common import (
+    Progress,
+    add_json_flag,
+    add_out_options,
+    add_progress_flag,
+    positive_int,
+    prepare_output_folder,
+    print_json,
+)
 
 
 def _analyze(args: argparse.Namespace) -> int:
@@ -34,7 +42,7 @@ def _analyze(args: argparse.Namespace) -> int:
     q_t3 = configuration_from_outputs(clm, posture, q)
     knee_deg = float(np.degrees(q[clm.model.joints[clm.model.getJointId(f"{args.side}_knee_joint")].idx_q]))
     summary = run_analysis(clm, q, leg_spec(args.side), Path(args.out), levels=args.levels, quick=args.quick,
-                           progress=lambda it, total, desc: progress(it, total, desc, enabled=not args.json),
+                           progress=Progress.from_args(args),
                            q_table3=q_t3, output_joints=output_joint_names(),
                            ankle_stage=RodStage.from_model(clm, args.side), standing_knee_deg=knee_deg)
     summary["report"] = str(Path(args.out) / "report.md")
@@ -48,12 +56,18 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _validate(args: argparse.Namespace) -> None:
+    prepare_output_folder(args.out, args.force)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("analyze", help="mechanism analysis of the Kangaroo leg (report: Markdown + PNG)")
-    p.add_argument("--out", default="reports/analysis", help="output folder of the report")
-    p.add_argument("--side", default="left", choices=["left", "right"])
-    p.add_argument("--levels", type=int, default=4, help="grid levels per actuator of the singularity scan")
+    add_out_options(p, "reports/analysis", "output folder of the report")
+    p.add_argument("--side", default="left", choices=["left", "right"], help="the leg analysed (default left)")
+    p.add_argument("--levels", type=positive_int, default=4, metavar="N",
+                   help="grid levels per actuator of the singularity scan, N >= 1 (default 4)")
     p.add_argument("--quick", action="store_true", help="coarse grids (for smoke tests)")
     p.add_argument("--urdf-dir", default=None, help="folder holding kangaroo.urdf and kangaroo_closures.yaml")
     add_json_flag(p)
-    p.set_defaults(func=_analyze)
+    add_progress_flag(p)
+    p.set_defaults(func=_analyze, validate=_validate)

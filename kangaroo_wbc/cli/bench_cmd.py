@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from kangaroo_wbc.cli.common import add_json_flag, print_json
+from kangaroo_wbc.cli.common import add_json_flag, positive_int, print_json
 
 QUICK_ITERATIONS = 50
 QUICK_PEER_ITERATIONS = 3
@@ -67,11 +67,12 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="timings of the closure FK, dynamics, pipeline stages and a peer library")
-    p.add_argument("--iterations", type=int, default=None, help="timed calls per benchmark (default 2000)")
+    p.add_argument("--iterations", type=positive_int, default=None, metavar="N",
+                   help="timed calls per benchmark, N >= 1 (default 2000)")
     p.add_argument("--quick", action="store_true",
                    help=f"CI smoke run: {QUICK_ITERATIONS} iterations, {QUICK_PEER_ITERATIONS} peer samples")
-    p.add_argument("--peer-iterations", type=int, default=None,
-                   help="samples per model and method for the peer library (default 60; it is slow)")
+    p.add_argument("--peer-iterations", type=positive_int, default=None, metavar="N",
+                   help="samples per model and method for the peer library, N >= 1 (default 60; it is slow)")
     p.add_argument("--peer-python", action="append", metavar="PYTHON",
                    help="also run the peer under this interpreter (e.g. a venv with pin 3.x for the "
                         "toolbox's proximal solver); repeatable")

@@ -1,18 +1,285 @@
-"""Helpers shared by the CLI subcommands: JSON output, progress bars."""
+"""Helpers shared by the CLI subcommands: argument types, output folders, errors, JSON and
+tables, progress display and signals.
+
+Every subcommand follows the same rules:
+
+* **Arguments are checked when parsed**, before anything runs: typed, ranged and finite
+  (:func:`positive_float`, :func:`positive_int`, :func:`seed`, ...), output paths checked
+  (:func:`output_folder`, :func:`output_file`). A rejected argument is one line on stderr naming
+  the option and what it accepts, exit code 2 (:class:`UsageError`).
+* **``--json``**: the last stdout line is one JSON object, a failure included
+  (``{"ok": false, "error": "..."}``).
+* **Output folders** (``--out``) are never shared by two runs: an existing non-empty folder is
+  refused unless ``--force``, which first clears the previous run's artefacts
+  (:func:`prepare_output_folder`).
+* **Progress** (:class:`Progress`, built on tqdm) goes to stderr: a live bar on a terminal, at most
+  one line every :data:`LINE_INTERVAL_S` otherwise, nothing with ``--json`` unless
+  ``--progress on``.
+* **SIGINT / SIGTERM**: loops that can stop at a tick boundary run under :class:`StopSignals`
+  and report the time run so far; exit code 128 + the signal number (130, 143).
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
+import math
+import os
+import re
+import shutil
+import signal
 import sys
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
-
-import numpy as np
 
 T = TypeVar("T")
 
+PROG = "kangaroo-wbc"
 
-def _default(obj: Any) -> Any:
+# ---------------------------------------------------------------------------------------- errors
+
+
+class UsageError(Exception):
+    """A command-line argument or option combination was rejected (exit code 2, one line)."""
+
+
+class Interrupted(BaseException):
+    """SIGINT / SIGTERM where the command cannot stop at a tick boundary (exit 128 + signum)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def fail(message: str, json_mode: bool) -> None:
+    """Report a failure: one line on stderr, and with ``--json`` one JSON object on stdout."""
+    message = " ".join(str(message).split())  # one line, whatever the message held
+    print(message, file=sys.stderr, flush=True)
+    if json_mode:
+        print_json({"ok": False, "error": message})
+
+
+class CliParser(argparse.ArgumentParser):
+    """argparse whose errors raise :class:`UsageError` (one line, exit 2) instead of printing the
+    usage; subparsers made by ``add_subparsers`` are of this class too."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{self.prog}: error: {message}")
+
+
+# ---------------------------------------------------------------------------- argument types
+
+
+def _number(text: str, kind: type) -> Any:
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
+                                         f"got {text!r}") from None
+    if kind is float and not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    value = _number(text, float)
+    if not value > 0.0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """A finite number >= 0."""
+    value = _number(text, float)
+    if not value >= 0.0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def fraction(text: str) -> float:
+    """A number in [0, 1)."""
+    value = _number(text, float)
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1), got {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1."""
+    value = _number(text, int)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An integer >= 0."""
+    value = _number(text, int)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text}")
+    return value
+
+
+#: Seeds go to numpy and MuJoCo: 32-bit unsigned.
+SEED_MAX = 2**32 - 1
+
+
+def seed(text: str) -> int:
+    """A random seed, an integer in [0, 2^32 - 1]."""
+    value = _number(text, int)
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, {SEED_MAX}], got {text}")
+    return value
+
+
+def _first_existing(path: Path) -> Path:
+    for parent in (path, *path.parents):
+        if parent.exists():
+            return parent
+    return Path(".")
+
+
+def _check_creatable(folder: Path, what: str) -> None:
+    """``folder`` is a folder or can be made: no file in its way, its deepest existing folder
+    writable if something must be created there."""
+    base = _first_existing(folder)
+    if not base.is_dir():
+        raise argparse.ArgumentTypeError(f"{base} is a file, not a folder")
+    if base != folder and not os.access(base, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{folder}: cannot create the {what} ({base} is not writable)")
+
+
+def output_folder(text: str) -> Path:
+    """A folder that is or can be made: not a file, no file among its parents, writable.
+
+    Whether it may be written into (empty, or ``--force``) is decided by
+    :func:`prepare_output_folder` once all arguments are parsed.
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a folder, got an empty path")
+    path = Path(text).expanduser()
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} is a file; expected a folder")
+    try:
+        _check_creatable(path, "folder")
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{path}: {exc}") from None
+    if path.is_dir() and not os.access(path, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{path}: folder not writable")
+    return path
+
+
+def output_file(text: str) -> Path:
+    """A file that can be written: not a folder, its folder existing or creatable (an existing
+    file is replaced)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a file name, got an empty path")
+    path = Path(text).expanduser()
+    if path.is_dir() or text.endswith(os.sep):
+        raise argparse.ArgumentTypeError(f"{path} is a folder; expected a file name")
+    try:
+        _check_creatable(path.parent, "folder")
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{path}: {exc}") from None
+    if path.parent.is_dir() and not os.access(path.parent, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{path}: folder {path.parent} not writable")
+    return path
+
+
+# ------------------------------------------------------------------------------ behaviours
+
+#: Behaviour names of the command line (demo, soak), with the controller behaviour each runs
+#: (``kangaroo_wbc.control.behaviours.BEHAVIOURS``, the ``behaviour`` parameter of the
+#: ``whole_body_controller`` node). ``push`` also pushes the pelvis (one-process loop only).
+BEHAVIOURS = {"stand": "stand", "squat": "squat", "sway": "sway", "single_support": "weight_shift",
+              "push": "push_recovery"}
+BEHAVIOURS_HELP = ("stand, squat, sway, single_support (the controller's weight_shift), push (the "
+                   "controller's push_recovery, plus a lateral push of the pelvis)")
+
+
+def behaviour(text: str) -> str:
+    """A behaviour name of the command line (:data:`BEHAVIOURS`); the controller's own names are
+    refused with the name to use instead."""
+    if text in BEHAVIOURS:
+        return text
+    cli_name = {v: k for k, v in BEHAVIOURS.items() if k != v}.get(text)
+    if cli_name is not None:
+        raise argparse.ArgumentTypeError(f"{text!r} is the controller's name; on the command line it is "
+                                         f"{cli_name!r} (choose from {', '.join(BEHAVIOURS)})")
+    raise argparse.ArgumentTypeError(f"unknown behaviour {text!r} (choose from {', '.join(BEHAVIOURS)})")
+
+
+def add_behaviour_option(parser: argparse.ArgumentParser, default: str = "stand") -> None:
+    parser.add_argument("--behaviour", type=behaviour, default=default, metavar="NAME",
+                        help=f"{BEHAVIOURS_HELP} (default {default})")
+
+
+# ------------------------------------------------------------------------------ output folders
+
+#: Written into every output folder this command line fills; ``--force`` clears folders holding it.
+MARKER = ".kangaroo-wbc-output"
+#: Folders written before the marker existed: cleared by ``--force`` when they hold a
+#: ``summary.json`` or ``report.md`` and nothing but files with these suffixes and these folders.
+_LEGACY_SUFFIXES = (".png", ".md", ".json")
+_LEGACY_DIRS = ("bag",)
+
+
+def _ours(path: Path) -> bool:
+    entries = list(path.iterdir())
+    if (path / MARKER).is_file():
+        return True
+    if not ((path / "summary.json").is_file() or (path / "report.md").is_file()):
+        return False
+    return all((e.is_dir() and e.name in _LEGACY_DIRS) or (e.is_file() and e.suffix in _LEGACY_SUFFIXES)
+               for e in entries)
+
+
+def prepare_output_folder(path: Path, force: bool, option: str = "--out") -> Path:
+    """Make ``path`` an empty output folder for this run, before anything runs.
+
+    An existing non-empty folder is refused unless ``force``; with ``force`` the previous run's
+    artefacts are deleted first — only from a folder this command line wrote (it holds
+    :data:`MARKER`, or only reports, figures, JSON and a ``bag`` folder), never from another one.
+
+    Raises:
+        UsageError: the folder is not empty (no ``force``), or not ours to clear.
+    """
+    if path.is_dir() and any(path.iterdir()):
+        if not force:
+            raise UsageError(f"{option} {path}: folder not empty (another run's results); choose a new folder "
+                             f"or add --force to replace them")
+        if not _ours(path):
+            raise UsageError(f"{option} {path}: --force clears only folders written by {PROG} (they hold "
+                             f"{MARKER}); this one holds other files, choose another folder")
+        for entry in path.iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        (path / MARKER).write_text(json.dumps({"command": [PROG, *sys.argv[1:]]}) + "\n")
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: {exc.strerror or exc}") from None
+    return path
+
+
+def add_out_options(parser: argparse.ArgumentParser, default: str, help_text: str) -> None:
+    parser.add_argument("--out", type=output_folder, default=Path(default), metavar="DIR",
+                        help=f"{help_text} (default {default}); must be new or empty unless --force")
+    parser.add_argument("--force", action="store_true",
+                        help="write into a non-empty --out folder of an earlier run after deleting its contents")
+
+
+# ------------------------------------------------------------------------------ JSON and tables
+
+
+def json_default(obj: Any) -> Any:
+    """``json.dumps`` ``default=``: numpy scalars and arrays, paths."""
+    import numpy as np
+
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     if isinstance(obj, (np.floating,)):
@@ -21,29 +288,189 @@ def _default(obj: Any) -> Any:
         return int(obj)
     if isinstance(obj, (np.bool_,)):
         return bool(obj)
+    if isinstance(obj, Path):
+        return str(obj)
     raise TypeError(f"not JSON serialisable: {type(obj)}")
 
 
 def print_json(obj: dict) -> None:
     """Print ``obj`` as one JSON line (the last line of a measuring subcommand)."""
-    print(json.dumps(obj, default=_default, sort_keys=False))
+    print(json.dumps(obj, default=json_default, sort_keys=False), flush=True)
 
 
 def add_json_flag(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
 
 
-def progress(iterable: Iterable[T], total: int | None = None, desc: str = "", enabled: bool = True) -> Iterator[T]:
-    """A dependency-free progress bar on stderr (silent when stderr is not a terminal and disabled)."""
-    items = list(iterable) if total is None else iterable
-    n = len(items) if total is None else total  # type: ignore[arg-type]
-    width = 30
-    for i, item in enumerate(items):
-        if enabled and n:
-            done = int(width * (i + 1) / n)
-            sys.stderr.write(f"\r{desc} [{'#' * done}{'.' * (width - done)}] {i + 1}/{n}")
-            sys.stderr.flush()
-        yield item
-    if enabled and n:
-        sys.stderr.write("\n")
-        sys.stderr.flush()
+def _flatten(obj: dict, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    for key, value in obj.items():
+        if isinstance(value, dict) and value:
+            yield from _flatten(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
+def print_table(obj: dict, width: int = 32) -> None:
+    """``key  value`` lines; nested dictionaries as dotted keys, floats to 6 significant digits."""
+    for key, value in _flatten(obj):
+        text = f"{value:.6g}" if isinstance(value, float) else str(value)
+        print(f"{key:<{width - 1}} {text}")
+
+
+def print_result(obj: dict, json_mode: bool) -> None:
+    """One JSON line with ``--json``, else a table."""
+    print_json(obj) if json_mode else print_table(obj)
+
+
+# ------------------------------------------------------------------------------------ progress
+
+#: Without a terminal on stderr: at most one progress line per this many seconds.
+LINE_INTERVAL_S = 5.0
+#: On a terminal: the bar's refresh period [s].
+BAR_INTERVAL_S = 0.2
+
+
+def add_progress_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
+                        help="progress on stderr: auto (a bar on a terminal, a line every "
+                             f"{LINE_INTERVAL_S:g} s otherwise, none with --json), on (also with --json), off")
+
+
+class _LineStream:
+    """tqdm's output when stderr is no terminal: each refresh becomes one plain line (no ``\\r``)."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        for part in re.split(r"[\r\n]", text):
+            part = part.strip()
+            if part:
+                self.stream.write(part + "\n")
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+class _NoBar:
+    n = 0.0
+
+    def update(self, n: float = 1) -> None:
+        self.n += n
+
+    def close(self) -> None:
+        pass
+
+
+class Progress:
+    """Progress display on stderr, built on tqdm.
+
+    ``mode``: ``"bar"`` (a live bar, for a terminal), ``"lines"`` (one line at most every
+    :data:`LINE_INTERVAL_S`) or ``"off"``. Call it like ``tqdm`` on an iterable
+    (``progress(items, total=, desc=)``, the protocol the pipeline's loops take), or use
+    :meth:`bar` for a quantity updated by hand (``bar.update(delta)``, ``bar.close()``).
+    """
+
+    def __init__(self, mode: str = "off", stream=None) -> None:
+        if mode not in ("bar", "lines", "off"):
+            raise ValueError(f"mode must be bar, lines or off, got {mode!r}")
+        self.mode = mode
+        self.stream = stream if stream is not None else sys.stderr
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Progress:
+        """The mode ``--progress`` and ``--json`` ask for, given whether stderr is a terminal."""
+        choice = getattr(args, "progress", "auto")
+        if choice == "off" or (choice == "auto" and getattr(args, "json", False)):
+            return cls("off")
+        try:
+            tty = sys.stderr.isatty()
+        except (AttributeError, ValueError):
+            tty = False
+        return cls("bar" if tty else "lines")
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "off"
+
+    def _tqdm(self, iterable, total, desc: str, unit: str, numbers: str):
+        from tqdm import tqdm
+
+        class _Bar(tqdm):
+            monitor_interval = 0  # no monitor thread
+
+        if self.mode == "bar":
+            return _Bar(iterable, total=total, desc=desc, unit=unit, file=self.stream, mininterval=BAR_INTERVAL_S,
+                        dynamic_ncols=True, leave=True,
+                        bar_format="{l_bar}{bar}| " + numbers + " [{elapsed}<{remaining}]")
+        return _Bar(iterable, total=total, desc=desc, unit=unit, file=_LineStream(self.stream),
+                    mininterval=LINE_INTERVAL_S, maxinterval=float("inf"), ascii=True, leave=True,
+                    bar_format="{desc}: {percentage:3.0f}% " + numbers + " [{elapsed}<{remaining}]")
+
+    def __call__(self, iterable: Iterable[T], total: int | None = None, desc: str = "") -> Iterable[T]:
+        if self.mode == "off":
+            return iterable
+        return self._tqdm(iterable, total, desc, "it", "{n_fmt}/{total_fmt}")
+
+    def bar(self, total: float, desc: str = "", unit: str = "s"):
+        """A bar over ``total`` (e.g. seconds) advanced with ``update(delta)``; ``close()`` at the end."""
+        if self.mode == "off":
+            return _NoBar()
+        return self._tqdm(None, total, desc, unit, "{n:.1f}/{total:.1f} {unit}")
+
+
+# -------------------------------------------------------------------------------------- signals
+
+
+def _raise_interrupted(signum: int, frame) -> None:
+    raise Interrupted(signum)
+
+
+def abort_on_sigterm():
+    """SIGTERM raises :class:`Interrupted` (as SIGINT raises KeyboardInterrupt): no traceback, exit
+    143. Returns the previous handler."""
+    return signal.signal(signal.SIGTERM, _raise_interrupted)
+
+
+class StopSignals:
+    """While active, SIGINT and SIGTERM ask a loop to stop at its next tick boundary.
+
+    The loop polls the instance (``stop()`` is True once a signal came); a second signal aborts at
+    once (:class:`Interrupted`). :attr:`exit_code` is 128 + the signal number, as a shell reports it.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, announce: bool = True) -> None:
+        self.signum: int | None = None
+        self.announce = announce
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        for s in self.SIGNALS:
+            self._previous[s] = signal.signal(s, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
+        self._previous.clear()
+
+    def _handle(self, signum: int, frame) -> None:
+        if self.signum is not None:
+            raise Interrupted(signum)
+        self.signum = signum
+        if self.announce:
+            print(f"{PROG}: {signal.Signals(signum).name}: stopping at the next tick and writing the results "
+                  f"(signal again to abort)", file=sys.stderr, flush=True)
+
+    def __call__(self) -> bool:
+        return self.signum is not None
+
+    @property
+    def interrupted(self) -> bool:
+        return self.signum is not None
+
+    @property
+    def exit_code(self) -> int | None:
+        return None if self.signum is None else 128 + int(self.signum)

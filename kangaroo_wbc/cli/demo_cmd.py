@@ -1,129 +1,198 @@
-"""``kangaroo-wbc demo`` and ``kangaroo-wbc evaluate estimation``: the closed loop in simulation."""
+"""``kangaroo-wbc demo`` and ``kangaroo-wbc evaluate estimation``: the closed loop in simulation.
+
+``--processes one`` (default) chains the components in this process and writes, into ``--out``,
+the report (``report.md``, figures, ``summary.json``) and a ROS 2 bag (``bag/``).
+``--processes separate|composed`` runs the node graph over DDS and writes ``summary.json`` and the
+nodes' logs (``logs/``); it records no bag (``ros2 bag record`` does, on the live topics). Every
+option either applies to the deployment chosen or is refused before anything runs.
+
+SIGINT / SIGTERM stop the run at the next tick boundary; what ran so far is reported and written
+(``"interrupted": true``) and the exit code is 130 / 143.
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
+import json
 from pathlib import Path
 
-from kangaroo_wbc.cli.common import add_json_flag, print_json, progress
+from kangaroo_wbc.cli.common import (
+    BEHAVIOURS,
+    Progress,
+    StopSignals,
+    UsageError,
+    add_behaviour_option,
+    add_json_flag,
+    add_out_options,
+    add_progress_flag,
+    fail,
+    fraction,
+    json_default,
+    positive_float,
+    positive_int,
+    prepare_output_folder,
+    print_result,
+    seed,
+)
 
-BEHAVIOURS = ["stand", "squat", "sway", "single_support", "push"]
+DEFAULT_OUT = "reports/demo"
+DEFAULT_SIM_MODE = "lockstep"
+DEFAULT_STARTUP_TIMEOUT_S = 120.0
+DEFAULT_BAG_DECIMATION = 1
 
-
-def _run(args: argparse.Namespace, behaviour: str) -> tuple[dict, object]:
-    from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
-
-    run = ClosedLoopRun(LoopConfig(behaviour=behaviour, duration_s=args.duration, seed=args.seed,
-                                   pipelined=getattr(args, "pipelined", False)))
-    summary = run.run(progress=lambda it, total, desc: progress(it, total, desc, enabled=not args.json))
-    return summary, run
-
-
-def _demo(args: argparse.Namespace) -> int:
-    _validate_demo(args)
-    if args.processes in ("separate", "composed"):
-        from kangaroo_wbc.pipeline.processes import GraphStartError, run_graph
-
-        try:
-            summary = run_graph(processes=args.processes, duration_s=args.duration, behaviour=args.behaviour,
-                                sim_mode=args.sim_mode, drop_ratio=args.drop_ratio, seed=args.seed,
-                                show_progress=not args.json, startup_timeout_s=args.startup_timeout)
-        except GraphStartError as exc:
-            sys.stderr.write(f"kangaroo-wbc demo: error: {exc}\n")
-            return 1
-        print_json(summary) if args.json else [print(f"{k:<32}{v}") for k, v in summary.items()]
-        return 1 if summary.get("fell") is not False else 0
-    summary, run = _run(args, args.behaviour)
-    out = Path(args.out)
-    if not args.no_report:
-        from kangaroo_wbc.pipeline.report import write_report
-
-        summary["report_files"] = write_report(out, run, summary)
-    if not args.no_bag:
-        from kangaroo_wbc.pipeline.bag import write_run_bag
-
-        summary["bag"] = str(out / "bag")
-        summary["bag_messages"] = sum(write_run_bag(out / "bag", run, decimation=args.bag_decimation).values())
-    if args.json:
-        print_json(summary)
-    else:
-        for k, v in summary.items():
-            print(f"{k:<32}{v}")
-    return 0 if not summary["fell"] else 1
+#: Options of one deployment only: (dest, flag, deployments that take it).
+_GRAPH = ("separate", "composed")
+_ONLY = (("sim_mode", "--sim-mode", _GRAPH), ("drop_ratio", "--drop-ratio", _GRAPH),
+         ("startup_timeout", "--startup-timeout", _GRAPH), ("pipelined", "--pipelined", ("one",)),
+         ("bag_decimation", "--bag-decimation", ("one",)))
 
 
-def _evaluate(args: argparse.Namespace) -> int:
-    summary, _ = _run(args, "sway")
-    keys = ["calibration_iterations", "calibration_offset_error_m", "passive_position_rmse_rad",
-            "passive_velocity_rmse_rad_s", "max_closure_error", "fz_sum_over_mg", "zmp_rmse_m",
-            "base_position_drift_m", "fell", "estimator_ms_p50", "estimator_ms_p99"]
-    result = {k: summary[k] for k in keys}
-    print_json(result) if args.json else [print(f"{k:<32}{v}") for k, v in result.items()]
-    return 0
-
-
-def _drop_ratio(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value}")
-    return value
-
-
-def _one_line_error(message: str) -> None:
-    sys.stderr.write(f"kangaroo-wbc demo: error: {message}\n")
-    raise SystemExit(2)
+def _writes(args: argparse.Namespace) -> bool:
+    """Whether the run writes into ``--out``."""
+    return not args.no_report or (args.processes == "one" and not args.no_bag)
 
 
 def _validate_demo(args: argparse.Namespace) -> None:
-    """Cross-option checks, before anything runs (one line, exit code 2)."""
-    graph = args.processes in ("separate", "composed")
-    if args.drop_ratio and not graph:
-        _one_line_error("--drop-ratio needs --processes separate or composed")
-    if args.sim_mode != "lockstep" and not graph:
-        _one_line_error("--sim-mode needs --processes separate or composed")
-    if args.pipelined and graph:
-        _one_line_error("--pipelined applies to --processes one only")
-    if not args.duration > 0.0:
-        _one_line_error(f"--duration must be > 0, got {args.duration}")
+    """Option combinations and the output folder, before anything runs."""
+    for dest, flag, deployments in _ONLY:
+        value = getattr(args, dest)
+        if value not in (None, False) and args.processes not in deployments:
+            raise UsageError(f"kangaroo-wbc demo: error: {flag} applies to --processes {'|'.join(deployments)} "
+                             f"only, not {args.processes}")
+    if args.no_bag and args.bag_decimation is not None:
+        raise UsageError("kangaroo-wbc demo: error: --bag-decimation with --no-bag: there is no bag")
+    if args.processes in _GRAPH and args.behaviour == "push":
+        raise UsageError("kangaroo-wbc demo: error: --behaviour push needs --processes one (the push is applied "
+                         "by the one-process loop; the sim node applies none)")
+    if _writes(args):
+        prepare_output_folder(args.out, args.force)
+
+
+def _write_summary(out: Path, summary: dict) -> None:
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default) + "\n")
+
+
+def _loop(args: argparse.Namespace, behaviour: str, stop: StopSignals):
+    from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
+
+    run = ClosedLoopRun(LoopConfig(behaviour=behaviour, duration_s=args.duration, seed=args.seed,
+                                   pipelined=bool(getattr(args, "pipelined", False))))
+    summary = run.run(progress=Progress.from_args(args), stop=stop)
+    summary["requested_duration_s"] = args.duration
+    return summary, run
+
+
+def _demo_graph(args: argparse.Namespace) -> int:
+    from kangaroo_wbc.pipeline.processes import GraphStartError, run_graph
+
+    out = args.out if _writes(args) else None
+    with StopSignals() as stop:
+        try:
+            summary = run_graph(processes=args.processes, duration_s=args.duration,
+                                behaviour=BEHAVIOURS[args.behaviour], sim_mode=args.sim_mode or DEFAULT_SIM_MODE,
+                                drop_ratio=args.drop_ratio or 0.0, seed=args.seed,
+                                startup_timeout_s=args.startup_timeout or DEFAULT_STARTUP_TIMEOUT_S,
+                                progress=Progress.from_args(args), stop=stop,
+                                log_dir=None if out is None else out / "logs")
+        except GraphStartError as exc:
+            fail(f"kangaroo-wbc demo: error: {exc}", args.json)
+            return stop.exit_code or 1
+    summary["behaviour"] = args.behaviour  # the command line's name (the controller ran BEHAVIOURS[...])
+    summary["seed"] = args.seed
+    if out is not None:
+        _write_summary(out, summary)
+        summary["report_files"] = ["summary.json", "logs"]
+    print_result(summary, args.json)
+    if stop.interrupted:
+        return stop.exit_code
+    return 1 if summary.get("fell") is not False else 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    if args.processes in _GRAPH:
+        return _demo_graph(args)
+    out = args.out
+    with StopSignals() as stop:
+        summary, run = _loop(args, args.behaviour, stop)
+        logged = run.log.array("t").size > 0  # an early signal can stop the run before its first logged tick
+        if not args.no_report:
+            if logged:
+                from kangaroo_wbc.pipeline.report import write_report
+
+                summary["report_files"] = write_report(out, run, summary)
+            else:
+                _write_summary(out, summary)
+                summary["report_files"] = ["summary.json"]
+        if not args.no_bag:
+            from kangaroo_wbc.pipeline.bag import write_run_bag
+
+            counts = write_run_bag(out / "bag", run, decimation=args.bag_decimation or DEFAULT_BAG_DECIMATION)
+            summary["bag"] = str(out / "bag")
+            summary["bag_messages"] = sum(counts.values())
+    print_result(summary, args.json)
+    if stop.interrupted:
+        return stop.exit_code
+    return 1 if summary["fell"] else 0
+
+
+EVALUATE_KEYS = ("calibration_iterations", "calibration_offset_error_m", "passive_position_rmse_rad",
+                 "passive_velocity_rmse_rad_s", "max_closure_error", "fz_sum_over_mg", "zmp_rmse_m",
+                 "base_position_drift_m", "fell", "estimator_ms_p50", "estimator_ms_p99", "duration_s",
+                 "interrupted")
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    with StopSignals() as stop:
+        summary, _ = _loop(args, "sway", stop)
+    print_result({k: summary[k] for k in EVALUATE_KEYS}, args.json)
+    return stop.exit_code or 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="closed-loop demo in the MuJoCo simulator (estimators + WBC in the loop)")
-    p.add_argument("--behaviour", default="stand", choices=BEHAVIOURS)
-    p.add_argument("--duration", type=float, default=10.0, help="simulated time after boot [s]")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="reports/demo", help="report folder (plots, summary, bag)")
+    p = sub.add_parser("demo", help="closed-loop demo in the MuJoCo simulator (estimators + WBC in the loop)",
+                       description=__doc__.split("\n\n", 1)[1])
+    add_behaviour_option(p)
+    p.add_argument("--duration", type=positive_float, default=10.0, metavar="S",
+                   help="simulated time after boot [s], > 0 (separate/composed realtime: wall time) (default 10)")
+    p.add_argument("--seed", type=seed, default=0, help="simulator seed: sensor noise, encoder offsets (default 0)")
+    add_out_options(p, DEFAULT_OUT, "result folder: report, figures, summary.json and bag (separate/composed: "
+                                    "summary.json and the nodes' logs)")
     p.add_argument("--processes", default="one", choices=["one", "separate", "composed"],
                    help="one: the components chained in this process, no ROS (report, bag); separate: the four "
                         "node processes over DDS; composed: the composed executable (one process, contract topics "
-                        "published)")
-    p.add_argument("--sim-mode", default="lockstep", choices=["lockstep", "realtime"],
+                        "published) (default one)")
+    p.add_argument("--sim-mode", default=None, choices=["lockstep", "realtime"],
                    help="separate/composed: lockstep (once the controller is ready, one 1 ms step per command; "
-                        "--duration is simulated time) or realtime (the simulator follows the wall clock)")
-    p.add_argument("--drop-ratio", type=_drop_ratio, default=0.0,
-                   help="separate/composed: the simulator drops this fraction of the commands (0 <= x < 1)")
-    p.add_argument("--startup-timeout", type=float, default=120.0,
-                   help="separate/composed: wall time [s] for the controller to become ready")
+                        "--duration is simulated time) or realtime (the simulator follows the wall clock) "
+                        f"(default {DEFAULT_SIM_MODE})")
+    p.add_argument("--drop-ratio", type=fraction, default=None, metavar="X",
+                   help="separate/composed: the simulator drops this fraction of the commands, 0 <= X < 1 "
+                        "(default 0)")
+    p.add_argument("--startup-timeout", type=positive_float, default=None, metavar="S",
+                   help="separate/composed: wall time [s] for the controller to become ready, > 0 "
+                        f"(default {DEFAULT_STARTUP_TIMEOUT_S:g})")
     p.add_argument("--pipelined", action="store_true",
-                   help="single process: the simulator steps in a worker thread alongside the estimators and the "
+                   help="one: the simulator steps in a worker thread alongside the estimators and the "
                         "controller, each command driving the step after (the node graph's one-tick delay); "
                         "default: lockstep, each command drives the very next step")
-    p.add_argument("--no-report", action="store_true")
-    p.add_argument("--no-bag", action="store_true")
-    p.add_argument("--bag-decimation", type=int, default=1, help="record every N-th tick")
+    p.add_argument("--no-report", action="store_true",
+                   help="write no report (one: figures, report.md, summary.json; separate/composed: summary.json "
+                        "and logs)")
+    p.add_argument("--no-bag", action="store_true",
+                   help="write no bag (separate/composed never write one: record the topics with ros2 bag record)")
+    p.add_argument("--bag-decimation", type=positive_int, default=None, metavar="N",
+                   help=f"one: record every N-th tick in the bag, N >= 1 (default {DEFAULT_BAG_DECIMATION})")
     add_json_flag(p)
-    p.error = _one_line_error  # argparse's own errors too: one line, exit code 2
-    p.set_defaults(func=_demo)
+    add_progress_flag(p)
+    p.set_defaults(func=_demo, validate=_validate_demo)
 
     e = sub.add_parser("evaluate", help="evaluate a component against the simulator's ground truth")
     esub = e.add_subparsers(dest="what", metavar="WHAT")
     esub.required = True
     ee = esub.add_parser("estimation", help="calibration, passive state, wrench/ZMP, base drift (stand + sway)")
-    ee.add_argument("--duration", type=float, default=10.0)
-    ee.add_argument("--seed", type=int, default=0)
+    ee.add_argument("--duration", type=positive_float, default=10.0, metavar="S",
+                    help="simulated time after boot [s], > 0 (default 10)")
+    ee.add_argument("--seed", type=seed, default=0, help="simulator seed (default 0)")
     add_json_flag(ee)
+    add_progress_flag(ee)
     ee.set_defaults(func=_evaluate)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from kangaroo_wbc.cli.common import add_json_flag, print_json
+from kangaroo_wbc.cli.common import add_json_flag, print_json, seed
 
 
 def _load(args: argparse.Namespace):
@@ -54,6 +54,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         sp.add_argument("--closures", default=None,
                         help="closure YAML (native or extended-URDF format)")
         sp.add_argument("--floating-base", action="store_true", help="add a free-flyer root joint")
-        sp.add_argument("--seed", type=int, default=0, help="seed of the random configuration")
+        sp.add_argument("--seed", type=seed, default=0, help="seed of the random configuration (default 0)")
         add_json_flag(sp)
         sp.set_defaults(func=func)

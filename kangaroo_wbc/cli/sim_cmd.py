@@ -30,7 +30,16 @@ from typing import Any
 
 import numpy as np
 
-from kangaroo_wbc.cli.common import add_json_flag, print_json, progress
+from kangaroo_wbc.cli.common import (
+    Progress,
+    add_json_flag,
+    add_progress_flag,
+    non_negative_float,
+    output_file,
+    positive_float,
+    print_json,
+    seed,
+)
 
 #: PD gains holding the standing pose (stiff enough for the inverted pendulum on the ankles, see
 #: docs/sim.md "Tuning notes") [N/m], [N·s/m].
@@ -56,8 +65,11 @@ def _base_tilt_rad(quat_wxyz: np.ndarray) -> float:
 
 def run_sim(duration_s: float = 5.0, *, controller: str = "pd", seed: int = 0,
             kp: float = DEFAULT_KP_N_PER_M, kd: float = DEFAULT_KD_N_S_PER_M, ff_period_s: float = 0.01,
-            show_progress: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+            progress=None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Simulate the Kangaroo standing on the floor for ``duration_s`` [s].
+
+    ``progress(iterable, total=, desc=)`` wraps the loop (a progress display, e.g.
+    :class:`~kangaroo_wbc.cli.common.Progress`); None: no display.
 
     Returns:
         ``(report, series)``: the JSON report and the sampled time series (``t`` [s],
@@ -97,7 +109,7 @@ def run_sim(duration_s: float = 5.0, *, controller: str = "pd", seed: int = 0,
     tick = 0
     wall0 = time.perf_counter()
     chunks = range(int(math.ceil(n_ticks / PROGRESS_CHUNK)))
-    for _ in progress(chunks, total=len(chunks), desc="sim", enabled=show_progress):
+    for _ in progress(chunks, total=len(chunks), desc="sim") if progress else chunks:
         for _ in range(min(PROGRESS_CHUNK, n_ticks - tick)):
             if gravity is not None:
                 if tick % ff_every == 0:
@@ -167,9 +179,19 @@ def plot_series(series: dict[str, np.ndarray], path: str | Path, title: str = ""
     plt.close(fig)
 
 
+def _validate(args: argparse.Namespace) -> None:
+    if args.plot is not None:  # its folder made before the run
+        from kangaroo_wbc.cli.common import UsageError
+
+        try:
+            args.plot.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"kangaroo-wbc sim: error: --plot {args.plot}: {exc.strerror or exc}") from None
+
+
 def _run(args: argparse.Namespace) -> int:
     report, series = run_sim(args.duration, controller=args.controller, seed=args.seed, kp=args.kp, kd=args.kd,
-                             ff_period_s=args.ff_period_ms * 1e-3, show_progress=not args.no_progress)
+                             ff_period_s=args.ff_period_ms * 1e-3, progress=Progress.from_args(args))
     if args.plot:
         plot_series(series, args.plot, title=f"Kangaroo standing, controller {args.controller}")
         report["plot"] = str(args.plot)
@@ -183,15 +205,21 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sim", help="run the MuJoCo simulator without ROS (Kangaroo standing on the floor)")
-    p.add_argument("--duration", type=float, default=5.0, help="simulated time [s] (default 5)")
+    p.add_argument("--duration", type=positive_float, default=5.0, metavar="S",
+                   help="simulated time [s], > 0 (default 5)")
     p.add_argument("--controller", choices=("pd", "none"), default="pd",
                    help="pd: baseline PD on the standing pose + model gravity feed-forward; none: zero force")
-    p.add_argument("--seed", type=int, default=0, help="seed of the sensor noise and encoder offsets")
-    p.add_argument("--kp", type=float, default=DEFAULT_KP_N_PER_M, help="PD stiffness [N/m]")
-    p.add_argument("--kd", type=float, default=DEFAULT_KD_N_S_PER_M, help="PD damping [N·s/m]")
-    p.add_argument("--ff-period-ms", type=float, default=10.0,
-                   help="period of the gravity feed-forward update [ms] (default 10)")
-    p.add_argument("--plot", metavar="PNG", default=None, help="save CoM height, closure violation, fz/mg vs time")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the sensor noise and encoder offsets (default 0)")
+    p.add_argument("--kp", type=non_negative_float, default=DEFAULT_KP_N_PER_M,
+                   help=f"PD stiffness [N/m], >= 0 (default {DEFAULT_KP_N_PER_M:g})")
+    p.add_argument("--kd", type=non_negative_float, default=DEFAULT_KD_N_S_PER_M,
+                   help=f"PD damping [N·s/m], >= 0 (default {DEFAULT_KD_N_S_PER_M:g})")
+    p.add_argument("--ff-period-ms", type=positive_float, default=10.0, metavar="MS",
+                   help="period of the gravity feed-forward update [ms], > 0 (default 10)")
+    p.add_argument("--plot", type=output_file, metavar="PNG", default=None,
+                   help="save CoM height, closure violation, fz/mg vs time (its folder is created)")
     add_json_flag(p)
-    p.set_defaults(func=_run)
+    add_progress_flag(p)
+    p.add_argument("--no-progress", dest="progress", action="store_const", const="off",
+                   help="the same as --progress off")
+    p.set_defaults(func=_run, validate=_validate)

@@ -3,49 +3,86 @@
 ``--processes one`` (default): the components chained in this process
 (:mod:`kangaroo_wbc.pipeline.soak`). ``--processes separate|composed``: the node graph as it is
 deployed (:func:`kangaroo_wbc.pipeline.processes.soak_graph`), each process' memory and the
-command latency sampled every minute. Keys: ``docs/safety.md``.
+command latency sampled every minute. Keys: ``docs/safety.md``. Behaviour names are the demo's
+(``kangaroo-wbc demo``). SIGINT / SIGTERM end the soak at a tick boundary with the report of the
+time run (``"interrupted": true``, exit code 130 / 143).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from kangaroo_wbc.cli.common import add_json_flag, print_json, progress
+from kangaroo_wbc.cli.common import (
+    BEHAVIOURS,
+    Progress,
+    StopSignals,
+    UsageError,
+    add_behaviour_option,
+    add_json_flag,
+    add_progress_flag,
+    fail,
+    positive_float,
+    print_result,
+    seed,
+)
+
+DEFAULT_SIM_MODE = "realtime"
+DEFAULT_STARTUP_TIMEOUT_S = 120.0
+
+
+def _validate(args: argparse.Namespace) -> None:
+    graph = args.processes != "one"
+    for value, flag in ((args.sim_mode, "--sim-mode"), (args.startup_timeout, "--startup-timeout")):
+        if value is not None and not graph:
+            raise UsageError(f"kangaroo-wbc soak: error: {flag} applies to --processes separate|composed only")
+    if graph and args.behaviour == "push":
+        raise UsageError("kangaroo-wbc soak: error: --behaviour push needs --processes one (the sim node applies "
+                         "no push)")
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.processes != "one":
-        from kangaroo_wbc.pipeline.processes import GraphStartError, soak_graph
+    progress = Progress.from_args(args)
+    with StopSignals() as stop:
+        if args.processes != "one":
+            from kangaroo_wbc.pipeline.processes import GraphStartError, soak_graph
 
-        try:
-            report = soak_graph(args.minutes, processes=args.processes, sim_mode=args.sim_mode,
-                                behaviour=args.behaviour, seed=args.seed, show_progress=not args.json)
-        except GraphStartError as exc:
-            print_json({"ok": False, "error": str(exc)}) if args.json else print(f"soak: {exc}")
-            return 1
-        print_json(report) if args.json else [print(f"{k:<32}{v}") for k, v in report.items()]
-        return 0 if report["ok"] else 1
-    from kangaroo_wbc.pipeline.soak import run_soak
+            try:
+                report = soak_graph(args.minutes, processes=args.processes,
+                                    sim_mode=args.sim_mode or DEFAULT_SIM_MODE,
+                                    behaviour=BEHAVIOURS[args.behaviour], seed=args.seed, progress=progress,
+                                    startup_timeout_s=args.startup_timeout or DEFAULT_STARTUP_TIMEOUT_S,
+                                    stop=stop)
+            except GraphStartError as exc:
+                fail(f"kangaroo-wbc soak: error: {exc}", args.json)
+                return stop.exit_code or 1
+            report["behaviour"] = args.behaviour
+            ok = report["ok"]
+        else:
+            from kangaroo_wbc.pipeline.soak import run_soak
 
-    report = run_soak(args.minutes, behaviour=args.behaviour, seed=args.seed,
-                      progress=lambda it, total, desc: progress(it, total, desc, enabled=not args.json))
-    if args.json:
-        print_json(report)
-    else:
-        for key, value in report.items():
-            print(f"{key:<32}{value}")
-    return 1 if report["fell"] or report["safe_mode_entries"] else 0
+            report = run_soak(args.minutes, behaviour=args.behaviour, seed=args.seed, progress=progress, stop=stop)
+            ok = not (report["fell"] or report["safe_mode_entries"])
+    print_result(report, args.json)
+    if stop.interrupted:
+        return stop.exit_code
+    return 0 if ok else 1
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("soak", help="run the in-process closed loop for minutes; report memory and latency drift")
-    p.add_argument("--minutes", type=float, default=10.0, help="simulated minutes after boot (default 10)")
-    p.add_argument("--behaviour", default="stand", help="behaviour to run (default stand)")
-    p.add_argument("--seed", type=int, default=0, help="simulator seed (default 0)")
+    p = sub.add_parser("soak", help="run the closed loop for minutes; report memory and latency drift",
+                       description=__doc__.split("\n\n", 1)[1])
+    p.add_argument("--minutes", type=positive_float, default=10.0, metavar="MIN",
+                   help="minutes after boot, > 0: simulated (one) or wall-clock (separate/composed) (default 10)")
+    add_behaviour_option(p)
+    p.add_argument("--seed", type=seed, default=0, help="simulator seed (default 0)")
     p.add_argument("--processes", choices=("one", "separate", "composed"), default="one",
                    help="one: the components in this process (simulated minutes); separate / composed: the node "
-                        "graph as deployed (wall-clock minutes)")
-    p.add_argument("--sim-mode", choices=("realtime", "lockstep"), default="realtime",
-                   help="separate/composed: the simulator's mode (default realtime)")
+                        "graph as deployed (wall-clock minutes) (default one)")
+    p.add_argument("--sim-mode", choices=("realtime", "lockstep"), default=None,
+                   help=f"separate/composed: the simulator's mode (default {DEFAULT_SIM_MODE})")
+    p.add_argument("--startup-timeout", type=positive_float, default=None, metavar="S",
+                   help="separate/composed: wall time [s] for the controller to become ready, > 0 "
+                        f"(default {DEFAULT_STARTUP_TIMEOUT_S:g})")
     add_json_flag(p)
-    p.set_defaults(func=_run)
+    add_progress_flag(p)
+    p.set_defaults(func=_run, validate=_validate)

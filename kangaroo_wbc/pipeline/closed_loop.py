@@ -162,6 +162,7 @@ class ClosedLoopRun:
         self.qp_failures = 0
         self.safe_mode_ticks = 0
         self.fell = False
+        self.interrupted = False  # run() stopped early by its stop() callable
         self.last_state = None  # (q, v, references) the controller got at the last tick
         self.release_time_s: float | None = None
         self.wall_time_s = 0.0
@@ -289,10 +290,12 @@ class ClosedLoopRun:
                               "controller": (t3 - t2) * 1e3, "command": (tc - t3) * 1e3,
                               "simulator_step": sim_s * 1e3}}
 
-    def run(self, progress=None, on_tick=None) -> dict:
+    def run(self, progress=None, on_tick=None, stop=None) -> dict:
         """Run ``duration_s`` from boot; returns the metrics (:mod:`kangaroo_wbc.pipeline.metrics`).
 
         ``on_tick(run)`` is called after every control tick (e.g. to record :attr:`last_state`).
+        ``stop()`` is polled at every tick boundary: once it returns True the run ends there, the
+        metrics cover the time run and ``interrupted`` is True (the CLI's SIGINT / SIGTERM).
         """
         from kangaroo_wbc.pipeline.metrics import summarize
 
@@ -302,6 +305,9 @@ class ClosedLoopRun:
         it = progress(range(n), total=n, desc=f"demo {self.config.behaviour}") if progress else range(n)
         try:
             for _ in it:
+                if stop is not None and stop():
+                    self.interrupted = True
+                    break
                 self.tick()
                 if on_tick is not None:
                     on_tick(self)
@@ -309,8 +315,9 @@ class ClosedLoopRun:
                     break
         finally:
             self.finish()
+            getattr(it, "close", lambda: None)()  # a progress bar left early
         self.wall_time_s = time.perf_counter() - w0
-        return summarize(self)
+        return {**summarize(self), "interrupted": self.interrupted}
 
     # ------------------------------------------------------------------ helpers
     def _push(self, t: float) -> None:

@@ -23,8 +23,12 @@ closes at 1 kHz of simulated time however slow the machine (``duration_s`` is si
 would (``duration_s`` is wall time). ``drop_ratio`` makes the simulator drop that fraction of the
 commands (fault injection).
 
-Children die with this process: each is started with ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` (Linux),
-so even a SIGKILL of the runner leaves no node behind (SIGTERM gives them their clean shutdown).
+Children are supervised: each runs in a process group of its own (a terminal's Ctrl-C reaches this
+runner only, which stops the graph in order: the simulator first) and is started with
+``prctl(PR_SET_PDEATHSIG, SIGTERM)`` (Linux), so even a SIGKILL of the runner leaves no node behind
+(SIGTERM gives them their clean shutdown); a process that does not exit in time is killed with its
+whole group. A ``stop()`` callable (the CLI's SIGINT / SIGTERM) ends the run early: the result
+covers the time run and says ``"interrupted": true``.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -75,11 +80,19 @@ def _die_with_parent():
 def _start(name: str, argv: list[str], params_file: Path, log_dir: Path) -> subprocess.Popen:
     env = dict(os.environ)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
-    log = open(log_dir / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
-    return subprocess.Popen([sys.executable, "-c", "import sys; from kangaroo_wbc.nodes.entry import run; "
-                             f"sys.exit(run({argv[0]!r}))", *argv[1:], "--ros-args", "--params-file",
-                             str(params_file)], stdout=log, stderr=subprocess.STDOUT, env=env,
-                            preexec_fn=_die_with_parent())
+    with open(log_dir / f"{name}.log", "w") as log:  # the child keeps its own descriptor
+        return subprocess.Popen([sys.executable, "-c", "import sys; from kangaroo_wbc.nodes.entry import run; "
+                                 f"sys.exit(run({argv[0]!r}))", *argv[1:], "--ros-args", "--params-file",
+                                 str(params_file)], stdout=log, stderr=subprocess.STDOUT, env=env,
+                                preexec_fn=_die_with_parent(), process_group=0)
+
+
+def _kill_group(p: subprocess.Popen) -> None:
+    """SIGKILL the process group of child ``p`` (its own: ``process_group=0``)."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int) -> dict:
@@ -103,17 +116,19 @@ def _stop(procs: dict[str, subprocess.Popen], timeout_s: float = 15.0) -> dict[s
         try:
             codes[name] = p.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            p.kill()
+            _kill_group(p)
             p.wait()
             codes[name] = None
+        _kill_group(p)  # anything the node left behind in its group
     return codes
 
 
 def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: str = "stand",
-              sim_mode: str = "lockstep", drop_ratio: float = 0.0, seed: int = 0, show_progress: bool = True,
+              sim_mode: str = "lockstep", drop_ratio: float = 0.0, seed: int = 0, progress=None,
               startup_timeout_s: float = 120.0, fall_height_m: float = 0.6,
               wall_timeout_s: float | None = None, monitor_period_s: float | None = None,
-              start_delays_s: dict[str, float] | None = None) -> dict:
+              start_delays_s: dict[str, float] | None = None, stop: Callable[[], bool] | None = None,
+              log_dir: Path | None = None) -> dict:
     """Run the graph for ``duration_s`` once the controller is ready; returns the results dict.
 
     Args:
@@ -121,6 +136,9 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         duration_s: simulated time [s] in ``lockstep``, wall time in ``realtime``.
         sim_mode: ``"lockstep"`` or ``"realtime"`` (module docstring).
         drop_ratio: fraction of the commands the simulator drops, in [0, 1).
+        progress: a progress display with ``bar(total, desc=, unit=)`` returning an object with
+            ``update(delta)``, ``n`` and ``close()`` (:class:`kangaroo_wbc.cli.common.Progress`);
+            None: no display.
         startup_timeout_s: wall time [s] for the controller to become ready.
         wall_timeout_s: stop after this wall time [s] even if ``duration_s`` has not passed
             (default: 60 × ``duration_s`` + 30).
@@ -128,10 +146,13 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
             and the command latency of the period (``periods`` in the result; the soak).
         start_delays_s: separate processes: start these executables this many seconds after the
             others (start-order tests: nothing may move the robot before the graph is ready).
+        stop: polled while the graph runs; once it returns True the run ends (``interrupted``).
+        log_dir: folder for the processes' logs and parameter file (created; default: a new
+            temporary folder).
 
     Raises:
-        GraphStartError: a process died or the controller was not ready within ``startup_timeout_s``
-            (the message names the log folder).
+        GraphStartError: a process died, the controller was not ready within ``startup_timeout_s``
+            or ``stop()`` ended the start-up (the message names the log folder).
     """
     if processes not in PROCESSES:
         raise ValueError(f"processes must be one of {PROCESSES}, got {processes!r}")
@@ -139,11 +160,19 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         raise ValueError(f"sim_mode must be one of {SIM_MODES}, got {sim_mode!r}")
     if not 0.0 <= drop_ratio < 1.0:
         raise ValueError(f"drop_ratio must be in [0, 1), got {drop_ratio}")
+    if not (np.isfinite(duration_s) and duration_s > 0.0):
+        raise ValueError(f"duration_s must be > 0, got {duration_s}")
+    if not startup_timeout_s > 0.0:
+        raise ValueError(f"startup_timeout_s must be > 0, got {startup_timeout_s}")
     if processes == "composed" and importlib.util.find_spec("kangaroo_wbc.nodes.composed_node") is None:
         raise GraphStartError("the composed deployment needs kangaroo_wbc.nodes.composed_node, not installed")
     lockstep = sim_mode == "lockstep"
     wall_timeout_s = 60.0 * duration_s + 30.0 if wall_timeout_s is None else wall_timeout_s
-    log_dir = Path(tempfile.mkdtemp(prefix=f"kangaroo_wbc_demo_{processes}_"))
+    if log_dir is None:
+        log_dir = Path(tempfile.mkdtemp(prefix=f"kangaroo_wbc_demo_{processes}_"))
+    else:
+        log_dir = Path(log_dir)
+        log_dir.mkdir(parents=True, exist_ok=True)
     params_file = log_dir / "params.yaml"
     params_file.write_text(yaml.safe_dump(_params(behaviour, lockstep, drop_ratio, seed), sort_keys=False))
     delays = dict(start_delays_s or {})
@@ -157,7 +186,7 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
     late = sorted((d, n) for n, d in delays.items() if d)
     try:
         result = _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s,
-                          show_progress, log_dir, monitor_period_s,
+                          progress, log_dir, monitor_period_s, stop,
                           late=[(d, n, lambda n=n: _start(n, [n], params_file, log_dir)) for d, n in late])
     finally:
         exit_codes = _stop(procs)
@@ -172,16 +201,17 @@ SOAK_MAX_LATENCY_DRIFT = 0.2
 
 
 def soak_graph(minutes: float, *, processes: str = "separate", sim_mode: str = "realtime",
-               behaviour: str = "stand", seed: int = 0, show_progress: bool = True,
-               period_s: float = 60.0) -> dict:
+               behaviour: str = "stand", seed: int = 0, progress=None, period_s: float = 60.0,
+               startup_timeout_s: float = 120.0, stop: Callable[[], bool] | None = None) -> dict:
     """The node graph for ``minutes`` of wall time (realtime) with each process' resident memory
     and the command latency sampled every ``period_s``; ``ok`` says whether the robot stood, no
     safe mode was entered, no process grew by ``SOAK_MAX_RSS_GROWTH_MB`` or more (first period
     to last) and the latency's p99 of the last period is within ``SOAK_MAX_LATENCY_DRIFT`` of the
-    first one's."""
+    first one's. ``progress``, ``startup_timeout_s``, ``stop``: as :func:`run_graph`."""
     period_s = min(period_s, max(minutes * 60.0 / 3.0, 1.0))  # at least three periods
     r = run_graph(processes=processes, duration_s=minutes * 60.0, behaviour=behaviour, sim_mode=sim_mode,
-                  seed=seed, show_progress=show_progress, monitor_period_s=period_s)
+                  seed=seed, progress=progress, monitor_period_s=period_s, startup_timeout_s=startup_timeout_s,
+                  stop=stop)
     periods = r.get("periods", [])
     growth, drift = {}, None
     if len(periods) >= 2:
@@ -266,12 +296,13 @@ def _stamp_of(raw: bytes) -> float:
     return stamp_of_serialized(raw)
 
 
-def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s, show_progress,
-             log_dir, monitor_period_s=None, late=()) -> dict:
+def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s, progress,
+             log_dir, monitor_period_s=None, stop=None, late=()) -> dict:
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import WrenchStamped
     from nav_msgs.msg import Odometry
+    from rclpy.signals import SignalHandlerOptions
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Bool, Float64MultiArray
 
@@ -342,7 +373,8 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
                 st["safe"] = safe
 
     context = rclpy.Context()
-    rclpy.init(context=context)
+    # no rclpy signal handlers: SIGINT / SIGTERM belong to the caller (``stop``, or KeyboardInterrupt)
+    rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node("kangaroo_wbc_demo_observer", context=context)
     try:
         from rclpy.experimental import EventsExecutor
@@ -374,6 +406,8 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
             dead = {n: p.returncode for n, p in procs.items() if p.poll() is not None}
             if dead:
                 raise GraphStartError(f"node process(es) exited during start-up {dead}; logs in {log_dir}")
+            if stop is not None and stop():
+                raise GraphStartError(f"interrupted before the controller was ready; logs in {log_dir}")
             if time.monotonic() - t0 > startup_timeout_s:
                 seen = {t: c for t, c in counts.items()}
                 raise GraphStartError(f"the controller was not ready (wbc/ready) within {startup_timeout_s:g} s "
@@ -402,18 +436,25 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
             span = stamps["actuators/state"]
             return span[1] - span[0] if span else 0.0
 
+        bar = progress.bar(duration_s, desc=f"graph ({sim_mode})", unit="s") if progress else None
+        interrupted = False
         while True:
             now = time.monotonic()
             done = sim_elapsed() if lockstep else now - start
             if done >= duration_s or now - start > wall_timeout_s:
                 break
+            if stop is not None and stop():
+                interrupted = True
+                break
             executor.spin_once(timeout_sec=0.01)
             if monitor_period_s and now - last_monitor >= monitor_period_s:
                 last_monitor = now
                 monitor(now)
-            if show_progress and now - last_print > 1.0:
-                sys.stderr.write(f"\rdemo ({sim_mode}) {done:4.1f}/{duration_s:.1f} s")
+            if bar is not None and now - last_print > 0.2:
+                bar.update(min(done, duration_s) - bar.n)
                 last_print = now
+        if bar is not None:
+            bar.close()
         elapsed, sim_span = time.monotonic() - start, sim_elapsed()
         if monitor_period_s and time.monotonic() - last_monitor > 0.5 * monitor_period_s:
             monitor(time.monotonic())  # the last (at least half) period
@@ -423,8 +464,6 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
         deadline = time.monotonic() + 1.2  # the simulator's last latency window (published every second)
         while time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.05)
-        if show_progress:
-            sys.stderr.write("\n")
     finally:
         executor.shutdown()
         node.destroy_node()
@@ -438,6 +477,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
             "command_latency_ms": {"p50": round(float(np.percentile(latency, 50)), 3) if latency.size else None,
                                    "p99": round(float(np.percentile(latency, 99)), 3) if latency.size else None,
                                    "samples": int(latency.size)},
+            "interrupted": interrupted,
             "fell": fell, "min_base_height_m": st["min_height"] if np.isfinite(st["min_height"]) else None,
             "controller_stayed_ready": not st["ready_lost"], "com_rmse_m": com_rmse,
             "min_base_height_whole_run_m": st.get("min_height_any"),

@@ -15,7 +15,9 @@ simulated time, one :meth:`~ClosedLoopRun.tick` per control period, and reports:
 * ``dropped_messages``: always 0 — the loop is in-process and lockstep, no message can be lost
   (DDS drops are measured by the integration tests, not here);
 * ``safe_mode_entries``: transitions from control into the damping fallback (a controller error);
-* ``fell``: the base dropped below the fall height.
+* ``fell``: the base dropped below the fall height;
+* ``interrupted``: ``stop()`` ended the run early (the CLI's SIGINT / SIGTERM); the figures
+  cover the ticks run (``ticks``, ``sim_time_s``).
 """
 
 from __future__ import annotations
@@ -55,14 +57,15 @@ def _p99(values: np.ndarray) -> float:
     return float(np.percentile(values, 99)) if len(values) else math.nan
 
 
-def run_soak(minutes: float, *, behaviour: str = "stand", seed: int = 0, progress=None) -> dict:
+def run_soak(minutes: float, *, behaviour: str = "stand", seed: int = 0, progress=None, stop=None) -> dict:
     """Run the closed loop for ``minutes`` of simulated time after boot; returns the report.
 
-    ``progress(iterable, total=, desc=)`` wraps the loop over simulated seconds (a progress bar).
+    ``progress(iterable, total=, desc=)`` wraps the loop over simulated seconds (a progress bar);
+    ``stop()`` is polled at every tick boundary and ends the run once it returns True.
     """
     from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 
-    if not minutes > 0.0:
+    if not (math.isfinite(minutes) and minutes > 0.0):
         raise ValueError(f"minutes must be > 0, got {minutes}")
     duration_s = 60.0 * minutes
     run = ClosedLoopRun(LoopConfig(behaviour=behaviour, duration_s=duration_s, seed=seed))
@@ -80,8 +83,13 @@ def run_soak(minutes: float, *, behaviour: str = "stand", seed: int = 0, progres
     per_minute = max(1, int(round(60.0 / run.dt)))
     per_second = max(1, int(round(1.0 / run.dt)))
     seconds = range((n + per_second - 1) // per_second)
-    for sec in progress(seconds, total=len(seconds), desc="soak [s]") if progress else seconds:
+    interrupted = False
+    it = progress(seconds, total=len(seconds), desc="soak [s]") if progress else seconds
+    for sec in it:
         for i in range(sec * per_second, min(n, (sec + 1) * per_second)):
+            if stop is not None and stop():
+                interrupted = True
+                break
             out = run.tick()
             st = out["stages_ms"]
             if out["status"] != "idle":  # calibrating on the crane: nothing to time yet
@@ -97,13 +105,15 @@ def run_soak(minutes: float, *, behaviour: str = "stand", seed: int = 0, progres
                 rss_per_minute.append(round(rss_mb(), 2))
             if run.fell:
                 break
-        if run.fell:
+        if run.fell or interrupted:
             break
+    getattr(it, "close", lambda: None)()  # a progress bar left early
+    run.finish()
     rss1 = rss_mb()
     latency, t = latency[:ticks], t_tick[:ticks]
     timed = np.isfinite(latency)
     latency, t = latency[timed], t[timed]
-    if duration_s >= 120.0:
+    if duration_s >= 120.0 and latency.size:
         window = "minute"
         first = latency[t - t[0] < 60.0]
         last = latency[t[-1] - t < 60.0]
@@ -125,12 +135,13 @@ def run_soak(minutes: float, *, behaviour: str = "stand", seed: int = 0, progres
         "latency_window": window,
         "latency_ms_p99_first_minute": _p99(first),
         "latency_ms_p99_last_minute": _p99(last),
-        "latency_ms_median": float(np.median(latency)) if ticks else math.nan,
-        "latency_ms_max": float(np.max(latency)) if ticks else math.nan,
-        "latency_ms_max_at_s": float(t[int(np.argmax(latency))]) if ticks else math.nan,
+        "latency_ms_median": float(np.median(latency)) if latency.size else math.nan,
+        "latency_ms_max": float(np.max(latency)) if latency.size else math.nan,
+        "latency_ms_max_at_s": float(t[int(np.argmax(latency))]) if latency.size else math.nan,
         "rss_mb_per_minute": rss_per_minute,
         "dropped_messages": 0,
         "safe_mode_entries": safe_entries,
         "safe_mode_ticks": int(run.safe_mode_ticks),
         "fell": bool(run.fell),
+        "interrupted": interrupted,
     }

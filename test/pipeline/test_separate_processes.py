@@ -45,7 +45,7 @@ def test_lockstep_graph_closes_the_loop_at_1khz_and_stands_despite_lost_commands
     from kangaroo_wbc.pipeline.processes import run_graph
 
     summary = run_graph(processes="separate", duration_s=1.0, sim_mode="lockstep", drop_ratio=0.01,
-                        show_progress=False, wall_timeout_s=120.0)
+                        wall_timeout_s=120.0)
     _assert_clean_exits(summary)
     assert summary["sim_time_s"] >= 0.99, summary
     # per second of simulated time: 1 kHz on every link of sim -> estimator -> wrench -> WBC -> sim
@@ -60,7 +60,7 @@ def test_realtime_graph_stands_and_shuts_down_cleanly(isolated_domain):
     controller is ready, stands; clean SIGINT exits."""
     from kangaroo_wbc.pipeline.processes import run_graph
 
-    summary = run_graph(processes="separate", duration_s=3.0, sim_mode="realtime", show_progress=False)
+    summary = run_graph(processes="separate", duration_s=3.0, sim_mode="realtime")
     _assert_clean_exits(summary)
     assert all(rate > 0.0 for rate in summary["topic_rates_hz_wall"].values()), summary
     _assert_stands(summary)
@@ -71,7 +71,7 @@ def test_realtime_graph_stands_and_shuts_down_cleanly(isolated_domain):
 def test_composed_graph_closes_the_loop_in_one_process(isolated_domain):
     from kangaroo_wbc.pipeline.processes import run_graph
 
-    summary = run_graph(processes="composed", duration_s=1.0, sim_mode="lockstep", show_progress=False,
+    summary = run_graph(processes="composed", duration_s=1.0, sim_mode="lockstep",
                         wall_timeout_s=120.0)
     _assert_clean_exits(summary)
     assert list(summary["exit_codes"]) == ["composed"]
@@ -83,7 +83,7 @@ def test_startup_timeout_is_a_clear_error_and_stops_every_process(isolated_domai
     from kangaroo_wbc.pipeline.processes import GraphStartError, run_graph
 
     with pytest.raises(GraphStartError, match=r"not ready \(wbc/ready\) within 0.5 s.*logs in"):
-        run_graph(processes="separate", duration_s=1.0, startup_timeout_s=0.5, show_progress=False)
+        run_graph(processes="separate", duration_s=1.0, startup_timeout_s=0.5)
 
 
 def _children(pid: int) -> list[int]:
@@ -102,7 +102,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux only")
 def test_node_processes_die_with_a_killed_runner(isolated_domain):
     """SIGKILL of the runner (no cleanup possible) still ends every node process it started."""
-    code = "from kangaroo_wbc.pipeline.processes import run_graph; run_graph(show_progress=False)"
+    code = "from kangaroo_wbc.pipeline.processes import run_graph; run_graph()"
     runner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30.0
@@ -127,7 +127,7 @@ def test_any_start_order_boots_on_the_crane_and_stands(isolated_domain, late):
     the standing height before or after the release."""
     from kangaroo_wbc.pipeline.processes import run_graph
 
-    summary = run_graph(processes="separate", duration_s=2.0, sim_mode="realtime", show_progress=False,
+    summary = run_graph(processes="separate", duration_s=2.0, sim_mode="realtime",
                         start_delays_s={late: 4.0})
     _assert_clean_exits(summary)
     _assert_stands(summary)

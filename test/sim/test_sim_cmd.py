@@ -47,7 +47,7 @@ def test_sim_cli_stands_with_the_pd(kangaroo_files, capsys, tmp_path) -> None:
 def test_sim_cli_without_controller_falls(kangaroo_files) -> None:
     from kangaroo_wbc.cli.sim_cmd import run_sim
 
-    report, series = run_sim(1.0, controller="none", show_progress=False)
+    report, series = run_sim(1.0, controller="none")
     assert report["fell"] is True
     assert report["com_height_min_m"] < report["com_height_initial_m"]
     assert len(series["t"]) == len(series["com_height_m"]) > 0
