@@ -15,7 +15,7 @@ help:
 	@echo "make setup   create/update .venv (pinned requirements, editable install, tf2_msgs)"
 	@echo "make test    setup, ruff, then the test suite (pytest -q test)"
 	@echo "make lint    ruff and mypy"
-	@echo "make demo    setup, then the closed-loop simulation demo (report + bag in reports/demo)"
+	@echo "make demo    setup, then the closed-loop simulation demo (report + bag in reports/demo, replaced each run)"
 	@echo "make bench   setup, then the timing benchmarks"
 	@echo "make clean   remove build artefacts and caches (distclean also removes .venv)"
 
@@ -41,7 +41,8 @@ ruff: setup
 mypy: setup
 	$(ENV) mypy
 
-DEMO_ARGS ?= --behaviour sway --duration 10 --out reports/demo
+# --force: each run replaces the previous one's report folder (reports/demo), never mixes with it.
+DEMO_ARGS ?= --behaviour sway --duration 10 --out reports/demo --force
 
 demo: setup
 	$(ENV) kangaroo-wbc demo $(DEMO_ARGS)
