@@ -134,9 +134,9 @@ def closure_calibration_timing_figure(run) -> Figure:
         axes[2].hist(est_ms, bins=50, range=span, alpha=0.7, color="tab:blue", label="estimators")
         axes[2].annotate(f"slowest: WBC {wbc_ms.max():.2f} ms, estimators {est_ms.max():.2f} ms",
                          xy=(0.02, 0.97), xycoords="axes fraction", va="top", fontsize=7, color="0.3")
+        axes[2].legend(fontsize=7)
     axes[2].set_xlabel("compute time per control tick [ms]")
     axes[2].set_ylabel("control ticks [count]")
-    axes[2].legend(fontsize=7)
     axes[2].set_title("timing")
     return fig
 
