@@ -150,6 +150,8 @@ class WholeBodyControl(Component):
             self.behaviour_started_s = now_s
             self.event(Level.OK, "behaviour", f"behaviour {name} starts")
         cmd = self.supervisor.tick(now_s, q, v, measured, state_age_s, com, feet or None)
+        for reference, bound in self.supervisor.governor.bounded.items():
+            self.event(Level.WARN, f"bounded {reference}", f"{reference.split()[0]} bounded: {bound}")
         self._after(cmd, now_s)
         dt = time.perf_counter() - t0
         t = self.timing

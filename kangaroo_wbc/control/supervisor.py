@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kangaroo_wbc.control.behaviours import Behaviour, BehaviourState, make_behaviour
+from kangaroo_wbc.control.reference_governor import GovernorSettings, ReferenceGovernor
 from kangaroo_wbc.control.wbc import FrameReference, WbcOutput, WbcReferences
 from kangaroo_wbc.errors import InputError, KangarooWbcError, ModelError, NoSolutionFound
 
@@ -80,6 +81,7 @@ class WbcSupervisor:
             :class:`~kangaroo_wbc.control.reduced_wbc.ReducedWholeBodyController`.
         safety: :class:`SafetySettings`.
         behaviour_factory: ``name, **params -> Behaviour`` (default :func:`make_behaviour`).
+        governor: bounds of the external references (:mod:`~kangaroo_wbc.control.reference_governor`).
     """
 
     def __init__(
@@ -87,6 +89,7 @@ class WbcSupervisor:
         controller,
         safety: SafetySettings | None = None,
         behaviour_factory: Callable[..., Behaviour] = make_behaviour,
+        governor: GovernorSettings | None = None,
     ) -> None:
         self.controller = controller
         self.safety = safety or SafetySettings()
@@ -102,6 +105,10 @@ class WbcSupervisor:
         self.last: Command | None = None
         #: the references given to the controller at the last control tick (replayed by benchmarks)
         self.last_references = None
+        #: external references are bounded and rate-limited here (its ``bounded``: this tick's)
+        self.governor = ReferenceGovernor(governor)
+        self._contact = {c.name: c for c in full.contacts}
+        self._own_com: np.ndarray | None = None
 
     # ------------------------------------------------------------------ behaviours
     def select(self, name: str, **params) -> None:
@@ -109,6 +116,7 @@ class WbcSupervisor:
         self._factory(name, **params)  # validate now (raises InputError on unknown names/params)
         self._pending = (name, dict(params))
         self._latched = ""
+        self.governor.reset()
 
     def reset(self) -> None:
         """Leave a latched safe mode; the current behaviour restarts from the next state."""
@@ -143,6 +151,7 @@ class WbcSupervisor:
             foot_references: external swing-sole poses by contact name.
         """
         self.stats.ticks += 1
+        self.governor.bounded = {}
         v = np.asarray(v, dtype=float)
         q = np.asarray(q, dtype=float)
         if (
@@ -165,7 +174,7 @@ class WbcSupervisor:
             if self._pending is not None:
                 self._start_pending(t, q, v)
             ref = self.behaviour.references(t)
-            self._merge(ref, measured_contacts, com_reference, foot_references)
+            self._merge(t, ref, measured_contacts, com_reference, foot_references)
             self.last_references = ref
             out = self.controller.step(q, v, references=ref)
         except NoSolutionFound as exc:
@@ -213,6 +222,7 @@ class WbcSupervisor:
 
     def _merge(
         self,
+        t: float,
         ref: WbcReferences,
         measured: Iterable[str] | None,
         com: np.ndarray | None,
@@ -224,12 +234,42 @@ class WbcSupervisor:
             ref.active_contacts = (
                 kept or ref.active_contacts
             )  # never zero contacts from sensing alone
-        if com is not None:
-            ref.com_position = np.asarray(com, dtype=float)
-            ref.com_velocity = np.zeros(3)
-            ref.com_acceleration = np.zeros(3)
-        if feet:
-            ref.foot_poses = {**ref.foot_poses, **feet}
+        governor = self.governor
+        if ref.com_position is not None:
+            self._own_com = np.asarray(ref.com_position, dtype=float)
+        if com is None and feet is None and governor.idle:
+            return  # the behaviour's own references: nothing to govern
+        support = self.support_points(ref.active_contacts)
+        if self._own_com is not None:
+            governed = governor.com(t, self._own_com, com, support[:, :2])
+            if governed is not None:
+                ref.com_position, ref.com_velocity = governed
+                ref.com_acceleration = np.zeros(3)
+        floor_z = float(support[:, 2].min())
+        for name in sorted(set(feet or ()) | set(governor.feet)):
+            if name not in self._contact:
+                continue
+            own = ref.foot_poses.get(name)
+            if own is None:
+                R, p = self._full.pm.placement(self._contact[name].frame)
+                own = FrameReference(position=p.copy(), rotation=R.copy())
+            external = (feet or {}).get(name)
+            position = governor.foot(name, t, own.position, None if external is None else external.position,
+                                     floor_z)
+            if position is not None:
+                rotation = own.rotation if external is None else governor.foot_rotation(
+                    name, own.rotation, external.rotation)
+                ref.foot_poses = {**ref.foot_poses, name: FrameReference(position=position, rotation=rotation)}
+
+    def support_points(self, active: Iterable[str] | None) -> np.ndarray:
+        """``(N, 3)`` world corner points [m] of the soles in contact (every sole when unknown)."""
+        names = [n for n in (active or self._contact) if n in self._contact] or list(self._contact)
+        points = []
+        for name in names:
+            spec = self._contact[name]
+            R, p = self._full.pm.placement(spec.frame)
+            points.append(spec.corners @ R.T + p)
+        return np.vstack(points)
 
     def _limit_breach(self, q: np.ndarray) -> str:
         clm, s = self.clm, self.safety

@@ -89,21 +89,44 @@ def test_the_startup_behaviour_waits_for_ready_plus_the_delay(standing):
 
 def test_external_references_expire_and_contacts_follow_fresh_forces(standing):
     clm, q, v = standing
-    c = _control(clm, reference_timeout_s=0.05)
+    c = _control(clm, reference_timeout_s=0.5)
     c.step(0.0, q, v, 0.0)
     com0 = c.supervisor.last_references.com_position.copy()
     target = com0 + np.array([0.0, 0.01, 0.0])
     c.set_com_reference(target, 0.0)
-    c.step(0.01, q, v, 0.0)
+    c.step(0.01, q, v, 0.0)  # rate-limited: 0.1 m/s, 1 mm in 10 ms
+    moved = c.supervisor.last_references.com_position - com0
+    assert 0.0 < np.linalg.norm(moved) <= 0.1 * 0.01 + 1e-12 and moved[1] > 0.0
+    c.step(0.2, q, v, 0.0)
     np.testing.assert_allclose(c.supervisor.last_references.com_position, target)
-    c.set_com_reference(np.array([np.nan, 0.0, 0.0]), 0.02)  # ignored
-    c.step(0.1, q, v, 0.0)  # the reference expired
+    assert not [e for e in c.drain_events() if e.key.startswith("bounded")]  # within bounds: no warning
+    c.set_com_reference(np.array([np.nan, 0.0, 0.0]), 0.3)  # ignored
+    c.step(0.6, q, v, 0.0)  # the reference expired: back towards the behaviour's own
     assert not np.allclose(c.supervisor.last_references.com_position, target)
     # fresh forces: the unloaded right sole is dropped from the behaviour's contacts
-    c.on_sole_force(0, 500.0, 0.2)
-    c.on_sole_force(1, 5.0, 0.2)
-    c.step(0.2, q, v, 0.0)
+    c.on_sole_force(0, 500.0, 0.7)
+    c.on_sole_force(1, 5.0, 0.7)
+    c.step(0.7, q, v, 0.0)
     assert c.supervisor.last_references.active_contacts == ("left",)
     # stale forces: the behaviour's contacts again
-    c.step(0.5, q, v, 0.0)
+    c.step(1.0, q, v, 0.0)
     assert set(c.supervisor.last_references.active_contacts or ("left", "right")) == {"left", "right"}
+
+
+def test_a_com_reference_outside_the_support_polygon_is_bounded_with_a_warning(standing):
+    clm, q, v = standing
+    c = _control(clm, reference_timeout_s=10.0)
+    c.step(0.0, q, v, 0.0)
+    com0 = c.supervisor.last_references.com_position.copy()
+    c.set_com_reference(com0 + np.array([0.3, 0.0, -0.5]), 0.0)  # 0.3 m ahead, 0.5 m down
+    for k in range(1, 400):
+        c.step(0.01 * k, q, v, 0.0)
+    ref = c.supervisor.last_references.com_position
+    support = c.supervisor.support_points(None)
+    assert ref[0] <= support[:, 0].max() - 0.03 + 1e-9  # inside the polygon less its margin
+    assert ref[0] > com0[0] + 0.02  # but it did move forward, towards the request
+    assert ref[2] >= com0[2] - 0.20 - 1e-9
+    warned = [e for e in c.drain_events() if e.key.startswith("bounded")]
+    assert warned and all(e.level == Level.WARN for e in warned)
+    assert any("wbc/com_reference" in e.message and "support polygon" in e.message for e in warned)
+    assert any("height" in e.message for e in warned)
