@@ -71,6 +71,7 @@ class SimulatedRobotConfig:
     floating_base: bool = True  # free base; False: welded in the air (no crane)
     seed: int = 0  # encoder offsets, IMU biases, noise
     sensor_noise: bool = True  # False: SensorConfig.noiseless() (boot offsets stay)
+    ideal_actuators: bool = False  # True: forces act as commanded, torque sensor = eq. (47) inverse
     watchdog_timeout_s: float = 0.05  # [s] of simulated time without a valid command
     watchdog_damping_n_s_per_m: float = 200.0  # [N·s/m] fallback after the release
     hold_kp_n_per_m: float = 2.0e5  # [N/m] hold PD on the raw encoders (on the crane)
@@ -111,7 +112,7 @@ class SimulatedRobot:
             sim = make_kangaroo_sim(
                 floating_base=cfg.floating_base, seed=cfg.seed, control_period=1.0 / cfg.rate_hz,
                 substeps=substeps, sensor_config=None if cfg.sensor_noise else SensorConfig.noiseless(),
-                initial_actuator_positions=standing_actuator_positions())
+                initial_actuator_positions=standing_actuator_positions(), ideal_actuators=cfg.ideal_actuators)
         self.sim = sim
         self._config = cfg
         self._lock = threading.Lock()

@@ -78,6 +78,9 @@ class SimParams:
                           bounds=(0, 2**31 - 1), read_only=True)
     sensor_noise: bool = parameter(_D.sensor_noise, "Sensor noise and IMU biases on (encoder boot offsets "
                                    "always)", read_only=True)
+    ideal_actuators: bool = parameter(_D.ideal_actuators, "Ideal actuators: forces act as commanded, motor "
+                                      "torque = eq. (47) inverse (false: ball-screw drives, docs/sim.md)",
+                                      read_only=True)
     realtime: bool = parameter(True, "Pace the loop to the wall clock (false: as fast as possible)")
     lockstep: bool = parameter(False, "Once the controller is ready, step once per command answering the "
                                "latest sample (paced to the wall clock before)", read_only=True)

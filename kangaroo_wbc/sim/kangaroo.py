@@ -22,10 +22,6 @@ from kangaroo_wbc.sim.simulator import ClosedChainSim
 KANGAROO_SOLES: tuple[str, str] = ("left_sole", "right_sole")
 #: Sole size used when the URDF has no corner frames: (length_x, width_y) [m].
 DEFAULT_SOLE_SIZE_M: tuple[float, float] = (0.20, 0.10)
-#: Motor rotor inertia assumed for every ball-screw actuator [kg·m²] (own assumption, not a PAL
-#: number); reflected through the screw it gives the actuator armature ``J (2π/L)²``: 0.47 kg for a
-#: 0.05 m lead, 0.12 kg for 0.1 m.
-ROTOR_INERTIA_KGM2 = 3e-5
 
 
 def kangaroo_files(urdf_dir: str | Path | None = None) -> tuple[Path, Path]:
@@ -141,11 +137,6 @@ def export_kangaroo_mjcf(
     kwargs.setdefault("soles", sole_boxes_from_corners(urdf_path))
     kwargs.setdefault("model_name", "kangaroo")
     kwargs.setdefault("visual_collisions", True)
-    if "actuator_params" not in kwargs:
-        from kangaroo_wbc.model.closures import load_closure_file
-
-        names = load_closure_file(closures_path).actuated_joints
-        kwargs["actuator_params"] = {n: {"rotor_inertia_kgm2": ROTOR_INERTIA_KGM2} for n in names}
     return export_mjcf(urdf_path, closures_path, floating_base=floating_base, **kwargs)
 
 

@@ -53,10 +53,13 @@ from typing import Any
 import numpy as np
 
 from kangaroo_wbc.errors import ConfigError, FrameNotFound, JointNotFound, ModelError, suggest
+from kangaroo_wbc.model.ball_screw import ENTRY_DEFAULTS
 from kangaroo_wbc.model.closures import DIRECTIONS, ClosureFile, ClosureSpec, load_closure_file
 
 #: Prefix of every metadata entry written in ``<custom>``.
 META_PREFIX = "kwbc:"
+#: Ball-screw entries of the closure file kept in the MJCF's metadata (the simulator's actuators).
+BALL_SCREW_KEYS = tuple(k for k in ENTRY_DEFAULTS if k not in ("screw_lead_m", "screw_efficiency"))
 #: Prefix of the joints of the cut bodies (not URDF joints).
 CUT_JOINT_PREFIX = "cut__"
 #: Name of the free joint of a floating-base export.
@@ -708,7 +711,7 @@ def export_mjcf(
     meta("closures", ";".join(f"{pl.spec.name},{pl.spec.frame_a},{pl.spec.frame_u},{pl.kind},"
                                   f"{'/'.join(pl.spec.directions)}" for pl in plans))
     for n in cf.actuated_joints:
-        for key in ("screw_lead_m", "screw_efficiency", "stroke_m", "max_velocity_m_s"):
+        for key in ("screw_lead_m", "screw_efficiency", "stroke_m", "max_velocity_m_s", *BALL_SCREW_KEYS):
             if key in act[n]:
                 arr = np.atleast_1d(np.asarray(act[n][key], dtype=float))
                 _sub(custom, "numeric", {"name": f"{META_PREFIX}{key}:{n}", "size": str(arr.size),

@@ -230,6 +230,7 @@ class SensorSuite:
             raise InputError(f"SensorSuite: screw leads must be > 0 and efficiencies in (0, 1], got {lead}, {eff}")
         self.screw_lead_m, self.screw_efficiency = lead, eff
         self.is_absolute = np.array([a in self.absolute_actuators for a in self.actuator_names], dtype=bool)
+        self._revolute = np.zeros(n, dtype=bool)  # every actuator "revolute": efforts pass through
         self.encoder_offset = np.zeros(n)
         self.gyro_bias = np.zeros(3)
         self.accel_bias = np.zeros(3)
@@ -261,8 +262,11 @@ class SensorSuite:
     def read(self, rng: np.random.Generator, time: float, theta_a: np.ndarray, theta_dot_a: np.ndarray,
              actuator_force: np.ndarray, passive_positions: np.ndarray,
              imu_quat_wxyz: np.ndarray | None, imu_gyro: np.ndarray | None,
-             imu_accel: np.ndarray | None) -> SensorReadings:
-        """Turn true quantities into sensor readings (adds offsets, biases and noise)."""
+             imu_accel: np.ndarray | None, motor_torque: np.ndarray | None = None) -> SensorReadings:
+        """Turn true quantities into sensor readings (adds offsets, biases and noise).
+
+        ``motor_torque`` [N·m]: what the drives report (:mod:`kangaroo_wbc.sim.actuator`), used
+        instead of the eq. (47) inverse of ``actuator_force`` (white noise is still added)."""
         c = self.config
         n = len(self.actuator_names)
         imu_ok = imu_quat_wxyz is not None and imu_gyro is not None and imu_accel is not None
@@ -300,8 +304,14 @@ class SensorSuite:
                              f"{[x.shape for x in (quat, gyro, accel)]}; expected {n} actuators, {n_p} passive "
                              f"encoders, IMU (4,), (3,), (3,)")
         theta_a, theta_dot_a, actuator_force, passive_positions = arrays
+        linear = self.actuator_is_linear
+        if motor_torque is not None:  # the drives' reading, passed through (no screw conversion)
+            actuator_force = np.asarray(motor_torque, dtype=float)
+            if actuator_force.shape != (n,):
+                raise InputError(f"SensorSuite.read: {actuator_force.shape} motor torques for {n} actuators")
+            linear = self._revolute
         _apply(full, theta_a, self.encoder_offset, theta_dot_a, actuator_force, self.screw_lead_m,
-               self.screw_efficiency, self.actuator_is_linear, passive_positions, quat, gyro, self.gyro_bias, accel,
+               self.screw_efficiency, linear, passive_positions, quat, gyro, self.gyro_bias, accel,
                self.accel_bias, imu_ok, out)
         pos, vel, tau, passive = out[:n], out[n:2 * n], out[2 * n:3 * n], out[3 * n:3 * n + n_p]
         o = 3 * n + n_p

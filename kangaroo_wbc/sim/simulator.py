@@ -30,8 +30,10 @@ import mujoco
 import numpy as np
 
 from kangaroo_wbc.errors import ClosureFkError, InputError, JointNotFound, ModelError, suggest
+from kangaroo_wbc.model.ball_screw import BallScrewActuators
 from kangaroo_wbc.model.fast_kinematics import _jit, all_finite
-from kangaroo_wbc.sim.mjcf_export import CUT_JOINT_PREFIX, META_PREFIX, log3
+from kangaroo_wbc.sim.actuator import ActuatorDrives
+from kangaroo_wbc.sim.mjcf_export import BALL_SCREW_KEYS, CUT_JOINT_PREFIX, META_PREFIX, log3
 from kangaroo_wbc.sim.sensors import SensorConfig, SensorReadings, SensorSuite
 
 _SLIDE = int(mujoco.mjtJoint.mjJNT_SLIDE)
@@ -198,6 +200,11 @@ class ClosedChainSim:
             Newton iteration polishes its result on the MuJoCo model.
         floor_clearance_m: floating base only: height of the lowest sole point above the floor at
             reset [m].
+        ideal_actuators: True: the commanded force acts on the joint as is and the motor torque
+            sensor reads its eq. (47) inverse. False (default): the ball-screw actuators and drives
+            of :mod:`kangaroo_wbc.sim.actuator` (losses, current loop, torque-constant error,
+            current-sensor bias and noise, encoder quantisation) where the MJCF carries their
+            parameters (:attr:`actuator_model`); a model without them stays ideal.
     """
 
     def __init__(
@@ -212,6 +219,7 @@ class ClosedChainSim:
         q_guess: Mapping[str, float] | None = None,
         closure_solver: Callable[[dict[str, float], dict[str, float]], dict[str, float]] | None = None,
         floor_clearance_m: float = 0.0,
+        ideal_actuators: bool = False,
     ) -> None:
         text = str(mjcf)
         try:
@@ -242,6 +250,7 @@ class ClosedChainSim:
                                    self.passive_encoder_names, sensor_config or SensorConfig())
         self.force_limits = np.array([m.actuator_forcerange[i, 1] if m.actuator_forcelimited[i]
                                       else m.actuator_ctrlrange[i, 1] for i in range(m.nu)])
+        self._init_actuators(leads, effs, bool(ideal_actuators))
         self._q_guess = dict(q_guess or {})
         self._closure_solver = closure_solver
         self._floor_clearance = float(floor_clearance_m)
@@ -256,6 +265,47 @@ class ClosedChainSim:
         self.reset(seed)
 
     # ------------------------------------------------------------------ construction helpers
+    def _init_actuators(self, leads: np.ndarray, effs: np.ndarray, ideal: bool) -> None:
+        """The actuators' ball-screw model from the MJCF metadata (:attr:`actuator_model`) and, unless
+        ``ideal`` or the metadata has none of the dynamics entries, their drives (:attr:`drives`):
+        MuJoCo's actuators then take the drives' force plus a velocity gain (affine bias) and no
+        longer clamp (the drives limit the motor torque)."""
+        m, cfg = self.model, self.sensors.config
+        entries = {n: {k: self._nums[f"{k}:{n}"] for k in BALL_SCREW_KEYS if f"{k}:{n}" in self._nums}
+                   for n in self.actuator_names}
+        for n, lead, eff in zip(self.actuator_names, leads, effs):
+            entries[n].update(screw_lead_m=None if np.isnan(lead) else lead, screw_efficiency=None if np.isnan(eff)
+                              else eff)
+            entries[n].setdefault("max_force_n", float(self.force_limits[self.actuator_names.index(n)]))
+        #: the actuators' ball-screw parameters (nominal), :class:`~kangaroo_wbc.model.ball_screw.BallScrewActuators`
+        self.actuator_model = BallScrewActuators.from_entries(
+            self.actuator_names, self._act_is_linear, entries, default_screw_lead_m=cfg.default_screw_lead_m,
+            default_screw_efficiency=cfg.default_screw_efficiency, source="MJCF actuator metadata")
+        dynamics = any(k in e for e in entries.values() for k in BALL_SCREW_KEYS if k != "max_force_n")
+        #: the simulated drives (None: ideal actuators)
+        self.drives: ActuatorDrives | None = None
+        if ideal or not dynamics:
+            return
+        self.drives = ActuatorDrives(self.actuator_model, float(m.opt.timestep) * self.substeps)
+        m.actuator_ctrllimited[:] = 0
+        m.actuator_forcelimited[:] = 0
+        m.dof_damping[self._act_dadr] += self.actuator_model.viscous_friction_n_s_per_m
+        self._friction = np.zeros(m.nu)
+
+    @property
+    def ideal_actuators(self) -> bool:
+        """True if the commanded forces act as they are (no drive model)."""
+        return self.drives is None
+
+    def _apply_command(self) -> None:
+        """The held command into MuJoCo's controls for one control period (through the drives)."""
+        d = self.data
+        if self.drives is None:
+            d.ctrl[:] = self._command
+            return
+        self.drives.command(self._command, d.qvel[self._act_dadr], d.ctrl, self._friction)
+        self.model.dof_frictionloss[self._act_dadr] = self._friction
+
     def _init_names(self) -> None:
         m = self.model
         self.actuator_names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, i) for i in range(m.nu)]
@@ -482,6 +532,8 @@ class ClosedChainSim:
         mujoco.mj_forward(m, d)
         self._fwd_state = None  # the next step runs a full mj_step
         self.sensors.boot(self.rng)
+        if self.drives is not None:
+            self.drives.boot(self.rng)
         self._wall_time = 0.0
         self._sim_time_stepped = 0.0
         return info
@@ -643,15 +695,16 @@ class ClosedChainSim:
             raise InputError(f"cannot step a negative number of periods ({n})")
         m, d = self.model, self.data
         t0 = _time.perf_counter()
-        d.ctrl[:] = self._command
         held = self._held_base
         integrate = _INTEGRATORS.get(int(m.opt.integrator))
         # The sensor pass that ended the previous step left the position and velocity stages of
         # this very state in ``data``: only the acceleration stage (actuation, constraint forces)
         # depends on the new command. Skipping the rest is what mj_step computes, bit for bit
         # (tested), unless the state was changed in between (then a full mj_step).
-        fresh = integrate is not None and self._forward_is_current()
+        fresh = integrate is not None and self.drives is None and self._forward_is_current()
         for i in range(int(n) * self.substeps):
+            if i % self.substeps == 0:
+                self._apply_command()
             if i == 0 and fresh:
                 mujoco.mj_checkPos(m, d)
                 mujoco.mj_checkVel(m, d)
@@ -725,7 +778,7 @@ class ClosedChainSim:
         while True:
             go.acquire()
             try:
-                d.ctrl[:] = self._command
+                self._apply_command()
                 held = self._held_base
                 for _ in range(self.substeps):
                     mujoco.mj_step(m, d)
@@ -789,8 +842,14 @@ class ClosedChainSim:
             (aq, _), (ag, _), (aa, _) = self._imu_sensors
             # views: the sensor models read them once into new arrays (the readings)
             quat, gyro, acc = d.sensordata[aq:aq + 4], d.sensordata[ag:ag + 3], d.sensordata[aa:aa + 3]
-        return self.sensors.read(self.rng, self.time, d.qpos[self._act_qadr], d.qvel[self._act_dadr],
-                                 d.actuator_force, d.qpos[self._enc_qadr], quat, gyro, acc)
+        if self.drives is None:
+            return self.sensors.read(self.rng, self.time, d.qpos[self._act_qadr], d.qvel[self._act_dadr],
+                                     d.actuator_force, d.qpos[self._enc_qadr], quat, gyro, acc)
+        r = self.sensors.read(self.rng, self.time, d.qpos[self._act_qadr], d.qvel[self._act_dadr],
+                              d.actuator_force, d.qpos[self._enc_qadr], quat, gyro, acc,
+                              motor_torque=self.drives.measured_torque(self.rng))
+        self.drives.quantise(r.actuator_position)
+        return r
 
     def closure_violation(self) -> tuple[float, float]:
         """Largest loop-closure residual: position [m] and weld orientation [rad]."""

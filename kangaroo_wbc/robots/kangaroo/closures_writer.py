@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kangaroo_wbc.model.closures import NATIVE_FORMAT
 from kangaroo_wbc.robots.kangaroo.description import Description
+from kangaroo_wbc.robots.kangaroo.params import ACTUATOR_DYNAMICS
 from kangaroo_wbc.robots.kangaroo.urdf_writer import fmt
 
 
@@ -15,7 +16,8 @@ def write_closures(desc: Description, header: str = "") -> str:
     """YAML text of the closures, actuated joints, encoders and actuator data of ``desc``.
 
     Besides the format's keys it writes ``absolute_actuators``, ``actuators`` (screw lead [m],
-    efficiency, max axial force [N], stroke [m] per actuator) and ``submechanism_joints`` (the tree
+    efficiency, max axial force [N], stroke [m] per actuator, and the ball-screw dynamics of
+    :mod:`kangaroo_wbc.model.ball_screw`) and ``submechanism_joints`` (the tree
     joints each sub-mechanism owns, i.e. the Table II counts; an ankle loop also passes through the
     knee joint, which the knee sub-mechanism owns).
     """
@@ -35,6 +37,9 @@ def write_closures(desc: Description, header: str = "") -> str:
         out.append(f"    max_force_n: {fmt(a['max_force_n'])}")
         out.append(f"    max_velocity_m_s: {fmt(a['max_velocity_m_s'])}")
         out.append(f"    stroke_m: [{fmt(a['stroke_m'][0])}, {fmt(a['stroke_m'][1])}]")
+        for key in ACTUATOR_DYNAMICS:
+            if key in a:
+                out.append(f"    {key}: {fmt(a[key])}")
     out.append("closures:")
     for c in desc.closures:
         out.append(f"  - name: {c.name}")

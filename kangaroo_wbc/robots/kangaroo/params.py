@@ -22,6 +22,12 @@ DEFAULT_PARAMS = Path(__file__).with_name("params.yaml")
 #: Actuator keys (per leg) in the order of the actuated joints.
 ACTUATORS = ("hip_yaw", "hip_inner", "hip_outer", "leg_length", "ankle_inner", "ankle_outer")
 
+#: Keys of the ``actuator_dynamics`` section (see :mod:`kangaroo_wbc.model.ball_screw`).
+ACTUATOR_DYNAMICS = ("back_drive_efficiency", "rotor_inertia_kgm2", "coulomb_friction_n",
+                     "viscous_friction_n_s_per_m", "stiction_velocity_m_s", "torque_constant_error",
+                     "current_noise_std_nm", "current_bias_std_nm", "current_bandwidth_hz",
+                     "encoder_counts_per_rev")
+
 #: Output (serial) joint keys per leg, in the order of the chain: hip yaw, roll, pitch, knee, ankle
 #: roll (axis on the tibia), ankle pitch (axis on the ankle cross).
 OUTPUTS = ("hip_yaw", "hip_roll", "hip_pitch", "knee", "ankle_roll", "ankle_pitch")
@@ -116,7 +122,24 @@ class KangarooParams:
             "max_velocity_m_s": self.num(f"{base}.max_velocity_m_s", positive=True),
             "screw_lead_m": lead,
             "screw_efficiency": eta,
+            **self.actuator_dynamics(eta),
         }
+
+    def actuator_dynamics(self, efficiency: float) -> dict[str, float]:
+        """The ``actuator_dynamics`` entries (losses, rotor inertia, drive and sensor figures), or
+        none if the file has no such section (an ideal screw)."""
+        if self.data.get("actuator_dynamics") is None:
+            return {}
+        out = {k: self.num(f"actuator_dynamics.{k}") for k in ACTUATOR_DYNAMICS}
+        for k, v in out.items():
+            if not v >= 0:
+                raise ConfigError(f"{self.source}: key 'actuator_dynamics.{k}': must be >= 0, got {v}")
+        if not 0 < out["back_drive_efficiency"] <= efficiency:
+            raise ConfigError(f"{self.source}: key 'actuator_dynamics.back_drive_efficiency': must be in "
+                              f"(0, {efficiency}] (the driving efficiency), got {out['back_drive_efficiency']}")
+        if not out["stiction_velocity_m_s"] > 0:
+            raise ConfigError(f"{self.source}: key 'actuator_dynamics.stiction_velocity_m_s': must be > 0")
+        return out
 
     def standing_actuators(self) -> dict[str, float]:
         """Standing-pose actuator positions [m] per actuator key."""

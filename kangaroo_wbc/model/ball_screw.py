@@ -1,0 +1,282 @@
+"""Ball-screw actuator model: motor torque ↔ axial force, with losses and rotor inertia.
+
+One implementation, used by the simulator's actuators (:mod:`kangaroo_wbc.sim.actuator`), by the
+estimators' compensations (:mod:`kangaroo_wbc.estimation.actuator_force`) and by the command path
+(the drive's force → motor-torque conversion). Robot-agnostic; the Kangaroo's numbers come from
+its parameter file through the closure file's ``actuators`` entries (:meth:`BallScrewActuators.from_entries`).
+
+**Ideal screw** (eq. (47) of the Kangaroo paper): ``tau_bar = tau_m 2 pi eta / L``.
+
+**Driving and back-driving.** A ball screw transmits power ``P_m = tau_m omega_m`` (motor side,
+``omega_m = 2 pi x_dot / L``) into ``F x_dot`` with efficiency ``eta`` when the motor drives the load
+and ``P_m = eta' F x_dot`` when the load drives the motor (``eta' < eta``). Writing
+``y = tau_m 2 pi / L`` (the motor torque as an axial force) and ``s = tanh(x_dot / v_s)`` the
+smooth direction of motion,
+
+.. math::
+
+    F_{screw} = \\eta_m\\, y - \\Delta\\, |y|\\, s,
+    \\qquad \\eta_m = \\tfrac12 (\\eta + 1/\\eta'),\\quad \\Delta = \\tfrac12 (1/\\eta' - \\eta)
+
+which gives ``F = eta y`` when driving (``y`` and ``x_dot`` of one sign, ``|x_dot| >> v_s``) and
+``F = y / eta'`` when back-driven. The switch is a load-dependent Coulomb friction of magnitude
+``Δ |y|``; at standstill the screw sits mid-band (``eta_m``), where a real screw holds any force in
+``[eta y, y / eta']`` (static friction).
+
+**Bearings and seals**: Coulomb plus viscous friction with a smooth stiction zone of width ``v_s``,
+``F_f = F_c s + b x_dot``. **Rotor inertia** reflected through the screw, ``m_r = J_r (2 pi / L)^2``
+[kg], is carried by the actuator: the force on the linkage is
+
+.. math::  F = \\eta_m y - (\\Delta |y| + F_c)\\, s - b\\, \\dot x - m_r\\, \\ddot x
+           \\qquad (:meth:`BallScrewActuators.force_from_torque`)
+
+and :meth:`BallScrewActuators.torque_from_force` is its exact inverse. The power balance
+``y x_dot = F x_dot + m_r x_ddot x_dot + P_loss`` holds with :meth:`BallScrewActuators.power_loss`
+``>= 0`` outside the stiction zone.
+
+Revolute actuators (``is_linear`` False) pass torques through unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kangaroo_wbc.errors import ConfigError, InputError
+
+#: Entries of a closure file's ``actuators`` mapping read here, with their defaults (the ideal screw:
+#: no losses beyond ``eta``, no inertia). Keys marked (sim) describe the simulated hardware only.
+ENTRY_DEFAULTS: dict[str, float] = {
+    "screw_lead_m": math.nan,  # [m] (NaN: the caller's default)
+    "screw_efficiency": math.nan,  # [-] eta, driving (NaN: the caller's default)
+    "back_drive_efficiency": math.nan,  # [-] eta' (NaN: no switch, eq. (47) both ways)
+    "rotor_inertia_kgm2": 0.0,  # [kg·m²]
+    "coulomb_friction_n": 0.0,  # [N]
+    "viscous_friction_n_s_per_m": 0.0,  # [N·s/m]
+    "stiction_velocity_m_s": 1e-3,  # [m/s]
+    "max_force_n": math.inf,  # [N] gives the motor torque limit
+    "torque_constant_error": 0.0,  # (sim) [-] half-width of the per-boot k_t error
+    "current_noise_std_nm": 0.0,  # (sim) [N·m] motor torque noise of the current sensor
+    "current_bias_std_nm": 0.0,  # (sim) [N·m] per-boot current-sensor bias
+    "current_bandwidth_hz": math.inf,  # (sim) [Hz] current loop
+    "encoder_counts_per_rev": 0.0,  # (sim) motor encoder counts per revolution (0: not quantised)
+}
+
+
+@dataclass
+class BallScrewActuators:
+    """Per-actuator ball-screw parameters (arrays of one entry per actuator) and the model above.
+
+    Attributes:
+        names: actuator names (order of every array).
+        is_linear: True for ball-screw (prismatic) actuators.
+        screw_lead_m: lead ``L`` [m].
+        efficiency: ``eta`` when driving [-].
+        back_drive_efficiency: ``eta'`` when back-driven [-] (``<= eta``; NaN: no switch, ``F = eta y``
+            both ways as in eq. (47)).
+        rotor_inertia_kgm2: ``J_r`` [kg·m²].
+        coulomb_friction_n: ``F_c`` [N].
+        viscous_friction_n_s_per_m: ``b`` [N·s/m].
+        stiction_velocity_m_s: ``v_s`` [m/s], width of the smooth stiction zone.
+        max_force_n: largest axial force when driving [N] (the motor torque limit is
+            ``max_force_n L / (2 pi eta)``).
+        extra: the simulated-hardware entries (``torque_constant_error`` ...), arrays.
+    """
+
+    names: list[str]
+    is_linear: np.ndarray
+    screw_lead_m: np.ndarray
+    efficiency: np.ndarray
+    back_drive_efficiency: np.ndarray
+    rotor_inertia_kgm2: np.ndarray
+    coulomb_friction_n: np.ndarray
+    viscous_friction_n_s_per_m: np.ndarray
+    stiction_velocity_m_s: np.ndarray
+    max_force_n: np.ndarray
+    extra: dict[str, np.ndarray] | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.names)
+        for key in ("is_linear", "screw_lead_m", "efficiency", "back_drive_efficiency", "rotor_inertia_kgm2",
+                    "coulomb_friction_n", "viscous_friction_n_s_per_m", "stiction_velocity_m_s", "max_force_n"):
+            arr = np.asarray(getattr(self, key), dtype=bool if key == "is_linear" else float)
+            arr = np.broadcast_to(arr, (n,)).copy()
+            setattr(self, key, arr)
+        lin = self.is_linear
+        eta, eta_b = self.efficiency, self.back_drive_efficiency
+        bad = (~(self.screw_lead_m > 0) | ~((eta > 0) & (eta <= 1))
+               | ~(np.isnan(eta_b) | ((eta_b > 0) & (eta_b <= eta))) | ~(self.rotor_inertia_kgm2 >= 0)
+               | ~(self.coulomb_friction_n >= 0)
+               | ~(self.viscous_friction_n_s_per_m >= 0) | ~(self.stiction_velocity_m_s > 0) | ~(self.max_force_n > 0))
+        if np.any(bad & lin):
+            names = [m for m, b in zip(self.names, bad & lin) if b]
+            raise InputError(f"BallScrewActuators: invalid parameters for {names}"
+                             " (need L > 0, 0 < eta' <= eta <= 1, J_r, F_c, b >= 0, v_s > 0, max force > 0)")
+        self.extra = {k: np.broadcast_to(np.asarray(v, dtype=float), (n,)).copy()
+                      for k, v in (self.extra or {}).items()}
+        k = np.where(lin, 2.0 * math.pi / np.where(lin, self.screw_lead_m, 1.0), 1.0)
+        #: ``2 pi / L`` [1/m] (1 for revolute actuators): motor torque → force before losses
+        self.torque_to_force = k
+        #: mean efficiency ``eta_m`` and half the switch ``Delta`` (module docstring)
+        switch = lin & ~np.isnan(eta_b)
+        eta_b = np.where(switch, eta_b, 1.0)
+        self.mean_efficiency = np.where(switch, 0.5 * (eta + 1.0 / eta_b), np.where(lin, eta, 1.0))
+        self.efficiency_switch = np.where(switch, 0.5 * (1.0 / eta_b - eta), 0.0)
+        #: ``m_r = J_r (2 pi / L)^2`` [kg]
+        self.reflected_inertia_kg = np.where(lin, self.rotor_inertia_kgm2 * k * k, self.rotor_inertia_kgm2)
+        #: motor torque limit [N·m]: the driving force limit through the ideal screw
+        self.max_motor_torque_nm = np.where(lin, self.max_force_n / (k * np.where(lin, eta, 1.0)), self.max_force_n)
+        self._paper_gain = np.where(lin, k * eta, 1.0)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_entries(cls, names: Sequence[str], is_linear: Sequence[bool],
+                     entries: Mapping[str, Mapping[str, float]], *, default_screw_lead_m: float,
+                     default_screw_efficiency: float, source: str = "actuators") -> BallScrewActuators:
+        """From per-actuator mappings (a closure file's ``actuators`` section): keys of
+        :data:`ENTRY_DEFAULTS`; a missing key takes its default (an ideal screw)."""
+        names = list(names)
+        cols = {k: np.full(len(names), v) for k, v in ENTRY_DEFAULTS.items()}
+        for name, entry in entries.items():
+            if name not in names:
+                raise ConfigError(f"{source}: unknown actuator {name!r}")
+            i = names.index(name)
+            for k in ENTRY_DEFAULTS:
+                if entry.get(k) is not None:
+                    try:
+                        cols[k][i] = float(entry[k])
+                    except (TypeError, ValueError):
+                        raise ConfigError(f"{source}: {name}.{k}: not a number: {entry[k]!r}") from None
+        lead = np.where(np.isnan(cols["screw_lead_m"]), default_screw_lead_m, cols["screw_lead_m"])
+        eta = np.where(np.isnan(cols["screw_efficiency"]), default_screw_efficiency, cols["screw_efficiency"])
+        eta_b = cols["back_drive_efficiency"]
+        extra = {k: cols[k] for k in ("torque_constant_error", "current_noise_std_nm", "current_bias_std_nm",
+                                      "current_bandwidth_hz", "encoder_counts_per_rev")}
+        try:
+            return cls(names, np.asarray(is_linear, bool), lead, eta, eta_b, cols["rotor_inertia_kgm2"],
+                       cols["coulomb_friction_n"], cols["viscous_friction_n_s_per_m"], cols["stiction_velocity_m_s"],
+                       cols["max_force_n"], extra)
+        except InputError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+
+    @classmethod
+    def from_model(cls, clm, *, default_screw_lead_m: float, default_screw_efficiency: float,
+                   overrides: Mapping[str, Mapping[str, float]] | None = None) -> BallScrewActuators:
+        """From a :class:`~kangaroo_wbc.model.ClosedLoopModel`'s closure file (``actuators``
+        entries), ``overrides`` (actuator name → entries) on top; prismatic actuated joints are
+        ball screws."""
+        m = clm.model
+        names = list(clm.actuated_joint_names)
+        prismatic = ("JointModelPX", "JointModelPY", "JointModelPZ", "JointModelPrismaticUnaligned")
+        linear = [m.joints[m.getJointId(n)].shortname() in prismatic for n in names]
+        entries: dict[str, dict] = {}
+        cf = clm.closure_file
+        for table, where in ((cf.actuators or {}, cf.source), (overrides or {}, "overrides")):
+            for name, entry in table.items():
+                if name not in names:
+                    raise ConfigError(f"{where}: actuators: unknown actuator {name!r}")
+                if not isinstance(entry, Mapping):
+                    raise ConfigError(f"{where}: actuators.{name}: expected a mapping, got {entry!r}")
+                entries.setdefault(name, {}).update(entry)
+        return cls.from_entries(names, linear, entries, default_screw_lead_m=default_screw_lead_m,
+                                default_screw_efficiency=default_screw_efficiency,
+                                source=f"{clm.closure_file.source}: actuators")
+
+    def ideal(self) -> BallScrewActuators:
+        """The same screws as eq. (47) sees them: no switch, friction or inertia."""
+        n = len(self.names)
+        return BallScrewActuators(list(self.names), self.is_linear, self.screw_lead_m, self.efficiency,
+                                  np.full(n, np.nan), np.zeros(n), np.zeros(n), np.zeros(n),
+                                  self.stiction_velocity_m_s, self.max_force_n, {})
+
+    @property
+    def has_losses(self) -> bool:
+        """True if the model differs from eq. (47) at some velocity (switch, friction or inertia)."""
+        return bool(np.any(self.efficiency_switch > 0) or np.any(self.coulomb_friction_n > 0)
+                    or np.any(self.viscous_friction_n_s_per_m > 0) or np.any(self.reflected_inertia_kg > 0))
+
+    # ------------------------------------------------------------------ the model
+    def paper_force(self, motor_torque_nm: np.ndarray) -> np.ndarray:
+        """Eq. (47): ``tau_bar = tau_m 2 pi eta / L`` [N] (torques of revolute actuators pass)."""
+        return self._paper_gain * motor_torque_nm
+
+    def paper_torque(self, force_n: np.ndarray) -> np.ndarray:
+        """Inverse of :meth:`paper_force` [N·m]."""
+        return np.asarray(force_n, dtype=float) / self._paper_gain
+
+    def direction(self, velocity_m_s: np.ndarray) -> np.ndarray:
+        """Smooth direction of motion ``s = tanh(x_dot / v_s)`` [-]."""
+        return np.tanh(np.asarray(velocity_m_s, dtype=float) / self.stiction_velocity_m_s)
+
+    def friction_force(self, velocity_m_s: np.ndarray, motor_torque_nm: np.ndarray | None = None) -> np.ndarray:
+        """Losses as a force opposing the motion [N]: ``(Delta |y| + F_c) s + b x_dot``; the
+        ``Delta |y|`` term (the driving/back-driving switch) only with the motor torque given."""
+        v = np.asarray(velocity_m_s, dtype=float)
+        mu = self.coulomb_friction_n
+        if motor_torque_nm is not None:
+            mu = mu + self.efficiency_switch * np.abs(self.torque_to_force * motor_torque_nm)
+        return np.where(self.is_linear, mu * self.direction(v) + self.viscous_friction_n_s_per_m * v, 0.0)
+
+    def force_from_torque(self, motor_torque_nm: np.ndarray, velocity_m_s: np.ndarray,
+                          acceleration_m_s2: np.ndarray | None = None, *, switch: bool = True,
+                          friction: bool = True) -> np.ndarray:
+        """Axial force on the linkage [N] from the motor torque [N·m] (module docstring).
+
+        Args:
+            motor_torque_nm: electromagnetic motor torque ``tau_m``.
+            velocity_m_s: actuator velocity ``x_dot``.
+            acceleration_m_s2: actuator acceleration ``x_ddot`` (None: no inertia term).
+            switch: the driving/back-driving efficiency (False: ``eta`` throughout, eq. (47)).
+            friction: Coulomb and viscous friction.
+        """
+        tau = np.asarray(motor_torque_nm, dtype=float)
+        v = np.asarray(velocity_m_s, dtype=float)
+        y = self.torque_to_force * tau
+        if switch:
+            f = self.mean_efficiency * y - self.efficiency_switch * np.abs(y) * self.direction(v)
+        else:
+            f = self._paper_gain * tau
+        if friction:
+            f = f - self.friction_force(v)
+        if acceleration_m_s2 is not None:
+            f = f - self.reflected_inertia_kg * np.asarray(acceleration_m_s2, dtype=float)
+        return np.where(self.is_linear, f, tau)
+
+    def torque_from_force(self, force_n: np.ndarray, velocity_m_s: np.ndarray,
+                          acceleration_m_s2: np.ndarray | None = None, *, switch: bool = True,
+                          friction: bool = True) -> np.ndarray:
+        """Exact inverse of :meth:`force_from_torque`: the motor torque [N·m] that puts ``force_n``
+        [N] on the linkage at this velocity (and acceleration). With ``S`` the force the screw must
+        deliver, ``y = S / (eta_m - Delta s sign(S))`` (``sign(y) = sign(S)``, both denominators
+        positive since ``eta_m - Delta = eta``)."""
+        F = np.asarray(force_n, dtype=float)
+        v = np.asarray(velocity_m_s, dtype=float)
+        S = F + self.friction_force(v) if friction else F.copy()
+        if acceleration_m_s2 is not None:
+            S = S + self.reflected_inertia_kg * np.asarray(acceleration_m_s2, dtype=float)
+        if switch:
+            y = S / (self.mean_efficiency - self.efficiency_switch * self.direction(v) * np.sign(S))
+            tau = y / self.torque_to_force
+        else:
+            tau = S / self._paper_gain
+        return np.where(self.is_linear, tau, F)
+
+    def power_loss(self, motor_torque_nm: np.ndarray, velocity_m_s: np.ndarray) -> np.ndarray:
+        """Power dissipated in the screw and the bearings [W]: motor power ``y x_dot`` minus the
+        power into the linkage and the rotor, ``(F + m_r x_ddot) x_dot``."""
+        tau = np.asarray(motor_torque_nm, dtype=float)
+        v = np.asarray(velocity_m_s, dtype=float)
+        y = self.torque_to_force * tau
+        return np.where(self.is_linear, (y - self.force_from_torque(tau, v)) * v, 0.0)
+
+    def encoder_step(self) -> np.ndarray:
+        """Position quantum of the motor encoder [m] (or [rad]); 0 where not quantised."""
+        counts = (self.extra or {}).get("encoder_counts_per_rev", np.zeros(len(self.names)))
+        per_rev = np.where(self.is_linear, self.screw_lead_m, 2.0 * math.pi)
+        return np.where(counts > 0, per_rev / np.where(counts > 0, counts, 1.0), 0.0)
+
+
+__all__ = ["BallScrewActuators", "ENTRY_DEFAULTS"]
