@@ -44,7 +44,7 @@ DEFAULT_BAG_DECIMATION = 1
 _GRAPH = ("separate", "composed")
 _ONLY = (("sim_mode", "--sim-mode", _GRAPH), ("drop_ratio", "--drop-ratio", _GRAPH),
          ("startup_timeout", "--startup-timeout", _GRAPH), ("pipelined", "--pipelined", ("one",)),
-         ("bag_decimation", "--bag-decimation", ("one",)))
+         ("bag_decimation", "--bag-decimation", ("one",)), ("ideal_actuators", "--ideal-actuators", ("one",)))
 
 
 def _writes(args: argparse.Namespace) -> bool:
@@ -73,10 +73,12 @@ def _write_summary(out: Path, summary: dict) -> None:
 
 
 def _loop(args: argparse.Namespace, behaviour: str, stop: StopSignals):
+    from kangaroo_wbc.components.simulated_robot import SimulatedRobotConfig
     from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 
+    robot = SimulatedRobotConfig(ideal_actuators=bool(getattr(args, "ideal_actuators", False)))
     run = ClosedLoopRun(LoopConfig(behaviour=behaviour, duration_s=args.duration, seed=args.seed,
-                                   pipelined=bool(getattr(args, "pipelined", False))))
+                                   pipelined=bool(getattr(args, "pipelined", False)), robot=robot))
     summary = run.run(progress=Progress.from_args(args), stop=stop)
     summary["requested_duration_s"] = args.duration
     return summary, run
@@ -175,6 +177,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="one: the simulator steps in a worker thread alongside the estimators and the "
                         "controller, each command driving the step after (the node graph's one-tick delay); "
                         "default: lockstep, each command drives the very next step")
+    p.add_argument("--ideal-actuators", action="store_true",
+                   help="single process: ideal ball screws (the commanded force acts as is, the motor torque is its "
+                        "eq. (47) inverse); default: the simulated drives and screws (docs/sim.md)")
     p.add_argument("--no-report", action="store_true",
                    help="write no report (one: figures, report.md, summary.json; separate/composed: summary.json "
                         "and logs)")

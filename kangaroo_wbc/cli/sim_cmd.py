@@ -65,8 +65,9 @@ def _base_tilt_rad(quat_wxyz: np.ndarray) -> float:
 
 def run_sim(duration_s: float = 5.0, *, controller: str = "pd", seed: int = 0,
             kp: float = DEFAULT_KP_N_PER_M, kd: float = DEFAULT_KD_N_S_PER_M, ff_period_s: float = 0.01,
-            progress=None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Simulate the Kangaroo standing on the floor for ``duration_s`` [s].
+            progress=None, ideal_actuators: bool = False) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Simulate the Kangaroo standing on the floor for ``duration_s`` [s] (``ideal_actuators``: the
+    commanded forces act as they are; default: the simulated ball-screw drives).
 
     ``progress(iterable, total=, desc=)`` wraps the loop (a progress display, e.g.
     :class:`~kangaroo_wbc.cli.common.Progress`); None: no display.
@@ -87,7 +88,8 @@ def run_sim(duration_s: float = 5.0, *, controller: str = "pd", seed: int = 0,
         raise InputError(f"controller must be 'pd' or 'none', got {controller!r}")
     if not (math.isfinite(duration_s) and duration_s > 0):
         raise InputError(f"duration must be > 0 [s], got {duration_s}")
-    sim = make_kangaroo_sim(floating_base=True, seed=seed, initial_actuator_positions=standing_actuator_positions())
+    sim = make_kangaroo_sim(floating_base=True, seed=seed, initial_actuator_positions=standing_actuator_positions(),
+                            ideal_actuators=ideal_actuators)
     m, d = sim.model, sim.data
     dt = sim.timestep
     n_ticks = max(1, int(round(duration_s / dt)))
@@ -137,6 +139,7 @@ def run_sim(duration_s: float = 5.0, *, controller: str = "pd", seed: int = 0,
     fell = bool(min_com_z < FALL_HEIGHT_FRACTION * com_z0 or max_tilt > FALL_TILT_RAD)
     report = {
         "controller": controller,
+        "ideal_actuators": bool(ideal_actuators),
         "seed": seed,
         "duration_s": n_ticks * dt,
         "ticks": n_ticks,
@@ -191,7 +194,8 @@ def _validate(args: argparse.Namespace) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     report, series = run_sim(args.duration, controller=args.controller, seed=args.seed, kp=args.kp, kd=args.kd,
-                             ff_period_s=args.ff_period_ms * 1e-3, progress=Progress.from_args(args))
+                             ff_period_s=args.ff_period_ms * 1e-3, progress=Progress.from_args(args),
+                             ideal_actuators=args.ideal_actuators)
     if args.plot:
         plot_series(series, args.plot, title=f"Kangaroo standing, controller {args.controller}")
         report["plot"] = str(args.plot)
@@ -216,6 +220,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"PD damping [N·s/m], >= 0 (default {DEFAULT_KD_N_S_PER_M:g})")
     p.add_argument("--ff-period-ms", type=positive_float, default=10.0, metavar="MS",
                    help="period of the gravity feed-forward update [ms], > 0 (default 10)")
+    p.add_argument("--ideal-actuators", action="store_true",
+                   help="ideal ball screws: forces act as commanded (default: the simulated drives, docs/sim.md)")
     p.add_argument("--plot", type=output_file, metavar="PNG", default=None,
                    help="save CoM height, closure violation, fz/mg vs time (its folder is created)")
     add_json_flag(p)
