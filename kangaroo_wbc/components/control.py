@@ -79,6 +79,7 @@ class WholeBodyControl(Component):
         self._startup: tuple[str, dict] | None = ("stand", {})
         self._good_ticks = 0
         self._cause = ""
+        self._wrenches_fresh: bool | None = None  # None: no fresh sole force yet
         self.timing = {"n": 0, "total": 0.0, "max": 0.0}
 
     @property
@@ -99,6 +100,16 @@ class WholeBodyControl(Component):
             self._startup = (name, dict(params))
         else:
             self.supervisor.select(name, **params)
+
+    def configure(self, settings: ControlSettings) -> None:
+        """Change the settings at run time (a node's parameters); the sole frames stay."""
+        if tuple(settings.sole_frames) != tuple(self.settings.sole_frames):
+            raise InputError("sole_frames cannot change at run time")
+        self.settings = settings
+        self.contacts.force_on_n = settings.contact_force_on_n
+        self.contacts.force_off_n = settings.contact_force_off_n
+        if not settings.use_measured_contacts:
+            self._wrenches_fresh = None  # no longer watched
 
     @property
     def behaviour_name(self) -> str:
@@ -137,9 +148,13 @@ class WholeBodyControl(Component):
         s = self.settings
         t0 = time.perf_counter()
         measured = None
-        if s.use_measured_contacts and np.all(np.abs(now_s - self._force_stamp) < s.max_state_age_s):
-            flags = self.contacts.update(self._force)
-            measured = [name for name, c in zip(self._contact_names, flags) if c]
+        if s.use_measured_contacts:
+            ages = np.abs(now_s - self._force_stamp)
+            fresh = bool(np.all(ages < s.max_state_age_s))
+            if fresh:
+                flags = self.contacts.update(self._force)
+                measured = [name for name, c in zip(self._contact_names, flags) if c]
+            self._wrench_freshness(fresh, ages)
         com = self._com_ref[1] if self._com_ref and now_s - self._com_ref[0] < s.reference_timeout_s else None
         feet = {k: r for k, (t, r) in self._foot_ref.items() if now_s - t < s.reference_timeout_s}
         if (self._startup is not None and self.ready_since_s is not None
@@ -157,6 +172,21 @@ class WholeBodyControl(Component):
         t = self.timing
         t["n"], t["total"], t["max"] = t["n"] + 1, t["total"] + dt, max(t["max"], dt)
         return cmd
+
+    def _wrench_freshness(self, fresh: bool, ages: np.ndarray) -> None:
+        """WARN when the measured sole forces stop (the contacts then follow the behaviour's plan),
+        OK when they are back; before the first fresh forces nothing is said (start-up)."""
+        if fresh == self._wrenches_fresh or (self._wrenches_fresh is None and not fresh):
+            return
+        if fresh:
+            if self._wrenches_fresh is False:
+                self.event(Level.OK, "wrenches", "contact wrenches fresh again: measured contacts")
+        else:
+            i = int(np.argmax(ages))
+            age = "never received" if not np.isfinite(ages[i]) else f"{ages[i] * 1e3:.0f} ms old"
+            self.event(Level.WARN, "wrenches", f"contact wrenches stale ({self.settings.sole_frames[i]}: {age}): "
+                       "contacts from the behaviour's plan")
+        self._wrenches_fresh = fresh
 
     def stale(self, silent_s: float) -> Command:
         """No state for ``silent_s`` [s] (the adapter's steady-clock watchdog): safe mode."""
@@ -206,6 +236,9 @@ class WholeBodyControl(Component):
         values = {"behaviour": self.behaviour_name, "ready": self.ready, "ticks": st.ticks, "safe_ticks": st.safe_ticks,
                   "qp_failures": st.qp_failures, "singular": st.singular, "stale": st.stale, "invalid": st.invalid,
                   "iterations_max": st.iterations_max, "step_mean_ms": 1e3 * t["total"] / max(t["n"], 1),
-                  "step_max_ms": 1e3 * t["max"], "latched": bool(last.latched) if last else False}
+                  "step_max_ms": 1e3 * t["max"], "latched": bool(last.latched) if last else False,
+                  "contacts": "measured" if self._wrenches_fresh else "planned"}
+        if self._wrenches_fresh is False and level == Level.OK:
+            level, message = Level.WARN, f"{message}; contact wrenches stale: planned contacts"
         self.timing = {"n": 0, "total": 0.0, "max": 0.0}
         return [Status("wbc", level, message, values)]

@@ -5,14 +5,19 @@ the latest ``estimation/base_odometry`` (pose in ``odom``, twist in ``base_link`
 ``contact/<sole>/wrench`` for the measured contact state. Each sample runs
 :class:`~kangaroo_wbc.control.supervisor.WbcSupervisor` (behaviour → WBC QP → forces, or the safe
 mode) and publishes ``actuators/command`` (JointState, ``effort`` = axial force [N], stamped with the
-state sample), ``wbc/ready`` (latched Bool: the start-up handshake), optionally
+state sample, ``frame_id`` = this node's name: the source tag the simulator checks),
+``wbc/ready`` (latched Bool: the start-up handshake), optionally
 ``actuators/command_array``, and at ``timing_rate_hz`` ``wbc/timing`` and ``wbc/com_target`` (the
 CoM reference of the tick, ``odom``), and ``/diagnostics``.
 
 Behaviours: parameter ``behaviour`` (``ros2 param set``) or the ``std_srvs/Trigger`` services
 ``wbc/behaviour/<name>``; ``wbc/reset`` leaves a latched safe mode. External references:
 ``wbc/com_reference`` (PointStamped, ``odom``) and ``wbc/<sole>/pose_reference`` (PoseStamped) override
-the behaviour while younger than ``reference_timeout_s``. Topics: ``docs/interface.md``.
+the behaviour while younger than ``reference_timeout_s``, bounded and rate-limited by the reference
+governor (:mod:`~kangaroo_wbc.control.reference_governor`: support polygon, CoM height band, sole
+reach and tilt; a WARN names the reference and the bound). Another node publishing
+``actuators/command`` is an ERROR ``writers`` status as soon as the ROS graph shows it. Topics:
+``docs/interface.md``.
 
 Safe mode (:class:`~kangaroo_wbc.control.supervisor.WbcSupervisor`): stale or malformed state, an
 infeasible QP or a solver failure, a configuration near a kinematic singularity (``J_l,u`` pivot
@@ -266,7 +271,8 @@ class WholeBodyControllerNode(KangarooNode):
         self._odom_stamp: float | None = None
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._msg_cmd = JointState()
-        self._w_cmd = joint_state_writer(clm.actuated_joint_names, ("effort",))  # preserialised
+        # preserialised; frame_id names the source (a simulator or driver accepts this node's only)
+        self._w_cmd = joint_state_writer(clm.actuated_joint_names, ("effort",), frame_id=self.get_name())
         self._last_state: float | None = None  # time.monotonic() [s] of the latest state
         self._ready: bool | None = None
         self._next_timing = -float("inf")  # stamp [s] from which the next wbc/timing goes out
@@ -274,6 +280,7 @@ class WholeBodyControllerNode(KangarooNode):
         self.command_listener = None
         pub = self.create_publisher
         self._pub_cmd = pub(JointState, "actuators/command", qos.COMMAND)
+        self.watch_single_writer("actuators/command", self.get_name())  # a second source is an ERROR
         self._pub_arr = (pub(Float64MultiArray, "actuators/command_array", qos.COMMAND)
                          if p.publish_command_array else None)
         self._pub_timing = pub(Float64MultiArray, "wbc/timing", qos.VISUALIZATION)
@@ -303,11 +310,15 @@ class WholeBodyControllerNode(KangarooNode):
             f"behaviour {p.behaviour}")
 
     def _component(self, p: WholeBodyControllerParams) -> WholeBodyControl:
-        return WholeBodyControl(self.supervisor, ControlSettings(
+        return WholeBodyControl(self.supervisor, self._control_settings(p))
+
+    @staticmethod
+    def _control_settings(p: WholeBodyControllerParams) -> ControlSettings:
+        return ControlSettings(
             sole_frames=tuple(p.sole_frames), use_measured_contacts=p.use_measured_contacts,
             contact_force_on_n=p.contact_force_on_n, contact_force_off_n=p.contact_force_off_n,
             max_state_age_s=p.max_state_age_s, reference_timeout_s=p.reference_timeout_s,
-            behaviour_delay_s=p.behaviour_delay_s))
+            behaviour_delay_s=p.behaviour_delay_s)
 
     @staticmethod
     def _settings(p: WholeBodyControllerParams) -> WbcSettings:
@@ -373,6 +384,7 @@ class WholeBodyControllerNode(KangarooNode):
             for contact in self.contacts:  # shared with the controller's constraints: next tick
                 contact.set_normal_force_min(params.min_normal_force_n)
         full.pm.min_pivot_ratio = params.min_jlu_pivot_ratio
+        self.component.configure(self._control_settings(params))
         s = self.supervisor.safety
         s.max_state_age_s, s.damping_n_s_per_m, s.max_tilt_rad = (
             params.max_state_age_s,

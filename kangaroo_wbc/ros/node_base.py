@@ -51,6 +51,8 @@ EXIT_CONFIG_ERROR = 2
 SPIN_PERIOD_S = 0.05
 #: Longest wait [s] at shutdown for reliable subscribers to acknowledge the last messages.
 SHUTDOWN_FLUSH_S = 1.0
+#: Period [s, steady clock] of the ROS-graph check of the single-writer topics.
+WRITER_CHECK_PERIOD_S = 0.25
 
 
 class KangarooNode(Node):
@@ -87,6 +89,8 @@ class KangarooNode(Node):
         self.report_process = True
         self._cpu_mark = (time.process_time(), time.monotonic(), 0)
         self.throttled = ThrottledLogger(self.get_logger(), throttle_period_s)
+        self._single_writer: dict[str, str] = {}  # resolved topic -> its one expected writer node
+        self._writers_seen: dict[str, list[str]] = {}
         self._diagnostics_timer = None
         if diagnostics_period_s > 0.0:
             self._diagnostics_timer = self.create_timer(
@@ -107,6 +111,47 @@ class KangarooNode(Node):
         """Statuses published periodically; override (the default reports the node is running)."""
         return [self.diagnostics.status("node", Level.OK, "running")]
 
+    def watch_single_writer(self, topic: str, writer: str) -> None:
+        """Report every node other than ``writer`` (a node name) that publishes ``topic``: an
+        ERROR ``writers`` status and log line as soon as the ROS graph shows it (checked every
+        ``WRITER_CHECK_PERIOD_S``), e.g. a second source of ``actuators/command``."""
+        if not self._single_writer:
+            self.create_timer(WRITER_CHECK_PERIOD_S, self._check_writers,
+                              clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._single_writer[self.resolve_topic_name(topic)] = writer
+
+    def _other_writers(self) -> dict[str, list[str]]:
+        """``{topic: [fully qualified names of the unexpected publishers]}`` (non-empty lists only)."""
+        out = {}
+        for topic, writer in self._single_writer.items():
+            try:
+                infos = self.get_publishers_info_by_topic(topic)
+            except Exception:  # noqa: BLE001 - the graph is unavailable while shutting down
+                continue
+            others = sorted({f"{i.node_namespace.rstrip('/')}/{i.node_name}" for i in infos
+                             if i.node_name != writer})
+            if others:
+                out[topic] = others
+        return out
+
+    def _check_writers(self) -> None:
+        others = self._other_writers()
+        if others != self._writers_seen:
+            self._writers_seen = others
+            for topic, names in others.items():
+                self.throttled.error(f"writers {topic}", f"{topic} has other publishers than "
+                                     f"{self._single_writer[topic]!r}: {names}")
+            self.publish_diagnostics()
+
+    def _writers_status(self) -> DiagnosticStatus:
+        others = self._writers_seen
+        values = {t: ", ".join(n) for t, n in others.items()}
+        if others:
+            text = "; ".join(f"{t} also published by {', '.join(n)}" for t, n in others.items())
+            return self.diagnostics.status("writers", Level.ERROR, f"more than one writer: {text}", values)
+        return self.diagnostics.status("writers", Level.OK, "one writer per single-writer topic",
+                                       {t: w for t, w in self._single_writer.items()})
+
     def publish_diagnostics(self) -> None:
         """Publish :meth:`diagnostic_statuses`; an exception there is reported as an ERROR status."""
         self._in_diagnostics = True
@@ -119,6 +164,8 @@ class KangarooNode(Node):
             self._in_diagnostics = False
         if self.report_process:
             statuses.append(self._process_status())
+        if self._single_writer:
+            statuses.append(self._writers_status())
         self.diagnostics.publish(statuses)
 
     def _process_status(self) -> DiagnosticStatus:

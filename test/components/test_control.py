@@ -130,3 +130,26 @@ def test_a_com_reference_outside_the_support_polygon_is_bounded_with_a_warning(s
     assert warned and all(e.level == Level.WARN for e in warned)
     assert any("wbc/com_reference" in e.message and "support polygon" in e.message for e in warned)
     assert any("height" in e.message for e in warned)
+
+
+def test_wrenches_that_stop_are_a_warning_and_the_plan_takes_over(standing):
+    clm, q, v = standing
+    c = _control(clm, max_state_age_s=0.05)
+    c.step(0.0, q, v, 0.0)  # no forces yet (start-up): nothing said
+    assert not [e for e in c.drain_events() if e.key == "wrenches"]
+    for k in range(5):
+        t = 0.01 * (k + 1)
+        c.on_sole_force(0, 300.0, t)
+        c.on_sole_force(1, 300.0, t)
+        c.step(t, q, v, 0.0)
+    assert c.statuses()[0].values["contacts"] == "measured"
+    c.step(0.2, q, v, 0.0)  # the wrench estimator stopped
+    events = [e for e in c.drain_events() if e.key == "wrenches"]
+    assert [e.level for e in events] == [Level.WARN] and "stale" in events[0].message
+    status = c.statuses()[0]
+    assert status.level == Level.WARN and status.values["contacts"] == "planned"
+    assert set(c.supervisor.last_references.active_contacts) == {"left", "right"}
+    c.on_sole_force(0, 300.0, 0.3)
+    c.on_sole_force(1, 300.0, 0.3)
+    c.step(0.3, q, v, 0.0)
+    assert [e.level for e in c.drain_events() if e.key == "wrenches"] == [Level.OK]

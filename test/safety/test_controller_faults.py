@@ -20,9 +20,11 @@ import pytest
 
 pytest.importorskip("rclpy", reason="rclpy is not importable (ROS 2 not sourced)")
 
+from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from kangaroo_wbc.ros import qos  # noqa: E402
+from kangaroo_wbc.ros.conversions import seconds_to_time_msg  # noqa: E402
 from test.control.conftest import ankle_dead_point_configuration  # noqa: E402
 from test.integration.ros_harness import ros_environment  # noqa: E402,F401 - fixture
 from test.safety.conftest import max_force_n  # noqa: E402
@@ -48,6 +50,8 @@ SPEED_M_S = 0.01  # [m/s] every actuator's velocity in the faulty states: dampin
 NODE = "whole_body_controller"
 WBC = "whole_body_controller: wbc"
 MAX_LOG_LINES = 3  # per fault of a few seconds: one when the cause appears, then one per 5 s
+SOLES = ("left_sole", "right_sole")
+WARN = (1,)  # DiagnosticStatus.WARN
 
 
 class EstimatorRole:
@@ -62,6 +66,8 @@ class EstimatorRole:
         self.actuated = np.array([n in set(clm.actuated_joint_names) for n in self.names])
         self.lock = threading.Lock()
         self.q, self.speed = q, 0.0
+        self.alternate_bad = False  # every other joint_states sample carries a NaN position
+        self.sole_force_n: float | None = None  # also publish contact/<sole>/wrench with this Fz
         self.stream = SyntheticStream(self._publish, DT)
 
     def set(self, q: np.ndarray, speed: float) -> None:
@@ -70,15 +76,25 @@ class EstimatorRole:
 
     def _publish(self, k: int, _synthetic_stamp: float) -> None:
         with self.lock:
-            q, speed = self.q, self.speed
+            q, speed, bad, force = self.q, self.speed, self.alternate_bad and k % 2, self.sole_force_n
         now = time.time()
         self.harness.publish("estimation/base_odometry", still_odometry(q, now), qos.SENSOR_STATE)
         velocity = np.where(self.actuated, speed, 0.0)
+        position = q[self.idx_q].copy()
+        if bad:
+            position[0] = np.nan
         self.harness.publish(
             "joint_states",
-            joint_state(self.names, now, position=q[self.idx_q], velocity=velocity),
+            joint_state(self.names, now, position=position, velocity=velocity),
             qos.SENSOR_STATE,
         )
+        if force is not None:
+            for sole in SOLES:
+                msg = WrenchStamped()
+                msg.header.stamp = seconds_to_time_msg(now)
+                msg.header.frame_id = sole
+                msg.wrench.force.z = force
+                self.harness.publish(f"contact/{sole}/wrench", msg, qos.SENSOR_STATE)
 
 
 @pytest.fixture(scope="module")
@@ -192,3 +208,80 @@ def test_infeasible_qp_is_a_safe_mode_until_the_constraint_is_relaxed(controller
     lines = c["proc"].output().count("QP infeasible: OSQP")
     assert 1 <= lines <= MAX_LOG_LINES < int(values(st)["qp_failures"]), (lines, values(st))
     assert_commands_safe(_all_commands(c), max_force_n())
+
+
+def test_a_second_command_source_is_an_error_within_a_second(controller):
+    """Another node publishing actuators/command (here the test's probe, 0 N at 200 Hz) is an ERROR
+    ``writers`` status naming it within 1 s of its appearance; OK again once it is gone."""
+    c = controller
+    h = c["h"]
+    writers = f"{NODE}: writers"
+    c["diag"].wait(writers, OK, "one writer")
+    c["diag"].mark()
+    rogue = h.probe.node.create_publisher(JointState, "/actuators/command", qos.COMMAND)
+    t0 = time.monotonic()
+    stop = threading.Event()
+
+    def spam() -> None:
+        zero = JointState(name=list(c["clm"].actuated_joint_names), effort=[0.0] * c["clm"].n_a)
+        while not stop.is_set():
+            rogue.publish(zero)
+            time.sleep(0.005)
+
+    thread = threading.Thread(target=spam, daemon=True)
+    thread.start()
+    try:
+        st = c["diag"].wait(writers, ERROR, "more than one writer", "kangaroo_wbc_test_probe", timeout_s=5.0)
+        delay = time.monotonic() - t0
+        assert delay < 1.0, f"ERROR {delay:.2f} s after the second publisher appeared"
+        assert "/actuators/command" in st.message
+    finally:
+        stop.set()
+        thread.join()
+        h.probe.node.destroy_publisher(rogue)
+    c["diag"].mark()
+    c["diag"].wait(writers, OK, "one writer", timeout_s=5.0)
+
+
+def test_alternating_good_and_bad_states_cannot_flood_the_log(controller):
+    """joint_states alternately good and NaN at 200 Hz for 4 s: every cause is logged when it
+    appears and then at most once per 5 s, however often the causes alternate."""
+    c = controller
+    before = len(c["proc"].output().splitlines())
+    c["role"].alternate_bad = True
+    try:
+        time.sleep(4.0)
+    finally:
+        c["role"].alternate_bad = False
+    c["diag"].mark()
+    c["diag"].wait(WBC, OK, "behaviour stand")
+    lines = c["proc"].output().splitlines()[before:]
+    assert len(lines) <= 8, "\n".join(lines)
+    assert any("joint_states rejected" in line for line in lines), "\n".join(lines)
+    assert c["proc"].is_running()
+
+
+def test_wrenches_that_stop_are_a_warning_and_the_plan_takes_over(controller):
+    """With measured contacts on, sole wrenches that stop (a dead wrench estimator) are a WARN
+    naming them; control goes on with the behaviour's planned contacts; OK once they are back."""
+    c = controller
+    h = c["h"]
+    assert set_parameters(h, NODE, use_measured_contacts=True).successful
+    try:
+        c["role"].sole_force_n = 180.0
+        c["diag"].mark()
+        st = c["diag"].wait(WBC, OK, "measured", value="contacts")
+        c["diag"].mark()
+        c["role"].sole_force_n = None  # the wrench estimator died
+        st = c["diag"].wait(WBC, WARN, "contact wrenches stale")
+        assert values(st)["contacts"] == "planned"
+        commands = _newest_commands(c, 10)  # still in control: the weight is held
+        assert all(np.max(np.abs(m.effort)) > 10.0 for m in commands)
+        assert "contact wrenches stale" in c["proc"].output()
+        c["diag"].mark()
+        c["role"].sole_force_n = 180.0
+        st = c["diag"].wait(WBC, OK, "behaviour stand")
+        assert values(st)["contacts"] == "measured"
+    finally:
+        c["role"].sole_force_n = None
+        assert set_parameters(h, NODE, use_measured_contacts=False).successful
