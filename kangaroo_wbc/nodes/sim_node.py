@@ -96,6 +96,8 @@ class SimParams:
     hold_kd_n_s_per_m: float = parameter(_D.hold_kd_n_s_per_m, "Hold PD damping [N·s/m]", bounds=(0.0, 1e4))
     release_delay_s: float = parameter(_D.release_delay_s, "Crane released this long after wbc/ready [s] "
                                        "(sim time)", bounds=(0.0, 60.0))
+    command_source: str = parameter("whole_body_controller", "Apply only actuators/command messages whose "
+                                    "header.frame_id is this (the controller's node name); empty: any source")
     drop_ratio: float = parameter(0.0, "Fault injection: drop this fraction of the incoming commands at "
                                   "random (seeded)", bounds=(0.0, 0.99))
     controller: str = parameter(_D.controller, "Fallback after the release when no command is fresh: none "
@@ -163,6 +165,8 @@ class SimNode(KangarooNode):
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         if not chained:
             self.create_subscription(JointState, "actuators/command", self._on_command, qos.COMMAND)
+        if p.command_source:  # composed: no subscription, but another publisher is still reported
+            self.watch_single_writer("actuators/command", p.command_source)
         self.create_subscription(Bool, "wbc/ready", lambda m: self.set_controller_ready(m.data), qos.LATCHED)
         self.create_timer(0.1, self._flush_events, clock=steady)
         self.create_timer(1.0, self._publish_latency, clock=steady)
@@ -224,6 +228,10 @@ class SimNode(KangarooNode):
 
     def _on_command(self, msg: JointState) -> None:
         wall = time.monotonic()
+        source = self.params.command_source
+        if source and msg.header.frame_id != source:  # a second command source: never applied
+            self._log(self.robot.reject(f"source {msg.header.frame_id!r} is not the controller {source!r}", wall))
+            return
         try:
             forces = self._act_map.from_joint_state(msg, required=("effort",)).effort
         except InputError as exc:

@@ -98,8 +98,21 @@ class DiagnosticsWatch:
         raise AssertionError(f"no matching '{node}: {check}' status within {timeout_s} s")
 
 
-def command(names: list[str], efforts: list[float]) -> JointState:
-    return JointState(name=list(names), effort=[float(e) for e in efforts])
+#: The source tag the simulator applies (its ``command_source``: the controller's node name).
+CONTROLLER = "whole_body_controller"
+
+
+def command(names: list[str], efforts: list[float], source: str = CONTROLLER) -> JointState:
+    msg = JointState(name=list(names), effort=[float(e) for e in efforts])
+    msg.header.frame_id = source
+    return msg
+
+
+def answer(state: JointState) -> JointState:
+    """Zero force answering the actuator sample ``state`` (its stamp), as the controller."""
+    msg = command(list(state.name), [0.0] * len(state.name))
+    msg.header.stamp = state.header.stamp
+    return msg
 
 
 def command_publisher(harness: RosHarness, topic: str = "/actuators/command"):
@@ -167,6 +180,12 @@ def test_bad_commands_are_rejected_and_clamping_reported(harness: RosHarness, si
     for reason, msg in bad.items():  # each rejection is reported with its reason, as an ERROR
         pub.publish(msg)
         assert reason in diag.wait("command", lambda level, text, r=reason: level == Level.ERROR and r in text)
+    # another source (frame_id not the controller's): never applied, an ERROR naming it
+    pub.publish(command(names, [0.0] * 12, source="teleop"))
+    assert "'teleop' is not the controller" in diag.wait(
+        "command", lambda level, text: level == Level.ERROR and "teleop" in text)
+    # and the probe publishing actuators/command is not the controller node: reported from the graph
+    assert "kangaroo_wbc_test_probe" in diag.wait("writers", lambda level, _: level == Level.ERROR)
 
 
 def test_watchdog_engages_when_commands_stop(harness: RosHarness, sim) -> None:
@@ -211,7 +230,7 @@ def test_robot_hangs_on_the_crane_until_ready(harness: RosHarness) -> None:
     while time.monotonic() < deadline:  # zero force, echoing the newest sample's stamp
         with states.lock:
             last = states.items[-1][1]
-        pub.publish(JointState(header=last.header, name=list(last.name), effort=[0.0] * len(last.name)))
+        pub.publish(answer(last))
         time.sleep(0.002)
     diag.wait("crane", lambda _, msg: msg == "released", node="sim_crane")
     fallen = harness.wait_for_message(f"{ns}/sim/ground_truth/base_odometry", Odometry)
@@ -249,7 +268,7 @@ def test_lockstep_is_paced_until_ready_then_steps_per_command_and_never_deadlock
     n_commands = 20
     t0 = time.monotonic()
     for _ in range(n_commands):
-        pub.publish(JointState(header=last.header, name=list(last.name), effort=[0.0] * len(last.name)))
+        pub.publish(answer(last))
         last = harness.wait_for_message(f"{ns}/actuators/state", JointState, include_earlier=True,
                                         predicate=lambda m, t=stamps[-1]: stamp_ns(m) > t)
         stamps.append(stamp_ns(last))

@@ -75,6 +75,7 @@ def test_sim_rejects_or_clamps_bad_commands_and_keeps_stepping(ros_harness):
         with states.lock:
             n0 = len(states.items)
         diag.mark()
+        msg.header.frame_id = "whole_body_controller"  # the source tag the simulator applies
         ros_harness.publish("actuators/command", msg, qos.COMMAND)
         return n0
 
