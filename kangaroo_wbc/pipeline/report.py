@@ -9,7 +9,8 @@ saves them as PNG with ``summary.json`` and ``report.md``. Conventions of every 
   controller is ready and the crane lets go (``release_time_s`` of the run) — labelled once per
   figure: there the crane carries part of the weight, so the sole forces estimated from motor
   torques (which assume the soles carry it all) exceed the truth and the ZMP is undefined;
-* one colour per sole (left blue, right red); estimates solid, the simulator's truth dashed.
+* one colour per sole (left blue, right red) for the estimates, solid and wide; the simulator's
+  truth thin, dashed and black, drawn on top.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from matplotlib.figure import Figure
 
 #: colour of each sole's curves, in ``run.soles`` order (left, right)
 SOLE_COLOURS = ("tab:blue", "tab:red")
-ESTIMATE_STYLE = {"ls": "-", "lw": 1.6}
-TRUTH_STYLE = {"ls": "--", "lw": 1.2}
+#: estimates: solid and wide (the sole's colour); the simulator's truth: thin, dashed, black, drawn on top
+ESTIMATE_STYLE = {"ls": "-", "lw": 2.2}
+TRUTH_STYLE = {"ls": "--", "lw": 0.9, "color": "black"}
 CRANE_SHADE = {"color": "0.6", "alpha": 0.25, "lw": 0}
 DPI = 110
 
@@ -71,7 +73,7 @@ def com_zmp_figure(run, summary: dict) -> Figure:
     on_crane = crane > 0.5  # the crane carries part of the weight: no ZMP
     zmp_e[on_crane], zmp_t[on_crane] = np.nan, np.nan
     axes[1].plot(t, zmp_e[:, 1], color="tab:orange", **ESTIMATE_STYLE, label="ZMP y estimated")
-    axes[1].plot(t, zmp_t[:, 1], color="black", **TRUTH_STYLE, label="ZMP y true")
+    axes[1].plot(t, zmp_t[:, 1], **TRUTH_STYLE, label="ZMP y true")
     axes[1].plot(t, com_t[:, 1], color="tab:green", lw=1.0, label="CoM y (true)")
     axes[1].set_ylabel("lateral position y [m]")
     axes[1].set_xlabel("time [s]")
@@ -92,14 +94,14 @@ def wrenches_figure(run) -> Figure:
         crane_phase(ax, t, crane, run.release_time_s, labelled=i == 0)
         colour = SOLE_COLOURS[i % len(SOLE_COLOURS)]
         ax.plot(t, fz_e[:, i], color=colour, **ESTIMATE_STYLE, label=f"{sole} estimated (motor torques)")
-        ax.plot(t, fz_t[:, i], color=colour, alpha=0.7, **TRUTH_STYLE, label=f"{sole} true (simulator)")
+        ax.plot(t, fz_t[:, i], **TRUTH_STYLE, label=f"{sole} true (simulator)")
         ax.set_ylabel(f"{sole}\nnormal force Fz [N]")
         _force_limits(ax, t, np.c_[fz_e[:, i], fz_t[:, i]], weight_n)
         ax.legend(fontsize=7, loc="upper right", ncol=3)
     total = axes[-1]
     crane_phase(total, t, crane, run.release_time_s, labelled=False)
-    total.plot(t, fz_e.sum(axis=1), color="black", **ESTIMATE_STYLE, label="sum estimated")
-    total.plot(t, fz_t.sum(axis=1), color="0.4", **TRUTH_STYLE, label="sum true")
+    total.plot(t, fz_e.sum(axis=1), color="tab:purple", **ESTIMATE_STYLE, label="sum estimated")
+    total.plot(t, fz_t.sum(axis=1), **TRUTH_STYLE, label="sum true")
     total.axhline(weight_n, color="tab:green", lw=0.9, ls="-.", label=f"m g = {weight_n:.0f} N")
     total.set_ylabel("both soles\nnormal force Fz [N]")
     _force_limits(total, t, np.c_[fz_e.sum(axis=1), fz_t.sum(axis=1)], weight_n)
