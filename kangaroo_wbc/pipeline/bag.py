@@ -6,9 +6,10 @@ Topics, types and rates: :mod:`kangaroo_wbc.pipeline.bag_messages` and ``docs/in
 
 The bag is always closed: whatever stops the writing (an error, ``KeyboardInterrupt``), the MCAP
 file gets its summary and footer and ``metadata.yaml`` is written before the exception goes on. A
-SIGINT that arrives while the bag is written (main thread) is held until the message being written
-is complete; the writing then stops, the bag is closed, and the previous SIGINT handler gets the
-signal (Python's default raises ``KeyboardInterrupt``).
+SIGINT or SIGTERM that arrives while the bag is written (main thread) is held until the message
+being written is complete; the writing then stops, the bag is closed, and the signal goes to the
+handler that was installed before (Python's SIGINT handler raises ``KeyboardInterrupt``; the
+default SIGTERM action ends the process).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from kangaroo_wbc.pipeline.bag_messages import LATCHED_TOPICS, TF_RATE_HZ, BagMe
 
 #: depth of the offered QoS of the streamed topics (``/tf``: tf2_ros' 100)
 STREAM_DEPTH, TF_DEPTH = 10, 100
+#: signals held while a message is written (then the writing stops and the bag is closed)
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def write_run_bag(path: Path, run, decimation: int = 1, *, tf_rate_hz: float = TF_RATE_HZ) -> dict[str, int]:
@@ -64,7 +67,7 @@ def write_messages(path: Path, messages: Iterator[BagMessage], typestore) -> dic
     writer = Writer(path, version=9, storage_plugin=StoragePlugin.MCAP)
     writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)  # zstd chunks inside the MCAP
     connections, counts = {}, {}
-    with _sigint_held() as interrupted:
+    with _signals_held() as interrupted:
         writer.open()
         try:
             for m in messages:
@@ -96,20 +99,26 @@ def offered_qos(topic: str):
 
 
 @contextmanager
-def _sigint_held() -> Iterator[Callable[[], bool]]:
-    """Hold SIGINT during the block (main thread only); yields ``interrupted()``. On exit the
-    previous handler is restored and, if a SIGINT came, called with it (after the bag is closed)."""
+def _signals_held() -> Iterator[Callable[[], bool]]:
+    """Hold SIGINT and SIGTERM during the block (main thread only); yields ``interrupted()``.
+
+    On exit the previous handlers are restored and a signal that came is passed on to its previous
+    handler (Python's SIGINT handler raises KeyboardInterrupt; the default SIGTERM action ends the
+    process), after the bag is closed.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield lambda: False
         return
     received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in HELD_SIGNALS}
     try:
         yield lambda: bool(received)
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
-    if received:
-        if callable(previous):
-            previous(signal.SIGINT, None)
-        elif previous != signal.SIG_IGN:
-            raise KeyboardInterrupt
+        for s, handler in previous.items():
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)
+    for signum in dict.fromkeys(received):
+        handler = previous[signum]
+        if callable(handler):
+            handler(signum, None)
+        elif handler == signal.SIG_DFL or handler is None:
+            signal.raise_signal(signum)

@@ -178,9 +178,13 @@ def test_mcap_reader_reads_the_bag_with_zstd_chunks_and_a_summary(stand_bag):
     assert n_tf == counts["/tf"]
 
 
+class Terminated(BaseException):
+    """What a command's SIGTERM handler raises in the test."""
+
+
 def _sources_interrupted(monkeypatch, after: int, how: str):
     """Make the run's message source stop after ``after`` messages: raise KeyboardInterrupt, or
-    send this process a real SIGINT."""
+    send this process a real SIGINT or SIGTERM."""
     original = bag_messages.RunTopics.messages
 
     def interrupted(self):
@@ -188,26 +192,34 @@ def _sources_interrupted(monkeypatch, after: int, how: str):
             if i == after:
                 if how == "raise":
                     raise KeyboardInterrupt
-                os.kill(os.getpid(), signal.SIGINT)
+                os.kill(os.getpid(), signal.SIGINT if how == "sigint" else signal.SIGTERM)
             yield m
 
     monkeypatch.setattr(bag_messages.RunTopics, "messages", interrupted)
 
 
-@pytest.mark.parametrize("how", ["raise", "sigint"])
+@pytest.mark.parametrize("how", ["raise", "sigint", "sigterm"])
 def test_an_interrupted_writer_still_closes_the_bag(stand_run, tmp_path, monkeypatch, how):
-    """KeyboardInterrupt from the message source, or a SIGINT while writing: the bag is closed
-    (MCAP summary and footer, metadata.yaml) and holds the messages written before; the
-    interrupt goes on to the caller; the SIGINT handler is the caller's again."""
+    """KeyboardInterrupt from the message source, or a SIGINT / SIGTERM while writing: the bag is
+    closed (MCAP summary and footer, metadata.yaml) and holds the messages written before; the
+    signal goes on to the caller's handler (KeyboardInterrupt; here a SIGTERM handler that raises),
+    which is installed again."""
     from mcap.reader import make_reader
     from rosbags.rosbag2 import Reader
 
-    handler = signal.getsignal(signal.SIGINT)
-    _sources_interrupted(monkeypatch, after=300, how=how)
-    path = tmp_path / "bag"
-    with pytest.raises(KeyboardInterrupt):
-        write_run_bag(path, stand_run)
-    assert signal.getsignal(signal.SIGINT) is handler
+    def on_sigterm(signum, frame):
+        raise Terminated
+
+    previous_sigterm = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        _sources_interrupted(monkeypatch, after=300, how=how)
+        path = tmp_path / "bag"
+        with pytest.raises(Terminated if how == "sigterm" else KeyboardInterrupt):
+            write_run_bag(path, stand_run)
+        assert {s: signal.getsignal(s) for s in handlers} == handlers
+    finally:
+        signal.signal(signal.SIGTERM, previous_sigterm)
     assert (path / "metadata.yaml").is_file()
     with Reader(path) as reader:
         assert reader.message_count == 300 == sum(1 for _ in reader.messages())
