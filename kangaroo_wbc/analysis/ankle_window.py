@@ -532,13 +532,19 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         ap.error(str(e))
 
+    from kangaroo_wbc.cli.common import Progress
+
+    display = Progress("bar" if sys.stderr.isatty() else "lines")
+    bars = []
+
     def progress(label: str, total: int) -> Callable[[int], None]:
-        return lambda g: print(f"\r{label} generation {g}/{total}", end="", file=sys.stderr, flush=True)
+        bars.append(display.bar(total, desc=f"{label} generations", unit="gen"))
+        return lambda g: bars[-1].update(g - bars[-1].n)
 
     if a.search:
         gens = a.generations or 60
         stage, s = search(tuple(a.pitch_window), generations=gens, seed=a.seed, progress=progress("search", gens))
-        print(file=sys.stderr)
+        bars[-1].close()
         out["search"] = {"stage": asdict(stage), "scan": asdict(s)}
     if a.planar:
         gens = a.generations or 400
@@ -548,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
                                                  progress=progress("planar", gens))
         except ValueError as e:
             ap.error(str(e))
-        print(file=sys.stderr)
+        bars[-1].close()
         out["planar"] = {"pivot": a.planar, "margin_deg": a.margin, "meets_window_and_margin": meets,
                          "stage": asdict(pstage), "scan": asdict(pscan)}
     print(json.dumps(out))

@@ -310,9 +310,11 @@ def _flatten(obj: dict, prefix: str = "") -> Iterator[tuple[str, Any]]:
             yield f"{prefix}{key}", value
 
 
-def print_table(obj: dict, width: int = 32) -> None:
+def print_table(obj: dict) -> None:
     """``key  value`` lines; nested dictionaries as dotted keys, floats to 6 significant digits."""
-    for key, value in _flatten(obj):
+    rows = list(_flatten(obj))
+    width = min(48, max((len(k) for k, _ in rows), default=0) + 2)
+    for key, value in rows:
         text = f"{value:.6g}" if isinstance(value, float) else str(value)
         print(f"{key:<{width - 1}} {text}")
 
@@ -416,7 +418,8 @@ class Progress:
         """A bar over ``total`` (e.g. seconds) advanced with ``update(delta)``; ``close()`` at the end."""
         if self.mode == "off":
             return _NoBar()
-        return self._tqdm(None, total, desc, unit, "{n:.1f}/{total:.1f} {unit}")
+        numbers = "{n_fmt}/{total_fmt} {unit}" if isinstance(total, int) else "{n:.1f}/{total:.1f} {unit}"
+        return self._tqdm(None, total, desc, unit, numbers)
 
 
 # -------------------------------------------------------------------------------------- signals

@@ -116,15 +116,10 @@ def _demo(args: argparse.Namespace) -> int:
     out = args.out
     with StopSignals() as stop:
         summary, run = _loop(args, args.behaviour, stop)
-        logged = run.log.array("t").size > 0  # an early signal can stop the run before its first logged tick
-        if not args.no_report:
-            if logged:
-                from kangaroo_wbc.pipeline.report import write_report
+        if not args.no_report:  # an interrupted run too: the report covers the ticks run
+            from kangaroo_wbc.pipeline.report import write_report
 
-                summary["report_files"] = write_report(out, run, summary)
-            else:
-                _write_summary(out, summary)
-                summary["report_files"] = ["summary.json"]
+            summary["report_files"] = write_report(out, run, summary)
         if not args.no_bag:
             from kangaroo_wbc.pipeline.bag import write_run_bag
 

@@ -1,0 +1,45 @@
+"""Helpers of the command-line tests: the CLI run as a subprocess, as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli_env(domain_id: int | None = None) -> dict[str, str]:
+    """The environment of a CLI subprocess: this repository importable, DDS kept on this machine,
+    ROS logs in a fresh folder."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    env["ROS_LOG_DIR"] = tempfile.mkdtemp(prefix="kangaroo_wbc_cli_test_ros_log_")
+    if domain_id is not None:
+        env["ROS_DOMAIN_ID"] = str(domain_id)
+    env.pop("PYTHONWARNINGS", None)
+    return env
+
+
+def cli_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "kangaroo_wbc.cli", *args]
+
+
+def run_cli(*args: str, cwd: Path, timeout: float = 60.0, domain_id: int | None = None,
+            **kwargs) -> subprocess.CompletedProcess:
+    """``python -m kangaroo_wbc.cli ARGS`` in ``cwd``; output captured as text."""
+    return subprocess.run(cli_command(*args), cwd=cwd, env=cli_env(domain_id), capture_output=True, text=True,
+                          timeout=timeout, **kwargs)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    """Unit fixture: an empty working folder for one CLI run (relative outputs land here)."""
+    d = tmp_path / "cwd"
+    d.mkdir()
+    return d

@@ -1,0 +1,194 @@
+"""Command-line arguments are checked when parsed: one line on stderr naming the option, exit 2,
+nothing run and nothing written (unit tests: the parser in-process; integration tests: the CLI
+as a subprocess)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import pytest
+
+from kangaroo_wbc.cli import build_parser, common, main
+from test.cli.conftest import run_cli
+
+#: A rejected command line answers within this wall time [s] (it runs nothing).
+REJECT_WITHIN_S = 5.0
+
+# (arguments, text the one stderr line must hold). "{file}" is a file, "{full}" a non-empty
+# folder of another program, both made by the test.
+REJECTED = [
+    (["demo", "--duration", "0"], "--duration"),
+    (["demo", "--duration", "-1"], "--duration"),
+    (["demo", "--duration", "nan"], "--duration"),
+    (["demo", "--duration", "inf"], "--duration"),
+    (["demo", "--duration", "ten"], "--duration"),
+    (["demo", "--seed", "-5"], "--seed"),
+    (["demo", "--seed", "4294967296"], "--seed"),
+    (["demo", "--bag-decimation", "0"], "--bag-decimation"),
+    (["demo", "--no-bag", "--bag-decimation", "2"], "--bag-decimation"),
+    (["demo", "--drop-ratio", "0.1"], "--drop-ratio"),
+    (["demo", "--sim-mode", "realtime"], "--sim-mode"),
+    (["demo", "--startup-timeout", "30"], "--startup-timeout"),
+    (["demo", "--processes", "separate", "--duration", "-1"], "--duration"),
+    (["demo", "--processes", "separate", "--drop-ratio", "1"], "--drop-ratio"),
+    (["demo", "--processes", "separate", "--startup-timeout", "0"], "--startup-timeout"),
+    (["demo", "--processes", "separate", "--pipelined"], "--pipelined"),
+    (["demo", "--processes", "separate", "--bag-decimation", "2"], "--bag-decimation"),
+    (["demo", "--processes", "composed", "--behaviour", "push"], "--behaviour push"),
+    (["demo", "--behaviour", "weight_shift"], "single_support"),
+    (["demo", "--behaviour", "push_recovery"], "'push'"),
+    (["demo", "--behaviour", "walk"], "--behaviour"),
+    (["demo", "--out", "{file}"], "--out"),
+    (["demo", "--out", "{file}/report"], "--out"),
+    (["demo", "--out", "{full}"], "--out"),
+    (["demo", "--out", "{full}", "--force"], "--force"),
+    (["evaluate", "estimation", "--duration", "-3"], "--duration"),
+    (["evaluate", "estimation", "--seed", "x"], "--seed"),
+    (["soak", "--minutes", "-1"], "--minutes"),
+    (["soak", "--minutes", "nan"], "--minutes"),
+    (["soak", "--behaviour", "push_recovery"], "--behaviour"),
+    (["soak", "--behaviour", "weight_shift"], "--behaviour"),
+    (["soak", "--sim-mode", "lockstep"], "--sim-mode"),
+    (["soak", "--processes", "separate", "--behaviour", "push"], "--behaviour push"),
+    (["sim", "--duration", "-1"], "--duration"),
+    (["sim", "--kp", "-1"], "--kp"),
+    (["sim", "--ff-period-ms", "0"], "--ff-period-ms"),
+    (["sim", "--plot", "{file}/sim.png"], "--plot"),
+    (["sim", "--plot", "{dir}"], "--plot"),
+    (["analyze", "--levels", "0"], "--levels"),
+    (["analyze", "--out", "{full}"], "--out"),
+    (["bench", "--iterations", "0"], "--iterations"),
+    (["bench", "--peer-iterations", "-1"], "--peer-iterations"),
+    (["model", "check", "urdf/kangaroo.urdf", "--seed", "-1"], "--seed"),
+    (["demo", "--no-such-option"], "--no-such-option"),
+]
+
+
+def _fill(args: list[str], tmp: Path) -> list[str]:
+    file = tmp / "a_file.txt"
+    file.write_text("not a folder\n")
+    full = tmp / "someone_elses"
+    full.mkdir(exist_ok=True)
+    (full / "notes.txt").write_text("keep me\n")
+    return [a.format(file=file, full=full, dir=tmp) for a in args]
+
+
+def _snapshot(folder: Path) -> dict[str, float]:
+    return {str(p.relative_to(folder)): p.stat().st_mtime for p in folder.rglob("*")}
+
+
+@pytest.mark.parametrize(("args", "names"), REJECTED, ids=[" ".join(a) for a, _ in REJECTED])
+def test_rejected_argument_is_one_line_exit_2_and_writes_nothing(args, names, tmp_path, workdir):
+    """Integration: the CLI as a subprocess, in an empty working folder."""
+    args = _fill(args, tmp_path)
+    before = _snapshot(tmp_path)
+    t0 = time.monotonic()
+    proc = run_cli(*args, cwd=workdir, timeout=30.0)
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert elapsed < REJECT_WITHIN_S, f"took {elapsed:.1f} s: something ran before the check"
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and lines[0].startswith("kangaroo-wbc")
+    assert names in lines[0], lines[0]
+    assert proc.stdout == ""
+    assert _snapshot(tmp_path) == before  # nothing created, changed or removed (reports/ neither)
+
+
+@pytest.mark.parametrize("args", [["demo", "--duration", "-1", "--json"],
+                                  ["demo", "--processes", "separate", "--duration", "-1", "--json"],
+                                  ["soak", "--minutes", "0", "--json"],
+                                  ["sim", "--duration", "nan", "--json"]])
+def test_rejected_argument_with_json_ends_stdout_with_an_error_object(args, workdir):
+    """Integration: with ``--json`` the last stdout line is ``{"ok": false, "error": ...}``."""
+    proc = run_cli(*args, cwd=workdir, timeout=30.0)
+    assert proc.returncode == 2
+    result = json.loads(proc.stdout.splitlines()[-1])
+    assert result["ok"] is False and result["error"] == proc.stderr.strip()
+    assert not any(workdir.iterdir())
+
+
+# ----------------------------------------------------------------------- argument types (unit)
+@pytest.mark.parametrize(("parse", "good", "bad"), [
+    (common.positive_float, {"1e-3": 1e-3, "10": 10.0}, ["0", "-1", "nan", "inf", "-inf", "x", ""]),
+    (common.non_negative_float, {"0": 0.0, "2.5": 2.5}, ["-1e-9", "nan", "inf"]),
+    (common.fraction, {"0": 0.0, "0.99": 0.99}, ["1", "-0.1", "nan"]),
+    (common.positive_int, {"1": 1, "40": 40}, ["0", "-3", "1.5", "x"]),
+    (common.non_negative_int, {"0": 0, "7": 7}, ["-1", "2.0"]),
+    (common.seed, {"0": 0, str(common.SEED_MAX): common.SEED_MAX}, ["-1", str(common.SEED_MAX + 1)]),
+])
+def test_argument_types_accept_their_range_only(parse, good, bad):
+    """Unit: every shared type returns the value in range and raises ArgumentTypeError outside."""
+    for text, value in good.items():
+        assert parse(text) == value
+    for text in bad:
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse(text)
+
+
+def test_output_paths_are_checked_without_creating_anything(tmp_path):
+    """Unit: a folder may be new (parents too), never a file or under one; a file name never a folder."""
+    a_file = tmp_path / "f"
+    a_file.write_text("")
+    assert common.output_folder(str(tmp_path / "new" / "deeper")) == tmp_path / "new" / "deeper"
+    assert common.output_file(str(tmp_path / "new" / "plot.png")) == tmp_path / "new" / "plot.png"
+    for bad in (a_file, a_file / "x"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            common.output_folder(str(bad))
+    for bad in (tmp_path, a_file / "x.png"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            common.output_file(str(bad))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]
+
+
+# ----------------------------------------------------------------------- vocabulary and help (unit)
+def test_one_behaviour_vocabulary_maps_onto_the_controllers_behaviours():
+    """Unit: demo and soak take the same names, each naming a controller behaviour; the one-process
+    loop knows every name as the CLI maps it."""
+    from kangaroo_wbc.control.behaviours import BEHAVIOURS as CONTROLLER
+    from kangaroo_wbc.pipeline.closed_loop import BEHAVIOUR_ALIASES
+
+    assert set(common.BEHAVIOURS.values()) == set(CONTROLLER)
+    for name, controller_name in common.BEHAVIOURS.items():
+        assert BEHAVIOUR_ALIASES.get(name, name) == controller_name
+    parser = build_parser()
+    for command in (["demo"], ["soak"]):
+        for name in common.BEHAVIOURS:
+            assert parser.parse_args([*command, "--behaviour", name]).behaviour == name
+
+
+def _subparsers(parser: argparse.ArgumentParser, path=()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*path, name), sub
+                yield from _subparsers(sub, (*path, name))
+
+
+def test_every_option_has_help_text():
+    """Unit: no option of any subcommand without a help text."""
+    missing = []
+    for path, sub in _subparsers(build_parser()):
+        for action in sub._actions:
+            if action.option_strings and not isinstance(action, argparse._HelpAction) and not action.help:
+                missing.append(f"{' '.join(path)} {action.option_strings[0]}")
+    assert not missing, missing
+
+
+def test_every_numeric_option_is_typed_and_ranged():
+    """Unit: no option takes a bare ``float`` or ``int`` (which accept nan, inf and negatives)."""
+    bare = [f"{' '.join(path)} {a.option_strings[0]}" for path, sub in _subparsers(build_parser())
+            for a in sub._actions if a.option_strings and a.type in (float, int)]
+    assert not bare, bare
+
+
+def test_in_process_main_reports_a_rejection_as_exit_2(capsys):
+    """Unit: ``main`` returns 2 (no SystemExit) with one stderr line."""
+    assert main(["demo", "--duration", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--duration" in err
+    assert math.isfinite(common.positive_float("1"))
