@@ -128,7 +128,7 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
               startup_timeout_s: float = 120.0, fall_height_m: float = 0.6,
               wall_timeout_s: float | None = None, monitor_period_s: float | None = None,
               start_delays_s: dict[str, float] | None = None, stop: Callable[[], bool] | None = None,
-              log_dir: Path | None = None) -> dict:
+              log_dir: Path | None = None, show_progress: bool = False) -> dict:
     """Run the graph for ``duration_s`` once the controller is ready; returns the results dict.
 
     Args:
@@ -149,11 +149,14 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         stop: polled while the graph runs; once it returns True the run ends (``interrupted``).
         log_dir: folder for the processes' logs and parameter file (created; default: a new
             temporary folder).
+        show_progress: the earlier switch of the display: False only (a display is ``progress``).
 
     Raises:
         GraphStartError: a process died, the controller was not ready within ``startup_timeout_s``
             or ``stop()`` ended the start-up (the message names the log folder).
     """
+    if show_progress:
+        raise ValueError("show_progress=True: pass a progress display instead (progress=Progress(...))")
     if processes not in PROCESSES:
         raise ValueError(f"processes must be one of {PROCESSES}, got {processes!r}")
     if sim_mode not in SIM_MODES:
