@@ -66,7 +66,8 @@ def write_messages(path: Path, messages: Iterator[BagMessage], typestore) -> dic
 
     writer = Writer(path, version=9, storage_plugin=StoragePlugin.MCAP)
     writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)  # zstd chunks inside the MCAP
-    connections, counts = {}, {}
+    connections: dict = {}
+    counts: dict[str, int] = {}
     with _signals_held() as interrupted:
         writer.open()
         try:
@@ -117,7 +118,7 @@ def _signals_held() -> Iterator[Callable[[], bool]]:
         for s, handler in previous.items():
             signal.signal(s, signal.SIG_DFL if handler is None else handler)
     for signum in dict.fromkeys(received):
-        handler = previous[signum]
+        handler = previous[signal.Signals(signum)]
         if callable(handler):
             handler(signum, None)
         elif handler == signal.SIG_DFL or handler is None:

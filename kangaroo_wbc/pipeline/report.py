@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -27,7 +28,7 @@ SOLE_COLOURS = ("tab:blue", "tab:red")
 #: estimates: solid and wide (the sole's colour); the simulator's truth: thin, dashed, black, drawn on top
 ESTIMATE_STYLE = {"ls": "-", "lw": 2.2}
 TRUTH_STYLE = {"ls": "--", "lw": 0.9, "color": "black"}
-CRANE_SHADE = {"color": "0.6", "alpha": 0.25, "lw": 0}
+CRANE_SHADE: dict[str, Any] = {"color": "0.6", "alpha": 0.25, "lw": 0}
 DPI = 110
 
 
