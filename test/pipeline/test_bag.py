@@ -182,6 +182,29 @@ class Terminated(BaseException):
     """What a command's SIGTERM handler raises in the test."""
 
 
+def test_messages_decode_from_the_schemas_stored_in_the_mcap_file(stand_run, stand_bag):
+    """A reader that knows no message types (Foxglove, ``mcap_ros2``) decodes every message from
+    the schema text in the file; the values are the run's."""
+    mcap_ros2 = pytest.importorskip("mcap_ros2.decoder", reason="mcap-ros2-support not installed")
+    from mcap.reader import make_reader
+
+    path, counts = stand_bag
+    seen: dict[str, int] = {}
+    with open(path / f"{path.name}.mcap", "rb") as f:
+        reader = make_reader(f, decoder_factories=[mcap_ros2.DecoderFactory()])
+        for _, channel, _, msg in reader.iter_decoded_messages():
+            seen[channel.topic] = seen.get(channel.topic, 0) + 1
+            if channel.topic == "/joint_states" and seen[channel.topic] == 1:
+                first_joint_states = msg
+            if channel.topic == "/robot_description":
+                assert msg.data.lstrip().startswith("<")
+    assert seen == counts
+    q0 = stand_run.log.array("q_est")[0]
+    model = stand_run.clm.model
+    assert [p for p in first_joint_states.position] == [q0[model.joints[model.getJointId(n)].idx_q]
+                                                        for n in first_joint_states.name]
+
+
 def _sources_interrupted(monkeypatch, after: int, how: str):
     """Make the run's message source stop after ``after`` messages: raise KeyboardInterrupt, or
     send this process a real SIGINT or SIGTERM."""
@@ -257,3 +280,14 @@ def test_existing_folder_and_bad_arguments_are_refused(stand_run, tmp_path):
         write_run_bag(tmp_path / "a", stand_run, decimation=0)
     with pytest.raises(InputError, match="tf_rate_hz"):
         write_run_bag(tmp_path / "b", stand_run, tf_rate_hz=0.0)
+
+
+def test_bag_and_report_need_no_ros():
+    """Writing the bag and the figures imports no ROS client library (the core never does)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import kangaroo_wbc.pipeline.bag, kangaroo_wbc.pipeline.report; "
+            "from rosbags.typesys import Stores, get_typestore; get_typestore(Stores.ROS2_KILTED); "
+            "assert 'rclpy' not in sys.modules, 'rclpy imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
