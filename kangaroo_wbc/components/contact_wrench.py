@@ -6,6 +6,12 @@ Butterworth filter. Samples out of order are skipped (``clock_restart_samples`` 
 restarted clock, the filter restarts); a torque sample whose state differs from it by more than
 ``max_input_age_s`` is not used. Where the controller runs in the same process its model update at
 the same state can be handed in (``projected``) instead of a second one.
+
+**Actuator forces.** With an :class:`~kangaroo_wbc.estimation.actuator_force.ActuatorCompensation`
+the motor torques become forces through the ball-screw model (driving/back-driving efficiency and
+friction at the sample's velocities, reflected rotor inertia with the acceleration of the state
+estimate's actuator velocities, a torque bias learnt while the robot stands still on both soles
+after the release); without one, through eq. (47) alone.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import numpy as np
 from kangaroo_wbc.components.base import Component
 from kangaroo_wbc.components.samples import ActuatorSample, Level, Status
 from kangaroo_wbc.errors import EstimationError
+from kangaroo_wbc.estimation.actuator_force import ActuatorCompensation, ActuatorForceEstimator
 from kangaroo_wbc.estimation.contact_wrench import (
     ContactWrenchConfig,
     ContactWrenchEstimate,
@@ -26,6 +33,7 @@ from kangaroo_wbc.estimation.contact_wrench import (
 )
 from kangaroo_wbc.estimation.stamp_order import StampOrder, StampVerdict
 from kangaroo_wbc.model import ClosedLoopModel
+from kangaroo_wbc.model.ball_screw import BallScrewActuators
 
 STATE, ODOMETRY, TORQUE = "joint_states", "estimation/base_odometry", "actuators/state"
 
@@ -47,15 +55,27 @@ class ContactWrenchEstimation(Component):
         transmission: ball-screw leads and efficiencies (eq. (47)).
         estimator_config: :class:`~kangaroo_wbc.estimation.contact_wrench.ContactWrenchConfig`.
         settings: :class:`ContactWrenchSettings`.
+        compensation: the actuator model's compensations (None: eq. (47) alone); the ball-screw
+            parameters are the closure file's, with ``transmission``'s leads and efficiencies.
     """
 
     def __init__(self, clm: ClosedLoopModel, transmission: ScrewTransmission,
                  estimator_config: ContactWrenchConfig | None = None,
-                 settings: ContactWrenchSettings | None = None) -> None:
+                 settings: ContactWrenchSettings | None = None,
+                 compensation: ActuatorCompensation | None = None) -> None:
         super().__init__()
         self.clm, self.settings = clm, settings or ContactWrenchSettings()
         s = self.settings
         self.estimator = ContactWrenchEstimator(clm, list(s.sole_frames), transmission, estimator_config)
+        self.forces: ActuatorForceEstimator | None = None
+        if compensation is not None:
+            screws = {n: {"screw_lead_m": float(lead), "screw_efficiency": float(eta)}
+                      for n, lead, eta, lin in zip(transmission.actuator_names, transmission.screw_lead_m,
+                                                   transmission.screw_efficiency, transmission.is_linear) if lin}
+            actuators = BallScrewActuators.from_model(clm, default_screw_lead_m=1.0, default_screw_efficiency=1.0,
+                                                      overrides=screws)
+            self.forces = ActuatorForceEstimator(actuators, compensation)
+        self._idx_v_a = np.asarray(clm.idx_v_a)
         self._order = {t: StampOrder(s.clock_restart_samples) for t in (STATE, ODOMETRY, TORQUE)}
         self._q, self._v = clm.q_ref.copy(), np.zeros(clm.model.nv)
         self._state_stamp: float | None = None
@@ -85,6 +105,8 @@ class ContactWrenchEstimation(Component):
                        f"{order.restart_after} samples: taken as a restart")
             if topic == TORQUE:
                 self.estimator.reset_filter()
+                if self.forces is not None:
+                    self.forces.reset()
         return True
 
     def on_state(self, q: np.ndarray, v: np.ndarray, stamp_s: float, source: str = STATE) -> None:
@@ -132,7 +154,15 @@ class ContactWrenchEstimation(Component):
             return None
         t0 = time.perf_counter()
         try:
-            out = self.estimator.update(self._q, motor_torque=sample.effort, v=self._v, projected=projected)
+            if self.forces is None:
+                out = self.estimator.update(self._q, motor_torque=sample.effort, v=self._v, projected=projected)
+            else:
+                force = self.forces.estimate(sample.effort, sample.velocity, self._v[self._idx_v_a])
+                out = self.estimator.update(self._q, actuator_force=force, v=self._v, projected=projected)
+                if self._released and self.estimator.base_rows:  # on the soles: their residual is the offset
+                    est = self.estimator
+                    residual = est.J_cm_T @ out.wrench_sole_in_sole_raw.reshape(-1) - (est.g_pa - force)
+                    self.forces.update_bias(residual, sample.velocity, out.wrench_sole_in_sole[:, 2])
         except EstimationError as exc:
             self.reject("estimation", exc)
             return None

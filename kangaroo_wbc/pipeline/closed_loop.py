@@ -38,6 +38,7 @@ from kangaroo_wbc.control.supervisor import WbcSupervisor
 from kangaroo_wbc.control.wbc import WbcSettings, WholeBodyController
 from kangaroo_wbc.errors import InputError
 from kangaroo_wbc.estimation import ScrewTransmission
+from kangaroo_wbc.estimation.actuator_force import ActuatorCompensation
 from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.robots.kangaroo.robot import SOLES, load_kangaroo, standing_actuator_positions
 
@@ -64,6 +65,9 @@ class LoopConfig:
     estimation: StateEstimationConfig = field(default_factory=StateEstimationConfig)
     control: ControlSettings = field(default_factory=ControlSettings)
     robot: SimulatedRobotConfig = field(default_factory=SimulatedRobotConfig)
+    #: the wrench estimator's actuator compensations; None: matched to the robot's actuators (all
+    #: on for the simulated drives, eq. (47) alone for ideal actuators)
+    wrench_compensation: ActuatorCompensation | None = None
 
     def __post_init__(self) -> None:
         name = BEHAVIOUR_ALIASES.get(self.behaviour, self.behaviour)
@@ -148,8 +152,11 @@ class ClosedLoopRun:
         self._cmd = NameMap(clm.actuated_joint_names, self.robot.actuator_names)
         self._sim_to_model = self._act.index
         self.estimation = StateEstimation(clm, cfg.estimation)
+        compensation = cfg.wrench_compensation or (ActuatorCompensation.paper() if self.sim.ideal_actuators
+                                                   else ActuatorCompensation(sample_rate_hz=1.0 / self.dt))
         self.wrench = ContactWrenchEstimation(clm, ScrewTransmission.from_model(clm),
-                                              settings=ContactWrenchSettings(sole_frames=tuple(self.soles)))
+                                              settings=ContactWrenchSettings(sole_frames=tuple(self.soles)),
+                                              compensation=compensation)
         self.wbc = WholeBodyController(clm, contact_specs(clm), wbc_settings or WbcSettings(base_frame="base_link"))
         control_settings = ControlSettings(**{**cfg.control.__dict__, "sole_frames": tuple(self.soles)})
         self.control = WholeBodyControl(WbcSupervisor(self.wbc), control_settings)

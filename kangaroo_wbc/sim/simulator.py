@@ -66,6 +66,10 @@ def _clamp(req, limits, applied):
     return n
 
 
+#: Friction constraint of the simulated drives' actuated joints: time constant [s] and impedance.
+FRICTION_SOLREF_S = 0.002
+FRICTION_SOLIMP = (0.99, 0.999, 0.001, 0.5, 2.0)
+
 #: Below this normal force [N] a sole is reported as not in contact (CoP undefined).
 CONTACT_FORCE_THRESHOLD_N = 1.0
 
@@ -290,6 +294,10 @@ class ClosedChainSim:
         m.actuator_ctrllimited[:] = 0
         m.actuator_forcelimited[:] = 0
         m.dof_damping[self._act_dadr] += self.actuator_model.viscous_friction_n_s_per_m
+        # the dry friction sticks: MuJoCo's default soft friction constraint (time constant 20 ms)
+        # lets a held actuator creep at ~0.2 mm/s within its friction band
+        m.dof_solref[self._act_dadr] = (max(FRICTION_SOLREF_S, 2.0 * float(m.opt.timestep)), 1.0)
+        m.dof_solimp[self._act_dadr] = FRICTION_SOLIMP
         self._friction = np.zeros(m.nu)
 
     @property

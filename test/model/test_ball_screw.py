@@ -1,0 +1,128 @@
+"""The ball-screw actuator model (unit tests: numpy only): power balance, the driving/back-driving
+switch, the exact inverse, eq. (47) as its ideal case, and the Kangaroo's parameters."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from kangaroo_wbc.errors import InputError
+from kangaroo_wbc.model.ball_screw import BallScrewActuators
+
+LEAD_M = 0.05
+ETA, ETA_BACK = 0.9, 0.8
+INVERSE_TOL = 1e-9  # relative: torque_from_force inverts force_from_torque
+ENERGY_RTOL = 1e-3  # energy balance of the integrated 1-DOF load (first-order integration error)
+
+
+def screws(n: int = 3, friction: bool = True) -> BallScrewActuators:
+    """Identical ball screws with losses (``friction``: Coulomb and viscous too)."""
+    return BallScrewActuators([f"a{i}" for i in range(n)], np.ones(n, bool), LEAD_M, ETA, ETA_BACK, 3e-5,
+                              20.0 if friction else 0.0, 50.0 if friction else 0.0, 2e-3, 4000.0)
+
+
+def test_switch_gives_eta_driving_and_one_over_eta_prime_back_driven() -> None:
+    a = screws(friction=False)
+    k = 2 * math.pi / LEAD_M
+    tau = np.array([1.0, 1.0, -1.0])
+    fast = 0.2  # [m/s], 100 stiction widths
+    f = a.force_from_torque(tau, np.array([fast, -fast, fast]))
+    assert f[0] / (k * tau[0]) == pytest.approx(ETA, rel=1e-6)  # driving: torque along the motion
+    assert f[1] / (k * tau[1]) == pytest.approx(1 / ETA_BACK, rel=1e-6)  # back-driven: the load pushes
+    assert f[2] / (k * tau[2]) == pytest.approx(1 / ETA_BACK, rel=1e-6)
+    # at standstill the screw sits mid-band, and the paper's eq. (47) is the driving case
+    still = a.force_from_torque(tau, np.zeros(3))
+    assert still[0] / k == pytest.approx(0.5 * (ETA + 1 / ETA_BACK))
+    assert np.allclose(a.force_from_torque(tau, np.zeros(3), switch=False, friction=False), a.paper_force(tau))
+
+
+def test_power_flow_back_driven_loses_one_minus_eta_prime() -> None:
+    """Back-driven, the motor receives eta' of the power the load puts in."""
+    a = screws(friction=False)
+    tau, v = np.array([2.0, 2.0, 2.0]), np.full(3, -0.3)
+    f = a.force_from_torque(tau, v)
+    p_load_in = -f * v
+    p_motor_out = -a.torque_to_force * tau * v
+    assert np.allclose(p_motor_out / p_load_in, ETA_BACK, rtol=1e-6)
+
+
+def test_losses_are_positive_outside_the_stiction_zone() -> None:
+    rng = np.random.default_rng(0)
+    a = screws(n=200)
+    tau = rng.uniform(-30, 30, 200)
+    v = rng.choice([-1, 1], 200) * rng.uniform(2e-3, 0.5, 200)
+    loss = a.power_loss(tau, v)
+    assert np.all(loss > 0)
+    # friction alone (no torque): Coulomb plus viscous times the velocity
+    assert np.allclose(a.power_loss(np.zeros(200), v), (20.0 * np.tanh(v / 2e-3) + 50.0 * v) * v)
+
+
+def test_energy_balance_of_a_driven_load() -> None:
+    """A 20 kg load on a vertical ball screw under a torque profile: the motor's mechanical work
+    equals the kinetic energy of load and rotor, the potential energy and the model's losses."""
+    a = screws(n=1)
+    m_load, g, dt = 20.0, 9.81, 1e-5
+    m = m_load + a.reflected_inertia_kg[0]
+    x = v = 0.0
+    work = loss = 0.0
+    for i in range(int(0.4 / dt)):
+        t = i * dt
+        tau = np.array([2.0 + 3.0 * math.sin(2 * math.pi * 4.0 * t)])  # lifts, lowers (back-driven)
+        f = a.force_from_torque(tau, np.array([v]))[0]
+        y = a.torque_to_force[0] * tau[0]
+        work += y * v * dt
+        loss += a.power_loss(tau, np.array([v]))[0] * dt
+        v += (f - m_load * g) / m * dt
+        x += v * dt
+    energy = 0.5 * m * v * v + m_load * g * x
+    assert loss > 0
+    assert work == pytest.approx(energy + loss, rel=ENERGY_RTOL, abs=ENERGY_RTOL * abs(work))
+
+
+def test_inverse_is_exact_in_and_out_of_the_stiction_zone() -> None:
+    rng = np.random.default_rng(1)
+    a = screws(n=500)
+    tau = rng.uniform(-30, 30, 500)
+    v = rng.normal(0, 5e-3, 500)
+    acc = rng.normal(0, 2.0, 500)
+    for kw in ({}, {"switch": False}, {"friction": False}):
+        f = a.force_from_torque(tau, v, acc, **kw)
+        assert np.allclose(a.torque_from_force(f, v, acc, **kw), tau, rtol=INVERSE_TOL, atol=1e-12)
+
+
+def test_reflected_inertia_and_torque_limit() -> None:
+    a = screws(n=1)
+    assert a.reflected_inertia_kg[0] == pytest.approx(3e-5 * (2 * math.pi / LEAD_M) ** 2)
+    assert a.max_motor_torque_nm[0] == pytest.approx(4000.0 * LEAD_M / (2 * math.pi * ETA))
+    assert a.force_from_torque(np.zeros(1), np.zeros(1), np.ones(1))[0] == pytest.approx(-a.reflected_inertia_kg[0])
+
+
+def test_ideal_screws_are_eq_47() -> None:
+    a = screws().ideal()
+    rng = np.random.default_rng(2)
+    tau, v, acc = rng.normal(size=3), rng.normal(size=3), rng.normal(size=3)
+    assert not a.has_losses
+    assert np.allclose(a.force_from_torque(tau, v, acc), tau * 2 * math.pi * ETA / LEAD_M)
+
+
+def test_invalid_back_drive_efficiency_is_refused() -> None:
+    with pytest.raises(InputError, match="a0"):
+        BallScrewActuators(["a0"], [True], LEAD_M, 0.8, 0.9, 0.0, 0.0, 0.0, 1e-3, 100.0)
+
+
+def test_kangaroo_parameters_come_from_the_parameter_file() -> None:
+    """params.yaml → closure file → the model: every actuator a ball screw with eta' < eta."""
+    from kangaroo_wbc.robots.kangaroo.params import load_params
+    from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
+
+    clm = load_kangaroo(floating_base=True)
+    a = BallScrewActuators.from_model(clm, default_screw_lead_m=1.0, default_screw_efficiency=1.0)
+    dyn = load_params().data["actuator_dynamics"]
+    assert a.is_linear.all()
+    assert np.all(a.back_drive_efficiency == dyn["back_drive_efficiency"])
+    assert np.all(a.back_drive_efficiency < a.efficiency)
+    assert np.all(a.coulomb_friction_n == dyn["coulomb_friction_n"])
+    assert np.all(a.extra["encoder_counts_per_rev"] == dyn["encoder_counts_per_rev"])
+    assert a.has_losses
