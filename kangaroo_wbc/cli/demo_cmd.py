@@ -28,6 +28,7 @@ from kangaroo_wbc.cli.common import (
     fail,
     fraction,
     json_default,
+    output_file,
     positive_float,
     positive_int,
     prepare_output_folder,
@@ -132,16 +133,27 @@ def _demo(args: argparse.Namespace) -> int:
     return 1 if summary["fell"] else 0
 
 
-EVALUATE_KEYS = ("calibration_iterations", "calibration_offset_error_m", "passive_position_rmse_rad",
-                 "passive_velocity_rmse_rad_s", "max_closure_error", "fz_sum_over_mg", "zmp_rmse_m",
-                 "base_position_drift_m", "fell", "estimator_ms_p50", "estimator_ms_p99", "duration_s",
-                 "interrupted")
-
-
 def _evaluate(args: argparse.Namespace) -> int:
+    """Realistic then ideal actuators (``--ideal-actuators``: ideal only); the estimator variants'
+    table (``kangaroo_wbc.pipeline.estimation_eval``)."""
+    from kangaroo_wbc.pipeline.estimation_eval import (
+        evaluate_estimation,
+        plot_table,
+        table_markdown,
+    )
+
+    kinds = ("ideal",) if args.ideal_actuators else ("realistic", "ideal")
     with StopSignals() as stop:
-        summary, _ = _loop(args, "sway", stop)
-    print_result({k: summary[k] for k in EVALUATE_KEYS}, args.json)
+        result = evaluate_estimation(args.duration, args.seed, progress=Progress.from_args(args), stop=stop,
+                                     actuators=kinds)
+    if args.plot is not None:
+        plot_table(result["table"], args.plot)
+        result["plot"] = str(args.plot)
+    if args.json:
+        print_result(result, True)
+    else:
+        print_result({k: v for k, v in result.items() if k != "table"}, False)
+        print(table_markdown(result["table"]))
     return stop.exit_code or 0
 
 
@@ -193,6 +205,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     ee.add_argument("--duration", type=positive_float, default=10.0, metavar="S",
                     help="simulated time after boot [s], > 0 (default 10)")
     ee.add_argument("--seed", type=seed, default=0, help="simulator seed (default 0)")
+    ee.add_argument("--ideal-actuators", action="store_true",
+                    help="the ideal-actuator run only (default: realistic, then ideal actuators)")
+    ee.add_argument("--plot", type=output_file, metavar="PNG", default=None,
+                    help="bar chart of the estimator variants' table (its folder is created)")
     add_json_flag(ee)
     add_progress_flag(ee)
     ee.set_defaults(func=_evaluate)

@@ -171,6 +171,9 @@ class ClosedLoopRun:
         self.fell = False
         self.interrupted = False  # run() stopped early by its stop() callable
         self.last_state = None  # (q, v, references) the controller got at the last tick
+        #: the last tick's torque sample (model order) and state estimate, or None if the estimator
+        #: gave none (for estimators run beside the loop's, e.g. ``evaluate estimation``)
+        self.last_inputs: tuple | None = None
         self.release_time_s: float | None = None
         self.wall_time_s = 0.0
         #: system clock [s since the epoch] when the run started (the bag's stamps: this + simulated time)
@@ -238,6 +241,7 @@ class ClosedLoopRun:
         if imu is not None:
             est_c.on_imu(imu)
         est = est_c.step(sample)
+        self.last_inputs = None if est is None else (sample, est)
         est_c.drain_events()
         t1 = time.perf_counter()
         cmd = None
