@@ -80,6 +80,7 @@ class WholeBodyControl(Component):
         self._good_ticks = 0
         self._cause = ""
         self._wrenches_fresh: bool | None = None  # None: no fresh sole force yet
+        self._bounded: dict[str, str] = {}  # references bounded since the last statuses()
         self.timing = {"n": 0, "total": 0.0, "max": 0.0}
 
     @property
@@ -167,6 +168,7 @@ class WholeBodyControl(Component):
         cmd = self.supervisor.tick(now_s, q, v, measured, state_age_s, com, feet or None)
         for reference, bound in self.supervisor.governor.bounded.items():
             self.event(Level.WARN, f"bounded {reference}", f"{reference.split()[0]} bounded: {bound}")
+            self._bounded[reference] = bound
         self._after(cmd, now_s)
         dt = time.perf_counter() - t0
         t = self.timing
@@ -241,4 +243,10 @@ class WholeBodyControl(Component):
         if self._wrenches_fresh is False and level == Level.OK:
             level, message = Level.WARN, f"{message}; contact wrenches stale: planned contacts"
         self.timing = {"n": 0, "total": 0.0, "max": 0.0}
-        return [Status("wbc", level, message, values)]
+        if self._bounded:
+            references = Status("references", Level.WARN, "; ".join(f"{k.split()[0]} bounded: {v}" for k, v in
+                                                                     self._bounded.items()), dict(self._bounded))
+        else:
+            references = Status("references", Level.OK, "external references within bounds")
+        self._bounded = {}
+        return [Status("wbc", level, message, values), references]

@@ -5,13 +5,22 @@ programs and people; a finite one may still be far outside what the robot can re
 whole-body controller sees one, the governor
 
 * bounds the CoM's horizontal position to the **support polygon** of the soles in contact (the
-  convex hull of their corner points, at the current state) shrunk by ``com_margin_m``: a static
-  CoM outside it cannot be balanced;
+  convex hull of their corner points, at the current state), scaled by ``com_polygon_scale``
+  about its centroid and shrunk by ``com_margin_m``: a static CoM outside the polygon cannot be
+  balanced, and the actuator strokes and the QP's minimum sole forces allow much less. Measured
+  on Kangaroo standing with the simulated ball-screw drives (a reference 0.3 m away for 4 s in
+  each of eight directions): the polygon less 3 cm (7 cm ahead) drops the robot, and so does
+  half of it less 2 cm (5 cm sideways); 0.3 of it less 2 cm at 0.05 m/s keeps it up in every
+  direction;
 * bounds the CoM height to ``[z_stand - com_drop_max_m, z_stand + com_rise_max_m]`` around the
   standing CoM height recorded at the first governed tick (the actuator strokes allow no more);
 * bounds a swing sole's position to ``foot_reach_m`` around the behaviour's own reference for it,
   and never below the lowest sole in contact;
 * bounds a swing sole's orientation to ``foot_tilt_max_rad`` from the behaviour's reference;
+* stops an external CoM reference where an actuator comes within ``stroke_hold_m`` of an end of
+  its stroke, and moves it back towards the behaviour's own within ``stroke_retreat_m`` (the
+  strokes bound the CoM long before the polygon does: standing Kangaroo's leg-length actuators
+  are 7.5 mm from their ends, and a CoM 4.7 cm sideways drives one past);
 * moves the governed reference towards the bounded target at ``com_speed_max_mps`` /
   ``foot_speed_max_mps`` at most (a step of 0.3 m is a ramp, not a jump), also when a reference
   expires (back to the behaviour's own).
@@ -35,22 +44,30 @@ class GovernorSettings:
     """Bounds of the external references.
 
     Attributes:
-        com_margin_m: the CoM stays this far inside the support polygon [m].
+        com_polygon_scale: the support polygon is first scaled by this about its centroid [-]
+            (the actuator strokes and the QP's minimum sole forces allow less than the polygon).
+        com_margin_m: then the CoM stays this far inside it [m].
         com_drop_max_m: largest CoM lowering below the standing height [m].
         com_rise_max_m: largest CoM raising above the standing height [m].
         com_speed_max_mps: largest speed of the governed CoM reference [m/s].
         foot_reach_m: largest distance of a swing-sole reference from the behaviour's own [m].
         foot_speed_max_mps: largest speed of a governed swing-sole reference [m/s].
         foot_tilt_max_rad: largest rotation of a swing-sole reference from the behaviour's [rad].
+        stroke_hold_m: an external CoM reference stops where an actuator comes this close to an
+            end of its stroke [m] ...
+        stroke_retreat_m: ... and moves back towards the behaviour's own closer than this [m].
     """
 
-    com_margin_m: float = 0.03
+    com_polygon_scale: float = 0.3
+    com_margin_m: float = 0.02
     com_drop_max_m: float = 0.20
     com_rise_max_m: float = 0.02
-    com_speed_max_mps: float = 0.10
+    com_speed_max_mps: float = 0.05
     foot_reach_m: float = 0.15
     foot_speed_max_mps: float = 0.30
     foot_tilt_max_rad: float = 0.35
+    stroke_hold_m: float = 0.004
+    stroke_retreat_m: float = 0.002
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -58,6 +75,8 @@ class GovernorSettings:
                 raise InputError(f"GovernorSettings.{name} must be finite and >= 0, got {value}")
         if self.com_speed_max_mps <= 0.0 or self.foot_speed_max_mps <= 0.0:
             raise InputError("GovernorSettings: the speed limits must be > 0")
+        if not 0.0 < self.com_polygon_scale <= 1.0:
+            raise InputError(f"GovernorSettings.com_polygon_scale must be in (0, 1], got {self.com_polygon_scale}")
 
 
 def convex_hull_2d(points: np.ndarray) -> np.ndarray:
@@ -189,15 +208,17 @@ class ReferenceGovernor:
         from the behaviour's own."""
         self._com, self._feet = None, {}
 
-    def com(self, t: float, own: np.ndarray, external: np.ndarray | None,
-            support_xy: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    def com(self, t: float, own: np.ndarray, external: np.ndarray | None, support_xy: np.ndarray,
+            stroke: tuple[str, float] = ("", np.inf)) -> tuple[np.ndarray, np.ndarray] | None:
         """The governed CoM reference ``(position, velocity)`` at time ``t`` [s], or None to use
         the behaviour's own ``own`` [m] (no external reference, and the ramp has caught up).
 
         Args:
             support_xy: ``(N, 2)`` corner points of the soles in contact, world [m].
+            stroke: the actuator nearest to an end of its stroke and its distance to it [m].
         """
         self._at(t)
+        s = self.settings
         if self._z_stand is None:
             self._z_stand = float(own[2])
         if external is None and self._com is None:
@@ -208,7 +229,14 @@ class ReferenceGovernor:
         if self._com is None:
             self._com = _Ramp(np.array(own, dtype=float), self._start_time(t))
         ramp = self._com
-        if ramp.towards(target, t, self.settings.com_speed_max_mps) and external is None:
+        name, margin = stroke
+        if external is not None and margin < s.stroke_hold_m:
+            retreat = margin < s.stroke_retreat_m
+            target = np.array(own, dtype=float) if retreat else ramp.position.copy()
+            self.bounded["wbc/com_reference strokes"] = (
+                f"{name} {margin * 1e3:.1f} mm from the end of its stroke: the reference "
+                f"{'moves back' if retreat else 'holds'}")
+        if ramp.towards(target, t, s.com_speed_max_mps) and external is None:
             self._com = None  # caught up with the behaviour's own: hand back
             return None
         return ramp.position.copy(), ramp.velocity.copy()
@@ -216,6 +244,9 @@ class ReferenceGovernor:
     def _bound_com(self, target: np.ndarray, support_xy: np.ndarray) -> np.ndarray:
         s = self.settings
         hull = convex_hull_2d(support_xy)
+        if len(hull) >= 3:
+            centre = hull.mean(axis=0)
+            hull = centre + s.com_polygon_scale * (hull - centre)
         region = shrink_polygon(hull, s.com_margin_m) if len(hull) >= 3 else None
         if region is None:  # a degenerate support: its centre
             xy = np.mean(support_xy, axis=0) if len(support_xy) else target[:2]
@@ -223,8 +254,8 @@ class ReferenceGovernor:
             xy = project_to_polygon(target[:2], region)
         if np.linalg.norm(xy - target[:2]) > 1e-9:
             self.bounded["wbc/com_reference"] = (
-                f"support polygon less {s.com_margin_m * 1e3:.0f} mm: ({target[0]:.3f}, {target[1]:.3f}) m "
-                f"-> ({xy[0]:.3f}, {xy[1]:.3f}) m")
+                f"support polygon (x{s.com_polygon_scale:g}, less {s.com_margin_m * 1e3:.0f} mm): "
+                f"({target[0]:.3f}, {target[1]:.3f}) m -> ({xy[0]:.3f}, {xy[1]:.3f}) m")
         lo, hi = self._z_stand - s.com_drop_max_m, self._z_stand + s.com_rise_max_m
         z = float(np.clip(target[2], lo, hi))
         if z != target[2]:

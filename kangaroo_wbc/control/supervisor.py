@@ -174,7 +174,7 @@ class WbcSupervisor:
             if self._pending is not None:
                 self._start_pending(t, q, v)
             ref = self.behaviour.references(t)
-            self._merge(t, ref, measured_contacts, com_reference, foot_references)
+            self._merge(t, q, ref, measured_contacts, com_reference, foot_references)
             self.last_references = ref
             out = self.controller.step(q, v, references=ref)
         except NoSolutionFound as exc:
@@ -223,6 +223,7 @@ class WbcSupervisor:
     def _merge(
         self,
         t: float,
+        q: np.ndarray,
         ref: WbcReferences,
         measured: Iterable[str] | None,
         com: np.ndarray | None,
@@ -241,7 +242,7 @@ class WbcSupervisor:
             return  # the behaviour's own references: nothing to govern
         support = self.support_points(ref.active_contacts)
         if self._own_com is not None:
-            governed = governor.com(t, self._own_com, com, support[:, :2])
+            governed = governor.com(t, self._own_com, com, support[:, :2], self._nearest_stroke_end(q))
             if governed is not None:
                 ref.com_position, ref.com_velocity = governed
                 ref.com_acceleration = np.zeros(3)
@@ -260,6 +261,13 @@ class WbcSupervisor:
                 rotation = own.rotation if external is None else governor.foot_rotation(
                     name, own.rotation, external.rotation)
                 ref.foot_poses = {**ref.foot_poses, name: FrameReference(position=position, rotation=rotation)}
+
+    def _nearest_stroke_end(self, q: np.ndarray) -> tuple[str, float]:
+        """The actuator nearest to an end of its stroke and its distance to it [m]."""
+        theta = q[self.clm.idx_q_a]
+        margin = np.minimum(theta - self.limits.position_min, self.limits.position_max - theta)
+        i = int(np.argmin(margin))
+        return self.clm.actuated_joint_names[i], float(margin[i])
 
     def support_points(self, active: Iterable[str] | None) -> np.ndarray:
         """``(N, 3)`` world corner points [m] of the soles in contact (every sole when unknown)."""

@@ -94,14 +94,15 @@ def test_external_references_expire_and_contacts_follow_fresh_forces(standing):
     com0 = c.supervisor.last_references.com_position.copy()
     target = com0 + np.array([0.0, 0.01, 0.0])
     c.set_com_reference(target, 0.0)
-    c.step(0.01, q, v, 0.0)  # rate-limited: 0.1 m/s, 1 mm in 10 ms
+    speed = c.supervisor.governor.settings.com_speed_max_mps
+    c.step(0.01, q, v, 0.0)  # rate-limited
     moved = c.supervisor.last_references.com_position - com0
-    assert 0.0 < np.linalg.norm(moved) <= 0.1 * 0.01 + 1e-12 and moved[1] > 0.0
-    c.step(0.2, q, v, 0.0)
+    assert 0.0 < np.linalg.norm(moved) <= speed * 0.01 + 1e-12 and moved[1] > 0.0
+    c.step(0.01 + 0.01 / speed, q, v, 0.0)
     np.testing.assert_allclose(c.supervisor.last_references.com_position, target)
     assert not [e for e in c.drain_events() if e.key.startswith("bounded")]  # within bounds: no warning
     c.set_com_reference(np.array([np.nan, 0.0, 0.0]), 0.3)  # ignored
-    c.step(0.6, q, v, 0.0)  # the reference expired: back towards the behaviour's own
+    c.step(0.6, q, v, 0.0)  # the reference (set at 0.0, valid 0.5 s) expired: back towards the behaviour's own
     assert not np.allclose(c.supervisor.last_references.com_position, target)
     # fresh forces: the unloaded right sole is dropped from the behaviour's contacts
     c.on_sole_force(0, 500.0, 0.7)
@@ -123,13 +124,19 @@ def test_a_com_reference_outside_the_support_polygon_is_bounded_with_a_warning(s
         c.step(0.01 * k, q, v, 0.0)
     ref = c.supervisor.last_references.com_position
     support = c.supervisor.support_points(None)
-    assert ref[0] <= support[:, 0].max() - 0.03 + 1e-9  # inside the polygon less its margin
-    assert ref[0] > com0[0] + 0.02  # but it did move forward, towards the request
+    g = c.supervisor.governor.settings
+    centre = 0.5 * (support[:, 0].max() + support[:, 0].min())
+    front = centre + g.com_polygon_scale * 0.5 * np.ptp(support[:, 0]) - g.com_margin_m
+    assert com0[0] < ref[0] <= front + 1e-9  # forward, towards the request, up to the scaled polygon
     assert ref[2] >= com0[2] - 0.20 - 1e-9
     warned = [e for e in c.drain_events() if e.key.startswith("bounded")]
     assert warned and all(e.level == Level.WARN for e in warned)
     assert any("wbc/com_reference" in e.message and "support polygon" in e.message for e in warned)
     assert any("height" in e.message for e in warned)
+    references = c.statuses()[1]
+    assert references.name == "references" and references.level == Level.WARN
+    assert "wbc/com_reference bounded: support polygon" in references.message
+    assert c.statuses()[1].level == Level.OK  # nothing bounded since the last report
 
 
 def test_wrenches_that_stop_are_a_warning_and_the_plan_takes_over(standing):

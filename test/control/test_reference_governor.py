@@ -40,7 +40,7 @@ def test_hull_shrink_and_projection_against_brute_force():
 
 
 def test_com_reference_is_bounded_then_ramped_and_handed_back():
-    g = ReferenceGovernor(GovernorSettings(com_margin_m=0.03, com_speed_max_mps=0.1))
+    g = ReferenceGovernor(GovernorSettings(com_polygon_scale=1.0, com_margin_m=0.03, com_speed_max_mps=0.1))
     own = np.array([0.0, 0.0, 0.75])
     assert g.com(0.0, own, None, SOLES) is None and g.idle  # nothing external: the behaviour's own
     far = np.array([0.3, 0.0, 0.70])
@@ -85,3 +85,27 @@ def test_bad_settings_are_refused():
         GovernorSettings(com_margin_m=float("nan"))
     with pytest.raises(InputError):
         GovernorSettings(com_speed_max_mps=0.0)
+
+
+def test_the_default_region_is_the_scaled_polygon_less_the_margin():
+    s = GovernorSettings()
+    g = ReferenceGovernor(s)
+    own = np.array([0.0, 0.0, 0.75])
+    g.com(0.0, own, None, SOLES)
+    g.com(0.001, own, np.array([1.0, 1.0, 0.75]), SOLES)
+    bound = g.bounded["wbc/com_reference"]
+    corner = (s.com_polygon_scale * 0.1 - s.com_margin_m, s.com_polygon_scale * 0.15 - s.com_margin_m)
+    assert f"-> ({corner[0]:.3f}, {corner[1]:.3f}) m" in bound
+
+
+def test_an_actuator_near_its_stroke_end_holds_then_retreats_the_reference():
+    g = ReferenceGovernor(GovernorSettings(com_polygon_scale=1.0, com_speed_max_mps=0.1))
+    own = np.array([0.0, 0.0, 0.75])
+    far = np.array([0.05, 0.0, 0.75])
+    g.com(0.0, own, None, SOLES)
+    p1, _ = g.com(0.1, own, far, SOLES, ("a", 0.01))
+    p2, _ = g.com(0.2, own, far, SOLES, ("a", 0.003))  # within stroke_hold_m: holds
+    np.testing.assert_allclose(p2, p1)
+    assert "holds" in g.bounded["wbc/com_reference strokes"]
+    p3, _ = g.com(0.3, own, far, SOLES, ("a", 0.001))  # within stroke_retreat_m: moves back
+    assert p3[0] < p2[0] and "moves back" in g.bounded["wbc/com_reference strokes"]
