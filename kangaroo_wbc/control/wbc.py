@@ -114,6 +114,10 @@ class WbcSettings:
     #: ``J_lu`` pivot ratio below which ``step`` raises ModelError (near-singular configuration,
     #: :attr:`ProjectedModel.min_pivot_ratio`); 0 rejects only an exactly singular ``J_lu``.
     min_jlu_pivot_ratio: float = 0.0
+    #: the actuators' rotor inertia reflected through their screws, ``J_r (2 pi / L)^2``, in the
+    #: dynamics (the model's armature on the actuated DOFs, from the closure file's ``actuators``
+    #: entries): the forces ``tau_a`` then include the inertia feed-forward ``m_r theta_ddot_a``
+    rotor_inertia: bool = True
     osqp: OsqpSettings = field(default_factory=OsqpSettings)
 
 
@@ -190,6 +194,8 @@ class WholeBodyController:
             raise FrameNotFound(f"unknown base frame {s.base_frame!r}."
                                 + suggest(s.base_frame, [f.name for f in clm.model.frames]))
         self.contacts = tuple(contacts)
+        if s.rotor_inertia:
+            _set_rotor_inertia(clm)
         self.layout = L = DecisionLayout(clm.n_b, clm.n_a, self.contacts)
         self.pm = ProjectedModel(clm, [s.base_frame] + [c.frame for c in contacts])
         self.pm.min_pivot_ratio = s.min_jlu_pivot_ratio
@@ -566,5 +572,18 @@ def _task_normal_equations(J, r, w, m, H0, H, c):
             if j != i:
                 H[j, i] += s
 
+
+
+def _set_rotor_inertia(clm: ClosedLoopModel) -> None:
+    """The model's armature on the actuated DOFs: the reflected rotor inertia of the ball screws
+    (:class:`~kangaroo_wbc.model.ball_screw.BallScrewActuators`; 0 where the closure file gives no
+    rotor). pinocchio's ``crba`` adds it to the mass matrix: it is part of the robot's dynamics, so
+    every user of the model sees it (the closure kinematics and the estimators do not use ``M``)."""
+    from kangaroo_wbc.model.ball_screw import BallScrewActuators
+
+    screws = BallScrewActuators.from_model(clm, default_screw_lead_m=1.0, default_screw_efficiency=1.0)
+    armature = np.array(clm.model.armature, dtype=float)
+    armature[clm.idx_v_a] = screws.reflected_inertia_kg
+    clm.model.armature = armature
 
 __all__ = ["WholeBodyController", "WbcSettings", "WbcReferences", "WbcOutput", "FrameReference", "ActuatorLimits"]

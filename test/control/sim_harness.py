@@ -54,7 +54,10 @@ class ClosedLoop:
         clm = ClosedLoopModel.from_files(urdf, closures, floating_base=True)
         from kangaroo_wbc.robots.kangaroo.robot import standing_actuator_positions
 
-        sim = ClosedChainSim(str(mjcf), seed=seed, initial_actuator_positions=standing_actuator_positions())
+        # ideal actuators: these tests measure the controller against an idealised plant and state
+        # (the ball-screw drives are measured by `kangaroo-wbc demo` and test/sim/test_sim_actuator.py)
+        sim = ClosedChainSim(str(mjcf), seed=seed, initial_actuator_positions=standing_actuator_positions(),
+                             ideal_actuators=True)
         settings = settings or WbcSettings(base_frame="base_link")
         if reduced:
             from kangaroo_wbc.control.reduced_wbc import ReducedWholeBodyController
