@@ -23,6 +23,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from kangaroo_wbc.components.contact_wrench import ContactWrenchEstimation, ContactWrenchSettings
 from kangaroo_wbc.components.samples import ActuatorSample
 from kangaroo_wbc.errors import ConfigError, InputError
+from kangaroo_wbc.estimation.actuator_force import ActuatorCompensation
 from kangaroo_wbc.estimation.contact_wrench import (
     PAPER_LEAD_HIP_ANKLE_M,
     PAPER_SCREW_EFFICIENCY,
@@ -69,10 +70,24 @@ class ContactWrenchParams:
                                             "does not describe [m]", bounds=(1e-6, None), read_only=True)
     default_screw_efficiency: float = parameter(PAPER_SCREW_EFFICIENCY, "Screw efficiency of the same [-]",
                                                 bounds=(1e-3, 1.0), read_only=True)
+    actuator_model: bool = parameter(True, "Motor torque -> force through the ball-screw model: driving/"
+                                     "back-driving efficiency and friction (false: eq. (47))", read_only=True)
+    rotor_inertia_compensation: bool = parameter(True, "Subtract the reflected rotor inertia times the actuator "
+                                                 "acceleration", read_only=True)
+    torque_bias_estimation: bool = parameter(True, "Learn a per-actuator motor-torque offset while standing "
+                                             "still on both soles", read_only=True)
 
     def __post_init__(self) -> None:
         if self.cutoff_hz >= self.rate_hz / 2:
             raise ValueError("cutoff_hz must be below the Nyquist frequency rate_hz / 2")
+
+
+def _compensation(p: ContactWrenchParams) -> ActuatorCompensation | None:
+    """The actuator compensations the parameters switch on (None: eq. (47) alone)."""
+    if not (p.actuator_model or p.rotor_inertia_compensation or p.torque_bias_estimation):
+        return None
+    return ActuatorCompensation(actuator_model=p.actuator_model, rotor_inertia=p.rotor_inertia_compensation,
+                                torque_bias=p.torque_bias_estimation, sample_rate_hz=p.rate_hz)
 
 
 class ContactWrenchNode(KangarooNode):
@@ -97,7 +112,8 @@ class ContactWrenchNode(KangarooNode):
                                     min_normal_force_n=p.min_normal_force_n,
                                     include_velocity_terms=p.include_velocity_terms),
                 ContactWrenchSettings(sole_frames=tuple(p.sole_frames), max_input_age_s=p.max_input_age_s,
-                                      clock_restart_samples=p.clock_restart_samples))
+                                      clock_restart_samples=p.clock_restart_samples),
+                _compensation(p))
         except InputError as exc:
             raise ConfigError(str(exc)) from exc
         self._idx_q = np.array([m.joints[m.getJointId(n)].idx_q for n in clm.joint_names])
