@@ -37,7 +37,10 @@ def run(mechanism_dir):
     clm = model("kangaroo", mechanism_dir, True)
     theta0 = np.zeros(clm.n_a)
     theta0[[clm.actuated_joint_names.index(n) for n in clm.actuated_joint_names if "leg_length" in n]] = 0.05
-    sim = sim_mod.make_kangaroo_sim(floating_base=False, seed=3, initial_actuator_positions=theta0)
+    # ideal actuators: the hanging wrench checks the eq. (47) algebra against the motor-torque noise
+    # (the ball-screw drives are measured by `kangaroo-wbc evaluate estimation`)
+    sim = sim_mod.make_kangaroo_sim(floating_base=False, seed=3, initial_actuator_positions=theta0,
+                                    ideal_actuators=True)
     assert sim.actuator_names == clm.actuated_joint_names
     pd = BaselinePd(kp=20000.0, kd=400.0, n_actuators=clm.n_a)
     ref0 = sim.actuator_positions()
