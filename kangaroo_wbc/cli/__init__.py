@@ -7,8 +7,9 @@ anything else: it raises :class:`~kangaroo_wbc.cli.common.UsageError` or prepare
 Measuring subcommands take ``--json`` and print one JSON object as their last line of output.
 
 Exit codes: 0 success; 1 the run failed its own criterion (the robot fell, a soak criterion, the
-node graph did not start); 2 a rejected argument or input (one line on stderr; with ``--json``
-also ``{"ok": false, "error": ...}`` on stdout); 130 / 143 stopped by SIGINT / SIGTERM.
+node graph did not start) or an unexpected internal error; 2 a rejected argument or input (one
+line on stderr; with ``--json`` also ``{"ok": false, "error": ...}`` on stdout, as for every
+failure); 130 / 143 stopped by SIGINT / SIGTERM.
 """
 
 from __future__ import annotations
@@ -83,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     except Interrupted as exc:
         fail(f"{PROG}: interrupted ({signal.Signals(exc.signum).name})", json_mode)
         return 128 + exc.signum
+    except Exception as exc:  # an unexpected failure still ends with the JSON error object
+        fail(f"{PROG}: internal error: {type(exc).__name__}: {exc}", json_mode)
+        return 1
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

@@ -10,7 +10,8 @@ from kangaroo_wbc.cli.common import add_json_flag, print_json, seed
 def _load(args: argparse.Namespace):
     from kangaroo_wbc.model import ClosedLoopModel
 
-    return ClosedLoopModel.from_files(args.urdf, args.closures, floating_base=args.floating_base)
+    return ClosedLoopModel.from_files(args.urdf, args.closures, floating_base=args.floating_base,
+                                      reference=args.reference)
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -22,6 +23,11 @@ def _info(args: argparse.Namespace) -> int:
               f"{', locked: ' + str(info['locked_joints']) if info['locked_joints'] else ''})")
         print(f"constraints  {info['n_constraints']} independent of {info['n_constraints_declared']} declared")
         print(f"mass         {info['mass_kg']:.3f} kg")
+        print(f"reference    closure residual {info['reference_closure_residual']:.3g}"
+              f"{' (assembled: every joint moved)' if info['reference_assembled'] else ''}")
+        for r in info["free_rotations"]:
+            print(f"free rotation {r['joint']}: {r['free_directions']} direction(s), inertia "
+                  f"{r['inertia_about_axes_kg_m2']} kg·m², {r['resolution']}")
         print(f"{'sub-mechanism':<28}{'actuated':>9}{'passive':>9}{'rows':>6}")
         for name, s in info["submechanisms"].items():
             print(f"{name:<28}{s['n_actuated']:>9}{s['n_passive']:>9}{s['n_constraints']:>6}")
@@ -55,5 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="closure YAML (native or extended-URDF format)")
         sp.add_argument("--floating-base", action="store_true", help="add a free-flyer root joint")
         sp.add_argument("--seed", type=seed, default=0, help="seed of the random configuration (default 0)")
+        sp.add_argument("--reference", default=None, metavar="FILE",
+                        help="pose the loops are closed from (YAML or JSON: joint name -> value; default: "
+                             "the neutral pose, assembled by moving every joint if it does not close)")
         add_json_flag(sp)
         sp.set_defaults(func=func)

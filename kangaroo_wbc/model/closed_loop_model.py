@@ -24,15 +24,17 @@ kept, minus the redundant rows found by :func:`select_independent_rows`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
+import yaml
 from scipy.linalg import lapack
 
 from kangaroo_wbc.errors import (
     ClosureFkError,
+    ConfigError,
     FrameNotFound,
     InputError,
     JointNotFound,
@@ -47,6 +49,10 @@ LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 #: Relative tolerance of the rank-revealing QR used to drop redundant closure rows: a row is
 #: dependent when its pivot is below ``RANK_RTOL`` times the largest pivot.
 RANK_RTOL = 1e-7
+
+#: A reference configuration counts as closed when ``||e||_inf`` over every declared row is below
+#: this [m, rad]; otherwise the loops are assembled by moving every joint.
+ASSEMBLY_TOL = 1e-9
 
 #: Entries of ``|J_l|`` below this are treated as structural zeros (sub-mechanism membership).
 STRUCTURAL_ZERO = 1e-9
@@ -114,6 +120,52 @@ def select_independent_rows(J: np.ndarray, rtol: float = RANK_RTOL) -> np.ndarra
     return np.sort(piv[:rank])
 
 
+def configuration_from_pose(model: pin.Model, pose: str | Path | dict) -> np.ndarray:
+    """A configuration of ``model`` from a pose: joint name -> value, other joints neutral.
+
+    ``pose`` is a mapping or a YAML/JSON file holding one (optionally under a ``joints`` key). A
+    1-DOF joint takes a number [rad or m]; a multi-DOF joint a list of its ``nq`` configuration
+    coordinates in pinocchio's order (a ball joint: quaternion ``x, y, z, w``).
+
+    Raises:
+        ConfigError: unreadable file, non-numeric or wrongly sized value (file and key named).
+        JointNotFound: a joint the model does not have (the valid names listed).
+    """
+    source = "<reference pose>"
+    if not isinstance(pose, dict):
+        path = Path(pose)
+        source = str(path)
+        if not path.is_file():
+            raise ConfigError(f"{path}: reference pose file not found")
+        try:
+            pose = yaml.safe_load(path.read_text())  # JSON is YAML too
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML or JSON: {exc}") from exc
+        if isinstance(pose, dict) and isinstance(pose.get("joints"), dict):
+            pose = pose["joints"]
+        if not isinstance(pose, dict):
+            raise ConfigError(f"{path}: expected a mapping joint name -> value, got {type(pose).__name__}")
+    q = pin.neutral(model)
+    names = list(model.names)[1:]
+    for name, value in pose.items():
+        name = str(name)
+        if name not in names:
+            raise JointNotFound(f"{source}: unknown joint {name!r}." + suggest(name, names))
+        jm = model.joints[model.getJointId(name)]
+        try:
+            x = np.atleast_1d(np.asarray(value, dtype=float))
+        except (TypeError, ValueError):
+            raise ConfigError(f"{source}: key {name!r}: expected a number or a list of numbers, "
+                              f"got {value!r}") from None
+        if x.shape != (jm.nq,) or not np.all(np.isfinite(x)):
+            raise ConfigError(f"{source}: key {name!r}: expected {jm.nq} finite value(s) (the joint's "
+                              f"configuration coordinates), got {value!r}")
+        if jm.shortname() in ("JointModelSpherical", "JointModelFreeFlyer"):
+            x[-4:] /= np.linalg.norm(x[-4:])
+        q[jm.idx_q:jm.idx_q + jm.nq] = x
+    return q
+
+
 @dataclass
 class Closure:
     """A loop closure resolved against a pinocchio model."""
@@ -160,8 +212,9 @@ class ClosedLoopModel:
     Args:
         model: pinocchio model of the spanning tree (fixed base or with a free-flyer root).
         closure_file: the parsed closure specification.
-        q_ref: configuration at which redundant rows are detected (default: neutral, then
-            re-checked at the closed configuration found from it).
+        q_ref: reference pose (default: neutral). The loops are closed from it (passive joints
+            first, every joint if that is not enough: :meth:`assemble`) and redundant rows are
+            detected at the closed configuration, which becomes :attr:`q_ref`.
 
     Index sets (numpy int arrays) follow the paper's split: ``idx_v_a``/``idx_v_u`` are the
     velocity indices of the actuated/passive joints (``theta_dot_a``, ``theta_dot_u``),
@@ -180,6 +233,7 @@ class ClosedLoopModel:
                                        if not (self.floating_base and n == model.names[1])]
         self.mass_kg = float(sum(inertia.mass for inertia in model.inertias))
         self.locked_joint_names: list[str] = []
+        self.free_rotations: list[dict] = []
         self._resolve_joints(closure_file)
         self._resolve_frames(closure_file)
         self.absolute_encoders = self._check_joint_names(closure_file.absolute_encoders, "absolute_encoders")
@@ -191,23 +245,41 @@ class ClosedLoopModel:
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_files(cls, urdf_path: str | Path, closures_path: str | Path | None,
-                   floating_base: bool = False) -> ClosedLoopModel:
+                   floating_base: bool = False,
+                   reference: str | Path | dict | None = None) -> ClosedLoopModel:
         """Load a URDF spanning tree and its closure file (native or extended-URDF YAML).
 
         An MJCF file (``.xml``) without a closure file is read with pinocchio's MJCF parser; its
         ``equality/connect`` elements become 3D closures (see :mod:`kangaroo_wbc.model.importers`).
+        ``reference``: a pose (joint name -> value, or a YAML/JSON file of it, see
+        :func:`configuration_from_pose`) the loops are closed from instead of the neutral one.
+        URDF ``<mimic>`` joints are refused (:class:`ModelError` naming them).
         """
         urdf_path = Path(urdf_path)
         if not urdf_path.is_file():
             raise ModelError(f"{urdf_path}: URDF file not found")
-        from kangaroo_wbc.model.importers import joint_replacements, load_mjcf, replace_joints
+        from kangaroo_wbc.model.importers import (
+            FIXED,
+            freeze_joints,
+            joint_replacements,
+            load_mjcf,
+            mimic_joints,
+            replace_joints,
+        )
 
         if urdf_path.suffix.lower() == ".xml" and closures_path is None:
             model, closure_file = load_mjcf(urdf_path, floating_base=floating_base)
-            return cls(model, closure_file, source=str(urdf_path))
+            q_ref = None if reference is None else configuration_from_pose(model, reference)
+            return cls(model, closure_file, q_ref=q_ref, source=str(urdf_path))
         if closures_path is None:
             raise ModelError(f"{urdf_path}: a closure file is required for a URDF spanning tree")
         closure_file = load_closure_file(closures_path)
+        mimic = mimic_joints(urdf_path)
+        if mimic:
+            pairs = ", ".join(f"{f!r} mimics {lead!r}" for f, lead in mimic.items())
+            raise ModelError(f"{urdf_path}: URDF <mimic> joints are not supported ({pairs}): a mimic "
+                             f"coupling is not a loop closure, and loading the joint as independent "
+                             f"would change the mechanism; model the coupling as a loop, or remove it")
         try:
             if floating_base:
                 model = pin.buildModelFromUrdf(str(urdf_path), pin.JointModelFreeFlyer())
@@ -216,9 +288,14 @@ class ClosedLoopModel:
         except (RuntimeError, ValueError) as exc:
             raise ModelError(f"{urdf_path}: pinocchio could not parse the URDF: {exc}") from exc
         replacements = joint_replacements(closure_file)
+        fixed = [n for n, kind in replacements.items() if kind.upper() == FIXED]
+        replacements = {n: kind for n, kind in replacements.items() if kind.upper() != FIXED}
         if replacements:
             model = replace_joints(model, replacements, closure_file.source)
-        return cls(model, closure_file, source=str(urdf_path))
+        if fixed:
+            model = freeze_joints(model, fixed, closure_file.source)
+        q_ref = None if reference is None else configuration_from_pose(model, reference)
+        return cls(model, closure_file, q_ref=q_ref, source=str(urdf_path))
 
     def _joint_id(self, name: str, key: str) -> int:
         if name not in self.joint_names:
@@ -294,41 +371,162 @@ class ClosedLoopModel:
         self._fk_chord_ready: bool | None = None
 
     def _select_rows(self, q_ref: np.ndarray | None) -> None:
-        """Drop redundant rows (rank-revealing QR), at ``q_ref`` then at the closed configuration."""
+        """Close the loops at the reference, then drop redundant rows (rank-revealing QR) there.
+
+        The reference pose ``q_ref`` (default: neutral) is closed by Newton on the passive
+        coordinates with the actuators held; where that leaves a residual on the declared rows
+        (the loops cannot close with the actuators there), it is *assembled* by moving every joint
+        (:meth:`assemble`). Rows are selected, free rotations of ball joints fixed and idle joints
+        locked at the closed configuration.
+
+        Raises:
+            ModelError: the loops cannot be closed from the reference (the message gives the
+                residual and the worst loop), or the passive block is not square.
+        """
         declared = [np.array(c.spec.direction_indices, dtype=int) for c in self.closures]
         self.n_c_declared = int(sum(len(r) for r in declared))
-        for c, r in zip(self.closures, declared):
-            c.rows = r
-        self._set_rows()
+        q0 = pin.neutral(self.model) if q_ref is None else self.check_configuration(q_ref).copy()
+        self.reference_assembled = False
+        self._set_declared_rows()
         if not self.closures:
             self.constraint_rank = 0
-            self.q_ref = pin.neutral(self.model) if q_ref is None else np.asarray(q_ref, dtype=float).copy()
+            self.q_ref = q0
+            self.reference_closure_residual = 0.0
             if self.n_u:
                 raise ModelError(self._square_message())
             return
-        q = pin.neutral(self.model) if q_ref is None else np.asarray(q_ref, dtype=float).copy()
+        q = q0
         for attempt in range(2):
-            for c, r in zip(self.closures, declared):
-                c.rows = r
-            self._set_rows()
+            self._set_declared_rows()
             J = self.constraint_jacobian(q)[:, np.concatenate([self.idx_v_u, self.idx_v_a])]
-            keep = select_independent_rows(J)
-            keep_set = set(keep.tolist())
-            start = 0
-            for c, r in zip(self.closures, declared):
-                c.rows = np.array([d for i, d in enumerate(r) if start + i in keep_set], dtype=int)
-                start += len(r)
-            self._set_rows()
+            self._keep_rows(select_independent_rows(J))
             if attempt == 0:
                 q, info = self._newton(q, max_iter=100, tol=1e-12, least_squares=True)
-                if not info.converged:
-                    break
+                if not (info.converged and self._declared_residual(q) <= ASSEMBLY_TOL):
+                    q = self._assemble_or_raise(q0)
         self.constraint_rank = self.n_c
         self.q_ref = q
+        if self.n_c < self.n_u:
+            self._fix_free_rotations(q)
         if self.n_c < self.n_u and self.closure_file.lock_idle_joints:
             self._lock_idle_joints(q)
+        self.reference_closure_residual = self._declared_residual(q)
         if self.n_c != self.n_u:
             raise ModelError(self._square_message())
+
+    def _set_declared_rows(self) -> None:
+        for c in self.closures:
+            c.rows = np.array(c.spec.direction_indices, dtype=int)
+        self._set_rows()
+
+    def _keep_rows(self, keep: np.ndarray) -> None:
+        """Keep the rows ``keep`` (indices into the currently selected rows)."""
+        keep_set = set(np.asarray(keep).tolist())
+        start = 0
+        for c in self.closures:
+            n = len(c.rows)
+            c.rows = np.array([d for i, d in enumerate(c.rows) if start + i in keep_set], dtype=int)
+            start += n
+        self._set_rows()
+
+    def _declared_errors(self, q: np.ndarray) -> np.ndarray:
+        """Closure error on every declared direction, (K, 6) with zeros on undeclared ones."""
+        pin.framesForwardKinematics(self.model, self.data, q)
+        rows = [c.rows for c in self.closures]
+        self._set_declared_rows()
+        try:
+            R, p = self._placements(q)
+            e = self._full_error(R, p)
+        finally:
+            for c, r in zip(self.closures, rows):
+                c.rows = r
+            self._set_rows()
+        mask = np.zeros((len(self.closures), 6), dtype=bool)
+        for k, c in enumerate(self.closures):
+            mask[k, list(c.spec.direction_indices)] = True
+        return np.where(mask, e, 0.0)
+
+    def _declared_residual(self, q: np.ndarray) -> float:
+        """``||e||_inf`` over every declared direction of every loop [m, rad]."""
+        return float(np.max(np.abs(self._declared_errors(q)))) if self.closures else 0.0
+
+    def assemble(self, q0: np.ndarray, tol: float = 1e-12, max_iter: int = 300) -> tuple[np.ndarray, ClosureFkInfo]:
+        r"""Assemble the loops near a pose: ``min ||q ⊖ q0||^2`` subject to ``e_l(q) = 0``.
+
+        Every joint moves (actuated ones included; floating-base coordinates are kept), on every
+        declared row. Levenberg–Marquardt on the constraint with the pull towards ``q0`` in its
+        null space: with ``d = q ⊖ q0`` (``pin.difference``) and ``J`` the declared-row Jacobian,
+
+        .. math::
+
+            \delta = -d + J^T (J J^T + \mu I)^{-1} (J d - e), \qquad \mu = 10^{-3} \|e\|^2 + 10^{-14},
+
+        the damped minimum-distance step of the linearised problem; a step that does not reduce
+        ``||e||`` is halved, and without the pull (plain damped least squares) if it still fails.
+        At the solution ``d`` lies in the row space of ``J`` (first-order optimality). Joint limits
+        are not enforced.
+
+        Returns:
+            The configuration and a :class:`ClosureFkInfo` (``residual``: ``||e||_inf`` on the
+            declared rows).
+        """
+        m = self.model
+        q0 = self.check_configuration(q0)
+        q = q0.copy()
+        cols = np.setdiff1d(np.arange(m.nv), self.idx_v_base)
+        rows = [c.rows for c in self.closures]
+        self._set_declared_rows()
+        try:
+            it = 0
+            e, J, _ = self._kinematics(q, None)
+            norm = float(np.linalg.norm(e))
+            while it < max_iter:
+                err = float(np.max(np.abs(e))) if e.size else 0.0
+                d = pin.difference(m, q0, q)[cols]
+                Jc = J[:, cols]
+                A = Jc @ Jc.T + (1e-3 * norm**2 + 1e-14) * np.eye(len(e))
+                pulled = -d + Jc.T @ np.linalg.solve(A, Jc @ d - e)
+                if err <= tol and np.linalg.norm(pulled) < 1e-10:
+                    break
+                it += 1
+                accepted = False
+                for step in (pulled, Jc.T @ np.linalg.solve(A, -e)):
+                    alpha = 1.0
+                    while alpha >= 1e-4:
+                        dv = np.zeros(m.nv)
+                        dv[cols] = alpha * step
+                        q_new = pin.integrate(m, q, dv)
+                        e_new, J_new, _ = self._kinematics(q_new, None)
+                        n_new = float(np.linalg.norm(e_new))
+                        # once closed, keep moving towards q0 while the loops stay closed
+                        if n_new < norm or (err <= tol and float(np.max(np.abs(e_new))) <= tol):
+                            accepted = True
+                            break
+                        alpha *= 0.5
+                    if accepted:
+                        break
+                if not accepted:
+                    break
+                q, e, J, norm = q_new, e_new, J_new, n_new
+        finally:
+            for c, r in zip(self.closures, rows):
+                c.rows = r
+            self._set_rows()
+        res = self._declared_residual(q)
+        return q, ClosureFkInfo(it, res, res <= max(tol, ASSEMBLY_TOL))
+
+    def _assemble_or_raise(self, q0: np.ndarray) -> np.ndarray:
+        q, info = self.assemble(q0)
+        if not info.converged:
+            E = np.abs(self._declared_errors(q))
+            worst = int(np.argmax(np.max(E, axis=1)))
+            raise ModelError(
+                f"{self.closure_file.source}: the loops do not close at the reference pose: assembly "
+                f"(moving every joint, {info.iterations} iterations) left a closure residual of "
+                f"{info.residual:.3g} (worst loop {self.closures[worst].spec.name!r}, "
+                f"{float(np.max(E[worst])):.3g}); give an assembled pose (--reference FILE: joint -> value)")
+        self.reference_assembled = True
+        return q
 
     def _lock_idle_joints(self, q: np.ndarray) -> None:
         """Lock passive joints that the closures leave undetermined (idle DOFs).
@@ -356,12 +554,91 @@ class ClosedLoopModel:
             jm = m.joints[m.getJointId(n)]
             for i in range(jm.nv):
                 dof_owner[jm.idx_v + i] = n
-        names = [dof_owner[int(self.idx_v_u[i])] for i in chosen]
+        names = list(dict.fromkeys(dof_owner[int(self.idx_v_u[i])] for i in chosen))
         multi = [n for n in names if m.joints[m.getJointId(n)].nv != 1]
         if multi:
-            raise ModelError(f"{self.closure_file.source}: undetermined passive motion on multi-DOF joints {multi}")
-        self.locked_joint_names = sorted(set(names))
+            raise ModelError(f"{self.closure_file.source}: undetermined passive motion on multi-DOF joints "
+                             f"{multi} that is not a free rotation of a ball joint (only 1-DOF joints can be "
+                             f"locked)")
+        self.locked_joint_names = sorted(names)
         self._resolve_joints(self.closure_file)
+
+    def _fix_free_rotations(self, q: np.ndarray) -> None:
+        """Fix the rotations of passive ball joints that the closures leave undetermined.
+
+        A rod between two ball joints spins freely about its own axis: moving the rod's ball joint
+        alone along ``n`` leaves every loop closed, i.e. ``n`` spans the null space of ``J_l``
+        restricted to that joint's columns. Each such joint gets an added closure between a frame
+        on its parent (``<joint>_free_a``) and one on its body (``<joint>_free_u``), both at the
+        joint centre and equal at the reference ``q``, with axes ``Q`` chosen so that the free
+        directions are the constrained ones:
+
+        * one free direction ``n`` (a rod's spin): ``Q = [c_1, c_2, n]`` and the universal-joint row
+          ``rz`` (exact: it vanishes for every swing ``R_x(alpha) R_y(beta)``, see
+          ``closures_format.md``), the spin stays at its reference value;
+        * two or three: the rotation-vector rows of those directions (the joint keeps one or no
+          degree of freedom).
+
+        The spin's inertia is reported (``free_rotations``): for a slender rod it is negligible,
+        which is what makes fixing it the physical choice.
+        """
+        m = self.model
+        J = self.constraint_jacobian(q)
+        scale = float(np.max(np.abs(J))) if J.size else 1.0
+        added: list[ClosureSpec] = []
+        for name in self.passive_joint_names:
+            jid = int(m.getJointId(name))
+            jm = m.joints[jid]
+            if jm.shortname() != "JointModelSpherical":
+                continue
+            Jj = J[:, jm.idx_v:jm.idx_v + 3]
+            _, sv, Vt = np.linalg.svd(Jj) if Jj.shape[0] else (None, np.zeros(0), np.eye(3))
+            rank = int(np.sum(sv > RANK_RTOL * max(scale, 1e-300)))
+            k = 3 - rank
+            if k == 0:
+                continue
+            N, C = Vt[rank:].T, Vt[:rank].T  # free / determined directions in the joint (child) frame
+            if k == 1:
+                Q = np.column_stack([C, N])
+                dirs: tuple[str, ...] = ("rz",)
+            else:
+                Q = np.column_stack([N, C])
+                dirs = DIRECTIONS[3:3 + k]
+            if np.linalg.det(Q) < 0:
+                Q[:, 0] *= -1.0
+            R_joint = pin.Quaternion(q[jm.idx_q:jm.idx_q + 4]).normalized().matrix()
+            base = f"{name}_free"
+            fa, fu = f"{base}_a", f"{base}_u"
+            parent = int(m.parents[jid])
+            m.addFrame(pin.Frame(fa, parent, m.jointPlacements[jid] * pin.SE3(R_joint @ Q, np.zeros(3)),
+                                 pin.FrameType.OP_FRAME))
+            m.addFrame(pin.Frame(fu, jid, pin.SE3(Q, np.zeros(3)), pin.FrameType.OP_FRAME))
+            using = self.row_closure[np.max(np.abs(Jj), axis=1) > STRUCTURAL_ZERO] if Jj.size else []
+            sub = self.closures[int(using[0])].spec.submechanism if len(using) else base
+            added.append(ClosureSpec(base, sub, fa, fu, dirs))
+            inertia = m.inertias[jid]
+            c = inertia.lever
+            I_o = inertia.inertia + inertia.mass * (c.dot(c) * np.eye(3) - np.outer(c, c))
+            self.free_rotations.append({
+                "joint": name,
+                "free_directions": int(k),
+                "axes_in_joint_frame": (N.T.round(9) + 0.0).tolist(),
+                "inertia_about_axes_kg_m2": [float(n @ I_o @ n) for n in N.T],
+                "resolution": (f"fixed at the reference by the added closure {base!r} "
+                               f"({'universal-joint row: spin held' if k == 1 else 'rotation rows'})"),
+            })
+        if not added:
+            return
+        self.data = m.createData()
+        kept = {c.spec.name: c.rows.copy() for c in self.closures}
+        self.closure_file = replace(self.closure_file, closures=list(self.closure_file.closures) + added)
+        self._resolve_frames(self.closure_file)  # new loops: all their rows; the others: as selected
+        for c in self.closures:
+            c.rows = kept.get(c.spec.name, c.rows)
+        self._set_rows()
+        J = self.constraint_jacobian(q)[:, np.concatenate([self.idx_v_u, self.idx_v_a])]
+        self._keep_rows(select_independent_rows(J))
+        self.constraint_rank = self.n_c
 
     def _square_message(self) -> str:
         per: dict[str, list[int]] = {}
@@ -991,8 +1268,11 @@ class ClosedLoopModel:
             "actuated_joints": self.actuated_joint_names,
             "absolute_encoders": self.absolute_encoders,
             "locked_joints": self.locked_joint_names,
+            "free_rotations": self.free_rotations,
+            "reference_closure_residual": self.reference_closure_residual,
+            "reference_assembled": self.reference_assembled,
         }
 
 
 __all__ = ["ClosedLoopModel", "Closure", "ClosureFkInfo", "SubMechanism", "select_independent_rows",
-           "DIRECTIONS", "skew"]
+           "DIRECTIONS", "skew", "configuration_from_pose"]

@@ -26,6 +26,12 @@ from kangaroo_wbc.errors import ConfigError
 DIRECTIONS: tuple[str, ...] = ("x", "y", "z", "rx", "ry", "rz")
 NATIVE_FORMAT = "kangaroo_wbc/closures/1"
 
+#: Closure types of the extended-URDF YAML (``type``, case-insensitive) and the directions each
+#: constrains: ``3d`` a point contact (ball joint), ``6d`` and its synonym ``fixed`` a weld. The
+#: format's loader builds a 3D constraint for ``3d`` and a 6D one for every other value.
+EXTENDED_URDF_TYPES: dict[str, tuple[str, ...]] = {
+    "3d": DIRECTIONS[:3], "6d": DIRECTIONS, "fixed": DIRECTIONS, "weld": DIRECTIONS}
+
 
 @dataclass(frozen=True)
 class ClosureSpec:
@@ -145,7 +151,8 @@ def parse_native(doc: dict[str, Any], path: str) -> ClosureFile:
 def parse_extended_urdf(doc: dict[str, Any], path: str) -> ClosureFile:
     """Parse the "extended URDF" YAML (``closed_loop``, ``type``, ``name_mot``).
 
-    ``3d`` pairs constrain the three positions, ``6d`` pairs the full placement. Redundant rows
+    ``3d`` pairs constrain the three positions, ``6d`` and ``fixed`` (a weld) the full placement
+    (:data:`EXTENDED_URDF_TYPES`; any case, as the format's own loader reads them). Redundant rows
     (e.g. a 6d closure on a planar loop) are removed later by the rank analysis of the model.
     Each loop is its own sub-mechanism (``loop<i>``).
     """
@@ -162,9 +169,9 @@ def parse_extended_urdf(doc: dict[str, Any], path: str) -> ClosureFile:
         if not (isinstance(pair, list) and len(pair) == 2):
             raise _err(path, f"closed_loop[{i}]", f"expected a pair of frame names, got {pair!r}")
         kind_l = str(kind).lower()
-        if kind_l not in ("3d", "6d"):
-            raise _err(path, f"type[{i}]", f"expected '3d' or '6d', got {kind!r}")
-        dirs = DIRECTIONS[:3] if kind_l == "3d" else DIRECTIONS
+        if kind_l not in EXTENDED_URDF_TYPES:
+            raise _err(path, f"type[{i}]", f"expected one of {sorted(EXTENDED_URDF_TYPES)} (any case), got {kind!r}")
+        dirs = EXTENDED_URDF_TYPES[kind_l]
         closures.append(ClosureSpec(f"loop{i + 1}", f"loop{i + 1}", str(pair[0]), str(pair[1]), dirs))
     extra = {k: v for k, v in doc.items() if k not in ("closed_loop", "type", "name_mot")}
     return ClosureFile(

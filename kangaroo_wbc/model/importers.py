@@ -2,8 +2,11 @@
 
 * Extended URDF (example-parallel-robots convention): the closure YAML may mark revolute joints
   of the URDF as standing for spherical or universal joints (``joint_name`` / ``joint_type``
-  with ``SPHERICAL``, ``UJOINT_XY`` …); :func:`replace_joints` rebuilds the pinocchio model with
-  those joints substituted.
+  with ``SPHERICAL``, ``UJOINT_XY`` …) or as welded (``FIXED``); :func:`replace_joints` rebuilds
+  the pinocchio model with those joints substituted, :func:`freeze_joints` welds the ``FIXED`` ones
+  at their neutral value (the format's own loader does the same).
+* URDF ``<mimic>`` joints: :func:`mimic_joints` lists them; the model refuses them with the joint
+  named (their coupling is not a loop closure), never loads them as independent joints.
 * MJCF: :func:`load_mjcf` reads a MuJoCo model with pinocchio's MJCF parser, which turns
   ``equality/connect`` into 3D loop constraints (and ``weld`` into 6D ones) expressed as
   :class:`~kangaroo_wbc.model.closures.ClosureSpec` on frames that it adds to the model.
@@ -41,10 +44,13 @@ def replace_joints(model: pin.Model, replacements: dict[str, str], source: str =
         if n not in names:
             raise ConfigError(f"{source}: joint_name: unknown joint {n!r}." + suggest(n, names[1:]))
         if kind.upper() not in _SUBSTITUTES:
-            raise ConfigError(f"{source}: joint_type: unsupported {kind!r}; valid: {sorted(_SUBSTITUTES)}")
+            raise ConfigError(f"{source}: joint_type: unsupported {kind!r} for joint {n!r}; valid: "
+                              f"{sorted(_SUBSTITUTES) + [FIXED]}")
     new = pin.Model()
     new.name = model.name
     new.gravity = model.gravity
+    # the root link of a fixed-base model hangs on the universe joint: keep its mass
+    new.appendBodyToJoint(0, model.inertias[0], pin.SE3.Identity())
     for j in range(1, model.njoints):
         jm = model.joints[j]
         name = names[j]
@@ -65,13 +71,47 @@ def replace_joints(model: pin.Model, replacements: dict[str, str], source: str =
 
 
 def joint_replacements(closure_file: ClosureFile) -> dict[str, str]:
-    """The ``joint_name``/``joint_type`` pairs of an extended-URDF closure file."""
+    """The ``joint_name``/``joint_type`` pairs of an extended-URDF closure file (``FIXED`` included)."""
     names = closure_file.extra.get("joint_name", []) or []
     types = closure_file.extra.get("joint_type", []) or []
     if len(names) != len(types):
         raise ConfigError(f"{closure_file.source}: joint_name/joint_type: {len(names)} names but "
                           f"{len(types)} types")
     return {str(n): str(t) for n, t in zip(names, types)}
+
+
+#: ``joint_type`` of the extended-URDF YAML that welds a joint at its neutral value.
+FIXED = "FIXED"
+
+
+def freeze_joints(model: pin.Model, names: list[str], source: str = "<memory>") -> pin.Model:
+    """Weld the named joints at their neutral value (``joint_type: FIXED``).
+
+    pinocchio's ``buildReducedModel``: the joint becomes a fixed frame of the same name, its
+    body's inertia is merged into the parent (the total mass is unchanged).
+    """
+    valid = list(model.names)[1:]
+    for n in names:
+        if n not in valid:
+            raise ConfigError(f"{source}: joint_name: unknown joint {n!r}." + suggest(n, valid))
+    ids = [int(model.getJointId(n)) for n in names]
+    return pin.buildReducedModel(model, ids, pin.neutral(model))
+
+
+def mimic_joints(urdf_path: str | Path) -> dict[str, str]:
+    """``{follower: leader}`` for the joints of a URDF that carry a ``<mimic joint=...>`` element."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.parse(str(urdf_path)).getroot()
+    except (ET.ParseError, OSError):
+        return {}  # pinocchio's parser reports the malformed file
+    out = {}
+    for joint in root.iter("joint"):
+        mimic = joint.find("mimic")
+        if mimic is not None:
+            out[str(joint.get("name"))] = str(mimic.get("joint"))
+    return out
 
 
 def load_mjcf(mjcf_path: str | Path, actuated_joints: list[str] | None = None,

@@ -9,6 +9,7 @@ import yaml
 
 from kangaroo_wbc.errors import ConfigError, FrameNotFound, JointNotFound, ModelError
 from kangaroo_wbc.model import ClosedLoopModel, load_closure_file
+from kangaroo_wbc.model.closures import DIRECTIONS
 from test.model.conftest import third_party_paths
 
 
@@ -90,7 +91,14 @@ def test_missing_files(tmp_path, mechanism_dir):
 def test_extended_format_errors(tmp_path):
     with pytest.raises(ConfigError, match="'type'.*one per closed_loop"):
         load_closure_file(_write(tmp_path, {"closed_loop": [["a", "b"]], "type": ["6d", "3d"], "name_mot": []}))
-    with pytest.raises(ConfigError, match="expected '3d' or '6d'"):
+    with pytest.raises(ConfigError, match=r"type\[0\].*expected one of \['3d', '6d', 'fixed', 'weld'\]"):
         load_closure_file(_write(tmp_path, {"closed_loop": [["a", "b"]], "type": ["4d"], "name_mot": []}))
     with pytest.raises(ConfigError, match="name_mot"):
         load_closure_file(_write(tmp_path, {"closed_loop": [["a", "b"]], "type": ["6d"]}))
+
+
+def test_extended_format_closure_types(tmp_path):
+    """``3d`` constrains positions; ``6d`` and ``FIXED`` (a weld, any case) the full placement."""
+    doc = {"closed_loop": [["a", "b"]] * 4, "type": ["3D", "6d", "FIXED", "fixed"], "name_mot": []}
+    cf = load_closure_file(_write(tmp_path, doc))
+    assert [c.directions for c in cf.closures] == [DIRECTIONS[:3]] + [DIRECTIONS] * 3
