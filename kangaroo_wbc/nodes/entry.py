@@ -3,8 +3,9 @@
 A node spends its first second importing numpy, pinocchio, MuJoCo and rclpy. Python's default
 SIGINT handler turns a Ctrl-C (or ``ros2 launch`` shutting down early) in that second into a
 ``KeyboardInterrupt`` traceback and exit code -2. Every console script of ``setup.py`` therefore
-points here: importing this module (standard library only) first installs handlers that end the
-process at once with exit code 0, then the entry function imports the node module and calls its
+points here: importing this module (standard library only) in a node's interpreter first installs
+handlers that end the process at once with exit code 0 (:func:`started_as_node`; a program that
+merely imports the module keeps its handlers), then the entry function imports the node module and calls its
 ``main()``, whose :func:`~kangaroo_wbc.ros.node_base.run_nodes` replaces these handlers by its own
 clean shutdown (flag, ``on_shutdown`` hooks, exit 0) as soon as rclpy is initialised.
 
@@ -50,7 +51,17 @@ def install_quiet_exit_handlers() -> None:
         signal.signal(sig, _exit_quietly)
 
 
-install_quiet_exit_handlers()  # at import: before anything heavy is imported
+def started_as_node() -> bool:
+    """Whether this interpreter was started to run a node: a console script of ``setup.py``
+    (``<executable>`` in the ROS package's lib folder, ``kangaroo_wbc_<executable>`` on the PATH) or
+    ``python -c`` (the graph runner's way), not a program that imports this module (a test runner
+    must keep its own signal handlers)."""
+    program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return program.removeprefix("kangaroo_wbc_") in NODE_MODULES or program == "-c"
+
+
+if started_as_node():
+    install_quiet_exit_handlers()  # at import: before anything heavy is imported
 
 
 def run(executable: str) -> int:

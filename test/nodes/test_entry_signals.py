@@ -89,3 +89,17 @@ def test_missing_node_module_is_one_clear_line(monkeypatch, capsys) -> None:
     assert entry.sim() == entry.EXIT_NOT_INSTALLED
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "[FATAL]" in err and "kangaroo_wbc.nodes.no_such_node" in err
+
+
+def test_importing_the_entry_module_elsewhere_keeps_the_signal_handlers() -> None:
+    """Only a node's own interpreter gets the quiet-exit handlers: a program importing the module
+    (this test runner) keeps its SIGINT / SIGTERM handlers, or a later signal would end it with
+    exit code 0 mid-run."""
+    import importlib
+
+    from kangaroo_wbc.nodes import entry
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    importlib.reload(entry)
+    assert not entry.started_as_node()
+    assert {s: signal.getsignal(s) for s in before} == before
