@@ -23,11 +23,14 @@ setup:
 	@bash scripts/bootstrap.sh
 
 # Lint and tests both run; the target fails if either fails.
+# A run that ends without pytest's summary line (a process that died mid-run) fails too.
 test: setup
-	@$(ENV) rc=0; \
+	@$(ENV) rc=0; log=$$(mktemp); \
 	ruff check --output-format concise kangaroo_wbc test || rc=$$?; \
-	pytest -q test $(PYTEST_ARGS) || rc=$$?; \
-	exit $$rc
+	pytest -q test $(PYTEST_ARGS) 2>&1 | tee $$log; prc=$${PIPESTATUS[0]}; [ $$prc -eq 0 ] || rc=$$prc; \
+	if ! tail -n 3 $$log | grep -Eq '[0-9]+ (passed|failed)'; then \
+		echo "make test: pytest ended without its summary line: the run did not complete"; rc=1; fi; \
+	rm -f $$log; exit $$rc
 
 lint: setup
 	@$(ENV) rc=0; \
