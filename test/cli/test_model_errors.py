@@ -1,0 +1,82 @@
+"""``kangaroo-wbc model info|check`` on models users bring: every failure ends with one JSON error
+object on stdout and a non-zero exit code (unit tests: the CLI in-process)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kangaroo_wbc.cli import main
+from test.model import linkages
+
+CASSIE = Path(__file__).resolve().parents[1] / "data" / "cassie_closed_chain.xml"
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("cli_linkages")
+    linkages.rssr(d)
+    linkages.unassembled_four_bar(d, ground=0.8)
+    linkages.mimic_pair(d)
+    return d
+
+
+def _run(capsys, *args: str) -> tuple[int, dict, str]:
+    code = main(["model", *args, "--json"])
+    out, err = capsys.readouterr()
+    return code, json.loads(out.strip().splitlines()[-1]), err
+
+
+def test_typo_in_a_joint_name(folder, tmp_path, capsys):
+    yml = tmp_path / "typo.yaml"
+    yml.write_text((folder / "rssr_closures.yaml").read_text().replace("crank_joint", "crank_jiont"))
+    code, obj, err = _run(capsys, "check", str(folder / "rssr.urdf"), "--closures", str(yml))
+    assert code == 2 and obj["ok"] is False
+    assert "unknown joint 'crank_jiont'" in obj["error"] and "crank_joint" in obj["error"]
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_pose_that_cannot_assemble(folder, capsys):
+    code, obj, _ = _run(capsys, "check", str(folder / "unassemblable_four_bar.urdf"), "--closures",
+                        str(folder / "unassemblable_four_bar_closures.yaml"))
+    assert code == 2 and obj["ok"] is False
+    assert "do not close at the reference pose" in obj["error"] and "residual of" in obj["error"]
+
+
+def test_reference_file_with_an_unknown_joint(folder, tmp_path, capsys):
+    pose = tmp_path / "pose.yaml"
+    pose.write_text("crank_jiont: 0.3\n")
+    code, obj, _ = _run(capsys, "info", str(folder / "rssr.urdf"), "--closures",
+                        str(folder / "rssr_closures.yaml"), "--reference", str(pose))
+    assert code == 2 and "unknown joint 'crank_jiont'" in obj["error"]
+
+
+def test_mimic_joint(folder, capsys):
+    code, obj, _ = _run(capsys, "info", str(folder / "mimic_pair.urdf"), "--closures",
+                        str(folder / "mimic_pair_closures.yaml"))
+    assert code == 2 and "'follower' mimics 'leader'" in obj["error"]
+
+
+def test_unexpected_failure_still_prints_the_json_error(folder, capsys, monkeypatch):
+    import kangaroo_wbc.model.checks as checks
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(checks, "run_checks", broken)
+    code, obj, _ = _run(capsys, "check", str(folder / "rssr.urdf"), "--closures", str(folder / "rssr_closures.yaml"))
+    assert code == 1 and obj == {"ok": False, "error": "kangaroo-wbc: internal error: RuntimeError: boom"}
+
+
+def test_info_reports_the_rod_spin_and_the_reference(folder, capsys):
+    code, obj, _ = _run(capsys, "info", str(folder / "rssr.urdf"), "--closures", str(folder / "rssr_closures.yaml"))
+    assert code == 0
+    assert [r["joint"] for r in obj["free_rotations"]] == ["rod_ball"]
+    assert obj["reference_closure_residual"] < 1e-9 and obj["reference_assembled"] is False
+
+
+def test_cassie_mjcf_checks(capsys):
+    code, obj, _ = _run(capsys, "check", str(CASSIE))
+    assert code == 0 and obj["ok"] is True
