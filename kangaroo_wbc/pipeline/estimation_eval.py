@@ -175,7 +175,7 @@ def table_markdown(table: list[dict]) -> str:
              "sole f_z error [N]: RMS, median |", "|---|---|---|---|---|"]
 
     def fmt(x, scale=1.0, digits=3):
-        return "—" if x is None else f"{x * scale:.{digits}g}" if abs(x * scale) >= 1e3 else f"{x * scale:.{digits}f}"
+        return "—" if x is None else f"{x * scale:.2g}" if abs(x * scale) >= 1e3 else f"{x * scale:.{digits}f}"
 
     for r in table:
         mark = " (loop)" if r.get("in_the_loop") else ""
