@@ -109,6 +109,8 @@ def _constraint_models(clm) -> list:
     m = clm.model
     out = []
     for c in clm.closures:
+        if c.spec.name in clm.added_closures:
+            continue  # a ball joint's free spin held by our model; the toolbox lets it spin
         dirs = tuple(c.spec.directions)
         if dirs == ("x", "y", "z"):
             kind = pin.ContactType.CONTACT_3D

@@ -6,7 +6,9 @@ written for (pinocchio 3: its proximal solver uses ``ContactCholeskyDecompositio
 get the same actuator samples; the parent compares the closed configurations with ours.
 
 ``fk_speedup`` is the peer's median time over ours at equal or stricter tolerance on our side
-(ours: ``|e_l|_inf <= 1e-12``; the proximal peer: ``eps = 1e-12``; SLSQP: ``acc = 1e-6``).
+(ours: ``|e_l|_inf <= 1e-12``; the proximal peer: ``eps = 1e-12``; SLSQP: ``acc = 1e-6``). Next to
+it, per model and method, the agreement of the solutions: ``frame_placement_max_diff_m`` (every
+frame origin, over every sample) and ``frames_agree`` (within :data:`FRAME_AGREEMENT_M`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,22 @@ METHOD_ORDER = ("proximal", "casadi", "slsqp")
 
 #: A peer configuration counts as closed when our closure error at it is below this [m, rad].
 VALID_RESIDUAL = 1e-6
+
+#: Frame placements of a peer configuration agree with ours when every frame origin is within this [m].
+FRAME_AGREEMENT_M = 1e-9
+
+
+def frame_placement_difference(model: pin.Model, q_ours: np.ndarray, q_peer: np.ndarray) -> tuple[float, float]:
+    """Largest distance between frame origins [m] and largest rotation angle between frame
+    orientations [rad], over every frame of ``model``, at two configurations."""
+    d_ours, d_peer = model.createData(), model.createData()
+    pin.framesForwardKinematics(model, d_ours, q_ours)
+    pin.framesForwardKinematics(model, d_peer, q_peer)
+    dp, dr = 0.0, 0.0
+    for a, b in zip(d_ours.oMf, d_peer.oMf):
+        dp = max(dp, float(np.linalg.norm(a.translation - b.translation)))
+        dr = max(dr, float(np.linalg.norm(pin.log3(a.rotation.T @ b.rotation))))
+    return dp, dr
 
 
 @dataclass
@@ -69,18 +87,25 @@ def run_worker(python: str, request: dict, timeout_s: float) -> dict:
 def _compare_fk(inp: PeerModelInput, res: dict, warmup: int) -> dict:
     m = inp.clm.model
     keep_v = np.sort(np.concatenate([inp.clm.idx_v_a, inp.clm.idx_v_u]))
-    diffs, residuals, drifts = [], [], []
+    diffs, residuals, drifts, frame_p, frame_r = [], [], [], [], []
     for k, q_list in enumerate(res["q"]):
         q = np.asarray(q_list, dtype=float)
         qn = pin.normalize(m, q)
         drifts.append(float(np.max(np.abs(q - qn))))
         residuals.append(float(np.max(np.abs(inp.clm.closure_error(qn)))) if inp.clm.n_c else 0.0)
         diffs.append(float(np.max(np.abs(pin.difference(m, inp.ours_q[warmup + k], qn)[keep_v]))))
+        fp, fr = frame_placement_difference(m, inp.ours_q[warmup + k], qn)
+        frame_p.append(fp)
+        frame_r.append(fr)
     t = stats_ms(res["times_s"])
     out = {"median_ms": t.as_dict()["median"], "p99_ms": t.as_dict()["p99"], "n": t.n,
            "tolerance": res.get("tolerance"),
            "speedup_vs_ours": float(f"{t.median / inp.ours_fk_median_ms:.3g}"),
            "max_diff_vs_ours": float(f"{max(diffs):.3g}"),
+           # every frame's placement at the peer's solution against ours, next to the speed ratio
+           "frame_placement_max_diff_m": float(f"{max(frame_p):.3g}"),
+           "frame_orientation_max_diff_rad": float(f"{max(frame_r):.3g}"),
+           "frames_agree": bool(max(frame_p) <= FRAME_AGREEMENT_M),
            "closure_residual_max": float(f"{max(residuals):.3g}"),
            "valid": bool(max(residuals) <= VALID_RESIDUAL)}
     if inp.ours_chord_median_ms:

@@ -234,6 +234,8 @@ class ClosedLoopModel:
         self.mass_kg = float(sum(inertia.mass for inertia in model.inertias))
         self.locked_joint_names: list[str] = []
         self.free_rotations: list[dict] = []
+        #: Names of the closures added to fix free ball-joint rotations (not in the closure file).
+        self.added_closures: list[str] = []
         self._resolve_joints(closure_file)
         self._resolve_frames(closure_file)
         self.absolute_encoders = self._check_joint_names(closure_file.absolute_encoders, "absolute_encoders")
@@ -630,6 +632,7 @@ class ClosedLoopModel:
         if not added:
             return
         self.data = m.createData()
+        self.added_closures = [spec.name for spec in added]
         kept = {c.spec.name: c.rows.copy() for c in self.closures}
         self.closure_file = replace(self.closure_file, closures=list(self.closure_file.closures) + added)
         self._resolve_frames(self.closure_file)  # new loops: all their rows; the others: as selected

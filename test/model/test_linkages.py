@@ -48,7 +48,7 @@ def _pinocchio_loops(clm: ClosedLoopModel) -> list:
     """The declared loops (not the added spin rows) as pinocchio rigid constraints: 3D for a
     position-only loop, 6D otherwise."""
     cms = []
-    for c in clm.closures[:len(clm.closure_file.closures) - len(clm.free_rotations)]:
+    for c in [c for c in clm.closures if c.spec.name not in clm.added_closures]:
         fa, fu = clm.model.frames[c.frame_a_id], clm.model.frames[c.frame_u_id]
         kind = pin.ContactType.CONTACT_3D if max(c.spec.direction_indices) < 3 else pin.ContactType.CONTACT_6D
         cms.append(pin.RigidConstraintModel(kind, clm.model, int(fa.parentJoint), fa.placement,
