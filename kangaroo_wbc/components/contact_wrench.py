@@ -157,12 +157,16 @@ class ContactWrenchEstimation(Component):
             if self.forces is None:
                 out = self.estimator.update(self._q, motor_torque=sample.effort, v=self._v, projected=projected)
             else:
-                force = self.forces.estimate(sample.effort, sample.velocity, self._v[self._idx_v_a])
+                v_est = self._v[self._idx_v_a]
+                velocity = sample.velocity  # measured; a sample without velocities: the estimate's
+                if velocity is None or np.shape(velocity) != v_est.shape or not np.isfinite(velocity).all():
+                    velocity = v_est
+                force = self.forces.estimate(sample.effort, velocity, v_est)
                 out = self.estimator.update(self._q, actuator_force=force, v=self._v, projected=projected)
                 if self._released and self.estimator.base_rows:  # on the soles: their residual is the offset
                     est = self.estimator
                     residual = est.J_cm_T @ out.wrench_sole_in_sole_raw.reshape(-1) - (est.g_pa - force)
-                    self.forces.update_bias(residual, sample.velocity, out.wrench_sole_in_sole[:, 2])
+                    self.forces.update_bias(residual, velocity, out.wrench_sole_in_sole[:, 2])
         except EstimationError as exc:
             self.reject("estimation", exc)
             return None
