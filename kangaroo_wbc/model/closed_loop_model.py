@@ -565,12 +565,49 @@ class ClosedLoopModel:
         self.locked_joint_names = sorted(names)
         self._resolve_joints(self.closure_file)
 
+    def _free_ball_directions(self, J: np.ndarray) -> dict[str, np.ndarray]:
+        """Free directions of the passive ball joints: ``{joint: N}``, ``N`` (3, k) orthonormal in
+        the joint's child frame.
+
+        The motions of the ball joints alone that leave every loop closed are the null space of
+        ``J_l`` restricted to their columns. A rod's spin shows up on one joint, or, where the rod
+        hangs between two ball joints of the tree, as a combined motion (one turns by ``+phi``
+        about the rod axis, the other by ``-phi``). Each null vector is charged to the joint that
+        carries most of it, its component there becomes that joint's free direction, and the
+        null space is recomputed with that direction blocked, until none is left.
+        """
+        m = self.model
+        balls = [n for n in self.passive_joint_names
+                 if m.joints[m.getJointId(n)].shortname() == "JointModelSpherical"]
+        if not balls or J.shape[0] == 0:
+            return {}
+        starts = [m.joints[m.getJointId(n)].idx_v for n in balls]
+        cols = np.concatenate([np.arange(i, i + 3) for i in starts])
+        A = J[:, cols]
+        tol = RANK_RTOL * max(float(np.max(np.abs(J))), 1e-300)
+        out: dict[str, list[np.ndarray]] = {}
+        for _ in range(len(cols)):
+            _, sv, Vt = np.linalg.svd(A)
+            rank = int(np.sum(sv > tol))
+            N = Vt[rank:]
+            if N.shape[0] == 0:
+                break
+            blocks = np.linalg.norm(N.reshape(N.shape[0], len(balls), 3), axis=2)  # (k, joints)
+            r, b = np.unravel_index(int(np.argmax(blocks)), blocks.shape)
+            d = N[r, 3 * b:3 * b + 3] / blocks[r, b]
+            out.setdefault(balls[b], []).append(d)
+            row = np.zeros(len(cols))
+            row[3 * b:3 * b + 3] = d * max(float(np.max(np.abs(J))), 1.0)
+            A = np.vstack([A, row])
+        return {n: np.linalg.qr(np.column_stack(ds))[0] for n, ds in out.items()}
+
     def _fix_free_rotations(self, q: np.ndarray) -> None:
         """Fix the rotations of passive ball joints that the closures leave undetermined.
 
         A rod between two ball joints spins freely about its own axis: moving the rod's ball joint
         alone along ``n`` leaves every loop closed, i.e. ``n`` spans the null space of ``J_l``
-        restricted to that joint's columns. Each such joint gets an added closure between a frame
+        restricted to the ball joints' columns (:meth:`_free_ball_directions`). Each such joint
+        gets an added closure between a frame
         on its parent (``<joint>_free_a``) and one on its body (``<joint>_free_u``), both at the
         joint centre and equal at the reference ``q``, with axes ``Q`` chosen so that the free
         directions are the constrained ones:
@@ -586,20 +623,13 @@ class ClosedLoopModel:
         """
         m = self.model
         J = self.constraint_jacobian(q)
-        scale = float(np.max(np.abs(J))) if J.size else 1.0
         added: list[ClosureSpec] = []
-        for name in self.passive_joint_names:
+        for name, N in self._free_ball_directions(J).items():
             jid = int(m.getJointId(name))
             jm = m.joints[jid]
-            if jm.shortname() != "JointModelSpherical":
-                continue
             Jj = J[:, jm.idx_v:jm.idx_v + 3]
-            _, sv, Vt = np.linalg.svd(Jj) if Jj.shape[0] else (None, np.zeros(0), np.eye(3))
-            rank = int(np.sum(sv > RANK_RTOL * max(scale, 1e-300)))
-            k = 3 - rank
-            if k == 0:
-                continue
-            N, C = Vt[rank:].T, Vt[:rank].T  # free / determined directions in the joint (child) frame
+            k = N.shape[1]
+            C = np.linalg.svd(N.T)[2][k:].T  # the determined directions: the complement of N
             if k == 1:
                 Q = np.column_stack([C, N])
                 dirs: tuple[str, ...] = ("rz",)

@@ -3,6 +3,8 @@
 * ``rssr``: a spatial four-bar whose coupler is a rod between two ball joints (crank about z,
   rocker about x): the rod spins freely about its own axis. Extended-URDF YAML (the ball joint on
   the crank is a revolute joint marked ``SPHERICAL``, the cut a ``3d`` closure).
+* ``rod_between_tree_balls``: the same with both of the rod's ball joints in the tree and a weld
+  cut: the spin is a combined motion of the two ball joints.
 * ``welded_four_bar``: a planar four-bar whose coupler is cut in two halves welded together
   (``type: FIXED``), with a spare revolute joint on the coupler marked ``joint_type: FIXED``.
 * ``unassembled_four_bar``: a planar four-bar that does not close with its crank at 0 (the crank
@@ -26,11 +28,11 @@ from test.model.mechanisms import _joint, _link, _write
 ROD_AXIAL_INERTIA = 1e-8
 
 
-def _rod_link(name: str, mass: float, length: float) -> str:
+def _rod_link(name: str, mass: float, length: float, axial_inertia: float = ROD_AXIAL_INERTIA) -> str:
     """A slender rod along x from its joint, centre of mass on its axis."""
     it = mass * length**2 / 12
     return (f'<link name="{name}"><inertial><origin xyz="{length / 2} 0 0"/><mass value="{mass}"/>'
-            f'<inertia ixx="{ROD_AXIAL_INERTIA}" ixy="0" ixz="0" iyy="{it}" iyz="0" izz="{it}"/>'
+            f'<inertia ixx="{axial_inertia}" ixy="0" ixz="0" iyy="{it}" iyz="0" izz="{it}"/>'
             f'</inertial></link>')
 
 
@@ -59,6 +61,38 @@ def rssr(folder: Path) -> tuple[Path, Path]:
     doc = {"closed_loop": [["rod_tip", "rocker_tip"]], "type": ["3d"], "name_mot": ["crank_joint"],
            "joint_name": ["rod_ball"], "joint_type": ["SPHERICAL"]}
     return _write(folder, "rssr", parts, doc)
+
+
+def rod_between_tree_balls(folder: Path, axial_inertia: float = ROD_AXIAL_INERTIA,
+                           name: str = "rod_between_tree_balls") -> tuple[Path, Path]:
+    """The rssr linkage with both of the rod's ball joints in the tree: the rod's far end carries a
+    second ball joint and an end piece welded to the rocker tip (``6d`` cut). The rod's spin is then
+    a combined motion of the two ball joints (one turns by +phi about the rod axis, the other by
+    -phi)."""
+    c, r = 0.1, 0.15
+    G = np.array([0.25, 0.0, 0.2])
+    phi0 = math.radians(-60.0)
+    Q = G + r * np.array([0.0, math.cos(phi0), math.sin(phi0)])
+    P = np.array([c, 0.0, 0.0])
+    u = (Q - P) / np.linalg.norm(Q - P)
+    L = float(np.linalg.norm(Q - P))
+    yaw, pitch = math.atan2(u[1], u[0]), -math.asin(u[2])
+    parts = [
+        _link("ground", 2.0, (0.4, 0.2, 0.05)),
+        _link("crank", 0.3, (c, 0.02, 0.02), (c / 2, 0, 0)),
+        _rod_link("rod", 0.2, L, axial_inertia),
+        _link("end_piece", 0.05, (0.02, 0.02, 0.02)),
+        _link("rocker", 0.4, (0.02, r, 0.02), tuple((Q - G) / 2)),
+        _link("rocker_tip"),
+        _joint("crank_joint", "revolute", "ground", "crank", axis=(0, 0, 1)),
+        _joint("rod_ball", "revolute", "crank", "rod", xyz=tuple(P), rpy=(0, pitch, yaw)),
+        _joint("end_ball", "revolute", "rod", "end_piece", xyz=(L, 0, 0)),
+        _joint("rocker_joint", "revolute", "ground", "rocker", xyz=tuple(G), axis=(1, 0, 0)),
+        _joint("rocker_tip_frame", "fixed", "rocker", "rocker_tip", xyz=tuple(Q - G), rpy=(0, pitch, yaw)),
+    ]
+    doc = {"closed_loop": [["end_piece", "rocker_tip"]], "type": ["6d"], "name_mot": ["crank_joint"],
+           "joint_name": ["rod_ball", "end_ball"], "joint_type": ["SPHERICAL", "SPHERICAL"]}
+    return _write(folder, name, parts, doc)
 
 
 def _planar_four_bar_points(g: float, c: float, k: float, r: float, th: float):

@@ -34,7 +34,8 @@ CASSIE = DATA / "cassie_closed_chain.xml"
 def folder(tmp_path_factory) -> Path:
     """Folder holding the test linkages' URDF + closure files (unit-test data)."""
     d = tmp_path_factory.mktemp("linkages")
-    for make in (linkages.rssr, linkages.welded_four_bar, linkages.unassembled_four_bar, linkages.mimic_pair):
+    for make in (linkages.rssr, linkages.rod_between_tree_balls, linkages.welded_four_bar,
+                 linkages.unassembled_four_bar, linkages.mimic_pair):
         make(d)
     linkages.unassembled_four_bar(d, ground=0.8)
     return d
@@ -163,6 +164,48 @@ def test_rod_projected_dynamics_match_pinocchio(folder):
     tau_rec = pd.M[pd.actuated_rows] @ nu_dot + pd.h[pd.actuated_rows] - rhs[pd.actuated_rows]
     np.testing.assert_allclose(tau_rec, tau_a, atol=1e-5)
     assert np.max(np.abs(pd.M[pd.base_rows] @ nu_dot + pd.h[pd.base_rows] - rhs[pd.base_rows])) < 1e-5
+
+
+def test_rod_between_two_tree_ball_joints(folder):
+    """The spin spans both ball joints' columns: it is found, charged to one of them and held."""
+    clm = _load(folder, "rod_between_tree_balls")
+    assert clm.n_u == 7 and clm.n_c == 7  # rocker + 2 balls; 6 weld rows + 1 spin row
+    (free,) = clm.free_rotations
+    assert free["joint"] in ("rod_ball", "end_ball") and free["free_directions"] == 1
+    assert abs(abs(free["axes_in_joint_frame"][0][0]) - 1.0) < 1e-9  # the rod axis (x in both)
+    # the combined spin (+phi on one ball, -phi on the other, about the rod axis) keeps the weld
+    m = clm.model
+    dv = np.zeros(m.nv)
+    for name, sign in (("rod_ball", 1.0), ("end_ball", -1.0)):
+        dv[m.joints[m.getJointId(name)].idx_v] = sign * 0.2
+    e = clm.closure_error(pin.integrate(m, clm.q_ref, dv))
+    assert np.max(np.abs(e[:6])) < 1e-12 and abs(e[6]) > 0.1
+    for seed in (0, 1):
+        assert run_checks(clm, seed=seed).ok
+    q = random_closed_configuration(clm, np.random.default_rng(5))
+    np.testing.assert_allclose(clm.mapping_jacobian(q), _fd_mapping_jacobian(clm, q), atol=1e-7)
+
+
+def test_holding_the_rod_spin_differs_from_free_spin_only_by_its_inertia(folder):
+    """Inverse dynamics (spin held) -> pinocchio's constrained forward dynamics (spin free): the
+    actuator acceleration comes back up to a difference proportional to the rod's axial inertia
+    (tenfold inertia, tenfold difference), i.e. nothing else differs."""
+    diffs = []
+    for inertia in (1e-8, 1e-7):
+        name = f"rod_spin_inertia_{inertia:g}"
+        linkages.rod_between_tree_balls(folder, inertia, name)
+        clm = _load(folder, name)
+        rng = np.random.default_rng(8)
+        q = random_closed_configuration(clm, rng)
+        v = clm.complete_velocity(q, rng.normal(0, 1.0, clm.n_a))
+        a_a = rng.normal(0, 5.0, clm.n_a)
+        res = inverse_dynamics(clm, q, v, a_a)
+        tau = np.zeros(clm.model.nv)
+        tau[clm.idx_v_a] = res.tau_a
+        a, _, _ = _forward(clm, q, v, tau, _pinocchio_loops(clm))
+        diffs.append(float(np.max(np.abs(a[clm.idx_v_a] - a_a))))
+    assert diffs[0] < 1e-4
+    assert 8.0 < diffs[1] / diffs[0] < 12.0, diffs
 
 
 # ------------------------------------------------------------------------------ FIXED loop
