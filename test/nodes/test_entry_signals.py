@@ -86,7 +86,13 @@ def test_missing_node_module_is_one_clear_line(monkeypatch, capsys) -> None:
     from kangaroo_wbc.nodes import entry
 
     monkeypatch.setitem(entry.NODE_MODULES, "sim", "kangaroo_wbc.nodes.no_such_node")
-    assert entry.sim() == entry.EXIT_NOT_INSTALLED
+    # run() installs the node's quiet-exit handlers: this test runner's are put back after it
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        assert entry.sim() == entry.EXIT_NOT_INSTALLED
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "[FATAL]" in err and "kangaroo_wbc.nodes.no_such_node" in err
 

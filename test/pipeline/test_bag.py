@@ -233,7 +233,10 @@ def test_an_interrupted_writer_still_closes_the_bag(stand_run, tmp_path, monkeyp
     def on_sigterm(signum, frame):
         raise Terminated
 
-    previous_sigterm = signal.signal(signal.SIGTERM, on_sigterm)
+    # known handlers for both signals: whatever an earlier test left in this process (rclpy's own
+    # handlers once a context was initialised) must not decide what the signal does here
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+                signal.SIGTERM: signal.signal(signal.SIGTERM, on_sigterm)}
     try:
         handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
         _sources_interrupted(monkeypatch, after=300, how=how)
@@ -242,7 +245,8 @@ def test_an_interrupted_writer_still_closes_the_bag(stand_run, tmp_path, monkeyp
             write_run_bag(path, stand_run)
         assert {s: signal.getsignal(s) for s in handlers} == handlers
     finally:
-        signal.signal(signal.SIGTERM, previous_sigterm)
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
     assert (path / "metadata.yaml").is_file()
     with Reader(path) as reader:
         assert reader.message_count == 300 == sum(1 for _ in reader.messages())
