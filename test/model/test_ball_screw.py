@@ -126,3 +126,12 @@ def test_kangaroo_parameters_come_from_the_parameter_file() -> None:
     assert np.all(a.coulomb_friction_n == dyn["coulomb_friction_n"])
     assert np.all(a.extra["encoder_counts_per_rev"] == dyn["encoder_counts_per_rev"])
     assert a.has_losses
+
+
+def test_parameter_file_refuses_a_back_drive_efficiency_above_eta() -> None:
+    from kangaroo_wbc.errors import ConfigError
+    from kangaroo_wbc.robots.kangaroo.params import load_params
+
+    prm = load_params().with_overrides({"actuator_dynamics.back_drive_efficiency": 0.99})
+    with pytest.raises(ConfigError, match="actuator_dynamics.back_drive_efficiency"):
+        prm.actuator("hip_yaw")
