@@ -63,10 +63,10 @@ class ShadowEstimators:
         self.estimators: dict[str, ContactWrenchEstimation] = {}
         for name, (weight, comp) in (variants or VARIANTS).items():
             cfg = ContactWrenchConfig(sample_rate_hz=rate, base_row_weight=weight)
-            comp = None if comp == _NONE else replace(comp, sample_rate_hz=rate)
+            compensation = None if comp == _NONE else replace(comp, sample_rate_hz=rate)
             self.estimators[name] = ContactWrenchEstimation(
                 run.clm, ScrewTransmission.from_model(run.clm), cfg,
-                ContactWrenchSettings(sole_frames=tuple(run.soles)), compensation=comp)
+                ContactWrenchSettings(sole_frames=tuple(run.soles)), compensation=compensation)
         self.records = {name: _Record() for name in self.estimators}
         self._logged = 0
 
