@@ -103,7 +103,7 @@ def test_simulator_killed_and_restarted(ros_harness):
     # 1. the loop runs: calibrated, commands flowing, control
     diag.wait(WBC, OK, "behaviour stand", timeout_s=START_TIMEOUT_S + LOOP_TIMEOUT_S)
     # ready (in control for ready_ticks in a row): from then on a lost state is a fault (ERROR)
-    diag.wait(WBC, OK, "True", value="ready", timeout_s=LOOP_TIMEOUT_S)
+    diag.wait(WBC, OK, "true", value="ready", timeout_s=LOOP_TIMEOUT_S)
     n0 = _received(commands)
     h._poll(lambda: _received(commands) > n0 + 20, LOOP_TIMEOUT_S, "the loop does not run", True)
     assert _received(calibrations) == 1
