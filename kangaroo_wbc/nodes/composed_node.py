@@ -38,6 +38,7 @@ import time  # noqa: E402
 from rclpy.clock import ClockType  # noqa: E402
 from rclpy.time import Time  # noqa: E402
 
+from kangaroo_wbc.components.chain import after_estimate  # noqa: E402
 from kangaroo_wbc.components.samples import (  # noqa: E402
     ActuatorCommand,
     ActuatorSample,
@@ -76,7 +77,6 @@ class ComposedChain(KangarooNode):
         if link_tf is not None:
             m = clm.model
             self._link_q = [m.joints[m.getJointId(n)].idx_q for n in link_tf.joint_names]
-        self._soles = range(len(estimator.params.sole_frames))
         self._stats = {"ticks": 0, "total": 0.0, "max": 0.0}
         self._reported = 0
         for node in (sim, estimator, wrench, controller, link_tf):  # one process: its CPU is reported here
@@ -135,17 +135,11 @@ class ComposedChain(KangarooNode):
     def _chain(self, sample: ActuatorSample, est) -> None:
         """Everything after the state estimate of one sample (any backend)."""
         t0 = time.perf_counter()
-        control = self.controller.component
         stamp_s = est.stamp_s if est.base_valid else float("nan")
-        prepared = est.base_valid and control.prepare(est.q, est.v)
-        self.wrench.component.on_state(est.q, est.v, est.stamp_s)
-        out = self.wrench.process(sample, projected=control.projected_model if prepared else None)
-        if out is not None:
-            fz = out.wrench_sole_in_sole[:, 2]
-            for i in self._soles:
-                self.estimator.component.on_sole_force(i, float(fz[i]), sample.stamp_s)
-                control.on_sole_force(i, float(fz[i]), sample.stamp_s)
-        self.controller.process(est.q, est.v, stamp_s, prepared=prepared)
+        after_estimate(  # the components' order (components.chain); the node adapters publish
+            self.estimator.component, self.wrench.component, self.controller.component, sample, est,
+            lambda sample, projected: self.wrench.process(sample, projected=projected),
+            lambda prepared: self.controller.process(est.q, est.v, stamp_s, prepared=prepared))
         if self.link_tf is not None and self.link_tf.due(est.stamp_s):  # after the command: off its path
             self.link_tf.on_positions(est.q[self._link_q], est.stamp_s)
         dt = time.perf_counter() - t0

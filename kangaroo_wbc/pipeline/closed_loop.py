@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pinocchio as pin
 
+from kangaroo_wbc.components.chain import after_estimate
 from kangaroo_wbc.components.contact_wrench import ContactWrenchEstimation, ContactWrenchSettings
 from kangaroo_wbc.components.control import ControlSettings, WholeBodyControl
 from kangaroo_wbc.components.samples import ActuatorCommand, ActuatorSample, EncoderSample, NameMap
@@ -247,20 +248,21 @@ class ClosedLoopRun:
         cmd = None
         out = None
         if est is not None:
-            # ---- controller model update shared with the contact-wrench estimator
-            prepared = est.base_valid and self.control.prepare(est.q, est.v)
-            tm = time.perf_counter()
-            self.wrench.on_state(est.q, est.v, est.stamp_s)
-            out = self.wrench.step(sample, projected=self.wbc.pm if prepared else None)
-            self.wrench.drain_events()
-            if out is not None:
-                fz = out.wrench_sole_in_sole[:, 2]
-                for i in range(len(self.soles)):
-                    est_c.on_sole_force(i, float(fz[i]), sample.stamp_s)
-                    self.control.on_sole_force(i, float(fz[i]), sample.stamp_s)
-            t2 = time.perf_counter()
+            # ---- the chain after the estimate, as every deployment runs it (components.chain)
+            marks = {}
+
+            def wrench_step(sample, projected):
+                marks["model"] = time.perf_counter()  # the controller's model update is done
+                out = self.wrench.step(sample, projected=projected)
+                self.wrench.drain_events()
+                marks["wrench"] = time.perf_counter()
+                return out
+
             q, v = est.q.copy(), est.v.copy()
-            cmd = self.control.step(t, q, v, 0.0 if est.base_valid else float("inf"))
+            out, cmd = after_estimate(
+                est_c, self.wrench, self.control, sample, est, wrench_step,
+                lambda prepared: self.control.step(t, q, v, 0.0 if est.base_valid else float("inf")))
+            tm, t2 = marks["model"], marks["wrench"]
             self.control.drain_events()
             self.last_state = (q, v, self.control.supervisor.last_references)
             if cmd.mode != "control":
