@@ -67,9 +67,10 @@ FLOATING_JOINT_NAME = "floating_base"
 
 #: Joints that an extended-URDF closure file marks as standing for spherical / universal joints:
 #: ball joint (no axes) or hinges about the listed axes of the joint frame, outermost first.
-_REPLACEMENT_AXES: dict[str, tuple[int, ...]] = {
+#: ``FIXED``: no joint (the child body welded to its parent at the neutral position).
+_REPLACEMENT_AXES: dict[str, tuple[int, ...] | None] = {
     "SPHERICAL": (), "UJOINT_XY": (0, 1), "UJOINT_YX": (1, 0), "UJOINT_XZ": (0, 2),
-    "UJOINT_ZX": (2, 0), "UJOINT_YZ": (1, 2), "UJOINT_ZY": (2, 1),
+    "UJOINT_ZX": (2, 0), "UJOINT_YZ": (1, 2), "UJOINT_ZY": (2, 1), "FIXED": None,
 }
 
 # Collision bits: floor ↔ robot only.
@@ -388,14 +389,18 @@ def _structural_constants(urdf_path: str, specs: list[ClosureSpec], replacements
     """For each loop, the components of ``e`` that are equal on random tree configurations."""
     import pinocchio as pin
 
-    from kangaroo_wbc.model.importers import replace_joints
+    from kangaroo_wbc.model.importers import FIXED, freeze_joints, replace_joints
 
     try:
         model = pin.buildModelFromUrdf(urdf_path)
     except (RuntimeError, ValueError) as exc:
         raise ModelError(f"{urdf_path}: pinocchio could not parse the URDF: {exc}") from exc
-    if replacements:
-        model = replace_joints(model, dict(replacements), urdf_path)
+    substituted = {n: k for n, k in replacements.items() if k.upper() != FIXED}
+    if substituted:
+        model = replace_joints(model, substituted, urdf_path)
+    welded = [n for n, k in replacements.items() if k.upper() == FIXED]
+    if welded:
+        model = freeze_joints(model, welded, urdf_path)
     data = model.createData()
     frame_names = [f.name for f in model.frames]
     ids = []
@@ -734,9 +739,9 @@ def export_mjcf(
             _set_pose(body, joint.xyz, joint.R)
             if joint.name in replaced:
                 axes = _REPLACEMENT_AXES[replaced[joint.name].upper()]
-                if not axes:
+                if axes == ():
                     _sub(body, "joint", {"name": joint.name, "type": "ball"})
-                for a in axes:
+                for a in axes or ():
                     _sub(body, "joint", {"name": f"{joint.name}__{'xyz'[a]}", "type": "hinge",
                                          "axis": _vec(np.eye(3)[a])})
             elif joint.type in ("revolute", "continuous", "prismatic"):
@@ -758,7 +763,8 @@ def export_mjcf(
                 _sub(body, "joint", attrs)
             elif joint.type == "floating":
                 _sub(body, "freejoint", {"name": joint.name})
-        welded = joint is None and not floating_base or joint is not None and joint.type == "fixed"
+        welded = joint is None and not floating_base or joint is not None and (
+            joint.type == "fixed" or _REPLACEMENT_AXES.get(replaced.get(joint.name, "").upper(), ()) is None)
         if link.has_inertial and link.mass > (MIN_WELDED_MASS_KG if welded else 0.0):
             I = _regularised_inertia(link.inertia)
             _sub(body, "inertial", {"pos": _vec(link.com), "mass": link.mass,

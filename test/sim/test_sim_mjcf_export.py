@@ -181,3 +181,23 @@ def test_third_party_fixtures_export(name):
         assert int(np.sum(m.jnt_type == mujoco.mjtJoint.mjJNT_BALL)) == 6
         assert mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, "spherical_free_knee__x") >= 0
         assert mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, "spherical_free_knee__y") >= 0
+
+
+def test_a_joint_marked_fixed_is_welded_in_the_export(tmp_path):
+    """``joint_type: FIXED`` in an extended-URDF closure file: no MuJoCo joint for it (its child
+    body is welded at the neutral position), the weld closure becomes an equality, MuJoCo loads
+    the model and keeps the loop closed."""
+    import mujoco
+
+    from test.model.linkages import welded_four_bar
+
+    urdf, closures = welded_four_bar(tmp_path)
+    xml = export_mjcf(urdf, closures, floating_base=False)
+    model = mujoco.MjModel.from_xml_string(xml)
+    names = [model.joint(i).name for i in range(model.njnt)]
+    assert "spare_joint" not in names and not any(n.startswith("spare_joint__") for n in names)
+    assert model.neq >= 1
+    data = mujoco.MjData(model)
+    for _ in range(200):
+        mujoco.mj_step(model, data)
+    assert np.all(np.isfinite(data.qpos))
