@@ -512,7 +512,8 @@ class WholeBodyControllerNode(KangarooNode):
         if stamp_s == stamp_s:
             self._pub_cmd.publish(self._w_cmd.write(stamp_s, effort=cmd.tau_a))
         else:  # no state of a known time: stamped with the node's clock
-            self._pub_cmd.publish(self._act.to_joint_state(effort=cmd.tau_a, stamp=stamp, msg=self._msg_cmd))
+            self._pub_cmd.publish(self._act.to_joint_state(effort=cmd.tau_a, stamp=stamp, msg=self._msg_cmd,
+                                                           frame_id=self.get_name()))
         if self.command_listener is not None:
             self.command_listener(ActuatorCommand(cmd.tau_a, stamp_s))
         if self._pub_arr is not None:
@@ -540,7 +541,8 @@ class WholeBodyControllerNode(KangarooNode):
 
     def on_shutdown(self) -> None:
         """Leave the actuators with zero force, and say the controller is no longer ready."""
-        self._pub_cmd.publish(self._act.to_joint_state(effort=np.zeros(self.clm.n_a), msg=self._msg_cmd))
+        self._pub_cmd.publish(self._act.to_joint_state(effort=np.zeros(self.clm.n_a), msg=self._msg_cmd,
+                                                       frame_id=self.get_name()))
         self._publish_ready(False)
 
 

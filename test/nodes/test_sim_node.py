@@ -210,8 +210,8 @@ def test_robot_hangs_on_the_crane_until_ready(harness: RosHarness) -> None:
     """The robot hangs still until wbc/ready; the crane lets go release_delay_s later, while the
     commands (stamped with the sample they answer) are fresh; their latency is published."""
     ns = "/crane"
-    proc = harness.start_node("sim", node_name="sim_crane", namespace=ns,
-                              params={"seed": 5, "release_delay_s": 0.1}, env=ENV)
+    proc = harness.start_node("sim", node_name="sim_crane", namespace=ns,  # ground truth every tick
+                              params={"seed": 5, "release_delay_s": 0.1, "ground_truth_decimation": 1}, env=ENV)
     harness.wait_for_message(f"{ns}/actuators/state", JointState, timeout_s=STARTUP_TIMEOUT_S)
     odom = harness.probe.recorder(f"{ns}/sim/ground_truth/base_odometry", Odometry)
     harness.wait_for_message(f"{ns}/sim/ground_truth/base_odometry", Odometry)

@@ -248,6 +248,8 @@ def test_alternating_good_and_bad_states_cannot_flood_the_log(controller):
     appears and then at most once per 5 s, however often the causes alternate."""
     c = controller
     before = len(c["proc"].output().splitlines())
+    with c["commands"].lock:
+        first = c["commands"].total
     c["role"].alternate_bad = True
     try:
         time.sleep(4.0)
@@ -259,6 +261,11 @@ def test_alternating_good_and_bad_states_cannot_flood_the_log(controller):
     assert len(lines) <= 8, "\n".join(lines)
     assert any("joint_states rejected" in line for line in lines), "\n".join(lines)
     assert c["proc"].is_running()
+    # every command carries the controller's name as its source tag, those of the rejected
+    # (unstamped) states included
+    with c["commands"].lock:
+        during = [m for _, m in c["commands"].items[-(c["commands"].total - first):]]
+    assert during and {m.header.frame_id for m in during} == {NODE}
 
 
 def test_wrenches_that_stop_are_a_warning_and_the_plan_takes_over(controller):
