@@ -26,6 +26,13 @@ from kangaroo_wbc.control.reference_governor import GovernorSettings, ReferenceG
 from kangaroo_wbc.control.wbc import FrameReference, WbcOutput, WbcReferences
 from kangaroo_wbc.errors import InputError, KangarooWbcError, ModelError, NoSolutionFound
 
+#: A contact the behaviour has just planned (a touchdown) stays active this long [s] whatever the
+#: sole forces say: it is unloaded until the controller loads it, and a measured-contact veto at
+#: once kept the robot on one foot while the weight shift moved the CoM back between both (it fell
+#: 65 ms after the shift ended). With the CoM still over the other foot the new sole is loaded
+#: slowly: in the weight shift it passes the 60 N "in contact" threshold 0.7 s after touchdown.
+TOUCHDOWN_GRACE_S = 1.0
+
 
 @dataclass
 class SafetySettings:
@@ -108,6 +115,7 @@ class WbcSupervisor:
         #: external references are bounded and rate-limited here (its ``bounded``: this tick's)
         self.governor = ReferenceGovernor(governor)
         self._contact = {c.name: c for c in full.contacts}
+        self._planned_since: dict[str, float] = {}  # planned contact -> when it entered the plan [s]
         self._own_com: np.ndarray | None = None
 
     # ------------------------------------------------------------------ behaviours
@@ -218,6 +226,7 @@ class WbcSupervisor:
         behaviour = self._factory(name, **params)
         behaviour.start(t, BehaviourState.from_controller(self._full))
         self.behaviour, self._params = behaviour, params
+        self._planned_since = {}  # a new plan
         self._pending = None
 
     def _merge(
@@ -229,9 +238,17 @@ class WbcSupervisor:
         com: np.ndarray | None,
         feet: Mapping[str, FrameReference] | None,
     ) -> None:
+        if ref.active_contacts is not None:
+            # when each planned contact entered the plan: a sole just planned to touch down carries
+            # no load until the controller gives it some, so sensing cannot veto it at once
+            # (the contacts of a behaviour's first plan are not touchdowns: no grace for them)
+            first = not self._planned_since
+            self._planned_since = {c: self._planned_since.get(c, -np.inf if first else t)
+                                   for c in ref.active_contacts}
         if ref.active_contacts is not None and measured is not None:
             measured = set(measured)
-            kept = tuple(c for c in ref.active_contacts if c in measured)
+            kept = tuple(c for c in ref.active_contacts
+                         if c in measured or t - self._planned_since[c] < TOUCHDOWN_GRACE_S)
             ref.active_contacts = (
                 kept or ref.active_contacts
             )  # never zero contacts from sensing alone

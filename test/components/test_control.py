@@ -160,3 +160,33 @@ def test_wrenches_that_stop_are_a_warning_and_the_plan_takes_over(standing):
     c.on_sole_force(1, 300.0, 0.3)
     c.step(0.3, q, v, 0.0)
     assert [e.level for e in c.drain_events() if e.key == "wrenches"] == [Level.OK]
+
+
+def test_a_planned_touchdown_is_not_vetoed_by_the_unloaded_sole_at_once(standing):
+    """A contact the behaviour has just planned (touchdown) is unloaded until the controller loads
+    it: the measured forces may drop it only after TOUCHDOWN_GRACE_S; a contact planned all along
+    and measured unloaded is dropped at once."""
+    from kangaroo_wbc.control.behaviours import Stand
+    from kangaroo_wbc.control.supervisor import TOUCHDOWN_GRACE_S
+
+    clm, q, v = standing
+    plan = {"contacts": ("left",)}
+
+    class Planned(Stand):
+        def _references(self, tau):
+            ref = super()._references(tau)
+            ref.active_contacts = plan["contacts"]
+            return ref
+
+    wbc = WholeBodyController(clm, contact_specs(clm), WbcSettings(base_frame="base_link"))
+    sv = WbcSupervisor(wbc, behaviour_factory=lambda name, **kw: Planned())
+    sv.tick(0.0, q, v)
+    plan["contacts"] = ("left", "right")  # touchdown of the right sole at t = 0.1
+    sv.tick(0.1, q, v, measured_contacts=["left"])
+    assert set(sv.last_references.active_contacts) == {"left", "right"}
+    sv.tick(0.1 + 0.9 * TOUCHDOWN_GRACE_S, q, v, measured_contacts=["left"])
+    assert set(sv.last_references.active_contacts) == {"left", "right"}
+    sv.tick(0.1 + 1.1 * TOUCHDOWN_GRACE_S, q, v, measured_contacts=["left"])  # still unloaded: dropped
+    assert sv.last_references.active_contacts == ("left",)
+    sv.tick(0.2 + TOUCHDOWN_GRACE_S, q, v, measured_contacts=["left", "right"])
+    assert set(sv.last_references.active_contacts) == {"left", "right"}
