@@ -305,6 +305,7 @@ class _Recorder:
         self.items: list[tuple[float, Any]] = []
         self.maxlen = maxlen
         self.total = 0
+        self.subscription: Any = None
 
     def __call__(self, msg: Any) -> None:
         t = time.monotonic()
@@ -356,7 +357,7 @@ class TopicProbe:
 
             qos = qos or QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
             rec = _Recorder(maxlen)
-            self.node.create_subscription(msg_type, topic, rec, qos)
+            rec.subscription = self.node.create_subscription(msg_type, topic, rec, qos)
             self._recorders[key] = rec
         return self._recorders[key]
 
@@ -579,9 +580,23 @@ class RosHarness:
         self._poll(lambda: self.probe.node.count_publishers(topic) >= count, timeout_s,
                    f"fewer than {count} publishers on {topic}", True)
 
-    def publish(self, topic: str, msg: Any, qos: Any = 10) -> None:
-        """Publish ``msg`` on ``topic`` from the probe node."""
-        self.probe.publisher(self._absolute(topic), type(msg), qos).publish(msg)
+    def publish(self, topic: str, msg: Any, qos: Any = 10, *, match_timeout_s: float = 10.0) -> None:
+        """Publish ``msg`` on ``topic`` from the probe node. A publisher is matched with the
+        subscriptions some time after the graph lists them: when the graph shows a subscriber,
+        wait (up to ``match_timeout_s``) until this publisher is matched, so that the first
+        message is not lost."""
+        topic = self._absolute(topic)
+        publisher = self.probe.publisher(topic, type(msg), qos)
+        if self.probe.node.count_subscribers(topic) > 0:
+            self._poll(lambda: publisher.get_subscription_count() > 0, match_timeout_s,
+                       f"the probe's publisher on {topic} matched no subscription", False)
+        publisher.publish(msg)
+
+    def wait_matched(self, recorder: Any, count: int = 1, *, timeout_s: float = 10.0) -> None:
+        """Wait until the subscription behind ``recorder`` is matched with ``count`` publishers
+        (a volatile sample published before the match is never delivered)."""
+        self._poll(lambda: recorder.subscription.get_publisher_count() >= count, timeout_s,
+                   "the probe's subscription matched too few publishers", True)
 
     @staticmethod
     def _absolute(topic: str) -> str:

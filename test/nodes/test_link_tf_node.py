@@ -87,6 +87,7 @@ def test_link_tf_matches_pinocchio(ros_harness, urdf) -> None:
     node = ros_harness.start_node("link_tf", params={"rate_hz": 50.0})
     ros_harness.wait_for_subscribers("joint_states", timeout_s=60.0)
     tf = ros_harness.probe.recorder("/tf", TFMessage)
+    ros_harness.wait_matched(tf, timeout_s=30.0)
     description = ros_harness.wait_for_message("/robot_description", String, qos=qos.LATCHED,
                                                include_earlier=True, timeout_s=30.0)
     assert description.data == text
