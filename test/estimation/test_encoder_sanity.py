@@ -211,3 +211,58 @@ def test_bad_configuration_and_sizes_raise():
         checker.update(np.zeros(3), np.zeros(3), 0.0)
     with pytest.raises(InputError):
         checker.update(np.full(4, np.nan), np.zeros(4), 0.0)
+
+
+# --- the compiled passes against their readable numpy forms --------------------------------------
+
+def _freeze_step_reference(pos, vel, dt, prev, run, travel, slot, freeze_samples, min_travel):
+    run = (run + 1) * (pos == prev)
+    travel = travel.copy()
+    travel[slot] = vel * dt
+    frozen = (run >= freeze_samples) & (np.abs(travel.sum(axis=0)) > min_travel)
+    return run, travel, pos.copy(), (frozen if run.max() >= freeze_samples and frozen.any() else None)
+
+
+def _jump_ratio_reference(pos, vel, ref, v_ref, dt, speed_bound, tolerance):
+    unexplained = np.abs(pos - ref - 0.5 * dt * (vel + v_ref))
+    ratio = unexplained / (speed_bound * dt + tolerance)
+    return unexplained, ratio, (int(np.argmax(ratio)) if (ratio > 1.0).any() else -1)
+
+
+def test_compiled_passes_match_their_numpy_forms() -> None:
+    from kangaroo_wbc.estimation.encoder_sanity import _freeze_step, _jump_ratio
+
+    rng = np.random.default_rng(3)
+    n, f = 12, 5
+    found_frozen = found_jump = 0
+    for _ in range(400):
+        prev = np.round(rng.normal(0.0, 1e-3, n), 5)
+        pos = np.where(rng.random(n) < 0.7, prev, prev + 1e-5)
+        vel = rng.normal(0.0, 0.05, n)
+        run = rng.integers(0, 2 * f, n)
+        travel = rng.normal(0.0, 2e-4, (f, n))
+        slot, dt = int(rng.integers(0, f)), 1e-3
+        want_run, want_travel, want_prev, want_frozen = _freeze_step_reference(
+            pos, vel, dt, prev, run, travel, slot, f, 5e-4)
+        got_run, got_travel, got_prev, mask = run.copy(), travel.copy(), prev.copy(), np.zeros(n, bool)
+        got = _freeze_step(pos, vel, dt, got_prev, got_run, got_travel, slot, f, 5e-4, mask)
+        np.testing.assert_array_equal(got_run, want_run)
+        np.testing.assert_allclose(got_travel, want_travel, rtol=0, atol=1e-18)
+        np.testing.assert_array_equal(got_prev, want_prev)
+        assert got == (want_frozen is not None)
+        if got:
+            found_frozen += 1
+            np.testing.assert_array_equal(mask, want_frozen)
+
+        ref = pos + rng.normal(0.0, 2e-3, n) * (rng.random(n) < 0.1)
+        v_ref = vel + rng.normal(0.0, 1e-3, n)
+        bound = np.where(rng.random(n) < 0.1, np.inf, 0.75)
+        unexplained, ratio = np.zeros(n), np.zeros(n)
+        want_unexplained, want_ratio, want_worst = _jump_ratio_reference(pos, vel, ref, v_ref, dt, bound, 1e-4)
+        got_worst = _jump_ratio(pos, vel, ref, v_ref, dt, bound, float(bound.min()), 1e-4, ratio, unexplained)
+        np.testing.assert_allclose(unexplained, want_unexplained, rtol=1e-12, atol=1e-18)
+        assert got_worst == want_worst
+        if got_worst >= 0:
+            found_jump += 1
+            np.testing.assert_allclose(ratio, want_ratio, rtol=1e-12)
+    assert found_frozen > 20 and found_jump > 20  # both outcomes exercised
