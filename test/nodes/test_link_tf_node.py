@@ -9,6 +9,7 @@ decimated to ``rate_hz`` on the message stamps.
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
@@ -94,8 +95,16 @@ def test_link_tf_matches_pinocchio(ros_harness, urdf) -> None:
     static = ros_harness.wait_for_message("/tf_static", TFMessage, qos=qos.LATCHED,
                                           include_earlier=True, timeout_s=30.0)
 
-    ros_harness.publish("joint_states", _joint_state(positions, T0, rng), qos.SENSOR_STATE)
-    moving = ros_harness.wait_for_message("/tf", TFMessage, include_earlier=True, timeout_s=30.0)
+    # link_tf reads joint_states best effort: a sample sent before its reader has matched the probe's
+    # writer is dropped (matching is not symmetric), so the first sample is repeated until /tf comes;
+    # repeats carry the same stamp, which link_tf's decimation drops after the first
+    moving = None
+    for _ in range(30):
+        ros_harness.publish("joint_states", _joint_state(positions, T0, rng), qos.SENSOR_STATE)
+        with contextlib.suppress(TimeoutError):
+            moving = ros_harness.wait_for_message("/tf", TFMessage, include_earlier=True, timeout_s=1.0)
+            break
+    assert moving is not None, "link_tf published no /tf for 30 s of joint_states"
 
     movable = {(p, c) for _, kind, p, c in joints if kind != "fixed"}
     fixed = {(p, c) for _, kind, p, c in joints if kind == "fixed"}
