@@ -34,6 +34,7 @@ from kangaroo_wbc.estimation.contact_wrench import (
 from kangaroo_wbc.estimation.stamp_order import StampOrder, StampVerdict
 from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.model.ball_screw import BallScrewActuators
+from kangaroo_wbc.model.fast_kinematics import finite
 
 STATE, ODOMETRY, TORQUE = "joint_states", "estimation/base_odometry", "actuators/state"
 
@@ -135,7 +136,7 @@ class ContactWrenchEstimation(Component):
         ``projected``: a :class:`~kangaroo_wbc.control.projected_model.ProjectedModel` already
         updated at the current state (the controller's, in the same process), or None.
         """
-        if sample.effort is None or not np.isfinite(sample.effort).all():
+        if sample.effort is None or not finite(sample.effort):
             self.reject(TORQUE, "missing or non-finite motor torques")
             return None
         t = sample.stamp_s
@@ -159,7 +160,7 @@ class ContactWrenchEstimation(Component):
             else:
                 v_est = self._v[self._idx_v_a]
                 velocity = sample.velocity  # measured; a sample without velocities: the estimate's
-                if velocity is None or np.shape(velocity) != v_est.shape or not np.isfinite(velocity).all():
+                if velocity is None or np.shape(velocity) != v_est.shape or not finite(velocity):
                     velocity = v_est
                 force = self.forces.estimate(sample.effort, velocity, v_est)
                 out = self.estimator.update(self._q, actuator_force=force, v=self._v, projected=projected)
@@ -170,7 +171,7 @@ class ContactWrenchEstimation(Component):
         except EstimationError as exc:
             self.reject("estimation", exc)
             return None
-        if not np.isfinite(out.wrench_sole_in_sole).all():
+        if not finite(out.wrench_sole_in_sole):
             self.reject("estimation", "non-finite wrench, not published")
             return None
         self.stats["ticks"] += 1

@@ -60,6 +60,7 @@ from kangaroo_wbc.estimation.floating_base import (
 from kangaroo_wbc.estimation.passive_state import PassiveStateConfig, PassiveStateEstimator
 from kangaroo_wbc.estimation.stamp_order import StampOrder, StampVerdict
 from kangaroo_wbc.model import ClosedLoopModel
+from kangaroo_wbc.model.fast_kinematics import all_finite, finite
 
 #: Failed calibration windows in a row reported as WARN (a robot settling on its crane) before
 #: the failures become an ERROR.
@@ -173,8 +174,7 @@ class StateEstimation(Component):
 
     def on_imu(self, sample: ImuSample) -> None:
         """``imu/data`` (orientation required)."""
-        if not (np.isfinite(sample.orientation_xyzw).all() and np.isfinite(sample.angular_velocity).all()
-                and np.isfinite(sample.linear_acceleration).all()):
+        if not (finite(sample.orientation_xyzw) and all_finite(sample.angular_velocity, sample.linear_acceleration)):
             return self.reject("imu/data", "non-finite values")
         self._imu = sample
 
@@ -196,7 +196,7 @@ class StateEstimation(Component):
         """One ``actuators/state`` sample (calibrated ``clm.actuated_joint_names`` order): the
         estimate at its stamp, or None (calibrating, skipped sample, fault: see the events)."""
         self.new_calibration = None
-        if not (np.isfinite(sample.position).all() and np.isfinite(sample.velocity).all()):
+        if not all_finite(sample.position, sample.velocity):
             self.reject("actuators/state", "non-finite position or velocity")
             return None
         self._last_input = self._monotonic()
@@ -324,7 +324,7 @@ class StateEstimation(Component):
         est.q[:], est.v[:] = passive.q_at_sample, passive.v  # the estimate at the sample's instant
         if imu_ok:  # the base of this instant (the passive estimator keeps it for the next sample)
             est.q[:7], est.v[:6] = base.q_base, base.v_base
-        if not (np.isfinite(est.q).all() and np.isfinite(est.v).all()):
+        if not all_finite(est.q, est.v):
             self.reject("estimation", "non-finite estimate, not published")
             return None
         est.stamp_s, est.base_valid = stamp, imu_ok and base.initialized

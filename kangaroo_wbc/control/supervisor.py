@@ -25,6 +25,7 @@ from kangaroo_wbc.control.behaviours import Behaviour, BehaviourState, make_beha
 from kangaroo_wbc.control.reference_governor import GovernorSettings, ReferenceGovernor
 from kangaroo_wbc.control.wbc import FrameReference, WbcOutput, WbcReferences
 from kangaroo_wbc.errors import InputError, KangarooWbcError, ModelError, NoSolutionFound
+from kangaroo_wbc.model.fast_kinematics import all_finite, finite
 
 #: A contact the behaviour has just planned (a touchdown) stays active this long [s] whatever the
 #: sole forces say: it is unloaded until the controller loads it, and a measured-contact veto at
@@ -163,9 +164,9 @@ class WbcSupervisor:
         v = np.asarray(v, dtype=float)
         q = np.asarray(q, dtype=float)
         if (
-            not (np.isfinite(q).all() and np.isfinite(v).all())
-            or q.shape != (self.clm.model.nq,)
+            q.shape != (self.clm.model.nq,)
             or v.shape != (self.clm.model.nv,)
+            or not all_finite(q, v)
         ):
             self.stats.invalid += 1
             return self._safe(v, "non-finite or mis-sized state")
@@ -200,7 +201,7 @@ class WbcSupervisor:
         except KangarooWbcError as exc:
             return self._safe(v, f"controller error: {exc}")
         tau = np.clip(out.tau_a, self.limits.force_min, self.limits.force_max)
-        if not np.isfinite(tau).all():
+        if not finite(tau):
             return self._safe(v, "non-finite actuator forces")
         self.stats.iterations_max = max(self.stats.iterations_max, out.qp.iterations)
         cmd = Command(tau_a=tau, mode="control", output=out)

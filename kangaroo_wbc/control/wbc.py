@@ -56,7 +56,7 @@ from kangaroo_wbc.control.tasks import (
 from kangaroo_wbc.control.tasks.fused import fill_default_tasks
 from kangaroo_wbc.errors import FrameNotFound, InputError, NoSolutionFound, suggest
 from kangaroo_wbc.model import ClosedLoopModel
-from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA, _jit
+from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA, _jit, finite
 
 
 @dataclass
@@ -510,7 +510,7 @@ class WholeBodyController:
             if gen_force is not None:
                 gen_force += pm.full_jacobian(c.frame).T @ wrench
         lam = pm.lagrange_multipliers(nu_dot, gen_force) if gen_force is not None else None
-        if not np.isfinite(tau).all():
+        if not finite(tau):
             raise NoSolutionFound("non-finite actuator forces from the QP solution", problem=self.problem, result=sol)
         return WbcOutput(tau_a=tau, nu_dot=nu_dot, forces=forces, wrenches=wrenches, lam=lam, qp=sol,
                          timing={}, active_contacts=active)

@@ -32,6 +32,7 @@ import numpy as np
 
 from kangaroo_wbc.errors import InputError
 from kangaroo_wbc.model.ball_screw import BallScrewActuators
+from kangaroo_wbc.model.fast_kinematics import _jit
 
 
 @dataclass
@@ -67,6 +68,24 @@ class ActuatorCompensation:
     def paper(cls) -> ActuatorCompensation:
         """Eq. (47) alone: no compensation."""
         return cls(actuator_model=False, rotor_inertia=False, torque_bias=False)
+
+
+@_jit
+def _bias_step(residual, velocity, normal_force, still_velocity, min_force, samples_per_tau, max_bias, gain, bias):
+    """One bias step (module docstring), compiled: only while every actuator is still, every sole
+    loaded and the residual finite, ``b += r / (T f_s g)`` clipped to ``max_bias``; True if it learnt."""
+    for i in range(velocity.shape[0]):
+        if abs(velocity[i]) > still_velocity:
+            return False
+    for i in range(normal_force.shape[0]):
+        if normal_force[i] < min_force:
+            return False
+    for i in range(residual.shape[0]):
+        if not np.isfinite(residual[i]):
+            return False
+    for i in range(bias.shape[0]):
+        bias[i] = min(max(bias[i] + residual[i] / (samples_per_tau * gain[i]), -max_bias), max_bias)
+    return True
 
 
 class ActuatorForceEstimator:
@@ -125,11 +144,10 @@ class ActuatorForceEstimator:
         c = self.compensation
         if not c.torque_bias:
             return False
-        if (np.max(np.abs(velocity_m_s)) > c.still_velocity_m_s
-                or np.min(sole_normal_force_n) < c.min_sole_force_n or not np.all(np.isfinite(residual_n))):
+        if not _bias_step(np.asarray(residual_n, dtype=float), np.asarray(velocity_m_s, dtype=float),
+                          np.asarray(sole_normal_force_n, dtype=float), c.still_velocity_m_s, c.min_sole_force_n,
+                          c.bias_time_constant_s * c.sample_rate_hz, c.max_bias_nm, self._gain, self.bias_nm):
             return False
-        step = np.asarray(residual_n, dtype=float) / (c.bias_time_constant_s * c.sample_rate_hz * self._gain)
-        np.clip(self.bias_nm + step, -c.max_bias_nm, c.max_bias_nm, out=self.bias_nm)
         self.bias_updates += 1
         return True
 

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kangaroo_wbc.errors import ConfigError, InputError
+from kangaroo_wbc.model.fast_kinematics import _jit
 
 #: Entries of a closure file's ``actuators`` mapping read here, with their defaults (the ideal screw:
 #: no losses beyond ``eta``, no inertia). Keys marked (sim) describe the simulated hardware only.
@@ -64,6 +65,62 @@ ENTRY_DEFAULTS: dict[str, float] = {
     "current_bandwidth_hz": math.inf,  # (sim) [Hz] current loop
     "encoder_counts_per_rev": 0.0,  # (sim) motor encoder counts per revolution (0: not quantised)
 }
+
+
+#: Columns of :attr:`BallScrewActuators.params` (one row per actuator), read by the compiled model.
+_LIN, _K, _ETA_M, _DELTA, _PAPER, _FC, _B, _VS, _MR = range(9)
+
+
+@_jit
+def screw_force(p, tau, v, a, switch, friction):
+    """:meth:`BallScrewActuators.force_from_torque` of one actuator (``p``: its row of
+    :attr:`BallScrewActuators.params`; ``a``: acceleration, 0 for no inertia term)."""
+    if p[_LIN] == 0.0:
+        return tau
+    s = np.tanh(v / p[_VS])
+    y = p[_K] * tau
+    f = p[_ETA_M] * y - p[_DELTA] * abs(y) * s if switch else p[_PAPER] * tau
+    if friction:
+        f -= p[_FC] * s + p[_B] * v
+    return f - p[_MR] * a
+
+
+@_jit
+def screw_torque(p, force, v, a, switch, friction):
+    """:meth:`BallScrewActuators.torque_from_force` of one actuator (exact inverse of
+    :func:`screw_force`)."""
+    if p[_LIN] == 0.0:
+        return force
+    s = np.tanh(v / p[_VS])
+    S = force + (p[_FC] * s + p[_B] * v if friction else 0.0) + p[_MR] * a
+    if not switch:
+        return S / p[_PAPER]
+    sign = 1.0 if S > 0.0 else (-1.0 if S < 0.0 else 0.0)
+    return S / (p[_ETA_M] - p[_DELTA] * s * sign) / p[_K]
+
+
+@_jit
+def screw_split(p, motor_torque_nm):
+    """A motor torque as a simulator applies it to a ball screw: the force before the losses
+    ``eta_m y`` and the dry losses ``F_c + Delta |y|`` (the driving/back-driving switch is a
+    load-dependent Coulomb friction); a revolute actuator's torque passes, without dry losses."""
+    if p[_LIN] == 0.0:
+        return motor_torque_nm, 0.0
+    y = p[_K] * motor_torque_nm
+    return p[_ETA_M] * y, p[_FC] + p[_DELTA] * abs(y)
+
+
+@_jit
+def _screw_map(params, x, v, a, switch, friction, inverse, out):
+    """``out = screw_force`` (or ``screw_torque`` with ``inverse``) over flat arrays whose index
+    runs over the actuators fastest (``i % n_actuators``)."""
+    n = params.shape[0]
+    for i in range(out.shape[0]):
+        p = params[i % n]
+        if inverse:
+            out[i] = screw_torque(p, x[i], v[i], a[i], switch, friction)
+        else:
+            out[i] = screw_force(p, x[i], v[i], a[i], switch, friction)
 
 
 @dataclass
@@ -130,6 +187,11 @@ class BallScrewActuators:
         #: motor torque limit [N·m]: the driving force limit through the ideal screw
         self.max_motor_torque_nm = np.where(lin, self.max_force_n / (k * np.where(lin, eta, 1.0)), self.max_force_n)
         self._paper_gain = np.where(lin, k * eta, 1.0)
+        #: the per-actuator parameters of the compiled model, one row each (columns ``_LIN`` ...)
+        self.params = np.ascontiguousarray(np.column_stack([
+            lin.astype(float), k, self.mean_efficiency, self.efficiency_switch, self._paper_gain,
+            self.coulomb_friction_n, self.viscous_friction_n_s_per_m, self.stiction_velocity_m_s,
+            self.reflected_inertia_kg]))
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -220,10 +282,32 @@ class BallScrewActuators:
             mu = mu + self.efficiency_switch * np.abs(self.torque_to_force * motor_torque_nm)
         return np.where(self.is_linear, mu * self.direction(v) + self.viscous_friction_n_s_per_m * v, 0.0)
 
+    def _map(self, x, v, a, switch: bool, friction: bool, inverse: bool) -> np.ndarray:
+        """The compiled model over inputs that broadcast to ``(..., n_actuators)``."""
+        n = self.params.shape[0]
+        x = np.asarray(x, dtype=float)
+        v = np.asarray(v, dtype=float)
+        if a is None:
+            a = np.zeros(1)
+            has_a = False
+        else:
+            a = np.asarray(a, dtype=float)
+            has_a = True
+        if x.shape == v.shape == (n,) and (not has_a or a.shape == (n,)):  # the per-tick case
+            out = np.empty(n)
+            _screw_map(self.params, x, v, a if has_a else np.zeros(n), switch, friction, inverse, out)
+            return out
+        shape = np.broadcast_shapes(x.shape, v.shape, a.shape if has_a else (), (n,))
+        flat = [np.ascontiguousarray(np.broadcast_to(z, shape)).reshape(-1) for z in (x, v, a if has_a else 0.0)]
+        out = np.empty(flat[0].shape[0])
+        _screw_map(self.params, flat[0], flat[1], flat[2], switch, friction, inverse, out)
+        return out.reshape(shape)
+
     def force_from_torque(self, motor_torque_nm: np.ndarray, velocity_m_s: np.ndarray,
                           acceleration_m_s2: np.ndarray | None = None, *, switch: bool = True,
                           friction: bool = True) -> np.ndarray:
-        """Axial force on the linkage [N] from the motor torque [N·m] (module docstring).
+        """Axial force on the linkage [N] from the motor torque [N·m] (module docstring; compiled,
+        :func:`screw_force` per actuator). Inputs broadcast to ``(..., n_actuators)``.
 
         Args:
             motor_torque_nm: electromagnetic motor torque ``tau_m``.
@@ -232,18 +316,7 @@ class BallScrewActuators:
             switch: the driving/back-driving efficiency (False: ``eta`` throughout, eq. (47)).
             friction: Coulomb and viscous friction.
         """
-        tau = np.asarray(motor_torque_nm, dtype=float)
-        v = np.asarray(velocity_m_s, dtype=float)
-        y = self.torque_to_force * tau
-        if switch:
-            f = self.mean_efficiency * y - self.efficiency_switch * np.abs(y) * self.direction(v)
-        else:
-            f = self._paper_gain * tau
-        if friction:
-            f = f - self.friction_force(v)
-        if acceleration_m_s2 is not None:
-            f = f - self.reflected_inertia_kg * np.asarray(acceleration_m_s2, dtype=float)
-        return np.where(self.is_linear, f, tau)
+        return self._map(motor_torque_nm, velocity_m_s, acceleration_m_s2, switch, friction, False)
 
     def torque_from_force(self, force_n: np.ndarray, velocity_m_s: np.ndarray,
                           acceleration_m_s2: np.ndarray | None = None, *, switch: bool = True,
@@ -251,18 +324,8 @@ class BallScrewActuators:
         """Exact inverse of :meth:`force_from_torque`: the motor torque [N·m] that puts ``force_n``
         [N] on the linkage at this velocity (and acceleration). With ``S`` the force the screw must
         deliver, ``y = S / (eta_m - Delta s sign(S))`` (``sign(y) = sign(S)``, both denominators
-        positive since ``eta_m - Delta = eta``)."""
-        F = np.asarray(force_n, dtype=float)
-        v = np.asarray(velocity_m_s, dtype=float)
-        S = F + self.friction_force(v) if friction else F.copy()
-        if acceleration_m_s2 is not None:
-            S = S + self.reflected_inertia_kg * np.asarray(acceleration_m_s2, dtype=float)
-        if switch:
-            y = S / (self.mean_efficiency - self.efficiency_switch * self.direction(v) * np.sign(S))
-            tau = y / self.torque_to_force
-        else:
-            tau = S / self._paper_gain
-        return np.where(self.is_linear, tau, F)
+        positive since ``eta_m - Delta = eta``). Compiled: :func:`screw_torque` per actuator."""
+        return self._map(force_n, velocity_m_s, acceleration_m_s2, switch, friction, True)
 
     def power_loss(self, motor_torque_nm: np.ndarray, velocity_m_s: np.ndarray) -> np.ndarray:
         """Power dissipated in the screw and the bearings [W]: motor power ``y x_dot`` minus the

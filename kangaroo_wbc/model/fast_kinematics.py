@@ -56,10 +56,22 @@ if HAVE_NUMBA:
             if not np.isfinite(b[i]):
                 return False
         return True
+
+    @_jit
+    def finite(a):
+        """Every entry of the array ``a`` (any shape) is finite (compiled)."""
+        for x in a.flat:
+            if not np.isfinite(x):
+                return False
+        return True
 else:  # pragma: no cover - exercised only where numba is missing
     def all_finite(a, b):
         """Every entry of the 1-D arrays ``a`` and ``b`` is finite."""
         return bool(np.isfinite(a).all() and np.isfinite(b).all())
+
+    def finite(a):
+        """Every entry of the array ``a`` (any shape) is finite."""
+        return bool(np.isfinite(a).all())
 
 
 @_jit

@@ -124,10 +124,10 @@ class ContactWrenchNode(KangarooNode):
         self._odom_stamp: float | None = None
         self._joint_stamp: float | None = None
         self._next_marker = 0.0
-        pub = self.create_publisher
-        self._pub_w = [pub(WrenchStamped, f"contact/{s}/wrench", qos.SENSOR_STATE) for s in p.sole_frames]
-        self._pub_cop = [pub(PointStamped, f"contact/{s}/cop", qos.SENSOR_STATE) for s in p.sole_frames]
-        self._pub_zmp = pub(PointStamped, "zmp", qos.SENSOR_STATE)
+        pub, stream = self.create_publisher, self.create_stream_publisher
+        self._pub_w = [stream(WrenchStamped, f"contact/{s}/wrench", qos.SENSOR_STATE) for s in p.sole_frames]
+        self._pub_cop = [stream(PointStamped, f"contact/{s}/cop", qos.SENSOR_STATE) for s in p.sole_frames]
+        self._pub_zmp = stream(PointStamped, "zmp", qos.SENSOR_STATE)
         self._pub_markers = pub(MarkerArray, "contact/markers", qos.VISUALIZATION)
         self._w_wrench = [wrench_stamped_writer(s) for s in p.sole_frames]  # preserialised
         self._w_cop = [point_stamped_writer(s) for s in p.sole_frames]
@@ -193,11 +193,12 @@ class ContactWrenchNode(KangarooNode):
 
     def _publish(self, out: ContactWrenchEstimate, stamp, t: float) -> None:
         p = self.params
-        for i in range(len(p.sole_frames)):
-            self._pub_w[i].publish(self._w_wrench[i].write(t, wrench=out.wrench_sole_in_sole[i]))
-            if out.cop_valid[i]:
+        for i in range(len(p.sole_frames)):  # 1 kHz streams: only what somebody subscribes to
+            if self._pub_w[i].wanted():
+                self._pub_w[i].publish(self._w_wrench[i].write(t, wrench=out.wrench_sole_in_sole[i]))
+            if out.cop_valid[i] and self._pub_cop[i].wanted():
                 self._pub_cop[i].publish(self._w_cop[i].write(t, point=out.cop_sole_in_sole[i]))
-        if out.zmp_valid:
+        if out.zmp_valid and self._pub_zmp.wanted():
             self._pub_zmp.publish(self._w_zmp.write(t, point=out.zmp_in_world))
         if p.marker_rate_hz > 0 and t >= self._next_marker:
             self._next_marker = t + 1.0 / p.marker_rate_hz

@@ -141,11 +141,11 @@ class SimNode(KangarooNode):
         self._msg = {"act": JointState(), "enc": JointState(), "imu": Imu(), "gt": JointState(), "odom": Odometry(),
                      **{s: WrenchStamped() for s in sim.sole_names}}
         self._clock_msg = ClockMsg(clock=self._stamp)
-        pub = self.create_publisher
-        self._pub = {"act": pub(JointState, "actuators/state", qos.SENSOR_STATE),
-                     "enc": pub(JointState, "passive_encoders/state", qos.SENSOR_STATE),
-                     "imu": pub(Imu, "imu/data", qos.SENSOR_STATE),
-                     "clock": pub(ClockMsg, "/clock", qos.SENSOR_STATE),
+        pub, stream = self.create_publisher, self.create_stream_publisher
+        self._pub = {"act": stream(JointState, "actuators/state", qos.SENSOR_STATE),
+                     "enc": stream(JointState, "passive_encoders/state", qos.SENSOR_STATE),
+                     "imu": stream(Imu, "imu/data", qos.SENSOR_STATE),
+                     "clock": stream(ClockMsg, "/clock", qos.SENSOR_STATE),
                      "gt": pub(JointState, "sim/ground_truth/joint_states", qos.SENSOR_STATE),
                      "odom": pub(Odometry, "sim/ground_truth/base_odometry", qos.SENSOR_STATE),
                      **{s: pub(WrenchStamped, f"sim/ground_truth/{s}/wrench", qos.SENSOR_STATE)
@@ -301,11 +301,14 @@ class SimNode(KangarooNode):
         robot, pub = self.robot, self._pub
         act, enc, imu = robot.samples(wall_s=time.monotonic())
         stamp = seconds_to_time_msg(act.stamp_s, self._stamp)
-        pub["clock"].publish(self._clock_msg)
+        if pub["clock"].wanted():  # the 1 kHz streams: only what somebody subscribes to
+            pub["clock"].publish(self._clock_msg)
         w, t = self._writers, act.stamp_s  # preserialised: the 1 kHz messages cost microseconds
-        pub["act"].publish(w["act"].write(t, position=act.position, velocity=act.velocity, effort=act.effort))
-        pub["enc"].publish(w["enc"].write(t, position=enc.position))
-        if imu is not None:
+        if pub["act"].wanted():
+            pub["act"].publish(w["act"].write(t, position=act.position, velocity=act.velocity, effort=act.effort))
+        if pub["enc"].wanted():
+            pub["enc"].publish(w["enc"].write(t, position=enc.position))
+        if imu is not None and pub["imu"].wanted():
             x, y, z, qw = (float(c) for c in imu.orientation_xyzw)
             norm = math.sqrt(x * x + y * y + z * z + qw * qw)
             pub["imu"].publish(w["imu"].write(t, orientation=(x / norm, y / norm, z / norm, qw / norm),

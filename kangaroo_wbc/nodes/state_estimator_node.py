@@ -239,9 +239,9 @@ class StateEstimatorNode(KangarooNode):
         self._cov = np.diag([0.0] * 3 + [1e-4] * 3).ravel()  # position / velocity variance on [0, 7, 14]
         #: composed deployment: called with ``(sample, estimate)`` after each published estimate
         self.estimate_listener = None
-        pub = self.create_publisher
-        self._pub_js = pub(JointState, "joint_states", qos.SENSOR_STATE)
-        self._pub_odom = pub(Odometry, "estimation/base_odometry", qos.SENSOR_STATE)
+        pub, stream = self.create_publisher, self.create_stream_publisher
+        self._pub_js = stream(JointState, "joint_states", qos.SENSOR_STATE)
+        self._pub_odom = stream(Odometry, "estimation/base_odometry", qos.SENSOR_STATE)
         self._pub_cal = pub(JointState, "estimation/calibration", qos.LATCHED)
         self._tf = None
         self._next_tf = -float("inf")  # stamp [s] from which the next TF goes out
@@ -313,15 +313,17 @@ class StateEstimatorNode(KangarooNode):
 
     def _publish(self, est: StateEstimate, stamp) -> None:
         p, t = self.params, est.stamp_s
-        self._pub_js.publish(self._w_js.write(t, position=est.q[self._idx_q], velocity=est.v[self._idx_v]))
+        if self._pub_js.wanted():  # 1 kHz streams: only what somebody subscribes to
+            self._pub_js.publish(self._w_js.write(t, position=est.q[self._idx_q], velocity=est.v[self._idx_v]))
         if not est.base_valid:
             return
         q_base, v_base = est.q[:7], est.v[:6]
-        cov = self._cov
-        cov[0] = cov[7] = cov[14] = est.position_variance
-        self._w_odom.write(pose_covariance=cov)
-        cov[0] = cov[7] = cov[14] = est.velocity_variance
-        self._pub_odom.publish(self._w_odom.write(t, pose=q_base, twist=v_base, twist_covariance=cov))
+        if self._pub_odom.wanted():
+            cov = self._cov
+            cov[0] = cov[7] = cov[14] = est.position_variance
+            self._w_odom.write(pose_covariance=cov)
+            cov[0] = cov[7] = cov[14] = est.velocity_variance
+            self._pub_odom.publish(self._w_odom.write(t, pose=q_base, twist=v_base, twist_covariance=cov))
         if self._tf is not None and t >= self._next_tf:
             self._next_tf = t + 1.0 / p.tf_rate_hz - 1e-9
             self._tf.sendTransform(arrays_to_transform_stamped(q_base[:3], q_base[3:], parent_frame=p.odom_frame,

@@ -279,7 +279,7 @@ class WholeBodyControllerNode(KangarooNode):
         #: composed deployment: called with every command (:class:`ActuatorCommand`)
         self.command_listener = None
         pub = self.create_publisher
-        self._pub_cmd = pub(JointState, "actuators/command", qos.COMMAND)
+        self._pub_cmd = self.create_stream_publisher(JointState, "actuators/command", qos.COMMAND)
         self.watch_single_writer("actuators/command", self.get_name())  # a second source is an ERROR
         self._pub_arr = (pub(Float64MultiArray, "actuators/command_array", qos.COMMAND)
                          if p.publish_command_array else None)
@@ -509,7 +509,9 @@ class WholeBodyControllerNode(KangarooNode):
         self._publish_ready(self.component.ready)
 
     def _publish(self, cmd, stamp, stamp_s: float) -> None:
-        if stamp_s == stamp_s:
+        if not self._pub_cmd.wanted():  # nobody subscribes (composed: the simulator is chained)
+            pass
+        elif stamp_s == stamp_s:
             self._pub_cmd.publish(self._w_cmd.write(stamp_s, effort=cmd.tau_a))
         else:  # no state of a known time: stamped with the node's clock
             self._pub_cmd.publish(self._act.to_joint_state(effort=cmd.tau_a, stamp=stamp, msg=self._msg_cmd,

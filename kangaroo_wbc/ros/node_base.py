@@ -55,6 +55,41 @@ SHUTDOWN_FLUSH_S = 1.0
 WRITER_CHECK_PERIOD_S = 0.25
 
 
+class StreamPublisher:
+    """A high-rate publisher that builds and sends its messages only while somebody subscribes.
+
+    A 1 kHz topic without a subscriber still costs the serialisation and ``rcl_publish`` (a few
+    µs each, a dozen topics a tick); what nobody receives is skipped. The matched-subscription
+    count is asked again every ``idle_refresh`` calls while nobody listens (a new subscriber
+    misses at most that many samples after its match, which discovery delays anyway) and every
+    ``busy_refresh`` calls while somebody does. Use::
+
+        if stream.wanted():
+            stream.publish(writer.write(...))
+    """
+
+    def __init__(self, publisher: Any, idle_refresh: int = 10, busy_refresh: int = 200) -> None:
+        self.publisher = publisher
+        self._idle, self._busy = idle_refresh, busy_refresh
+        self._countdown = 0
+        self._wanted = False
+
+    def wanted(self) -> bool:
+        """True if the message should be built and published (somebody subscribes)."""
+        self._countdown -= 1
+        if self._countdown <= 0:
+            self._wanted = self.publisher.get_subscription_count() > 0
+            self._countdown = self._busy if self._wanted else self._idle
+        return self._wanted
+
+    def publish(self, msg: Any) -> None:
+        self.publisher.publish(msg)
+
+    @property
+    def topic_name(self) -> str:
+        return self.publisher.topic_name
+
+
 class KangarooNode(Node):
     """Node with dataclass parameters, diagnostics and throttled logging.
 
@@ -110,6 +145,10 @@ class KangarooNode(Node):
     def diagnostic_statuses(self) -> list[DiagnosticStatus]:
         """Statuses published periodically; override (the default reports the node is running)."""
         return [self.diagnostics.status("node", Level.OK, "running")]
+
+    def create_stream_publisher(self, msg_type: type, topic: str, qos_profile: Any) -> StreamPublisher:
+        """A :class:`StreamPublisher` (high-rate topic published only while somebody subscribes)."""
+        return StreamPublisher(self.create_publisher(msg_type, topic, qos_profile))
 
     def watch_single_writer(self, topic: str, writer: str) -> None:
         """Report every node other than ``writer`` (a node name) that publishes ``topic``: an

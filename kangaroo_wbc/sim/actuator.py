@@ -34,7 +34,21 @@ import math
 import numpy as np
 
 from kangaroo_wbc.errors import InputError
-from kangaroo_wbc.model.ball_screw import BallScrewActuators
+from kangaroo_wbc.model.ball_screw import BallScrewActuators, screw_split, screw_torque
+from kangaroo_wbc.model.fast_kinematics import _jit
+
+
+@_jit
+def _drive_period(params, force, velocity, tau_max, alpha, kt_ratio, current, tau_ref, saturated, ctrl, friction):
+    """Steps 1-3 of the module docstring for every actuator (compiled; the screw through
+    :func:`~kangaroo_wbc.model.ball_screw.screw_torque`)."""
+    for i in range(force.shape[0]):
+        p = params[i]
+        t = screw_torque(p, force[i], velocity[i], 0.0, True, True)
+        saturated[i] = abs(t) > tau_max[i]
+        tau_ref[i] = min(max(t, -tau_max[i]), tau_max[i])
+        current[i] += alpha[i] * (tau_ref[i] - current[i])
+        ctrl[i], friction[i] = screw_split(p, kt_ratio[i] * current[i])
 
 
 class ActuatorDrives:
@@ -92,16 +106,9 @@ class ActuatorDrives:
             force_n: commanded axial forces [N] (torques [N·m] for revolute actuators).
             velocity_m_s: actuator velocities at the period's start [m/s].
         """
-        m = self.model
-        v = velocity_m_s
-        tau_max = m.max_motor_torque_nm
-        tau_ref = m.torque_from_force(force_n, v)
-        np.clip(tau_ref, -tau_max, tau_max, out=self.torque_reference_nm)
-        self.saturated = np.abs(tau_ref) > tau_max
-        self.current_nm += self.alpha * (self.torque_reference_nm - self.current_nm)
-        y = m.torque_to_force * self.motor_torque_nm
-        ctrl[:] = np.where(self._lin, m.mean_efficiency * y, self.motor_torque_nm)
-        friction_n[:] = np.where(self._lin, m.coulomb_friction_n + m.efficiency_switch * np.abs(y), 0.0)
+        _drive_period(self.model.params, np.asarray(force_n, dtype=float), np.asarray(velocity_m_s, dtype=float),
+                      self.model.max_motor_torque_nm, self.alpha, self.torque_constant_ratio, self.current_nm,
+                      self.torque_reference_nm, self.saturated, ctrl, friction_n)
 
     def measured_torque(self, rng: np.random.Generator) -> np.ndarray:
         """The current sensor's motor torque [N·m]: ``k_t (i + b_i)`` plus white noise."""

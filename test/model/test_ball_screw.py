@@ -134,3 +134,50 @@ def test_parameter_file_refuses_a_back_drive_efficiency_above_eta() -> None:
 
     with pytest.raises(ConfigError, match="actuator_dynamics.back_drive_efficiency"):
         load_params().with_overrides({"actuator_dynamics.back_drive_efficiency": 0.99})
+
+
+def _force_reference(a: BallScrewActuators, tau, v, acc, switch, friction):
+    """The model's equations in numpy (module docstring), the oracle of the compiled form."""
+    s = np.tanh(v / a.stiction_velocity_m_s)
+    y = a.torque_to_force * tau
+    f = a.mean_efficiency * y - a.efficiency_switch * np.abs(y) * s if switch else a.paper_force(tau)
+    if friction:
+        f = f - (a.coulomb_friction_n * s + a.viscous_friction_n_s_per_m * v)
+    f = f - a.reflected_inertia_kg * acc
+    return np.where(a.is_linear, f, tau)
+
+
+def _torque_reference(a: BallScrewActuators, force, v, acc, switch, friction):
+    s = np.tanh(v / a.stiction_velocity_m_s)
+    S = force + (a.coulomb_friction_n * s + a.viscous_friction_n_s_per_m * v if friction else 0.0)
+    S = S + a.reflected_inertia_kg * acc
+    if switch:
+        tau = S / (a.mean_efficiency - a.efficiency_switch * s * np.sign(S)) / a.torque_to_force
+    else:
+        tau = S / a.paper_force(np.ones_like(S))
+    return np.where(a.is_linear, tau, force)
+
+
+@pytest.mark.parametrize("switch", [True, False])
+@pytest.mark.parametrize("friction", [True, False])
+def test_compiled_model_matches_its_numpy_form(switch: bool, friction: bool) -> None:
+    rng = np.random.default_rng(4)
+    a = BallScrewActuators(["p0", "p1", "r2", "p3"], [True, True, False, True], [0.05, 0.004, 0.01, 0.005],
+                           [0.9, 0.85, 0.9, 0.95], [0.8, np.nan, 0.7, 0.6], [3e-5, 1e-5, 2e-3, 0.0],
+                           [20.0, 5.0, 0.0, 0.0], [50.0, 0.0, 0.0, 10.0], [2e-3, 1e-3, 1e-3, 5e-3],
+                           [4000.0, 3000.0, 50.0, 2000.0])
+    for shape in [(4,), (7, 4)]:
+        x = rng.normal(0.0, 5.0, shape)
+        v = rng.normal(0.0, 0.02, shape) * (rng.random(shape) < 0.8)
+        acc = rng.normal(0.0, 2.0, shape)
+        for accel in (None, acc):
+            acc_or_0 = 0.0 if accel is None else accel
+            np.testing.assert_allclose(a.force_from_torque(x, v, accel, switch=switch, friction=friction),
+                                       _force_reference(a, x, v, acc_or_0, switch, friction), rtol=1e-13, atol=1e-12)
+            np.testing.assert_allclose(a.torque_from_force(x, v, accel, switch=switch, friction=friction),
+                                       _torque_reference(a, x, v, acc_or_0, switch, friction), rtol=1e-13, atol=1e-12)
+    # scalars and a single actuator broadcast as before
+    one = screws(n=1)
+    v = np.linspace(-0.1, 0.1, 9)
+    np.testing.assert_allclose(one.force_from_torque(np.full(9, 2.0), v),
+                               _force_reference(one, 2.0, v, 0.0, True, True), rtol=1e-13)
