@@ -58,12 +58,16 @@ if HAVE_NUMBA:
         return True
 
     @_jit
-    def finite(a):
-        """Every entry of the array ``a`` (any shape) is finite (compiled)."""
+    def _finite_array(a):
         for x in a.flat:
             if not np.isfinite(x):
                 return False
         return True
+
+    def finite(a) -> bool:
+        """Every entry of ``a`` (an array of any shape, or a sequence of numbers) is finite
+        (compiled; a tuple or list is converted first, numba's reflected sequences are slow)."""
+        return _finite_array(a if type(a) is np.ndarray else np.asarray(a, dtype=float))
 else:  # pragma: no cover - exercised only where numba is missing
     def all_finite(a, b):
         """Every entry of the 1-D arrays ``a`` and ``b`` is finite."""
