@@ -9,14 +9,16 @@ ENV := source scripts/env.sh &&
 PYTEST_ARGS ?=
 BENCH_ARGS ?= --json
 
-.PHONY: help setup test lint ruff mypy demo bench clean distclean
+.PHONY: help setup test lint ruff mypy demo bench peer-env clean distclean
 
 help:
 	@echo "make setup   create/update .venv (pinned requirements, editable install, tf2_msgs)"
 	@echo "make test    setup, ruff, then the test suite (pytest -q test)"
 	@echo "make lint    ruff and mypy"
 	@echo "make demo    setup, then the closed-loop simulation demo (report + bag in reports/demo, replaced each run)"
-	@echo "make bench   setup, then the timing benchmarks"
+	@echo "make bench   setup, then the timing benchmarks (creates the peer environment on first use)"
+	@echo "make peer-env  create/update the benchmark's peer environment: pin 3 + toolbox-parallel-robots"
+	@echo "             in a venv outside the repository (requirements-peer.txt; \$$KANGAROO_WBC_PEER_VENV)"
 	@echo "make clean   remove build artefacts and caches (distclean also removes .venv)"
 
 setup:
@@ -52,6 +54,10 @@ demo: setup
 
 bench: setup
 	$(ENV) kangaroo-wbc bench $(BENCH_ARGS)
+
+# The peer library's own venv (default ~/.cache/kangaroo_wbc/peer-venv); `bench` also creates it.
+peer-env: setup
+	$(ENV) python -m kangaroo_wbc.bench.peer_env
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache reports out MUJOCO_LOG.TXT

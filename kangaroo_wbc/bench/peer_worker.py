@@ -48,6 +48,10 @@ import pinocchio as pin
 PKG = "toolbox_parallel_robots"
 
 
+class Unavailable(RuntimeError):
+    """A method this pinocchio cannot run (reported as ``unavailable``, not as a failure)."""
+
+
 class _WarmStart(np.ndarray):
     """An array whose comparison with a list is ``False`` (the toolbox tests ``q_prec == []``)."""
 
@@ -158,9 +162,9 @@ def _run_slsqp(mods, clm, cms, thetas, q0, warmup):
 
 def _run_proximal(mods, clm, thetas, q0, warmup):
     if not hasattr(pin, "ContactCholeskyDecomposition"):
-        raise RuntimeError(f"pinocchio {pin.__version__} has no ContactCholeskyDecomposition (renamed in "
-                           "pinocchio 4); the toolbox's proximal solver needs pinocchio 3 "
-                           "(run with --peer-python)")
+        raise Unavailable(f"pinocchio {pin.__version__} has no ContactCholeskyDecomposition (renamed in "
+                          "pinocchio 4); the toolbox's proximal solver needs pinocchio 3 (the bench's peer "
+                          "environment, or --peer-python)")
     mnt, fj = mods["mounting"], mods["freeze_joints"]
     m = clm.model
     act = mods["actuation_model"].ActuationModel(m, clm.actuated_joint_names)
@@ -270,11 +274,13 @@ def run(request: dict) -> dict:
                     res[method] = _run_proximal(mods, clm, thetas, q0, warmup)
                 elif method == "casadi":
                     if not info["pinocchio_casadi"]:
-                        raise RuntimeError(f"pinocchio {pin.__version__} was built without casadi bindings "
-                                           "(pinocchio.casadi); PyPI's pin wheels have none")
+                        raise Unavailable(f"pinocchio {pin.__version__} was built without casadi bindings "
+                                          "(pinocchio.casadi); PyPI's pin wheels have none")
                     res[method] = _run_casadi(mods, clm, cms, thetas, q0, warmup)
                 elif method == "jacobian":
                     res[method] = _run_jacobian(mods, clm, cms, spec["states"], warmup)
+            except Unavailable as exc:
+                res[method] = {"unavailable": str(exc)}
             except Exception as exc:  # noqa: BLE001 - one failing method must not hide the others
                 res[method] = {"error": f"{type(exc).__name__}: {exc}",
                                "where": traceback.format_exc(limit=-2).strip().splitlines()[-3:]}

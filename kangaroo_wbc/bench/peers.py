@@ -1,14 +1,17 @@
 """Peer comparison in the same run: toolbox-parallel-robots on the same models and inputs.
 
-The peer runs in child processes (:mod:`kangaroo_wbc.bench.peer_worker`): one under this
-interpreter and, with ``--peer-python``, one under an interpreter whose pinocchio the toolbox was
-written for (pinocchio 3: its proximal solver uses ``ContactCholeskyDecomposition``). Both sides
-get the same actuator samples; the parent compares the closed configurations with ours.
+The peer runs in child processes (:mod:`kangaroo_wbc.bench.peer_worker`) under an interpreter
+whose pinocchio the toolbox was written for (pinocchio 3: its proximal solver uses
+``ContactCholeskyDecomposition``): the bench's own peer environment
+(:mod:`kangaroo_wbc.bench.peer_env`) or those given with ``--peer-python``; also under this
+interpreter when the toolbox is installed here. Both sides get the same actuator samples; the
+parent compares the closed configurations with ours.
 
 ``fk_speedup`` is the peer's median time over ours at equal or stricter tolerance on our side
 (ours: ``|e_l|_inf <= 1e-12``; the proximal peer: ``eps = 1e-12``; SLSQP: ``acc = 1e-6``). Next to
 it, per model and method, the agreement of the solutions: ``frame_placement_max_diff_m`` (every
-frame origin, over every sample) and ``frames_agree`` (within :data:`FRAME_AGREEMENT_M`).
+frame origin, over every sample) and ``frames_agree`` (within :data:`FRAME_AGREEMENT_M`);
+``agreement`` sums it up per model for the peer's preferred valid method, with its speed ratio.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -146,18 +150,24 @@ def _compare_jacobian(inp: PeerModelInput, res: dict, states: list[np.ndarray], 
     return out
 
 
-def compare_with_peer(inputs: list[PeerModelInput], pythons: list[str], warmup: int,
-                      timeout_s: float = 900.0) -> dict:
-    """Run the peer under each interpreter and build the ``peer`` block of the report."""
+def compare_with_peer(inputs: list[PeerModelInput], pythons: Sequence[str | tuple[str, str]], warmup: int,
+                      timeout_s: float = 900.0, notes: list[str] | None = None) -> dict:
+    """Run the peer under each interpreter and build the ``peer`` block of the report.
+
+    ``pythons``: interpreters, or ``(interpreter, label)`` pairs (the label names it in the report).
+    ``notes``: what is already known to be missing (say, the pinocchio-3 environment), put in front
+    of the status.
+    """
     block: dict = {"name": "toolbox-parallel-robots", "runs": [], "fk": {}, "jacobian": {}, "fk_speedup": None}
     request = {"warmup": warmup, "models": [
         {"name": i.name, "urdf": i.urdf, "closures": i.closures, "theta_a": i.theta_a.tolist(),
          "q0": i.q0.tolist(), "states": [q.tolist() for q in i.ours_q]} for i in inputs]}
-    problems: list[str] = []
-    for python in pythons:
-        label = "this interpreter" if python == sys.executable else "--peer-python"
+    problems: list[str] = list(notes or [])
+    for entry in pythons:
+        python, label = entry if isinstance(entry, tuple) else (
+            entry, "this interpreter" if entry == sys.executable else "--peer-python")
         answer = run_worker(python, request, timeout_s)
-        run: dict = {"interpreter": label}
+        run: dict = {"interpreter": label, "executable": python}
         block["runs"].append(run)
         if "error" in answer:
             run["error"] = answer["error"]
@@ -175,8 +185,8 @@ def compare_with_peer(inputs: list[PeerModelInput], pythons: list[str], warmup: 
                 if r is None:
                     continue
                 key = f"{method} (pinocchio {answer['info']['pinocchio']})"
-                if "error" in r:
-                    block["fk"].setdefault(inp.name, {})[key] = {"error": r["error"]}
+                if "error" in r or "unavailable" in r:
+                    block["fk"].setdefault(inp.name, {})[key] = {k: r[k] for k in ("error", "unavailable") if k in r}
                 else:
                     block["fk"].setdefault(inp.name, {})[key] = _compare_fk(inp, r, warmup)
             r = res.get("jacobian")
@@ -185,26 +195,60 @@ def compare_with_peer(inputs: list[PeerModelInput], pythons: list[str], warmup: 
                 block["jacobian"].setdefault(inp.name, {})[key] = (
                     {"error": r["error"]} if "error" in r else _compare_jacobian(inp, r, inp.ours_q, warmup))
     _headline(block, [i.name for i in inputs])
+    block["agreement"] = agreement(block, [i.name for i in inputs])
+    block["frames_agree"] = block["agreement"]["all_compared_agree"]
     ok = any("error" not in r for r in block["runs"])
     if not ok:
-        block["status"] = "unavailable: " + "; ".join(problems)
+        block["status"] = "unavailable: " + "; ".join(problems or ["no peer interpreter"])
     else:
         failed = [f"{m}/{k}" for m, d in block["fk"].items() for k, v in d.items()
                   if isinstance(v, dict) and "error" in v]
-        notes = problems + ([f"failed: {', '.join(failed)}"] if failed else [])
-        block["status"] = "ok" if not notes else "partial: " + "; ".join(notes)
+        notes_all = problems + ([f"failed: {', '.join(failed)}"] if failed else [])
+        block["status"] = "ok" if not notes_all else "partial: " + "; ".join(notes_all)
     return block
+
+
+def _best_fk(entries: dict) -> tuple[str, dict] | None:
+    """The peer's preferred FK result for one model: the first valid method of :data:`METHOD_ORDER`."""
+    for method in METHOD_ORDER:
+        for key, v in entries.items():
+            if key.startswith(method) and isinstance(v, dict) and v.get("valid"):
+                return key, v
+    return None
+
+
+def agreement(block: dict, model_order: list[str]) -> dict:
+    """Per model, the frame-placement agreement of the peer's preferred valid FK method with ours,
+    next to its speed ratio; ``all_compared_agree`` over the models the peer could load (``None``
+    when it compared none)."""
+    models: dict = {}
+    for name in model_order:
+        entries = block["fk"].get(name)
+        if entries is None:
+            models[name] = {"compared": False, "reason": "no peer run answered"}
+        elif isinstance(entries.get("error"), str):
+            models[name] = {"compared": False, "reason": f"the peer cannot load it: {entries['error']}"}
+        elif (best := _best_fk(entries)) is None:
+            models[name] = {"compared": True, "frames_agree": False,
+                            "reason": "no peer FK method returned closed configurations (see peer.fk)"}
+        else:
+            key, v = best
+            models[name] = {"compared": True, "method": key, "frames_agree": v["frames_agree"],
+                            "frame_placement_max_diff_m": v["frame_placement_max_diff_m"],
+                            "speedup_vs_ours": v["speedup_vs_ours"], "n": v["n"]}
+    compared = [m for m in models.values() if m["compared"]]
+    return {"tolerance_m": FRAME_AGREEMENT_M, "models": models,
+            "all_compared_agree": all(m["frames_agree"] for m in compared) if compared else None}
 
 
 def _headline(block: dict, model_order: list[str]) -> None:
     """``fk_speedup``: the first model (Kangaroo, else the digit-like legs) and the best valid method."""
     for name in model_order:
-        entries = block["fk"].get(name, {})
-        for method in METHOD_ORDER:
-            for key, v in entries.items():
-                if key.startswith(method) and isinstance(v, dict) and v.get("valid"):
-                    block["fk_speedup"] = v["speedup_vs_ours"]
-                    block["fk_speedup_model"] = name
-                    block["fk_speedup_method"] = key
-                    return
+        best = _best_fk(block["fk"].get(name, {}))
+        if best is not None:
+            key, v = best
+            block["fk_speedup"] = v["speedup_vs_ours"]
+            block["fk_speedup_model"] = name
+            block["fk_speedup_method"] = key
+            return
     block["fk_speedup_reason"] = "no peer FK method returned closed configurations (see peer.fk)"

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import time
 from dataclasses import dataclass, field
 
-from kangaroo_wbc.bench import core, peers, stages
+from kangaroo_wbc.bench import core, peer_env, peers, stages
 from kangaroo_wbc.bench.machine import machine_info
 from kangaroo_wbc.bench.workload import available_models, load_model, reachable_trajectory
 
@@ -37,6 +38,7 @@ class BenchConfig:
     peer_warmup: int = 5
     peer_pythons: list[str] = field(default_factory=list)
     peers: bool = True
+    peer_setup: bool = True  # create / update the peer venv when missing (peer_env)
     fixtures: str | None = None
     kangaroo_dir: str | None = None
     rate_hz: float = 1000.0
@@ -107,8 +109,7 @@ def run(cfg: BenchConfig) -> dict:
 
     if cfg.peers and peer_inputs:
         _log(cfg, f"bench: peer toolbox-parallel-robots ({cfg.peer_iterations} samples per model and method)")
-        pythons = [sys.executable] + [p for p in cfg.peer_pythons if p != sys.executable]
-        report["peer"] = peers.compare_with_peer(peer_inputs, pythons, cfg.peer_warmup)
+        report["peer"] = run_peer(cfg, peer_inputs)
     else:
         report["peer"] = {"name": "toolbox-parallel-robots", "status": "skipped (--no-peers)" if not cfg.peers
                           else "skipped: no model", "fk_speedup": None}
@@ -116,6 +117,42 @@ def run(cfg: BenchConfig) -> dict:
     report["null_reasons"] = reasons
     report["wall_time_s"] = round(time.perf_counter() - t_start, 1)
     return report
+
+
+def peer_interpreters(cfg: BenchConfig) -> tuple[list[tuple[str, str]], dict, list[str]]:
+    """The interpreters to run the peer under, the peer environment's entry of the report and what
+    is missing.
+
+    The pinocchio-3 interpreter is ``--peer-python`` when given, else the bench's peer venv
+    (:mod:`kangaroo_wbc.bench.peer_env`: found, or created on first use unless ``--no-peer-setup``).
+    This interpreter runs the peer too when the toolbox is installed in it (SLSQP under pinocchio 4).
+    """
+    pythons: list[tuple[str, str]] = []
+    missing: list[str] = []
+    if importlib.util.find_spec("toolbox_parallel_robots") is not None:
+        pythons.append((sys.executable, "this interpreter"))
+    if cfg.peer_pythons:
+        pythons += [(p, "--peer-python") for p in cfg.peer_pythons if p != sys.executable]
+        env_entry = {"state": "not used (--peer-python given)"}
+    else:
+        env = peer_env.ensure(setup=cfg.peer_setup,
+                              log=lambda msg: print(f"bench: {msg}", file=sys.stderr, flush=True))
+        env_entry = env.as_dict()
+        if env.python is not None:
+            pythons.append((env.python, "peer venv (pinocchio 3)"))
+        else:
+            missing.append(f"pinocchio-3 peer environment missing: {env.reason}")
+    return pythons, env_entry, missing
+
+
+def run_peer(cfg: BenchConfig, peer_inputs: list[peers.PeerModelInput]) -> dict:
+    """The ``peer`` block: the toolbox under each interpreter of :func:`peer_interpreters`."""
+    pythons, env_entry, missing = peer_interpreters(cfg)
+    if not any(label == "this interpreter" for _, label in pythons):
+        env_entry["this_interpreter"] = "toolbox-parallel-robots not installed here; not run"
+    block = peers.compare_with_peer(peer_inputs, pythons, cfg.peer_warmup, notes=missing)
+    block["peer_env"] = env_entry
+    return block
 
 
 def node_graph(duration_s: float) -> dict:

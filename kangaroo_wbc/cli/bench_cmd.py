@@ -43,6 +43,12 @@ def _print_text(r: dict) -> None:
     if peer.get("fk_speedup") is not None:
         line += f" ({peer['fk_speedup_method']} on {peer['fk_speedup_model']})"
     print(line)
+    for name, a in peer.get("agreement", {}).get("models", {}).items():
+        if a.get("method"):
+            print(f"  {name:<20}{a['method']}: frames within {a['frame_placement_max_diff_m']:.3g} m "
+                  f"(agree: {a['frames_agree']}), peer / ours {a['speedup_vs_ours']}")
+        else:
+            print(f"  {name:<20}{a.get('reason')}")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -55,6 +61,7 @@ def _run(args: argparse.Namespace) -> int:
     cfg = BenchConfig(iterations=iterations, warmup=max(5, min(200, iterations // 10)),
                       peer_iterations=peer_iterations, peer_warmup=1 if args.quick else 5,
                       peer_pythons=list(args.peer_python or []), peers=not args.no_peers,
+                      peer_setup=not args.no_peer_setup,
                       fixtures=args.fixtures, kangaroo_dir=args.kangaroo_dir,
                       quick=args.quick, verbose=not args.json)
     report = run(cfg)
@@ -74,8 +81,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--peer-iterations", type=positive_int, default=None, metavar="N",
                    help="samples per model and method for the peer library, N >= 1 (default 60; it is slow)")
     p.add_argument("--peer-python", action="append", metavar="PYTHON",
-                   help="also run the peer under this interpreter (e.g. a venv with pin 3.x for the "
-                        "toolbox's proximal solver); repeatable")
+                   help="run the peer under this interpreter (one with pin 3.x and the toolbox) instead of "
+                        "the bench's peer environment; repeatable")
+    p.add_argument("--no-peer-setup", action="store_true",
+                   help="do not create or update the peer environment (requirements-peer.txt in "
+                        "~/.cache/kangaroo_wbc/peer-venv or $KANGAROO_WBC_PEER_VENV); use it only if it is there")
     p.add_argument("--no-peers", action="store_true", help="skip the peer comparison")
     p.add_argument("--fixtures", default=None,
                    help="folder of third-party closed-chain models (<dir>/<name>/robot.urdf|yaml)")

@@ -46,8 +46,9 @@ def _check_timing(t: dict, where: str) -> None:
 
 @pytest.fixture(scope="module")
 def report() -> dict:
-    """The JSON report of one quick run (its last stdout line)."""
-    args = _parser().parse_args(["bench", "--quick", "--json"])
+    """The JSON report of one quick run (its last stdout line). The peer environment is used if it
+    is there, never created (no network in the tests)."""
+    args = _parser().parse_args(["bench", "--quick", "--json", "--no-peer-setup"])
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         assert args.func(args) == 0
@@ -89,6 +90,16 @@ def test_peer_block_reports_a_status(report):
     assert peer["status"]
     if peer.get("fk_speedup") is not None:
         assert _positive_finite(peer["fk_speedup"])
+    # where the pinocchio-3 peer is, or why it is missing; per model, agreement next to the speed ratio
+    assert peer["peer_env"]["state"] in ("ready", "missing", "failed"), peer["peer_env"]
+    assert peer["peer_env"]["python"] or peer["peer_env"]["reason"]
+    assert set(peer["agreement"]["models"]) == set(report["models"])
+    for name, a in peer["agreement"]["models"].items():
+        if a["compared"] and a.get("method"):
+            assert isinstance(a["frames_agree"], bool), name
+            assert a["frame_placement_max_diff_m"] >= 0 and _positive_finite(a["speedup_vs_ours"]), name
+        else:
+            assert a["reason"], name
 
 
 def test_node_graph_figures_of_the_shipped_path(report):
