@@ -16,6 +16,7 @@ state.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -25,7 +26,7 @@ from kangaroo_wbc.control.behaviours import Behaviour, BehaviourState, make_beha
 from kangaroo_wbc.control.reference_governor import GovernorSettings, ReferenceGovernor
 from kangaroo_wbc.control.wbc import FrameReference, WbcOutput, WbcReferences
 from kangaroo_wbc.errors import InputError, KangarooWbcError, ModelError, NoSolutionFound
-from kangaroo_wbc.model.fast_kinematics import all_finite, finite
+from kangaroo_wbc.model.fast_kinematics import _jit, all_finite, finite
 
 #: A contact the behaviour has just planned (a touchdown) stays active this long [s] whatever the
 #: sole forces say: it is unloaded until the controller loads it, and a measured-contact veto at
@@ -33,6 +34,16 @@ from kangaroo_wbc.model.fast_kinematics import all_finite, finite
 #: 65 ms after the shift ended). With the CoM still over the other foot the new sole is loaded
 #: slowly: in the weight shift it passes the 60 N "in contact" threshold 0.7 s after touchdown.
 TOUCHDOWN_GRACE_S = 1.0
+
+
+@_jit
+def _within_strokes(q, idx, lower, upper, margin):
+    """Every actuator position ``q[idx]`` within its stroke, ``margin`` beyond it allowed (compiled)."""
+    for k in range(idx.shape[0]):
+        x = q[idx[k]]
+        if x > upper[k] + margin or x < lower[k] - margin:
+            return False
+    return True
 
 
 @dataclass
@@ -185,7 +196,8 @@ class WbcSupervisor:
             ref = self.behaviour.references(t)
             self._merge(t, q, ref, measured_contacts, com_reference, foot_references)
             self.last_references = ref
-            out = self.controller.step(q, v, references=ref)
+            # the state's time: the CoM disturbance observer differentiates the CoM velocity over it
+            out = self.controller.step(q, v, references=ref, stamp_s=t - state_age_s)
         except NoSolutionFound as exc:
             self.stats.qp_failures += 1
             status = str(getattr(exc.result, "status", ""))
@@ -298,24 +310,21 @@ class WbcSupervisor:
         return np.vstack(points)
 
     def _limit_breach(self, q: np.ndarray) -> str:
-        clm, s = self.clm, self.safety
+        clm, s, lim = self.clm, self.safety, self.limits
         if clm.floating_base:
-            x, y, z, w = q[3:7] / np.linalg.norm(q[3:7])
-            cos_tilt = 1.0 - 2.0 * (x * x + y * y)  # R[2, 2]
-            if cos_tilt < np.cos(s.max_tilt_rad):
-                return f"base tilt {np.degrees(np.arccos(np.clip(cos_tilt, -1, 1))):.0f} deg beyond limit"
+            x, y, z, w = (float(c) for c in q[3:7])
+            cos_tilt = 1.0 - 2.0 * (x * x + y * y) / (x * x + y * y + z * z + w * w)  # R[2, 2]
+            if cos_tilt < math.cos(s.max_tilt_rad):
+                return f"base tilt {math.degrees(math.acos(min(max(cos_tilt, -1.0), 1.0))):.0f} deg beyond limit"
+        if _within_strokes(q, clm.idx_q_a, lim.position_min, lim.position_max, s.stroke_margin_m):
+            return ""
         theta = q[clm.idx_q_a]
-        lim = self.limits
-        over = (theta > lim.position_max + s.stroke_margin_m) | (
-            theta < lim.position_min - s.stroke_margin_m
-        )
-        if np.any(over):
-            names = [clm.actuated_joint_names[i] for i in np.flatnonzero(over)]
-            return f"actuator stroke limit breached: {names}"
-        return ""
+        over = (theta > lim.position_max + s.stroke_margin_m) | (theta < lim.position_min - s.stroke_margin_m)
+        return f"actuator stroke limit breached: {[clm.actuated_joint_names[i] for i in np.flatnonzero(over)]}"
 
     def _safe(self, v: np.ndarray, reason: str, latched: bool = False) -> Command:
         self.stats.safe_ticks += 1
+        self._full.com_observer.restart()  # this command, not the controller's plan, acts
         n_a = self.clm.n_a
         tau = np.zeros(n_a)
         if self.safety.fallback == "damp" and v.shape == (self.clm.model.nv,):
