@@ -6,12 +6,14 @@ whole-body controller sees one, the governor
 
 * bounds the CoM's horizontal position to the **support polygon** of the soles in contact (the
   convex hull of their corner points, at the current state), scaled by ``com_polygon_scale``
-  about its centroid and shrunk by ``com_margin_m``: a static CoM outside the polygon cannot be
+  about the behaviour's own CoM (the pose it balances at; the hull's area centroid if that lies
+  outside) and shrunk by ``com_margin_m``: a static CoM outside the polygon cannot be
   balanced, and the actuator strokes and the QP's minimum sole forces allow much less. Measured
   on Kangaroo standing with the simulated ball-screw drives (a reference 0.3 m away for 4 s in
   each of eight directions): the polygon less 3 cm (7 cm ahead) drops the robot, and so does
   half of it less 2 cm (5 cm sideways); 0.3 of it less 2 cm at 0.05 m/s keeps it up in every
-  direction;
+  direction (scaled about the standing CoM: no fall and no safe-mode tick in any of the eight
+  directions; the stroke bound below then stops the reference 11 mm ahead and 25 mm sideways);
 * bounds the CoM height to ``[z_stand - com_drop_max_m, z_stand + com_rise_max_m]`` around the
   standing CoM height recorded at the first governed tick (the actuator strokes allow no more);
 * bounds a swing sole's position to ``foot_reach_m`` around the behaviour's own reference for it,
@@ -31,6 +33,7 @@ which bound; the controller component turns it into a WARN.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,7 +47,7 @@ class GovernorSettings:
     """Bounds of the external references.
 
     Attributes:
-        com_polygon_scale: the support polygon is first scaled by this about its centroid [-]
+        com_polygon_scale: the support polygon is first scaled by this about the behaviour's own CoM [-]
             (the actuator strokes and the QP's minimum sole forces allow less than the polygon).
         com_margin_m: then the CoM stays this far inside it [m].
         com_drop_max_m: largest CoM lowering below the standing height [m].
@@ -79,8 +82,10 @@ class GovernorSettings:
             raise InputError(f"GovernorSettings.com_polygon_scale must be in (0, 1], got {self.com_polygon_scale}")
 
 
-def convex_hull_2d(points: np.ndarray) -> np.ndarray:
-    """Counter-clockwise convex hull (monotone chain) of ``(N, 2)`` points: ``(M, 2)``."""
+def convex_hull_2d(points: np.ndarray, tolerance: float = 1e-9) -> np.ndarray:
+    """Counter-clockwise convex hull (monotone chain) of ``(N, 2)`` points: ``(M, 2)``, corners
+    only: a vertex within ``tolerance`` [m] of the line through its neighbours is dropped (the
+    corners of soles side by side are collinear up to rounding)."""
     pts = sorted({(float(x), float(y)) for x, y in np.asarray(points, dtype=float)})
     if len(pts) <= 2:
         return np.array(pts)
@@ -95,7 +100,34 @@ def convex_hull_2d(points: np.ndarray) -> np.ndarray:
         return out
 
     lower, upper = half(pts), half(reversed(pts))
-    return np.array(lower[:-1] + upper[:-1])
+    hull = lower[:-1] + upper[:-1]
+    i = 0
+    while len(hull) > 3 and i < len(hull):  # then the vertices on a line through their neighbours
+        (ax, ay), (bx, by), (cx, cy) = hull[i - 1], hull[i], hull[(i + 1) % len(hull)]
+        cross = (bx - ax) * (cy - ay) - (by - ay) * (cx - ax)
+        if cross <= tolerance * math.hypot(cx - ax, cy - ay):  # b's distance from the line a-c
+            del hull[i]
+            i = max(i - 1, 0)
+        else:
+            i += 1
+    return np.array(hull)
+
+
+def polygon_contains(point: np.ndarray, polygon: np.ndarray, tolerance: float = 0.0) -> bool:
+    """True if ``point`` lies in the convex polygon (counter-clockwise), ``tolerance`` [m] outside allowed."""
+    edges = np.roll(polygon, -1, axis=0) - polygon
+    rel = np.asarray(point, dtype=float)[:2] - polygon
+    cross = edges[:, 0] * rel[:, 1] - edges[:, 1] * rel[:, 0]
+    return bool(np.all(cross >= -tolerance * np.linalg.norm(edges, axis=1)))
+
+
+def polygon_centroid(polygon: np.ndarray) -> np.ndarray:
+    """Area centroid of a convex polygon (counter-clockwise, at least 3 corners) [m]."""
+    x, y = polygon[:, 0], polygon[:, 1]
+    xn, yn = np.roll(x, -1), np.roll(y, -1)
+    cross = x * yn - xn * y
+    area = 0.5 * cross.sum()
+    return np.array([((x + xn) * cross).sum(), ((y + yn) * cross).sum()]) / (6.0 * area)
 
 
 def shrink_polygon(hull: np.ndarray, margin: float) -> np.ndarray | None:
@@ -225,7 +257,7 @@ class ReferenceGovernor:
             return None
         target = np.array(own if external is None else external, dtype=float)
         if external is not None:
-            target = self._bound_com(target, support_xy)
+            target = self._bound_com(target, support_xy, np.asarray(own, dtype=float)[:2])
         if self._com is None:
             self._com = _Ramp(np.array(own, dtype=float), self._start_time(t))
         ramp = self._com
@@ -241,11 +273,11 @@ class ReferenceGovernor:
             return None
         return ramp.position.copy(), ramp.velocity.copy()
 
-    def _bound_com(self, target: np.ndarray, support_xy: np.ndarray) -> np.ndarray:
+    def _bound_com(self, target: np.ndarray, support_xy: np.ndarray, own_xy: np.ndarray) -> np.ndarray:
         s = self.settings
         hull = convex_hull_2d(support_xy)
-        if len(hull) >= 3:
-            centre = hull.mean(axis=0)
+        if len(hull) >= 3:  # scaled about the behaviour's own CoM: the pose it balances at
+            centre = own_xy if polygon_contains(own_xy, hull) else polygon_centroid(hull)
             hull = centre + s.com_polygon_scale * (hull - centre)
         region = shrink_polygon(hull, s.com_margin_m) if len(hull) >= 3 else None
         if region is None:  # a degenerate support: its centre

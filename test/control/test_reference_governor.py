@@ -109,3 +109,39 @@ def test_an_actuator_near_its_stroke_end_holds_then_retreats_the_reference():
     assert "holds" in g.bounded["wbc/com_reference strokes"]
     p3, _ = g.com(0.3, own, far, SOLES, ("a", 0.001))  # within stroke_retreat_m: moves back
     assert p3[0] < p2[0] and "moves back" in g.bounded["wbc/com_reference strokes"]
+
+
+def test_hull_drops_corners_collinear_up_to_rounding():
+    """Two soles side by side: corners on one line up to rounding noise are not hull vertices
+    (they once biased the region's centre)."""
+    rng = np.random.default_rng(1)
+    noisy = SOLES + rng.normal(0.0, 1e-15, SOLES.shape)
+    hull = convex_hull_2d(noisy)
+    assert len(hull) == 4
+    for corner in [(-0.1, -0.15), (0.1, -0.15), (0.1, 0.15), (-0.1, 0.15)]:
+        assert np.min(np.linalg.norm(hull - corner, axis=1)) < 1e-12
+    # a real corner (1 mm off the line) stays
+    bent = np.vstack([SOLES, [[0.0, 0.151]]])
+    assert len(convex_hull_2d(bent)) == 5
+
+
+def test_region_is_scaled_about_the_behaviours_own_com():
+    """A robot balancing off the polygon's centre keeps its own CoM inside the region: the region
+    is scaled about it (the centroid only when the own CoM lies outside the support)."""
+    s = GovernorSettings()
+    own = np.array([0.03, 0.0, 0.75])  # 7 cm from the front edge, 13 cm from the back edge
+    for target, x_expected in (((1.0, 0.0), 0.03 + s.com_polygon_scale * 0.07 - s.com_margin_m),
+                               ((-1.0, 0.0), 0.03 - s.com_polygon_scale * 0.13 + s.com_margin_m)):
+        g = ReferenceGovernor(s)
+        g.com(0.0, own, None, SOLES)
+        g.com(0.001, own, np.array([*target, 0.75]), SOLES)
+        assert f"-> ({x_expected:.3f}, 0.000) m" in g.bounded["wbc/com_reference"]
+    g = ReferenceGovernor(s)  # the own CoM inside the region: not bounded
+    g.com(0.0, own, None, SOLES)
+    g.com(0.001, own, own + np.array([0.0, 0.005, 0.0]), SOLES)
+    assert "wbc/com_reference" not in g.bounded
+    outside = np.array([0.5, 0.0, 0.75])  # outside the support: about the centroid (0, 0)
+    g = ReferenceGovernor(s)
+    g.com(0.0, outside, None, SOLES)
+    g.com(0.001, outside, np.array([1.0, 0.0, 0.75]), SOLES)
+    assert f"-> ({s.com_polygon_scale * 0.1 - s.com_margin_m:.3f}, 0.000) m" in g.bounded["wbc/com_reference"]
