@@ -146,7 +146,7 @@ class ReducedWholeBodyController:
 
     # ------------------------------------------------------------------ step
     def step(self, q: np.ndarray, v: np.ndarray, active_contacts: Iterable[str] | None = None,
-             references: WbcReferences | None = None) -> WbcOutput:
+             references: WbcReferences | None = None, stamp_s: float | None = None) -> WbcOutput:
         """One tick; same contract as :meth:`WholeBodyController.step`."""
         full = self.full
         if references is not None and references.active_contacts is not None and active_contacts is None:
@@ -154,12 +154,12 @@ class ReducedWholeBodyController:
         active = full._active if active_contacts is None else tuple(active_contacts)
         swing = tuple(c.name for c in full.contacts if c.name not in active)
         if not swing:
-            out = full.step(q, v, active, references)
+            out = full.step(q, v, active, references, stamp_s)
             self.last_timing = dict(out.timing, lqp1=out.timing["solve"], lqp2=0.0)
             return out
-        return self._reduced_step(q, v, active, swing, references)
+        return self._reduced_step(q, v, active, swing, references, stamp_s)
 
-    def _reduced_step(self, q, v, active, swing, references) -> WbcOutput:
+    def _reduced_step(self, q, v, active, swing, references, stamp_s) -> WbcOutput:
         full, pm, clm, L = self.full, self.pm, self.clm, self.layout
         t0 = time.perf_counter()
         v = np.asarray(v, dtype=float)
@@ -178,6 +178,7 @@ class ReducedWholeBodyController:
             if name in full._active and (references is None or name not in references.foot_poses):
                 full.foot_tasks[name].set_reference_from_current(pm)
         full._active = active
+        full.observe_com(stamp_s)
         n_b, n_a, n_nu = pm.n_b, pm.n_a, pm.n_nu
         uc = np.concatenate([self._chains[s][0] for s in swing])
         cc = np.setdiff1d(np.arange(n_a), uc)
@@ -247,6 +248,7 @@ class ReducedWholeBodyController:
                                          swing_in_lqp1)
         sol2 = solver2.solve(p2)
         nu_dot[cols_uc] = sol2.x
+        full.plan_com(stamp_s, nu_dot)
         t3 = time.perf_counter()
         # --- eq. (29)/(69) with the assembled accelerations and forces.
         a = L.actuated

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kangaroo_wbc.control.com_disturbance import ComDisturbanceObserver
 from kangaroo_wbc.control.constraints import (
     ActuatorForceLimits,
     ActuatorStrokeLimits,
@@ -92,6 +93,11 @@ class WbcSettings:
     com_weight: float = 10.0
     com_kp: float = 100.0
     com_kd: float = 20.0
+    #: CoM disturbance observer (:mod:`kangaroo_wbc.control.com_disturbance`): cutoff [Hz] of its
+    #: low-pass (0: no compensation) and bound [m/s²] of each axis of its estimate. It runs when
+    #: :meth:`WholeBodyController.step` gets the state's time (the supervisor gives it).
+    com_disturbance_cutoff_hz: float = 3.0
+    com_disturbance_max_m_s2: float = 0.5
     base_weight: float = 1.0
     base_kp: float = 100.0
     base_kd: float = 20.0
@@ -202,6 +208,7 @@ class WholeBodyController:
         self.limits = limits or ActuatorLimits.from_model(clm)
         # Tasks.
         self.com_task = ComTask(s.com_weight, s.com_kp, s.com_kd)
+        self.com_observer = ComDisturbanceObserver(s.com_disturbance_cutoff_hz, s.com_disturbance_max_m_s2)
         self.base_task = OrientationTask(s.base_frame, s.base_weight, s.base_kp, s.base_kd)
         self.posture_task = PostureTask(clm.n_b, clm.n_a, clm.idx_q_a, s.posture_weight, s.posture_kp, s.posture_kd)
         self.momentum_task = AngularMomentumTask(s.angular_momentum_weight, s.angular_momentum_kd)
@@ -292,8 +299,11 @@ class WholeBodyController:
         self._initialised = True
 
     def reset_references(self) -> None:
-        """Take every task reference from the state of the next :meth:`step`, as the first step does."""
+        """Take every task reference from the state of the next :meth:`step`, as the first step does;
+        the CoM disturbance estimate restarts from zero (the robot may have been restarted)."""
         self._initialised = False
+        self.com_observer.reset()
+        self.com_task.disturbance = self.com_observer.estimate
 
     def set_references(self, ref: WbcReferences) -> None:
         """Apply the non-``None`` fields of ``ref`` to the tasks."""
@@ -336,8 +346,9 @@ class WholeBodyController:
             c, o, po, mo = ft
             fi = self._fused_task_frame
             k = fill_default_tasks(
-                pm.J_com, pm.com, pm.com_velocity, pm.com_drift, c.position, c.velocity, c.acceleration, c.kp, c.kd,
-                c.weight, c.enabled, pm._R, pm._Jf_T, pm._drift, pm._twist, fi[0], fi[1], o.rotation,
+                pm.J_com, pm.com, pm.com_velocity, pm.com_drift, c.position, c.velocity,
+                c.acceleration - c.disturbance, c.kp, c.kd, c.weight, c.enabled,
+                pm._R, pm._Jf_T, pm._drift, pm._twist, fi[0], fi[1], o.rotation,
                 o.angular_velocity, o.angular_acceleration, o.kp, o.kd, o.weight, o.enabled, pm.q, pm.nu,
                 po.n_b, po.idx_q_a, po.position, po.velocity, po.acceleration, po.kp, po.kd, po.weight, po.enabled,
                 pm.A_G, pm.h_G, pm.A_G_drift, mo.momentum, mo.rate, mo.kd, mo.weight, mo.enabled, Jb, rb, wb)
@@ -427,7 +438,7 @@ class WholeBodyController:
         self.pm.update(q, nu)
 
     def step(self, q: np.ndarray, v: np.ndarray, active_contacts: Iterable[str] | None = None,
-             references: WbcReferences | None = None) -> WbcOutput:
+             references: WbcReferences | None = None, stamp_s: float | None = None) -> WbcOutput:
         """One control tick.
 
         Args:
@@ -436,6 +447,8 @@ class WholeBodyController:
                 the actuator velocities are used, the passive ones are recomputed (``v = T nu``).
             active_contacts: names of the soles in contact (default: the references', else all).
             references: task references (``None`` fields keep the previous value).
+            stamp_s: time of the state [s]: the CoM disturbance observer takes a sample between
+                consecutive stamped steps (None: its estimate is held, :meth:`observe_com`).
 
         Returns:
             :class:`WbcOutput` with the actuator forces ``tau_a`` [N].
@@ -464,6 +477,7 @@ class WholeBodyController:
                                                                    or name not in references.foot_poses):
                 self.foot_tasks[name].set_reference_from_current(self.pm)
         self._active = active
+        self.observe_com(stamp_s)
         t1 = time.perf_counter()
         terms = self._contact_terms(active)
         self._fill(terms)
@@ -472,10 +486,24 @@ class WholeBodyController:
         sol = self.solver.solve(self.problem, validate=False)
         t3 = time.perf_counter()
         out = self._output(sol, terms, active)
+        self.plan_com(stamp_s, out.nu_dot)
         t4 = time.perf_counter()
         out.timing = {"model": t1 - t0, "build": t2 - t1, "solve": t3 - t2, "output": t4 - t3, "total": t4 - t0}
         self.last_output = out
         return out
+
+    def observe_com(self, stamp_s: float | None) -> None:
+        """The CoM disturbance observer's sample at the state of time ``stamp_s`` [s] (the model
+        updated at that state) into the CoM task's :attr:`~ComTask.disturbance`; None: held."""
+        if stamp_s is not None:
+            self.com_task.disturbance = self.com_observer.update(stamp_s, self.pm.com_velocity)
+
+    def plan_com(self, stamp_s: float | None, nu_dot: np.ndarray) -> None:
+        """The CoM acceleration the solution ``nu_dot`` of the state of ``stamp_s`` plans, for the
+        observer's next sample: ``J_com nu_dot + com_drift`` [m/s²]."""
+        if stamp_s is not None:
+            pm = self.pm
+            self.com_observer.planned(pm.J_com @ nu_dot + pm.com_drift)
 
     def _output(self, sol: QpSolution, terms: Mapping[str, ContactTerms], active: tuple[str, ...]) -> WbcOutput:
         L, pm, f = self.layout, self.pm, self._fused

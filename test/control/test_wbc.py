@@ -259,8 +259,9 @@ def test_compiled_output_pass_equals_the_per_contact_products(digit_fb):
 @pytest.mark.parametrize("base_frame", ["torso", "foot"])
 def test_compiled_task_pass_writes_the_rows_of_the_tasks(digit_fb, base_frame):
     """The four always-present tasks in one compiled pass == their own jacobian_and_target (the
-    generic loop), with references away from the state and tasks switched off; the orientation
-    task on the root (zero angular drift) and on a foot link (drift and twist of a moving frame)."""
+    generic loop), with references away from the state, a CoM disturbance estimate and tasks
+    switched off; the orientation task on the root (zero angular drift) and on a foot link (drift
+    and twist of a moving frame)."""
     fused, generic = (WholeBodyController(digit_fb, digit_contacts(), WbcSettings(base_frame=base_frame),
                                           digit_limits(digit_fb)) for _ in range(2))
     assert fused._fused_tasks is not None
@@ -272,6 +273,7 @@ def test_compiled_task_pass_writes_the_rows_of_the_tasks(digit_fb, base_frame):
             wbc._init_references()
             wbc.com_task.set_reference(wbc.pm.com + np.array([0.01, -0.01, 0.005]) * (seed + 1),
                                        [0.01, -0.02, 0.0], [0.1, 0.0, -0.1])
+            wbc.com_task.disturbance = np.array([0.05, -0.1, 0.2]) * seed  # the observer's estimate
             R = pin.exp3(np.array([0.05, -0.1, 0.2 * seed]))
             wbc.base_task.set_reference(R, [0.1, 0.0, 0.2], [0.0, 0.3, 0.0])
             wbc.posture_task.set_reference(wbc.posture_task.position + 0.001 * seed)

@@ -3,10 +3,12 @@
 .. math::
 
     J = J_{com} T = A_{G,lin} T / m, \\qquad
-    \\ddot c_{des} = \\ddot c_{ref} + K_p (c_{ref} - c) + K_d (\\dot c_{ref} - \\dot c), \\qquad
+    \\ddot c_{des} = \\ddot c_{ref} + K_p (c_{ref} - c) + K_d (\\dot c_{ref} - \\dot c) - \\hat d, \\qquad
     r = \\ddot c_{des} - (\\dot J_{com} v + J_{com} k)
 
 with ``A_G`` the centroidal momentum matrix (eq. (33) of the Kangaroo paper), all in world axes [m].
+``d_hat`` (:attr:`ComTask.disturbance`) is the CoM acceleration the robot adds to the planned one,
+estimated by :class:`~kangaroo_wbc.control.com_disturbance.ComDisturbanceObserver` (zero without it).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ class ComTask(Task):
     position = Reference((3,))
     velocity = Reference((3,))
     acceleration = Reference((3,))
+    #: estimated CoM acceleration disturbance ``d_hat`` [m/s²], subtracted from the desired acceleration
+    disturbance = Reference((3,))
 
     dim = 3
 
@@ -31,6 +35,7 @@ class ComTask(Task):
         self.position = np.zeros(3)  # [m]
         self.velocity = np.zeros(3)  # [m/s]
         self.acceleration = np.zeros(3)  # [m/s²]
+        self.disturbance = np.zeros(3)  # [m/s²]
 
     def set_reference(self, position, velocity=None, acceleration=None) -> None:
         self.position = position
@@ -42,7 +47,7 @@ class ComTask(Task):
 
     def jacobian_and_target(self, pm: ProjectedModel) -> tuple[np.ndarray, np.ndarray]:
         a_des = (self.acceleration + self.kp * (self.position - pm.com)
-                 + self.kd * (self.velocity - pm.com_velocity))
+                 + self.kd * (self.velocity - pm.com_velocity) - self.disturbance)
         return pm.J_com, a_des - pm.com_drift
 
 
