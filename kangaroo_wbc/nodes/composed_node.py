@@ -54,8 +54,8 @@ BACKENDS = ("sim", "hardware")
 #: GIL switch interval [s]: the simulator's loop gets the interpreter back soon after MuJoCo's
 #: step instead of waiting up to Python's default 5 ms for the chain thread to yield.
 SWITCH_INTERVAL_S = 2e-4
-#: The hosted nodes' clocks other than the controller's (diagnostics, timers) follow the samples'
-#: stamps every this many ticks; the controller's every tick.
+#: The hosted nodes' clocks (diagnostics, timers, the stamps of external references) follow the
+#: samples' stamps every this many ticks; the chain itself runs on each sample's stamp.
 CLOCK_DECIMATION = 10
 
 
@@ -105,12 +105,11 @@ class ComposedChain(KangarooNode):
     # ------------------------------------------------------------------ simulator backend
     def _on_sample(self, act: ActuatorSample, enc: EncoderSample, imu: ImuSample) -> None:
         """Simulator loop thread, while MuJoCo steps: the whole chain on this sample."""
-        now = Time(nanoseconds=round(act.stamp_s * 1e9), clock_type=ClockType.ROS_TIME)
-        self._clocks[0].set_ros_time_override(now)  # the controller's: read every tick
         self._ticks_since_clocks += 1
-        if self._ticks_since_clocks >= CLOCK_DECIMATION:  # the others stamp diagnostics and timers
-            self._ticks_since_clocks = 0
-            for clock in self._clocks[1:]:
+        if self._ticks_since_clocks >= CLOCK_DECIMATION:  # the nodes' clocks stamp diagnostics and timers
+            self._ticks_since_clocks = 0  # (the chain itself runs on the samples' stamps)
+            now = Time(nanoseconds=round(act.stamp_s * 1e9), clock_type=ClockType.ROS_TIME)
+            for clock in self._clocks:
                 clock.set_ros_time_override(now)
         sample = ActuatorSample(self._act(act.position), self._act(act.velocity),
                                 None if act.effort is None else self._act(act.effort), act.stamp_s)
@@ -139,7 +138,7 @@ class ComposedChain(KangarooNode):
         after_estimate(  # the components' order (components.chain); the node adapters publish
             self.estimator.component, self.wrench.component, self.controller.component, sample, est,
             lambda sample, projected: self.wrench.process(sample, projected=projected),
-            lambda prepared: self.controller.process(est.q, est.v, stamp_s, prepared=prepared))
+            lambda prepared: self.controller.process(est.q, est.v, stamp_s, prepared=prepared, now_s=sample.stamp_s))
         if self.link_tf is not None and self.link_tf.due(est.stamp_s):  # after the command: off its path
             self.link_tf.on_positions(est.q[self._link_q], est.stamp_s)
         dt = time.perf_counter() - t0

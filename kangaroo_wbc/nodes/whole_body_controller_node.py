@@ -473,11 +473,14 @@ class WholeBodyControllerNode(KangarooNode):
         self.process(self._q, self._v, stamp_s, msg.header.stamp)
 
     # ------------------------------------------------------------------ one state sample
-    def process(self, q: np.ndarray, v: np.ndarray, stamp_s: float, stamp=None, prepared: bool = False):
+    def process(self, q: np.ndarray, v: np.ndarray, stamp_s: float, stamp=None, prepared: bool = False,
+                now_s: float | None = None):
         """Run the component on the state ``(q, v)`` of time ``stamp_s`` [s] (NaN: no consistent
         state) and publish the command. ``prepared``: the model was already updated at ``(q, v)``
-        (:meth:`WholeBodyControl.prepare`, composed deployment). Returns the command."""
-        now = self._now_s()
+        (:meth:`WholeBodyControl.prepare`, composed deployment). ``now_s``: the current time [s]
+        when the caller knows it (composed with the simulator: the sample's stamp), else the
+        node's clock. Returns the command."""
+        now = self._now_s() if now_s is None else now_s
         self._last_state = time.monotonic()
         age = now - stamp_s if stamp_s == stamp_s else float("inf")
         if not prepared and age != float("inf"):

@@ -68,7 +68,7 @@ class StreamPublisher:
             stream.publish(writer.write(...))
     """
 
-    def __init__(self, publisher: Any, idle_refresh: int = 10, busy_refresh: int = 200) -> None:
+    def __init__(self, publisher: Any, idle_refresh: int = 50, busy_refresh: int = 200) -> None:
         self.publisher = publisher
         self._idle, self._busy = idle_refresh, busy_refresh
         self._countdown = 0
