@@ -86,19 +86,22 @@ class ComDisturbanceObserver:
     def update(self, stamp_s: float, com_velocity: np.ndarray) -> np.ndarray:
         """The estimate [m/s²] after the state of time ``stamp_s`` [s] with CoM velocity
         ``com_velocity`` [m/s] (world axes); the returned array is :attr:`estimate`."""
-        velocity = np.asarray(com_velocity, dtype=float)
-        if not (math.isfinite(stamp_s) and velocity.shape == (3,) and np.all(np.isfinite(velocity))):
+        vx, vy, vz = (float(c) for c in com_velocity)  # three axes: plain floats beat numpy here
+        if not (math.isfinite(stamp_s) and math.isfinite(vx + vy + vz)):
             self.restart()
             return self.estimate
         if self._stamp is not None and self._plan is not None:
             dt = stamp_s - self._stamp
             if 0.0 < dt <= self.max_gap_s:
-                np.subtract((velocity - self._velocity) / dt, self._plan, out=self.residual)
                 alpha = 1.0 - math.exp(-self.omega_c * dt)
-                self.estimate += alpha * (self.residual - self.estimate)
-                np.clip(self.estimate, -self.max_m_s2, self.max_m_s2, out=self.estimate)
+                bound, est, res, v0, plan = self.max_m_s2, self.estimate, self.residual, self._velocity, self._plan
+                for i, v in enumerate((vx, vy, vz)):
+                    r = (v - v0[i]) / dt - plan[i]
+                    res[i] = r
+                    e = est[i] + alpha * (r - est[i])
+                    est[i] = min(max(e, -bound), bound)
         self._stamp = float(stamp_s)
-        self._velocity[:] = velocity
+        self._velocity[:] = (vx, vy, vz)
         self._plan = None
         return self.estimate
 
