@@ -34,7 +34,7 @@ from kangaroo_wbc.estimation.contact_wrench import (
 from kangaroo_wbc.estimation.stamp_order import StampOrder, StampVerdict
 from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.model.ball_screw import BallScrewActuators
-from kangaroo_wbc.model.fast_kinematics import finite
+from kangaroo_wbc.model.compiled import finite
 
 STATE, ODOMETRY, TORQUE = "joint_states", "estimation/base_odometry", "actuators/state"
 

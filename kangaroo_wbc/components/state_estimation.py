@@ -60,7 +60,7 @@ from kangaroo_wbc.estimation.floating_base import (
 from kangaroo_wbc.estimation.passive_state import PassiveStateConfig, PassiveStateEstimator
 from kangaroo_wbc.estimation.stamp_order import StampOrder, StampVerdict
 from kangaroo_wbc.model import ClosedLoopModel
-from kangaroo_wbc.model.fast_kinematics import all_finite, finite
+from kangaroo_wbc.model.compiled import all_finite, finite
 
 #: Failed calibration windows in a row reported as WARN (a robot settling on its crane) before
 #: the failures become an ERROR.

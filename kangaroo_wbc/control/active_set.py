@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.compiled import compiled
 from kangaroo_wbc.model.small_dense import cholesky_in_place
 
 INFINITY = 1e30  # OSQP's infinity: bounds beyond it are absent
@@ -38,7 +38,7 @@ NOT_OPTIMAL, SINGULAR = -1, -2
 BAD_BOUNDS = -3
 
 
-@_jit
+@compiled
 def solve_active_set(H, c, Cg, lg, ug, lb, ub, side_g, side_b, max_corrections, primal_tol, dual_tol, delta,
                      x, y_g, y_b):
     """See the module docstring. ``side_g``/``side_b`` are updated in place to the final set;
@@ -176,7 +176,7 @@ def solve_active_set(H, c, Cg, lg, ug, lb, ub, side_g, side_b, max_corrections, 
     return NOT_OPTIMAL
 
 
-@_jit
+@compiled
 def _kkt_schur(H, Cg, free, nf, act, k, rhs, delta, sol):
     """The KKT system of :func:`solve_active_set` by its Schur complement: ``H_ff = L L^T``
     (Cholesky), ``Y = L^{-1} C_af^T``, ``(Y^T Y + delta I) y = Y^T L^{-1} f - d``,
@@ -260,7 +260,7 @@ def _kkt_schur(H, Cg, free, nf, act, k, rhs, delta, sol):
     return True
 
 
-@_jit
+@compiled
 def _clip_infinity(v):
     """``v`` clipped to ``±INFINITY`` (NaN stays NaN)."""
     if v < -INFINITY:
@@ -270,7 +270,7 @@ def _clip_infinity(v):
     return v
 
 
-@_jit
+@compiled
 def solve_stacked(H, c, A, b, G, h_lower, h, lb, ub, side_g, side_b, max_corrections, primal_tol, dual_tol, delta,
                   Cg, l, u, sg, sb, x, y):
     """The whole warm-started solve of a problem in the :class:`~kangaroo_wbc.control.qp.QpProblem`

@@ -26,7 +26,6 @@ corner forces act on the sole as the wrench ``W f`` with ``W = [I ... I; [R r_1]
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -35,7 +34,7 @@ import numpy as np
 import pinocchio as pin
 
 from kangaroo_wbc.errors import FrameNotFound, InputError, suggest
-from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA, _jit
+from kangaroo_wbc.model.compiled import compiled
 
 
 @dataclass
@@ -140,11 +139,6 @@ class ContactSpec:
         return cls(name=name, frame=frame, corners=np.array(corners), **kwargs)
 
 
-#: ``_SKEW_OF[3 j + k, l]``: ``[r]_x[j, k] = sum_l _SKEW_OF[3 j + k, l] r_l`` (minus the Levi-Civita symbol).
-_SKEW_OF = -np.array([[[(j - k) * (k - l) * (l - j) / 2.0 for l in range(3)] for k in range(3)]
-                      for j in range(3)]).reshape(9, 3)
-
-
 def wrench_map(
     R_sole: np.ndarray, corners: np.ndarray, out: np.ndarray | None = None
 ) -> np.ndarray:
@@ -154,17 +148,11 @@ def wrench_map(
     """
     P = corners.shape[0]
     W = np.zeros((6, 3 * P)) if out is None else out
-    if HAVE_NUMBA:
-        _wrench_map_into(np.ascontiguousarray(R_sole, dtype=float), corners, W)
-        return W
-    r = corners @ R_sole.T  # (P, 3) world-axes offsets R r_i
-    W[:3] = _identity_blocks(P)
-    # rows 3..5: W[3 + j, 3 i + k] = [r_i]_x[j, k]
-    W[3:].reshape(3, P, 3)[:] = (r @ _SKEW_OF.T).reshape(P, 3, 3).transpose(1, 0, 2)
+    _wrench_map_into(np.ascontiguousarray(R_sole, dtype=float), corners, W)
     return W
 
 
-@_jit
+@compiled
 def _wrench_map_into(R, corners, W):
     """:func:`wrench_map` compiled (a few dozen numbers: below the numpy calls' overhead)."""
     for i in range(corners.shape[0]):
@@ -178,14 +166,6 @@ def _wrench_map_into(R, corners, W):
         W[3, c], W[3, c + 1], W[3, c + 2] = 0.0, -rz, ry
         W[4, c], W[4, c + 1], W[4, c + 2] = rz, 0.0, -rx
         W[5, c], W[5, c + 1], W[5, c + 2] = -ry, rx, 0.0
-
-
-@functools.lru_cache(maxsize=8)
-def _identity_blocks(P: int) -> np.ndarray:
-    """``[I_3 ... I_3]`` (3, 3P), read-only."""
-    E = np.tile(np.eye(3), P)
-    E.flags.writeable = False
-    return E
 
 
 @dataclass(frozen=True)

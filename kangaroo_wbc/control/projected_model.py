@@ -35,13 +35,8 @@ from kangaroo_wbc.errors import FrameNotFound, InputError, ModelError, suggest
 from kangaroo_wbc.model import ClosedLoopModel, ProjectedDynamics
 from kangaroo_wbc.model.block_lu import _factor_and_map, _solve
 from kangaroo_wbc.model.closed_loop_model import universal_cut_indices
-from kangaroo_wbc.model.fast_kinematics import (
-    _closure,
-    _jit,
-    _velocity_bias,
-    all_finite,
-    frame_terms,
-)
+from kangaroo_wbc.model.compiled import all_finite, compiled
+from kangaroo_wbc.model.fast_kinematics import _closure, _velocity_bias, frame_terms
 
 #: Joint types whose motion subspace is constant in the joint frame (zero joint bias ``c_J``).
 CONSTANT_SUBSPACE_JOINTS = frozenset(
@@ -557,7 +552,7 @@ def _skew_batch(w: np.ndarray) -> np.ndarray:
     return out
 
 
-@_jit
+@compiled
 def _closure_chain(q, nu, tree, loops, e_l, J_l, rows, cols, cols_in, sizes, LU, piv, idx_u, idx_a, n_b, T, J_m, v,
                    idx_v, jnv, Vj, Aj, fV, fA, bias, B, X, k, dataJ, u0, mask, Jf, twist, drift):
     """:meth:`ProjectedModel._closure_chain` (compiled): closure error and Jacobian (``_closure``),
@@ -587,7 +582,7 @@ def _closure_chain(q, nu, tree, loops, e_l, J_l, rows, cols, cols_in, sizes, LU,
     return True
 
 
-@_jit
+@compiled
 def _centroidal_kernel(mcx, mcy, mcz, mass, R, p, MT, h_Mk, nu, gravity_wrench, com, A_G, h_G, drift, J_com,
                        com_velocity, com_drift):
     """:meth:`ProjectedModel._centroidal_from_base_rows` (compiled): ``m c = (M[5,1], M[3,2], M[4,0])``,
@@ -625,7 +620,7 @@ def _centroidal_kernel(mcx, mcy, mcz, mass, R, p, MT, h_Mk, nu, gravity_wrench, 
         com_drift[i] = drift[i] / mass
 
 
-@_jit
+@compiled
 def _project_on_T(M, h, k, Jf, J_m, idx_b, idx_a, idx_u, MT, M_p, h_Mk, h_p, Jf_T, Jf_k):
     """``MT = M T``, ``M_p = T^T M T``, ``h_Mk = h + M k``, ``h_p = T^T h_Mk``, ``Jf_T = J_f T`` and
     ``Jf_k = J_f k`` for ``T`` with unit columns on the base (``idx_b``) and actuated (``idx_a``)

@@ -40,7 +40,7 @@ import scipy.sparse as sp
 from kangaroo_wbc.control.active_set import solve_active_set, solve_stacked
 from kangaroo_wbc.control.active_set import warm_up as _warm_up_active_set
 from kangaroo_wbc.errors import InputError, NoSolutionFound
-from kangaroo_wbc.model.fast_kinematics import finite
+from kangaroo_wbc.model.compiled import finite
 
 #: OSQP's infinity: bounds beyond it are treated as absent.
 OSQP_INFTY = 1e30

@@ -26,7 +26,7 @@ from kangaroo_wbc.control.behaviours import Behaviour, BehaviourState, make_beha
 from kangaroo_wbc.control.reference_governor import GovernorSettings, ReferenceGovernor
 from kangaroo_wbc.control.wbc import FrameReference, WbcOutput, WbcReferences
 from kangaroo_wbc.errors import InputError, KangarooWbcError, ModelError, NoSolutionFound
-from kangaroo_wbc.model.fast_kinematics import _jit, all_finite, finite
+from kangaroo_wbc.model.compiled import all_finite, compiled, finite
 
 #: A contact the behaviour has just planned (a touchdown) stays active this long [s] whatever the
 #: sole forces say: it is unloaded until the controller loads it, and a measured-contact veto at
@@ -36,7 +36,7 @@ from kangaroo_wbc.model.fast_kinematics import _jit, all_finite, finite
 TOUCHDOWN_GRACE_S = 1.0
 
 
-@_jit
+@compiled
 def _within_strokes(q, idx, lower, upper, margin):
     """Every actuator position ``q[idx]`` within its stroke, ``margin`` beyond it allowed (compiled)."""
     for k in range(idx.shape[0]):

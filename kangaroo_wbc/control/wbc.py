@@ -57,7 +57,7 @@ from kangaroo_wbc.control.tasks import (
 from kangaroo_wbc.control.tasks.fused import fill_default_tasks
 from kangaroo_wbc.errors import FrameNotFound, InputError, NoSolutionFound, suggest
 from kangaroo_wbc.model import ClosedLoopModel
-from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA, _jit, finite
+from kangaroo_wbc.model.compiled import compiled, finite
 
 
 @dataclass
@@ -244,7 +244,7 @@ class WholeBodyController:
         self._fused = self._fused_setup()
         # the always-present tasks filled by one compiled pass while they lead self.tasks
         self._fused_tasks = ((self.com_task, self.base_task, self.posture_task, self.momentum_task)
-                             if HAVE_NUMBA and all(type(t) is c for t, c in zip(
+                             if all(type(t) is c for t, c in zip(
                                  (self.com_task, self.base_task, self.posture_task, self.momentum_task),
                                  (ComTask, OrientationTask, PostureTask, AngularMomentumTask))) else None)
         u = self.pm.frame_names.index(s.base_frame)
@@ -377,8 +377,8 @@ class WholeBodyController:
 
     def _fused_setup(self) -> dict | None:
         """Static data of the fused constraint pass (:mod:`kangaroo_wbc.control.constraints.fused`),
-        or None where it does not apply (no numba, soles with different corner counts)."""
-        if not HAVE_NUMBA or not self.contacts or len({c.n_points for c in self.contacts}) != 1:
+        or None where it does not apply (no contacts, soles with different corner counts)."""
+        if not self.contacts or len({c.n_points for c in self.contacts}) != 1:
             return None
         L, pm = self.layout, self.pm
         fidx = np.array([pm.frame_names.index(c.frame) for c in self.contacts], dtype=np.int64)
@@ -544,7 +544,7 @@ class WholeBodyController:
                          timing={}, active_contacts=active)
 
 
-@_jit
+@compiled
 def _actuator_forces(x, n_b, n_nu, M_p, h_p, Jf_T, fidx, W_all, col, npts, active, tau, wrenches, forces):
     """Actuator forces of a QP solution ``x``: ``tau = (M_p nu_dot + h_p - sum_c J_c^T W_c f_c)_a``,
     with ``wrenches[c] = W_c f_c`` and ``forces[c] = f_c`` (P, 3) (zero for swing soles: ADMM iterates
@@ -578,7 +578,7 @@ def _actuator_forces(x, n_b, n_nu, M_p, h_p, Jf_T, fidx, W_all, col, npts, activ
     return True
 
 
-@_jit
+@compiled
 def _task_normal_equations(J, r, w, m, H0, H, c):
     """``H = H0``, ``c = 0``, then on the first ``n = J.shape[1]`` rows/columns ``H += J^T W J`` and
     ``c = -J^T W r`` over the first ``m`` stacked task rows (``W = diag(w)``; ``H0`` symmetric)."""

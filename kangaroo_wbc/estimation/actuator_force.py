@@ -32,7 +32,7 @@ import numpy as np
 
 from kangaroo_wbc.errors import InputError
 from kangaroo_wbc.model.ball_screw import BallScrewActuators
-from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.compiled import compiled
 
 
 @dataclass
@@ -70,7 +70,7 @@ class ActuatorCompensation:
         return cls(actuator_model=False, rotor_inertia=False, torque_bias=False)
 
 
-@_jit
+@compiled
 def _bias_step(residual, velocity, normal_force, still_velocity, min_force, samples_per_tau, max_bias, gain, bias):
     """One bias step (module docstring), compiled: only while every actuator is still, every sole
     loaded and the residual finite, ``b += r / (T f_s g)`` clipped to ``max_bias``; True if it learnt."""

@@ -83,14 +83,9 @@ from kangaroo_wbc.errors import ConfigError, EstimationError, FrameNotFound, Inp
 from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics, lu_solve
 from kangaroo_wbc.estimation.filters import ButterworthFilter
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
+from kangaroo_wbc.model.compiled import all_finite, compiled
 from kangaroo_wbc.model.dynamics import projected_dynamics
-from kangaroo_wbc.model.fast_kinematics import (
-    HAVE_NUMBA,
-    _jit,
-    all_finite,
-    frame_placements,
-    local_frame_jacobians,
-)
+from kangaroo_wbc.model.fast_kinematics import frame_placements, local_frame_jacobians
 from kangaroo_wbc.model.small_dense import cholesky_in_place
 
 if TYPE_CHECKING:
@@ -282,17 +277,15 @@ class ContactWrenchEstimator:
         self._Jc = np.zeros((6 * c, nv))
         self._rhs = np.zeros((n_u, 1 + 6 * c))
         #: per sole, 1 on the velocity columns of the joints that support it (compiled Jacobians)
-        self._sole_support: np.ndarray | None = None
-        if HAVE_NUMBA:
-            self._sole_support = np.zeros((c, nv))
-            for i, fid in enumerate(self.frame_ids):
-                for j in self.model.supports[self.model.frames[fid].parentJoint]:
-                    if j > 0:
-                        jm = self.model.joints[j]
-                        self._sole_support[i, jm.idx_v:jm.idx_v + jm.nv] = 1.0
-            # compile (or load) now, not in a tick; data.J is column-major
-            local_frame_jacobians(np.zeros((6, nv), order="F"), np.zeros((c, 3, 3)), np.zeros((c, 3)),
-                                  self._sole_support, np.zeros((6 * c, nv)))
+        self._sole_support = np.zeros((c, nv))
+        for i, fid in enumerate(self.frame_ids):
+            for j in self.model.supports[self.model.frames[fid].parentJoint]:
+                if j > 0:
+                    jm = self.model.joints[j]
+                    self._sole_support[i, jm.idx_v:jm.idx_v + jm.nv] = 1.0
+        # compile (or load) now, not in a tick; data.J is column-major
+        local_frame_jacobians(np.zeros((6, nv), order="F"), np.zeros((c, 3, 3)), np.zeros((c, 3)),
+                              self._sole_support, np.zeros((6 * c, nv)))
         self._idx_u = np.ascontiguousarray(clm.idx_v_u, dtype=np.int64)
         self._idx_a = np.ascontiguousarray(clm.idx_v_a, dtype=np.int64)
         self._square = n_a == 6 * c
@@ -307,7 +300,6 @@ class ContactWrenchEstimator:
         self._B_b = self._B[n_a:] if self.base_rows else np.zeros((6, 2))
         self._P = np.zeros((6 * c, n_rhs))
         self._eye_a = np.eye(n_a)
-        self._rot6 = np.zeros((6, 6))
         #: sole placements (rotation, translation) at the last model update
         self._sole_R, self._sole_p = np.zeros((c, 3, 3)), np.zeros((c, 3))
         self._F = np.zeros((6 * c, 2))  # wrenches from the factored map: raw, filtered
@@ -321,7 +313,6 @@ class ContactWrenchEstimator:
         self._sole_joint = np.array([f.parentJoint for f in frames], dtype=np.int64)
         self._sole_fR = np.array([f.placement.rotation for f in frames]).reshape(-1, 3, 3)
         self._sole_fp = np.array([f.placement.translation for f in frames]).reshape(-1, 3)
-        self._J_local = np.zeros((6, clm.n_b + n_a))
         self._solver_ready = False
         self._model_ready = False
         self.estimate = ContactWrenchEstimate(
@@ -341,14 +332,13 @@ class ContactWrenchEstimator:
         for R in (pin.SE3.Identity().rotation, np.eye(3)):  # pinocchio's and the closure kernel's
             _momentum_rate_kernel(np.zeros(3), np.zeros(3), np.zeros(3), R, np.zeros(3), np.zeros(6), False, 1.0,
                                   np.zeros(6))
-        if HAVE_NUMBA:
-            frame_placements(np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros(1, dtype=np.int64), np.zeros((1, 3, 3)),
-                             np.zeros((1, 3)), np.zeros((1, 3, 3)), np.zeros((1, 3)))
-            n_nu, one = clm.n_b + n_a, np.zeros(1, dtype=np.int64)
-            _projected_sole_terms(np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros((1, 6, n_nu)), one, one, clm.n_b,
-                                  self.base_rows, np.zeros(nv), self._idx_a, self._idx_u, np.zeros((n_u, n_a)), True,
-                                  np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros((n_a, 6)), np.zeros((6, 6)),
-                                  np.zeros(n_a))
+        frame_placements(np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros(1, dtype=np.int64), np.zeros((1, 3, 3)),
+                         np.zeros((1, 3)), np.zeros((1, 3, 3)), np.zeros((1, 3)))
+        n_nu, one = clm.n_b + n_a, np.zeros(1, dtype=np.int64)
+        _projected_sole_terms(np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros((1, 6, n_nu)), one, one, clm.n_b,
+                              self.base_rows, np.zeros(nv), self._idx_a, self._idx_u, np.zeros((n_u, n_a)), True,
+                              np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros((n_a, 6)), np.zeros((6, 6)),
+                              np.zeros(n_a))
         if self.base_rows:
             _normal_equations_map(np.eye(n_a, 6 * c), np.eye(6, 6 * c), 1.0, self._P.copy())
         est = self.estimate
@@ -403,11 +393,8 @@ class ContactWrenchEstimator:
             for i, fid in enumerate(self.frame_ids):
                 oMs = data.oMf[fid]
                 self._sole_R[i], self._sole_p[i] = oMs.rotation, oMs.translation
-        if self._sole_support is not None:  # compiled, from data.J (same numbers as pinocchio, tested)
-            local_frame_jacobians(data.J, self._sole_R, self._sole_p, self._sole_support, Jc)
-        else:
-            for i, fid in enumerate(self.frame_ids):
-                Jc[6 * i:6 * i + 6] = pin.getFrameJacobian(m, data, fid, pin.LOCAL)
+        # compiled, from data.J (same numbers as pinocchio's LOCAL frame Jacobians, tested)
+        local_frame_jacobians(data.J, self._sole_R, self._sole_p, self._sole_support, Jc)
         velocity_terms = self.config.include_velocity_terms and v is not None
         if velocity_terms:
             pd = projected_dynamics(clm, q, v, self.sole_frames, 6, pin.LOCAL)
@@ -454,35 +441,18 @@ class ContactWrenchEstimator:
         """:meth:`_model_terms` from a :class:`ProjectedModel` already updated at ``q``: its sole
         Jacobians ``J_c T`` (rotated to the sole frames), ``J_m``, centroidal momentum and, with
         velocity terms, ``h_p``; only the generalised gravity is computed here."""
-        clm, m, n_b = self.clm, self.model, self.clm.n_b
+        m, n_b = self.model, self.clm.n_b
         velocity_terms = self.config.include_velocity_terms and v is not None
-        if HAVE_NUMBA:  # one compiled pass (same numbers as the loop below, tested against the own update)
-            if self._pm_index is None or self._pm_index[0] is not pm:
-                users = np.array([pm._user(s) for s in self.sole_frames], dtype=np.int64)
-                self._pm_index = (pm, 2 * pm.n_closures + users, users)
-            g = pin.computeGeneralizedGravity(m, self.kin.data, q)
-            _projected_sole_terms(pm._R, pm._p, pm._Jf_T, self._pm_index[1], self._pm_index[2], n_b, self.base_rows,
-                                  g, self._idx_a, self._idx_u, pm.J_m, not velocity_terms, self._sole_R, self._sole_p,
-                                  self.J_cm_T, self.J_cb_T, self.g_pa)
-            if velocity_terms:
-                self.g_pa[:] = pm.h_p[n_b:]
-            self._base_terms_projected(g, v, pm)
-            return
-        Jl = self._J_local
-        for i, sole in enumerate(self.sole_frames):
-            R, p = pm.placement(sole)
-            self._sole_R[i], self._sole_p[i] = R, p
-            B = self._rot6
-            B[:3, :3] = B[3:, 3:] = R.T
-            np.matmul(B, pm.jacobian(sole), out=Jl)  # LOCAL rows of J_c T: [J_c,b, J_c,m]
-            self.J_cm_T[:, 6 * i:6 * i + 6] = Jl[:, n_b:].T
-            if self.base_rows:
-                self.J_cb_T[:, 6 * i:6 * i + 6] = Jl[:, :6].T
+        # one compiled pass (same numbers as the estimator's own update, tested)
+        if self._pm_index is None or self._pm_index[0] is not pm:
+            users = np.array([pm._user(s) for s in self.sole_frames], dtype=np.int64)
+            self._pm_index = (pm, 2 * pm.n_closures + users, users)
         g = pin.computeGeneralizedGravity(m, self.kin.data, q)
+        _projected_sole_terms(pm._R, pm._p, pm._Jf_T, self._pm_index[1], self._pm_index[2], n_b, self.base_rows,
+                              g, self._idx_a, self._idx_u, pm.J_m, not velocity_terms, self._sole_R, self._sole_p,
+                              self.J_cm_T, self.J_cb_T, self.g_pa)
         if velocity_terms:
             self.g_pa[:] = pm.h_p[n_b:]
-        else:
-            self.g_pa[:] = g[clm.idx_v_a] + pm.J_m.T @ g[clm.idx_v_u]
         self._base_terms_projected(g, v, pm)
 
     def _base_terms_projected(self, g: np.ndarray, v: np.ndarray | None, pm: ProjectedModel) -> None:
@@ -677,7 +647,7 @@ class ContactWrenchEstimator:
                                       est.zmp_in_world))
 
 
-@_jit
+@compiled
 def _projected_sole_terms(R_all, p_all, Jf_T, rows, users, n_b, base_rows, g, idx_a, idx_u, J_m, with_gravity,
                           sole_R, sole_p, J_cm_T, J_cb_T, g_pa):
     """:meth:`ContactWrenchEstimator._model_terms_projected` (compiled): sole placements
@@ -708,7 +678,7 @@ def _projected_sole_terms(R_all, p_all, Jf_T, rows, users, n_b, base_rows, g, id
             g_pa[j] = x
 
 
-@_jit
+@compiled
 def _momentum_rate_kernel(linear, angular, com, R, p, h, valid, rate, out):
     """:meth:`ContactWrenchEstimator._momentum_rate_from` (compiled). ``h`` (6) holds the previous
     spatial momentum about the world origin, world axes, ``[l; c x l + k_G]``, and takes the new one;
@@ -735,7 +705,7 @@ def _momentum_rate_kernel(linear, angular, com, R, p, h, valid, rate, out):
         h[j] = hn[j]
 
 
-@_jit
+@compiled
 def _normal_equations_map(A, J_b, w2, P):
     """``P = N^{-1} [A^T, w2 J_b^T]`` with ``N = A^T A + w2 J_b^T J_b`` by Cholesky (compiled: far
     below the cost of the numpy products and the LAPACK call's overhead at this size). False, with
@@ -773,7 +743,7 @@ def _normal_equations_map(A, J_b, w2, P):
     return True
 
 
-@_jit
+@compiled
 def _wrench_rhs(g_pa, tau_bar, g_base, momentum_rate, y, base_rows, filtered, B):
     """``B[:, 0] = [g_p,a - tau_bar; g_b + dh_b]`` (eq. (46) with the base rows) and, with the filter,
     ``B[:, 1]`` from the filtered inputs ``y = [tau_bar; dh_b]``."""
@@ -789,7 +759,7 @@ def _wrench_rhs(g_pa, tau_bar, g_base, momentum_rate, y, base_rows, filtered, B)
                 B[n_a + i, 1] = g_base[i] + y[n_a + i]
 
 
-@_jit
+@compiled
 def _wrench_from_map(P, B, cols, A, J_b, base_rows, F, res):
     """``F[:, :cols] = P B[:, :cols]`` (the factored least-squares map of
     :meth:`ContactWrenchEstimator._factor`) and the residuals of the raw column:
@@ -822,7 +792,7 @@ def _wrench_from_map(P, B, cols, A, J_b, base_rows, F, res):
         res[0], res[1] = math.sqrt(r), math.sqrt(rb)
 
 
-@_jit
+@compiled
 def _cop_zmp(W, R, p, f_min, W_world, cop_valid, cop_sole, cop_world, total, zmp):
     """Per sole ``i`` (wrench ``W[i]`` in the sole frame, placement ``R[i]``, ``p[i]``): the wrench in
     world axes, the CoP (defined above the normal force ``f_min``); the total force and the ZMP on

@@ -61,7 +61,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kangaroo_wbc.errors import InputError
-from kangaroo_wbc.model.fast_kinematics import _jit, all_finite
+from kangaroo_wbc.model.compiled import all_finite, compiled
 
 
 @dataclass
@@ -128,7 +128,7 @@ class EncoderVerdict:
 _CLEAN = EncoderVerdict(True)
 
 
-@_jit
+@compiled
 def _freeze_step(pos, vel, dt, prev, run, travel, slot, freeze_samples, min_travel, frozen):
     """Freeze bookkeeping of one newer sample (``dt > 0`` since the previous one): the run of
     bit-identical readings, ``v dt`` into ring slot ``slot``, the reading kept as ``prev``; True
@@ -154,7 +154,7 @@ def _freeze_step(pos, vel, dt, prev, run, travel, slot, freeze_samples, min_trav
     return found
 
 
-@_jit
+@compiled
 def _jump_ratio(pos, vel, ref, v_ref, dt, speed_bound, bound_min, tolerance, ratio, unexplained):
     """The displacement since the reference that the velocities do not explain,
     ``|theta - theta_ref - (theta_dot + theta_dot_ref) dt / 2|`` (into ``unexplained``), over its

@@ -24,10 +24,10 @@ import numpy as np
 import scipy.signal
 
 from kangaroo_wbc.errors import InputError
-from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.compiled import compiled
 
 
-@_jit
+@compiled
 def sos_step(coef, z, x, y):
     """One sample of the biquad cascade (transposed direct form II, module docstring): ``coef``
     (n_sections, 5) rows ``(b0, b1, b2, a1, a2)``, state ``z`` (n_sections, 2, n_channels) updated in

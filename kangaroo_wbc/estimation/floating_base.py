@@ -57,7 +57,7 @@ import pinocchio as pin
 
 from kangaroo_wbc.errors import EstimationError, FrameNotFound, InputError, ModelError, suggest
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
-from kangaroo_wbc.model.fast_kinematics import _jit, all_finite
+from kangaroo_wbc.model.compiled import all_finite, compiled
 from kangaroo_wbc.model.so3 import quaternion_xyzw_into
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -359,7 +359,7 @@ _P = ("dt", "acc_var", "held_var", "leg_var", "foot_var", "window", "gravity", "
  _P_GROUND) = range(len(_P))
 
 
-@_jit
+@compiled
 def _write_base_state(x, R, omega_b, q_base, v_base):
     """``q_base = [p, quat(R) x, y, z, w]``, ``v_base = [R^T v, omega_b]`` (pinocchio's free flyer)."""
     for j in range(3):
@@ -372,7 +372,7 @@ def _write_base_state(x, R, omega_b, q_base, v_base):
         q_base[3 + j] = quat[j]
 
 
-@_jit
+@compiled
 def _base_tick(quat, R_base_imu, gyro, gyro_bias, gyro_n, acc, use_acc, J, sole_cols, n_cols, Rb, pb, p_soles, v,
                contact_in, held, contact, x, P, anchors, age, count, par, R, omega_b, sole_in_base, u, q_base,
                v_base):

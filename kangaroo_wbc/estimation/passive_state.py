@@ -41,7 +41,8 @@ from kangaroo_wbc.errors import EstimationError, InputError
 from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics
 from kangaroo_wbc.model.block_lu import _factor, _solve
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
-from kangaroo_wbc.model.fast_kinematics import _closure, _jit, all_finite
+from kangaroo_wbc.model.compiled import all_finite, compiled
+from kangaroo_wbc.model.fast_kinematics import _closure
 
 
 @dataclass
@@ -268,7 +269,7 @@ class PassiveStateEstimator:
         return self.clm.complete_acceleration(self._q, self._v, a_a, a_base)
 
 
-@_jit
+@compiled
 def _correction_rhs(theta_a, theta_dot_a, q, idx_q_a, alpha, beta, e, J_la, e_out, theta_dot_a_k, rhs):
     """Before the ``J_lu`` solve of a tick: ``theta_dot*_a,k = beta (theta_bar_a - theta_a,k) +
     theta_dot_bar_a`` (eq. (38)), the right-hand sides ``rhs[0] = J_la theta_dot*_a,k + alpha e_l``
@@ -294,7 +295,7 @@ def _correction_rhs(theta_a, theta_dot_a, q, idx_q_a, alpha, beta, e, J_la, e_ou
     return norm
 
 
-@_jit
+@compiled
 def _passive_tick(q, tree, loops, evaluate, factor, e_l, J_l, n_u, rows, cols, sizes, LU, piv, B, X, theta_a,
                   theta_dot_a, idx_q_a, alpha, beta, e_out, theta_dot_a_k, rhs, idx_v_a, idx_v_u, idx_v_base, dt, step,
                   v, step_back):
@@ -317,7 +318,7 @@ def _passive_tick(q, tree, loops, evaluate, factor, e_l, J_l, n_u, rows, cols, s
     return _velocities(X, theta_dot_a_k, theta_dot_a, idx_v_a, idx_v_u, idx_v_base, dt, step, v, step_back), norm
 
 
-@_jit
+@compiled
 def _velocities(sol, theta_dot_a_k, theta_dot_a, idx_v_a, idx_v_u, idx_v_base, dt, step, v, step_back):
     """After the solve (``sol = J_lu^{-1} rhs``, (n_u, 2)): the step ``dt theta_dot*_{k+1}`` of eq.
     (39)-(40), the velocity of eq. (35)-(36) into ``v`` (base entries kept) and ``step_back = -dt v``

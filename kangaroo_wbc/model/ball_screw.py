@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kangaroo_wbc.errors import ConfigError, InputError
-from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.compiled import compiled
 
 #: Entries of a closure file's ``actuators`` mapping read here, with their defaults (the ideal screw:
 #: no losses beyond ``eta``, no inertia). Keys marked (sim) describe the simulated hardware only.
@@ -71,7 +71,7 @@ ENTRY_DEFAULTS: dict[str, float] = {
 _LIN, _K, _ETA_M, _DELTA, _PAPER, _FC, _B, _VS, _MR = range(9)
 
 
-@_jit
+@compiled
 def screw_force(p, tau, v, a, switch, friction):
     """:meth:`BallScrewActuators.force_from_torque` of one actuator (``p``: its row of
     :attr:`BallScrewActuators.params`; ``a``: acceleration, 0 for no inertia term)."""
@@ -85,7 +85,7 @@ def screw_force(p, tau, v, a, switch, friction):
     return f - p[_MR] * a
 
 
-@_jit
+@compiled
 def screw_torque(p, force, v, a, switch, friction):
     """:meth:`BallScrewActuators.torque_from_force` of one actuator (exact inverse of
     :func:`screw_force`)."""
@@ -99,7 +99,7 @@ def screw_torque(p, force, v, a, switch, friction):
     return S / (p[_ETA_M] - p[_DELTA] * s * sign) / p[_K]
 
 
-@_jit
+@compiled
 def screw_split(p, motor_torque_nm):
     """A motor torque as a simulator applies it to a ball screw: the force before the losses
     ``eta_m y`` and the dry losses ``F_c + Delta |y|`` (the driving/back-driving switch is a
@@ -110,7 +110,7 @@ def screw_split(p, motor_torque_nm):
     return p[_ETA_M] * y, p[_FC] + p[_DELTA] * abs(y)
 
 
-@_jit
+@compiled
 def _screw_map(params, x, v, a, switch, friction, inverse, out):
     """``out = screw_force`` (or ``screw_torque`` with ``inverse``) over flat arrays whose index
     runs over the actuators fastest (``i % n_actuators``)."""

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA, _jit
+from kangaroo_wbc.model.compiled import compiled
 
 
 def block_structure(pattern: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
@@ -43,7 +43,7 @@ def block_structure(pattern: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] 
     return blocks
 
 
-@_jit
+@compiled
 def _factor(A, rows, cols, sizes, LU, piv):
     """Partial-pivoting LU of every block ``A[rows_b][:, cols_b]`` into ``LU[b]``; False if singular."""
     for b in range(sizes.shape[0]):
@@ -72,7 +72,7 @@ def _factor(A, rows, cols, sizes, LU, piv):
     return True
 
 
-@_jit
+@compiled
 def _finite_3d(a):
     """Every entry of the 3-D array ``a`` is finite."""
     for i in range(a.shape[0]):
@@ -83,7 +83,7 @@ def _finite_3d(a):
     return True
 
 
-@_jit
+@compiled
 def _block_solve(LU, piv, b, m, y):
     """``y <- A_b^{-1} y`` for block ``b`` (size ``m``) of the factors: ``P A_b = L U``."""
     for k in range(m):
@@ -102,7 +102,7 @@ def _block_solve(LU, piv, b, m, y):
         y[i] = s / LU[b, i, i]
 
 
-@_jit
+@compiled
 def _factor_and_map(J, rows, cols, cols_in_J, sizes, LU, piv, idx_u, idx_a, n_b, T, J_m):
     """Factorise ``J_lu = J[:, idx_u]`` by blocks (``cols_in_J = idx_u[cols]``: no copy of ``J_lu``)
     and write ``J_m = -J_lu^{-1} J[:, idx_a]`` into ``J_m`` (n_u, n_a) and ``T[idx_u, n_b:]``.
@@ -135,7 +135,7 @@ def _factor_and_map(J, rows, cols, cols_in_J, sizes, LU, piv, idx_u, idx_a, n_b,
     return True
 
 
-@_jit
+@compiled
 def _solve(LU, piv, rows, cols, sizes, B, X, transpose):
     """``X = A^{-1} B`` (or ``A^{-T} B``) with the block factors; ``B``, ``X`` are (n, k)."""
     y = np.empty(LU.shape[1])
@@ -182,7 +182,7 @@ def _solve(LU, piv, rows, cols, sizes, B, X, transpose):
                     X[rows[b, i], c] = y[i]
 
 
-@_jit
+@compiled
 def _project_through(LU, piv, rows, cols, sizes, G, g, idx_u, idx_a, J_la, rhs, Y, GT_a, g_a):
     """``GT_a = G_a^T - J_la^T A^{-T} G_u^T`` and ``g_a = g[idx_a] - J_la^T A^{-T} g[idx_u]`` (see
     :meth:`BlockLU.project_through`); ``rhs``, ``Y``: (n, 1 + r) work arrays."""
@@ -208,7 +208,7 @@ def _project_through(LU, piv, rows, cols, sizes, G, g, idx_u, idx_a, J_la, rhs, 
             GT_a[j, k] = s
 
 
-@_jit
+@compiled
 def _pivot_ratios(LU, sizes, out):
     """Per block, ``min |u_kk| / max |u_kk|`` of the factor ``U`` (0 for a zero block)."""
     for b in range(sizes.shape[0]):
@@ -229,8 +229,6 @@ class BlockLU:
     """
 
     def __init__(self, blocks: list[tuple[np.ndarray, np.ndarray]], n: int) -> None:
-        if not HAVE_NUMBA:
-            raise RuntimeError("BlockLU needs numba")
         M = max(len(r) for r, _ in blocks)
         self.n = n
         self.sizes = np.array([len(r) for r, _ in blocks], dtype=np.int64)

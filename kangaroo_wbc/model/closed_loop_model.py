@@ -836,8 +836,8 @@ class ClosedLoopModel:
     def kernel(self):
         """The compiled closure kinematics (:mod:`kangaroo_wbc.model.fast_kinematics`), or None.
 
-        None when numba is missing, a joint type is not supported or ``KANGAROO_WBC_NO_JIT`` is
-        set; the pinocchio path is then used. Both give the same numbers (tested to 1e-12).
+        None when a joint type is not supported or ``KANGAROO_WBC_NO_JIT`` is set; the pinocchio
+        path is then used. Both give the same numbers (tested to 1e-12).
         """
         if not self._kernel_built:
             from kangaroo_wbc.model.fast_kinematics import build_kernel
@@ -855,12 +855,11 @@ class ClosedLoopModel:
 
     def jlu_block_lu(self):
         """A :class:`~kangaroo_wbc.model.block_lu.BlockLU` for ``J_lu`` (its independent square blocks,
-        from the loops' joint columns), or None (no numba, no passive joints, or coupled blocks
+        from the loops' joint columns), or None (no passive joints, ``KANGAROO_WBC_NO_JIT`` set, or coupled blocks
         that are not square). A new object per call: each user keeps its own factors."""
         from kangaroo_wbc.model.block_lu import BlockLU, block_structure
-        from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA
 
-        if not HAVE_NUMBA or self.n_c == 0 or self.n_c != self.n_u or os.environ.get("KANGAROO_WBC_NO_JIT"):
+        if self.n_c == 0 or self.n_c != self.n_u or os.environ.get("KANGAROO_WBC_NO_JIT"):
             return None
         pattern = self._signed_mask[self.row_closure][:, self.idx_v_u] != 0.0
         blocks = block_structure(pattern)

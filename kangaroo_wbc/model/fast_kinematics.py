@@ -7,7 +7,7 @@ instead of many pinocchio calls and per-frame Python accesses. The tree (parents
 axes) is read from the pinocchio model once; pinocchio stays the reference: the tests compare every
 output with the pinocchio path. Supported joints: revolute (``RX``/``RY``/``RZ``/unaligned),
 prismatic (``PX``/``PY``/``PZ``/unaligned) and the free flyer; :func:`build_kernel` returns None for
-other models or when numba is not importable, and callers then use the pinocchio path.
+other models, and callers then use the pinocchio path.
 
 For a joint ``i`` with world placement ``(R_i, p_i)`` and local axis ``a``, the world Jacobian
 column (spatial velocity at the world origin, pinocchio's ``WORLD`` convention) is
@@ -32,53 +32,10 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
-try:  # numba is a dependency; without it (or on an unsupported platform) callers use pinocchio
-    import numba
-
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - exercised only where numba is missing
-    HAVE_NUMBA = False
+from kangaroo_wbc.model.compiled import compiled
 
 
-def _jit(f: Any) -> Any:
-    return numba.njit(cache=True, nogil=True)(f) if HAVE_NUMBA else f
-
-
-if HAVE_NUMBA:
-    @_jit
-    def all_finite(a, b):
-        """Every entry of the 1-D arrays ``a`` and ``b`` is finite (compiled: a fraction of
-        ``np.isfinite(a).all()`` on the small vectors of a control tick)."""
-        for i in range(a.shape[0]):
-            if not np.isfinite(a[i]):
-                return False
-        for i in range(b.shape[0]):
-            if not np.isfinite(b[i]):
-                return False
-        return True
-
-    @_jit
-    def _finite_array(a):
-        for x in a.flat:
-            if not np.isfinite(x):
-                return False
-        return True
-
-    def finite(a) -> bool:
-        """Every entry of ``a`` (an array of any shape, or a sequence of numbers) is finite
-        (compiled; a tuple or list is converted first, numba's reflected sequences are slow)."""
-        return _finite_array(a if type(a) is np.ndarray else np.asarray(a, dtype=float))
-else:  # pragma: no cover - exercised only where numba is missing
-    def all_finite(a, b):
-        """Every entry of the 1-D arrays ``a`` and ``b`` is finite."""
-        return bool(np.isfinite(a).all() and np.isfinite(b).all())
-
-    def finite(a):
-        """Every entry of the array ``a`` (any shape) is finite."""
-        return bool(np.isfinite(a).all())
-
-
-@_jit
+@compiled
 def frame_placements(oR, op, joints, f_R, f_p, R_out, p_out):
     """World placements of frames from their parent joints' (``oR``, ``op``, e.g. a
     :class:`ClosureKernel`'s after a pass) and their fixed placements in the joint frame:
@@ -123,7 +80,7 @@ def _universal_axes(jm) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 # ---------------------------------------------------------------------- compiled functions
-@_jit
+@compiled
 def _right_multiply(oR, jid, m00, m01, m02, m10, m11, m12, m20, m21, m22):
     """``oR[jid] <- oR[jid] M`` for the 3x3 matrix ``M`` given by its entries."""
     for i in range(3):
@@ -133,7 +90,7 @@ def _right_multiply(oR, jid, m00, m01, m02, m10, m11, m12, m20, m21, m22):
         oR[jid, i, 2] = r0 * m02 + r1 * m12 + r2 * m22
 
 
-@_jit
+@compiled
 def _rotate_right(oR, jid, ax, ay, az, th):
     """``oR[jid] <- oR[jid] exp(th [a]_x)`` (Rodrigues)."""
     c, s_ = math.cos(th), math.sin(th)
@@ -144,7 +101,7 @@ def _rotate_right(oR, jid, ax, ay, az, th):
     _right_multiply(oR, jid, m00, m01, m02, m10, m11, m12, m20, m21, m22)
 
 
-@_jit
+@compiled
 def _rotate_quat(oR, jid, q, iq):
     """``oR[jid] <- oR[jid] R(quaternion q[iq:iq+4])``, quaternion x, y, z, w (normalised here)."""
     x, y, z, w = q[iq], q[iq + 1], q[iq + 2], q[iq + 3]
@@ -156,7 +113,7 @@ def _rotate_quat(oR, jid, q, iq):
     _right_multiply(oR, jid, m00, m01, m02, m10, m11, m12, m20, m21, m22)
 
 
-@_jit
+@compiled
 def _times_axis(M, jid, a):
     """``M[jid] @ a[jid]`` as three floats."""
     return (M[jid, 0, 0] * a[jid, 0] + M[jid, 0, 1] * a[jid, 1] + M[jid, 0, 2] * a[jid, 2],
@@ -164,7 +121,7 @@ def _times_axis(M, jid, a):
             M[jid, 2, 0] * a[jid, 0] + M[jid, 2, 1] * a[jid, 1] + M[jid, 2, 2] * a[jid, 2])
 
 
-@_jit
+@compiled
 def _compose(oR, op, src, R_loc, p_loc, k, out_R, out_p, dst):
     """``(out_R[dst], out_p[dst]) = (oR[src], op[src]) * (R_loc[k], p_loc[k])`` (placement product)."""
     for i in range(3):
@@ -179,7 +136,7 @@ def _compose(oR, op, src, R_loc, p_loc, k, out_R, out_p, dst):
             out_R[dst, i, j] = s
 
 
-@_jit
+@compiled
 def _placements(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR, fp):
     """World placements of every joint (``oR``, ``op``; ``oRpre`` before the joint's own motion)
     and of the listed frames (``fR``, ``fp``)."""
@@ -216,7 +173,7 @@ def _placements(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_j
         _compose(oR, op, f_joint[f], f_R, f_p, f, fR, fp, f)
 
 
-@_jit
+@compiled
 def _log3(R, w):
     """``w = log3(R)`` [rad], the rotation vector ``θ a`` with ``θ`` in [0, π] as pinocchio's
     ``log3`` (tested against it, including near 0 and near π); returns ``θ``. The angle comes from
@@ -249,7 +206,7 @@ def _log3(R, w):
     return th
 
 
-@_jit
+@compiled
 def _jlog3(w, th, J):
     """Inverse right Jacobian of SO(3) at ``w`` (pinocchio's ``Jlog3``)."""
     if th < 1e-4:
@@ -268,7 +225,7 @@ def _jlog3(w, th, J):
             J[i, j] = (1.0 if i == j else 0.0) + 0.5 * S[i, j] + b * s2
 
 
-@_jit
+@compiled
 def _closure(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR, fp,
                 slot_a, slot_u, rot_type, uj_ijks, rowmap, col_joint, col_dof, col_sign, col_out,
                 want_jacobian, e_out, J_out):
@@ -380,7 +337,7 @@ def _closure(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_join
                         J_out[r, out] = G[i, 0] * wl0 + G[i, 1] * wl1 + G[i, 2] * wl2
 
 
-@_jit
+@compiled
 def _joint_column(jid, dof, jtype, axis, axis2, oRpre, oR, op):
     """World column of velocity ``dof`` of joint ``jid``: ``(v_O, omega)`` (spatial, world origin)."""
     t = jtype[jid]
@@ -409,12 +366,12 @@ def _joint_column(jid, dof, jtype, axis, axis2, oRpre, oR, op):
     return p1 * o2 - p2 * o1, p2 * o0 - p0 * o2, p0 * o1 - p1 * o0, o0, o1, o2
 
 
-@_jit
+@compiled
 def _cross3(a0, a1, a2, b0, b1, b2):
     return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
-@_jit
+@compiled
 def _velocity_bias(v, parent, jtype, axis, axis2, idx_v, jnv, oRpre, oR, op, f_joint, fR, fp, slot_a, slot_u,
                    rot_type, uj_ijks, rowmap, Vj, Aj, fV, fA, bias_out):
     """Frame twists / velocity-product accelerations and the closure bias ``Jdot_l v``.
@@ -541,7 +498,7 @@ def _velocity_bias(v, parent, jtype, axis, axis2, idx_v, jnv, oRpre, oR, op, f_j
 CHORD_CONVERGED, CHORD_STALLED, CHORD_MAX_ITER = 0, 1, 2
 
 
-@_jit
+@compiled
 def frame_terms(J, P, mask, V, A, Jf, twist, drift):
     """Frame Jacobians, twists and bias accelerations at the frames' origins (world axes).
 
@@ -576,7 +533,7 @@ def frame_terms(J, P, mask, V, A, Jf, twist, drift):
         drift[i, 3], drift[i, 4], drift[i, 5] = ax, ay, az
 
 
-@_jit
+@compiled
 def local_frame_jacobians(J, R, P, mask, out):
     """Frame Jacobians in the frames' own axes (pinocchio's ``LOCAL``) from the joint Jacobians.
 
@@ -602,7 +559,7 @@ def local_frame_jacobians(J, R, P, mask, out):
                 out[r + 3 + k, c] = R[i, 0, k] * wx + R[i, 1, k] * wy + R[i, 2, k] * wz
 
 
-@_jit
+@compiled
 def _integrate_passive(q, dv_u, pj_iq, pj_iu, pj_kind, out):
     """``out = q (+) dv`` for the passive joints (``dv_u`` in ``idx_v_u`` order), as ``pin.integrate``:
     1-DOF and universal joints add, spherical joints right-multiply ``exp(omega)``."""
@@ -632,7 +589,7 @@ def _integrate_passive(q, dv_u, pj_iq, pj_iu, pj_kind, out):
             out[iq], out[iq + 1], out[iq + 2], out[iq + 3] = x / nrm, y / nrm, z / nrm, w / nrm
 
 
-@_jit
+@compiled
 def _chord_fk(q, J_inv, tol, max_iter, contraction, pj_iq, pj_iu, pj_kind, e_buf, q_buf,
               parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR, fp,
               slot_a, slot_u, rot_type, uj_ijks, rowmap, col_joint, col_dof, col_sign, col_out, J_dummy):
@@ -882,9 +839,7 @@ class ClosureKernel:
 
 def build_kernel(model: pin.Model, frame_ids, slot_a, slot_u, signed_mask, flat_rows, rot_log3,
                  universal, columns=None) -> ClosureKernel | None:
-    """A :class:`ClosureKernel`, or None when numba is missing or a joint type is not supported."""
-    if not HAVE_NUMBA:
-        return None
+    """A :class:`ClosureKernel`, or None when a joint type is not supported."""
     try:
         kernel = ClosureKernel(model, frame_ids, slot_a, slot_u, signed_mask, flat_rows, rot_log3, universal,
                                columns)
@@ -894,5 +849,5 @@ def build_kernel(model: pin.Model, frame_ids, slot_a, slot_u, signed_mask, flat_
     return kernel
 
 
-__all__ = ["CHORD_CONVERGED", "CHORD_MAX_ITER", "CHORD_STALLED", "ClosureKernel", "all_finite", "build_kernel",
+__all__ = ["CHORD_CONVERGED", "CHORD_MAX_ITER", "CHORD_STALLED", "ClosureKernel", "build_kernel",
            "frame_placements"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 
-from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.compiled import compiled
 
 
-@_jit
+@compiled
 def cholesky_in_place(L, n, rel_tol):
     """Cholesky factor of the symmetric matrix held in the lower triangle of ``L[:n, :n]``,
     written over it (``A = L L^T``; the strict upper triangle is not read). False, with ``L``

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.compiled import compiled
 
 SMALL_ANGLE = 1e-4
 
@@ -95,7 +95,7 @@ def quaternion_xyzw_from_matrix(R: np.ndarray) -> np.ndarray:
     return q
 
 
-@_jit
+@compiled
 def quaternion_xyzw_into(R: np.ndarray, q: np.ndarray) -> None:
     """:func:`quaternion_xyzw_from_matrix` written into ``q`` (4,) (compiled; callable from kernels)."""
     t = R[0, 0] + R[1, 1] + R[2, 2]

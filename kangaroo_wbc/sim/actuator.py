@@ -35,10 +35,10 @@ import numpy as np
 
 from kangaroo_wbc.errors import InputError
 from kangaroo_wbc.model.ball_screw import BallScrewActuators, screw_split, screw_torque
-from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.compiled import compiled
 
 
-@_jit
+@compiled
 def _drive_period(params, force, velocity, tau_max, alpha, kt_ratio, current, tau_ref, saturated, ctrl, friction):
     """Steps 1-3 of the module docstring for every actuator (compiled; the screw through
     :func:`~kangaroo_wbc.model.ball_screw.screw_torque`)."""

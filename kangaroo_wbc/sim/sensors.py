@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kangaroo_wbc.errors import InputError
-from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.compiled import compiled
 
 _EMPTY = np.zeros(0)
 
 
-@_jit
+@compiled
 def _apply(noise, theta_a, offset, theta_dot_a, force, lead, eff, linear, passive, quat_wxyz, gyro, gyro_bias, accel,
            accel_bias, imu, out):
     """:meth:`SensorSuite.read` after the draw (compiled): ``noise`` the stacked channels' noise,

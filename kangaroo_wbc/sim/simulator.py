@@ -31,7 +31,7 @@ import numpy as np
 
 from kangaroo_wbc.errors import ClosureFkError, InputError, JointNotFound, ModelError, suggest
 from kangaroo_wbc.model.ball_screw import BallScrewActuators
-from kangaroo_wbc.model.fast_kinematics import _jit, all_finite
+from kangaroo_wbc.model.compiled import all_finite, compiled
 from kangaroo_wbc.sim.actuator import ActuatorDrives
 from kangaroo_wbc.sim.mjcf_export import BALL_SCREW_KEYS, CUT_JOINT_PREFIX, META_PREFIX, log3
 from kangaroo_wbc.sim.sensors import SensorConfig, SensorReadings, SensorSuite
@@ -51,7 +51,7 @@ _INTEGRATORS = {int(mujoco.mjtIntegrator.mjINT_EULER): mujoco.mj_Euler,
                 int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST): mujoco.mj_implicit}
 
 
-@_jit
+@compiled
 def _clamp(req, limits, applied):
     """``applied = min(max(req, -limits), limits)``; returns how many entries were clamped, or -1
     (nothing written) if ``req`` holds a non-finite value."""

@@ -6,10 +6,6 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA
-
-pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not importable")
-
 
 def test_block_structure_of_the_kangaroo_and_solves_equal_dense() -> None:
     from kangaroo_wbc.model.block_lu import BlockLU, block_structure

@@ -6,11 +6,9 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA, ClosureKernel, build_kernel
+from kangaroo_wbc.model.fast_kinematics import ClosureKernel, build_kernel
 from test.model.conftest import THIRD_PARTY, load
 from test.model.mechanisms import ALL
-
-pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not importable")
 
 TOL = 1e-12
 FD_STEP = 1e-7

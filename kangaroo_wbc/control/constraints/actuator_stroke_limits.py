@@ -23,7 +23,7 @@ from kangaroo_wbc.control.constraints.base import Constraint
 from kangaroo_wbc.control.contacts import ContactTerms, DecisionLayout
 from kangaroo_wbc.control.projected_model import ProjectedModel
 from kangaroo_wbc.errors import InputError
-from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.compiled import compiled
 
 
 class ActuatorStrokeLimits(Constraint):
@@ -76,7 +76,7 @@ class ActuatorStrokeLimits(Constraint):
         lo[a], hi[a] = self.bounds(pm.q[self.idx_q_a], pm.nu[a])
 
 
-@_jit
+@compiled
 def _stroke_bounds(theta, theta_dot, position_min, position_max, velocity_max, acceleration_max, dt, dt2, lo, hi):
     """:meth:`ActuatorStrokeLimits.bounds` per actuator (compiled: 12 entries cost less than the
     numpy calls' overhead)."""

@@ -23,7 +23,7 @@ import numpy as np
 from kangaroo_wbc.control.constraints.base import Constraint
 from kangaroo_wbc.control.contacts import ContactTerms, DecisionLayout
 from kangaroo_wbc.control.projected_model import ProjectedModel
-from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.compiled import compiled
 
 ROWS_PER_POINT = 5
 
@@ -85,7 +85,7 @@ class ContactForceBox(Constraint):
                 lo[s], hi[s] = 0.0, 0.0
 
 
-@_jit
+@compiled
 def _cone_blocks(cone, R, row, col, P, M):
     """``M[row + 5 i : row + 5 i + 5, col + 3 i : col + 3 i + 3] = cone R^T`` for the ``P`` corners
     (rows ``(R c_k)^T``; compiled: a handful of numbers, below a fancy-indexed numpy assignment)."""

@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from kangaroo_wbc.control.constraints.actuator_stroke_limits import _stroke_bounds
-from kangaroo_wbc.model.fast_kinematics import _jit
+from kangaroo_wbc.model.compiled import compiled
 
 
-@_jit
+@compiled
 def fill_default_constraints(M_p, h_p, n_b, Jf, drift, twist, fidx, Rf, ridx, W, col, npts, active, velocity_gain,
                              cones, fn_min, fn_max, force_limits, force_min, force_max, q, idx_q_a, nu, pos_min,
                              pos_max, vel_max, acc_max, horizon, theta, theta_dot, A, b, G, h_lower, h, lb, ub):

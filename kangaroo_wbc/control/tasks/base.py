@@ -21,7 +21,7 @@ import numpy as np
 
 from kangaroo_wbc.control.projected_model import ProjectedModel
 from kangaroo_wbc.errors import InputError
-from kangaroo_wbc.model.fast_kinematics import all_finite
+from kangaroo_wbc.model.compiled import all_finite
 
 _EMPTY = np.zeros(0)
 

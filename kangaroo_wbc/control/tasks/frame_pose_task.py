@@ -18,7 +18,6 @@ import pinocchio as pin
 from kangaroo_wbc.control.projected_model import ProjectedModel
 from kangaroo_wbc.control.tasks.base import Reference, Task
 from kangaroo_wbc.control.tasks.fused import pose_target as _pose_target
-from kangaroo_wbc.model.fast_kinematics import HAVE_NUMBA
 
 
 class FramePoseTask(Task):
@@ -55,14 +54,12 @@ class FramePoseTask(Task):
         return np.concatenate([self.position - p, pin.log3(self.rotation @ R.T)])
 
     def jacobian_and_target(self, pm: ProjectedModel) -> tuple[np.ndarray, np.ndarray]:
-        if HAVE_NUMBA:  # one compiled pass (the same target as below, tested)
-            R, p = pm.placement(self.frame)
-            r = np.empty(6)
-            _pose_target(self.rotation, self.position, R, p, self.acceleration, self.twist, pm.twist(self.frame),
-                         pm.drift(self.frame), self.kp, self.kd, r)
-            return pm.jacobian(self.frame), r
-        a_des = self.acceleration + self.kp * self.error(pm) + self.kd * (self.twist - pm.twist(self.frame))
-        return pm.jacobian(self.frame), a_des - pm.drift(self.frame)
+        # one compiled pass: a_ref + kp error + kd (V_ref - V) - drift (tested against that formula)
+        R, p = pm.placement(self.frame)
+        r = np.empty(6)
+        _pose_target(self.rotation, self.position, R, p, self.acceleration, self.twist, pm.twist(self.frame),
+                     pm.drift(self.frame), self.kp, self.kd, r)
+        return pm.jacobian(self.frame), r
 
 
 __all__ = ["FramePoseTask"]

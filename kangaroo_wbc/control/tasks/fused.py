@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from kangaroo_wbc.model.fast_kinematics import _jit, _log3
+from kangaroo_wbc.model.compiled import compiled
+from kangaroo_wbc.model.fast_kinematics import _log3
 
 
-@_jit
+@compiled
 def log3(R):
     """``log3(R)`` of a rotation matrix (3, 3): the rotation vector ``θ a`` with ``θ`` in [0, π], as
     pinocchio's ``log3`` (the closure kernel's compiled ``_log3``)."""
@@ -24,7 +25,7 @@ def log3(R):
     return out
 
 
-@_jit
+@compiled
 def pose_target(R_ref, p_ref, R, p, a_ref, twist_ref, twist, drift, kp, kd, r):
     """:class:`~kangaroo_wbc.control.tasks.frame_pose_task.FramePoseTask`'s target into ``r`` (6):
     ``a_ref + kp [p_ref - p; log3(R_ref Rᵀ)] + kd (twist_ref - twist) - drift``."""
@@ -38,7 +39,7 @@ def pose_target(R_ref, p_ref, R, p, a_ref, twist_ref, twist, drift, kp, kd, r):
         r[i] = a_ref[i] + kp[i] * err + kd[i] * (twist_ref[i] - twist[i]) - drift[i]
 
 
-@_jit
+@compiled
 def fill_default_tasks(J_com, com, com_velocity, com_drift, c_pos, c_vel, c_acc, c_kp, c_kd, c_w, c_on,
                        R_all, Jf_T, drift_all, twist_all, b_user, b_row, b_R, b_wref, b_aref, b_kp, b_kd, b_w, b_on,
                        q, nu, n_b, idx_q_a, p_pos, p_vel, p_acc, p_kp, p_kd, p_w, p_on,
