@@ -34,14 +34,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-try:  # numba is a dependency; without it the same functions run as plain Python (slowly)
-    import numba
-
-    def _jit(f: Callable) -> Callable:
-        return numba.njit(cache=True, nogil=True)(f)
-except ImportError:  # pragma: no cover - exercised only where numba is missing
-    def _jit(f: Callable) -> Callable:
-        return f
+from kangaroo_wbc.model.compiled import compiled
 
 #: Table II ankle pitch joint range [deg] at the standing knee.
 TABLE_II_PITCH_DEG = (-36.0, 34.0)
@@ -113,7 +106,7 @@ class RodStage:
                          *self.height_m, self.tibia_m], float)
 
 
-@_jit
+@compiled
 def _rod_map(p, knee, crank1, crank2, roll, pitch, res, jac):
     """Residuals (rod length errors [m]) and their Jacobian w.r.t. (roll, pitch) [m/rad]."""
     lt = p[10]
@@ -141,7 +134,7 @@ def _rod_map(p, knee, crank1, crank2, roll, pitch, res, jac):
         jac[i, 1] = (dx * (cq * dpx + sq * bz) + dy * by + dz * (-sq * dpx + cq * bz)) / length
 
 
-@_jit
+@compiled
 def _solve(p, knee, crank1, crank2, steps, iters):
     """(roll, pitch, smallest singular value, closed) at one point, by continuation from the
     common mode (exact: zero roll, pitch = mean crank - knee) to the requested differential."""
@@ -176,7 +169,7 @@ def _solve(p, knee, crank1, crank2, steps, iters):
     return roll, pitch, smin, closed
 
 
-@_jit
+@compiled
 def _box(p, knees, cranks, steps, iters):
     smin, failures, max_roll = np.inf, 0, 0.0
     for q in knees:
@@ -192,7 +185,7 @@ def _box(p, knees, cranks, steps, iters):
     return smin, failures, max_roll
 
 
-@_jit
+@compiled
 def _common_mode(p, knees, cranks, out_det, out_smin):
     res = np.zeros(2)
     jac = np.zeros((2, 2))
@@ -370,14 +363,14 @@ class PlanarScan:
     failures: int  # grid points where the stage does not assemble (0: it closes everywhere)
 
 
-@_jit
+@compiled
 def _pivot_in_tibia(p, knee):
     """Crank pivot (fixed in the femur) in the tibia frame at a knee angle."""
     ck, sk = math.cos(-knee), math.sin(-knee)
     return ck * p[0] + sk * p[1], -sk * p[0] + ck * p[1]
 
 
-@_jit
+@compiled
 def _planar_point(p, rod, knee, beta, psi_prev, sign_l, sign_c):
     """Lever angle (continued from psi_prev) and the signed sines of the lever-rod and crank-rod
     angles at one knee angle / crank angle (femur frame); ok False when the stage cannot close."""
@@ -403,7 +396,7 @@ def _planar_point(p, rod, knee, beta, psi_prev, sign_l, sign_c):
     return psi, s_l, s_c, True
 
 
-@_jit
+@compiled
 def _planar_scan(p, knees, n_beta, n_steps):
     """(window lo, window hi, min sine, foot deviation, failures) [rad]; knees ascending [rad]. The
     swing is followed from the standing crank at the standing knee, then the knee stroke both ways
