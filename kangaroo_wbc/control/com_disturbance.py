@@ -69,12 +69,6 @@ class ComDisturbanceObserver:
     """
 
     def __init__(self, cutoff_hz: float = 3.0, max_m_s2: float = 0.5, max_gap_s: float = 0.02) -> None:
-        for name, value in (("cutoff_hz", cutoff_hz), ("max_m_s2", max_m_s2), ("max_gap_s", max_gap_s)):
-            if not (math.isfinite(value) and value >= 0.0):
-                raise InputError(f"CoM disturbance observer: {name} must be finite and >= 0, got {value}")
-        self.omega_c = 2.0 * math.pi * float(cutoff_hz)  # [rad/s]
-        self.max_m_s2 = float(max_m_s2)
-        self.max_gap_s = float(max_gap_s)
         #: the estimate ``d_hat`` [m/s²], world axes
         self.estimate = np.zeros(3)
         #: the last sample ``r_k`` [m/s²] (NaN until one is formed)
@@ -82,6 +76,24 @@ class ComDisturbanceObserver:
         self._stamp: float | None = None
         self._velocity = np.zeros(3)
         self._plan: np.ndarray | None = None
+        self.max_gap_s = 0.0
+        self.configure(cutoff_hz, max_m_s2, max_gap_s)
+
+    def configure(self, cutoff_hz: float, max_m_s2: float, max_gap_s: float | None = None) -> None:
+        """Set the cutoff [Hz], the bound [m/s²] and (optionally) the longest gap [s]; the estimate
+        is clipped to the new bound at once.
+
+        Raises:
+            InputError: a negative or non-finite value (nothing changed).
+        """
+        gap = self.max_gap_s if max_gap_s is None else max_gap_s
+        for name, value in (("cutoff_hz", cutoff_hz), ("max_m_s2", max_m_s2), ("max_gap_s", gap)):
+            if not (math.isfinite(value) and value >= 0.0):
+                raise InputError(f"CoM disturbance observer: {name} must be finite and >= 0, got {value}")
+        self.omega_c = 2.0 * math.pi * float(cutoff_hz)  # [rad/s]
+        self.max_m_s2 = float(max_m_s2)
+        self.max_gap_s = float(gap)
+        np.clip(self.estimate, -self.max_m_s2, self.max_m_s2, out=self.estimate)
 
     def update(self, stamp_s: float, com_velocity: np.ndarray) -> np.ndarray:
         """The estimate [m/s²] after the state of time ``stamp_s`` [s] with CoM velocity

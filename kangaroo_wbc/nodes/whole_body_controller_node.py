@@ -124,6 +124,12 @@ class WholeBodyControllerParams:
     com_kp: float = parameter(100.0, "CoM task stiffness [1/s^2]", bounds=(0.0, 10000.0))
     com_kd: float = parameter(20.0, "CoM task damping [1/s]", bounds=(0.0, 1000.0))
     com_weight: float = parameter(10.0, "CoM task weight [-]", bounds=(0.0, 1e6))
+    com_disturbance_cutoff_hz: float = parameter(
+        3.0, "CoM disturbance observer: low-pass cutoff [Hz] of the unmodelled CoM acceleration it "
+        "subtracts from the CoM task (the drives' force errors); 0 turns it off", bounds=(0.0, 50.0))
+    com_disturbance_max_m_s2: float = parameter(
+        0.5, "CoM disturbance observer: bound of each axis of its estimate [m/s^2] (a push beyond it is "
+        "left to the CoM task's PD)", bounds=(0.0, 10.0))
     base_kp: float = parameter(100.0, "Base orientation stiffness [1/s^2]", bounds=(0.0, 10000.0))
     base_kd: float = parameter(20.0, "Base orientation damping [1/s]", bounds=(0.0, 1000.0))
     base_weight: float = parameter(1.0, "Base orientation weight [-]", bounds=(0.0, 1e6))
@@ -327,6 +333,8 @@ class WholeBodyControllerNode(KangarooNode):
             com_weight=p.com_weight,
             com_kp=p.com_kp,
             com_kd=p.com_kd,
+            com_disturbance_cutoff_hz=p.com_disturbance_cutoff_hz,
+            com_disturbance_max_m_s2=p.com_disturbance_max_m_s2,
             base_weight=p.base_weight,
             base_kp=p.base_kp,
             base_kd=p.base_kd,
@@ -380,6 +388,8 @@ class WholeBodyControllerNode(KangarooNode):
             if key in changed:
                 for task in full.foot_tasks.values():
                     getattr(task, attr)[:] = getattr(params, key)
+        if changed & {"com_disturbance_cutoff_hz", "com_disturbance_max_m_s2"}:
+            full.com_observer.configure(params.com_disturbance_cutoff_hz, params.com_disturbance_max_m_s2)
         if "min_normal_force_n" in changed:
             for contact in self.contacts:  # shared with the controller's constraints: next tick
                 contact.set_normal_force_min(params.min_normal_force_n)

@@ -159,3 +159,14 @@ def test_supervisor_stamps_the_state_and_restarts_the_history_in_safe_mode(digit
     sup.tick(1.0 + 3 * DT, q, v, state_age_s=0.004)
     assert np.all(np.isnan(obs.residual))
     np.testing.assert_array_equal(obs.estimate, sample)
+
+
+def test_configure_checks_and_clips_at_once():
+    obs = ComDisturbanceObserver(cutoff_hz=3.0, max_m_s2=0.5)
+    obs.estimate[:] = [0.4, -0.4, 0.1]
+    obs.configure(1.0, 0.2)
+    np.testing.assert_allclose(obs.estimate, [0.2, -0.2, 0.1])
+    assert obs.omega_c == pytest.approx(2 * np.pi)
+    with pytest.raises(InputError):
+        obs.configure(float("nan"), 0.2)
+    assert obs.max_m_s2 == 0.2  # unchanged by the refused call
