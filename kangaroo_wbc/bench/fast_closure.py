@@ -27,21 +27,7 @@ import pinocchio as pin
 
 from kangaroo_wbc.errors import ClosureFkError
 from kangaroo_wbc.model import ClosedLoopModel
-
-
-def _log3_small(R: np.ndarray) -> np.ndarray:
-    """Rotation vectors of rotations ``R`` (K, 3, 3), accurate near the identity (closed loops).
-
-    ``theta = atan2(|vee|/2, (tr R - 1)/2)`` keeps full precision at small angles, where
-    ``arccos`` loses half of the digits.
-    """
-    vee = np.stack([R[:, 2, 1] - R[:, 1, 2], R[:, 0, 2] - R[:, 2, 0], R[:, 1, 0] - R[:, 0, 1]], -1)
-    s = 0.5 * np.sqrt(np.einsum("ki,ki->k", vee, vee))  # sin(theta)
-    c = 0.5 * (np.einsum("kii->k", R) - 1.0)  # cos(theta)
-    theta = np.arctan2(s, c)
-    small = theta < 1e-4
-    factor = np.where(small, 0.5 + theta * theta / 12.0, theta / (2.0 * np.where(small, 1.0, s)))
-    return factor[:, None] * vee
+from kangaroo_wbc.model.so3 import log3_batch
 
 
 @dataclass
@@ -95,7 +81,7 @@ class ChordClosureFk:
         e[:, :3] = np.einsum("kji,kj->ki", Ra, p[self._su] - p[self._sa])
         if self._rot.size:
             r = self._rot
-            e[r, 3:] = _log3_small(np.swapaxes(Ra[r], 1, 2) @ R[self._su[r]])
+            e[r, 3:] = log3_batch(np.swapaxes(Ra[r], 1, 2) @ R[self._su[r]])
         self.stats.error_evaluations += 1
         return e.reshape(-1)[self._rows]
 

@@ -33,6 +33,7 @@ import numpy as np
 import pinocchio as pin
 
 from kangaroo_wbc.model.compiled import compiled
+from kangaroo_wbc.model.so3 import jlog3_into, log3_into
 
 
 @compiled
@@ -174,58 +175,6 @@ def _placements(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_j
 
 
 @compiled
-def _log3(R, w):
-    """``w = log3(R)`` [rad], the rotation vector ``θ a`` with ``θ`` in [0, π] as pinocchio's
-    ``log3`` (tested against it, including near 0 and near π); returns ``θ``. The angle comes from
-    ``atan2(sin θ, cos θ)``, well conditioned at every angle (``acos`` is not near 0 and π)."""
-    c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
-    s0, s1, s2 = R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]  # 2 sin(θ) a
-    sin_th = 0.5 * math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
-    th = math.atan2(sin_th, c)
-    if th < 1e-4:  # series of θ / (2 sin θ)
-        k = 0.5 * (1.0 + th * th / 6.0)
-        w[0], w[1], w[2] = k * s0, k * s1, k * s2
-    elif math.pi - th < 1e-3:
-        # R = c I + sin(θ) [a]x + (1 - c) a aᵀ: the axis from the symmetric part (its largest
-        # diagonal entry), its sign from the skew part (sin θ > 0 below π)
-        d = 1.0 - min(1.0, max(-1.0, c))
-        m = 0
-        if R[1, 1] > R[m, m]:
-            m = 1
-        if R[2, 2] > R[m, m]:
-            m = 2
-        am = math.sqrt(max((R[m, m] - c) / d, 0.0))
-        for i in range(3):
-            w[i] = am if i == m else (R[i, m] + R[m, i]) / (2.0 * d * am)
-        sign = -th if w[0] * s0 + w[1] * s1 + w[2] * s2 < 0.0 else th
-        for i in range(3):
-            w[i] *= sign
-    else:
-        k = th / (2.0 * sin_th)
-        w[0], w[1], w[2] = k * s0, k * s1, k * s2
-    return th
-
-
-@compiled
-def _jlog3(w, th, J):
-    """Inverse right Jacobian of SO(3) at ``w`` (pinocchio's ``Jlog3``)."""
-    if th < 1e-4:
-        b = 1.0 / 12.0 + th * th / 720.0
-    else:
-        b = 1.0 / (th * th) - (1.0 + math.cos(th)) / (2.0 * th * math.sin(th))
-    S = np.empty((3, 3))
-    S[0, 0], S[0, 1], S[0, 2] = 0.0, -w[2], w[1]
-    S[1, 0], S[1, 1], S[1, 2] = w[2], 0.0, -w[0]
-    S[2, 0], S[2, 1], S[2, 2] = -w[1], w[0], 0.0
-    for i in range(3):
-        for j in range(3):
-            s2 = 0.0
-            for k in range(3):
-                s2 += S[i, k] * S[k, j]
-            J[i, j] = (1.0 if i == j else 0.0) + 0.5 * S[i, j] + b * s2
-
-
-@compiled
 def _closure(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR, fp,
                 slot_a, slot_u, rot_type, uj_ijks, rowmap, col_joint, col_dof, col_sign, col_out,
                 want_jacobian, e_out, J_out):
@@ -258,13 +207,13 @@ def _closure(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_join
             for j in range(3):
                 G[i, j] = 0.0
         if rt == ROT_LOG3:
-            th = _log3(Rau, w)
+            th = log3_into(Rau, w)
             for i in range(3):
                 r = rowmap[k, 3 + i]
                 if r >= 0:
                     e_out[r] = w[i]
             if want_jacobian:
-                _jlog3(w, th, Jl)
+                jlog3_into(w, th, Jl)
                 for i in range(3):
                     for j in range(3):
                         G[i, j] = Jl[i, j]

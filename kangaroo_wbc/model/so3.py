@@ -1,7 +1,11 @@
-"""Batched SO(3) maps in numpy: exp, log and the Jacobian of the log (shape (K, 3) / (K, 3, 3)).
+"""SO(3) maps: exp, log and the Jacobian of the log, per matrix (compiled) and batched.
 
-They evaluate all loop closures of a model in a few array operations instead of one pinocchio
-call per loop; the tests compare them with ``pin.exp3``, ``pin.log3`` and ``pin.Jlog3``.
+:func:`log3_into` / :func:`log3` and :func:`jlog3_into` are the package's one compiled SO(3) log
+and its Jacobian, called by the closure kernels, the fused task kernels and the simulator;
+:func:`log3_batch` and :func:`jlog3_batch` apply them to stacks (shape (K, 3) / (K, 3, 3)), and
+:func:`exp3_batch` / :func:`skew_batch` evaluate all loop closures of a model in a few array
+operations instead of one pinocchio call per loop. The tests compare them with ``pin.exp3``,
+``pin.log3`` and ``pin.Jlog3``.
 
 .. math::
 
@@ -35,25 +39,90 @@ def skew_batch(w: np.ndarray) -> np.ndarray:
     return out
 
 
+@compiled
+def log3_into(R, w):
+    """``w = log3(R)`` [rad] written into ``w`` (3,), the rotation vector ``θ a`` with ``θ`` in
+    [0, π] as pinocchio's ``log3`` (tested against it, including near 0 and near π); returns ``θ``.
+
+    The package's one implementation of the SO(3) log (compiled; callable from kernels). The angle
+    comes from ``atan2(sin θ, cos θ)``, well conditioned at every angle (``acos`` is not near 0
+    and π).
+    """
+    c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
+    s0, s1, s2 = R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]  # 2 sin(θ) a
+    sin_th = 0.5 * math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
+    th = math.atan2(sin_th, c)
+    if th < SMALL_ANGLE:  # series of θ / (2 sin θ)
+        k = 0.5 * (1.0 + th * th / 6.0)
+        w[0], w[1], w[2] = k * s0, k * s1, k * s2
+    elif math.pi - th < 1e-3:
+        # R = c I + sin(θ) [a]x + (1 - c) a aᵀ: the axis from the symmetric part (its largest
+        # diagonal entry), its sign from the skew part (sin θ > 0 below π)
+        d = 1.0 - min(1.0, max(-1.0, c))
+        m = 0
+        if R[1, 1] > R[m, m]:
+            m = 1
+        if R[2, 2] > R[m, m]:
+            m = 2
+        am = math.sqrt(max((R[m, m] - c) / d, 0.0))
+        for i in range(3):
+            w[i] = am if i == m else (R[i, m] + R[m, i]) / (2.0 * d * am)
+        sign = -th if w[0] * s0 + w[1] * s1 + w[2] * s2 < 0.0 else th
+        for i in range(3):
+            w[i] *= sign
+    else:
+        k = th / (2.0 * sin_th)
+        w[0], w[1], w[2] = k * s0, k * s1, k * s2
+    return th
+
+
+@compiled
+def log3(R):
+    """Rotation vector [rad] of a rotation matrix ``R`` (3, 3), as pinocchio's ``log3``
+    (:func:`log3_into` into a new array; compiled)."""
+    out = np.empty(3)
+    log3_into(R, out)
+    return out
+
+
+@compiled
+def jlog3_into(w, th, J):
+    """Right Jacobian of the log map (pinocchio's ``Jlog3``) at the rotation vector ``w`` of angle
+    ``th = |w|`` (as :func:`log3_into` returns it), written into ``J`` (3, 3) (compiled)."""
+    if th < SMALL_ANGLE:
+        b = 1.0 / 12.0 + th * th / 720.0
+    else:
+        b = 1.0 / (th * th) - (1.0 + math.cos(th)) / (2.0 * th * math.sin(th))
+    S = np.empty((3, 3))
+    S[0, 0], S[0, 1], S[0, 2] = 0.0, -w[2], w[1]
+    S[1, 0], S[1, 1], S[1, 2] = w[2], 0.0, -w[0]
+    S[2, 0], S[2, 1], S[2, 2] = -w[1], w[0], 0.0
+    for i in range(3):
+        for j in range(3):
+            s2 = 0.0
+            for k in range(3):
+                s2 += S[i, k] * S[k, j]
+            J[i, j] = (1.0 if i == j else 0.0) + 0.5 * S[i, j] + b * s2
+
+
+@compiled
+def _log3_rows(R, out):
+    for k in range(R.shape[0]):
+        log3_into(R[k], out[k])
+
+
+@compiled
+def _jlog3_rows(r, out):
+    for k in range(r.shape[0]):
+        th = math.sqrt(r[k, 0] * r[k, 0] + r[k, 1] * r[k, 1] + r[k, 2] * r[k, 2])
+        jlog3_into(r[k], th, out[k])
+
+
 def log3_batch(R: np.ndarray) -> np.ndarray:
-    """Rotation vectors of rotation matrices ``R`` (K, 3, 3) → (K, 3), angle in [0, pi)."""
-    tr = np.trace(R, axis1=-2, axis2=-1)
-    cos = np.clip(0.5 * (tr - 1.0), -1.0, 1.0)
-    theta = np.arccos(cos)
-    vee = np.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0], R[..., 1, 0] - R[..., 0, 1]], -1)
-    small = theta < SMALL_ANGLE
-    sin = np.sin(theta)
-    factor = np.where(small, 0.5 + theta**2 / 12.0, theta / (2.0 * np.where(small, 1.0, sin)))
-    out = factor[..., None] * vee
-    near_pi = theta > np.pi - 1e-6
-    if np.any(near_pi):  # rare for loop closures; fall back to the symmetric-part formula
-        for k in np.flatnonzero(near_pi):
-            B = 0.5 * (R[k] + np.eye(3))
-            axis = np.sqrt(np.clip(np.diag(B), 0.0, None))
-            i = int(np.argmax(axis))
-            axis = B[i] / max(axis[i], 1e-12)
-            axis /= np.linalg.norm(axis)
-            out[k] = theta[k] * axis * (np.sign(axis @ vee[k]) or 1.0)
+    """Rotation vectors of rotation matrices ``R`` (..., 3, 3) → (..., 3), :func:`log3_into` per matrix."""
+    R = np.ascontiguousarray(R, dtype=float)
+    out = np.empty(R.shape[:-1])
+    _log3_rows(R.reshape(-1, 3, 3), out.reshape(-1, 3))
     return out
 
 
@@ -69,14 +138,11 @@ def exp3_batch(r: np.ndarray) -> np.ndarray:
 
 
 def jlog3_batch(r: np.ndarray) -> np.ndarray:
-    """Right Jacobian of the log map at rotation vectors ``r`` (K, 3) → (K, 3, 3)."""
-    theta = np.linalg.norm(r, axis=-1)
-    small = theta < SMALL_ANGLE
-    th = np.where(small, 1.0, theta)
-    c = np.where(small, 1.0 / 12.0 + theta**2 / 720.0,
-                 1.0 / th**2 - (1.0 + np.cos(th)) / (2.0 * th * np.sin(th)))
-    S = skew_batch(r)
-    return np.eye(3) + 0.5 * S + c[..., None, None] * (S @ S)
+    """Right Jacobian of the log map at rotation vectors ``r`` (..., 3) → (..., 3, 3), :func:`jlog3_into` per vector."""
+    r = np.ascontiguousarray(r, dtype=float)
+    out = np.empty(r.shape + (3,))
+    _jlog3_rows(r.reshape(-1, 3), out.reshape(-1, 3, 3))
+    return out
 
 
 def quaternion_xyzw_from_matrix(R: np.ndarray) -> np.ndarray:

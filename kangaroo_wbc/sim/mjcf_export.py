@@ -114,30 +114,13 @@ def matrix_to_quat_wxyz(R: np.ndarray) -> np.ndarray:
 
 
 def exp3(w: np.ndarray) -> np.ndarray:
-    """Rotation matrix of the rotation vector ``w`` [rad] (Rodrigues)."""
+    """Rotation matrix of the rotation vector ``w`` [rad] (Rodrigues; the inverse of ``pin.log3``)."""
     w = np.asarray(w, dtype=float)
     th = float(np.linalg.norm(w))
     K = np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
     if th < 1e-12:
         return np.eye(3) + K
     return np.eye(3) + math.sin(th) / th * K + (1.0 - math.cos(th)) / th**2 * K @ K
-
-
-def log3(R: np.ndarray) -> np.ndarray:
-    """Rotation vector [rad] of the rotation matrix ``R`` (inverse of :func:`exp3`)."""
-    c = max(-1.0, min(1.0, 0.5 * (float(np.trace(R)) - 1.0)))
-    th = math.acos(c)
-    v = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-    if th < 1e-9:
-        return 0.5 * v
-    if math.pi - th < 1e-6:  # near pi: axis from the symmetric part
-        B = 0.5 * (R + np.eye(3))
-        axis = np.sqrt(np.clip(np.diag(B), 0.0, None))
-        k = int(np.argmax(axis))
-        axis = B[:, k] / max(axis[k], 1e-12)
-        axis /= np.linalg.norm(axis)
-        return th * axis
-    return th / (2.0 * math.sin(th)) * v
 
 
 #: Welded (fixed-joint) links lighter than this are exported without inertial [kg].
@@ -439,7 +422,7 @@ def _structural_constants(urdf_path: str, specs: list[ClosureSpec], replacements
         for ia, iu in ids:
             Ma, Mu = data.oMf[ia], data.oMf[iu]
             Ra = Ma.rotation
-            e = np.concatenate([Ra.T @ (Mu.translation - Ma.translation), log3(Ra.T @ Mu.rotation)])
+            e = np.concatenate([Ra.T @ (Mu.translation - Ma.translation), pin.log3(Ra.T @ Mu.rotation)])
             errs.append(e)
         samples.append(errs)
     out = []

@@ -32,8 +32,9 @@ import numpy as np
 from kangaroo_wbc.errors import ClosureFkError, InputError, JointNotFound, ModelError, suggest
 from kangaroo_wbc.model.ball_screw import BallScrewActuators
 from kangaroo_wbc.model.compiled import all_finite, compiled
+from kangaroo_wbc.model.so3 import log3
 from kangaroo_wbc.sim.actuator import ActuatorDrives
-from kangaroo_wbc.sim.mjcf_export import BALL_SCREW_KEYS, CUT_JOINT_PREFIX, META_PREFIX, log3
+from kangaroo_wbc.sim.mjcf_export import BALL_SCREW_KEYS, CUT_JOINT_PREFIX, META_PREFIX
 from kangaroo_wbc.sim.sensors import SensorConfig, SensorReadings, SensorSuite
 
 _SLIDE = int(mujoco.mjtJoint.mjJNT_SLIDE)

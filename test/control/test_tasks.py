@@ -142,25 +142,6 @@ def test_references_and_gains_are_checked_on_assignment():
         OrientationTask("torso").set_reference(np.eye(2))
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_compiled_log3_equals_pinocchio(seed):
-    """Rotation vectors of random rotations, tiny ones and ones within 1e-3 of π."""
-    from kangaroo_wbc.control.tasks.fused import log3
-
-    rng = np.random.default_rng(seed)
-    for angle in (0.0, 1e-9, 3e-5, 0.3, 1.5, 2.9, np.pi - 2e-3, np.pi - 5e-4, np.pi - 1e-6, np.pi):
-        for _ in range(20):
-            axis = rng.normal(size=3)
-            axis /= np.linalg.norm(axis)
-            R = pin.exp3(angle * axis)
-            w = log3(R)
-            if angle > np.pi - 1e-6:  # the axis' sign is free at π: compare the rotation it gives
-                np.testing.assert_allclose(pin.exp3(w), R, atol=1e-9)
-                assert np.linalg.norm(w) == pytest.approx(np.linalg.norm(pin.log3(R)), abs=1e-9)
-            else:
-                np.testing.assert_allclose(w, pin.log3(R), rtol=0, atol=1e-9 if angle > np.pi - 1e-2 else 1e-12)
-
-
 def test_frame_pose_target_compiled_equals_the_formula(digit_fb):
     """The swing-sole target of the compiled pass == a_ref + kp e + kd (V_ref - V) - drift with
     e = [p_ref - p; pinocchio's log3(R_ref Rᵀ)]."""

@@ -1,11 +1,12 @@
-"""Unit tests of the batched SO(3) maps against pinocchio's scalar ones."""
+"""Unit tests of the SO(3) maps (compiled scalar and batched) against pinocchio's."""
 
 from __future__ import annotations
 
 import numpy as np
 import pinocchio as pin
+import pytest
 
-from kangaroo_wbc.model.so3 import exp3_batch, jlog3_batch, log3_batch
+from kangaroo_wbc.model.so3 import exp3_batch, jlog3_batch, log3, log3_batch
 
 
 def _samples() -> np.ndarray:
@@ -46,6 +47,23 @@ def test_jlog_matches_pinocchio_and_finite_differences():
 def test_near_pi_log_keeps_angle():
     R = exp3_batch(np.array([[0.0, np.pi - 1e-8, 0.0]]))
     assert abs(np.linalg.norm(log3_batch(R)[0]) - (np.pi - 1e-8)) < 1e-6
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_compiled_log3_equals_pinocchio(seed):
+    """Rotation vectors of random rotations, tiny ones and ones within 1e-3 of π."""
+    rng = np.random.default_rng(seed)
+    for angle in (0.0, 1e-9, 3e-5, 0.3, 1.5, 2.9, np.pi - 2e-3, np.pi - 5e-4, np.pi - 1e-6, np.pi):
+        for _ in range(20):
+            axis = rng.normal(size=3)
+            axis /= np.linalg.norm(axis)
+            R = pin.exp3(angle * axis)
+            w = log3(R)
+            if angle > np.pi - 1e-6:  # the axis' sign is free at π: compare the rotation it gives
+                np.testing.assert_allclose(pin.exp3(w), R, atol=1e-9)
+                assert np.linalg.norm(w) == pytest.approx(np.linalg.norm(pin.log3(R)), abs=1e-9)
+            else:
+                np.testing.assert_allclose(w, pin.log3(R), rtol=0, atol=1e-9 if angle > np.pi - 1e-2 else 1e-12)
 
 
 def test_quaternion_from_matrix_matches_eigen_including_its_sign():

@@ -13,16 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from kangaroo_wbc.model.compiled import compiled
-from kangaroo_wbc.model.fast_kinematics import _log3
-
-
-@compiled
-def log3(R):
-    """``log3(R)`` of a rotation matrix (3, 3): the rotation vector ``θ a`` with ``θ`` in [0, π], as
-    pinocchio's ``log3`` (the closure kernel's compiled ``_log3``)."""
-    out = np.empty(3)
-    _log3(R, out)
-    return out
+from kangaroo_wbc.model.so3 import log3
 
 
 @compiled
@@ -90,4 +81,4 @@ def fill_default_tasks(J_com, com, com_velocity, com_drift, c_pos, c_vel, c_acc,
     return k
 
 
-__all__ = ["fill_default_tasks", "log3", "pose_target"]
+__all__ = ["fill_default_tasks", "pose_target"]
