@@ -33,10 +33,14 @@ from scipy.linalg.lapack import dgetrf, dgetrs
 
 from kangaroo_wbc.errors import FrameNotFound, InputError, ModelError, suggest
 from kangaroo_wbc.model import ClosedLoopModel, ProjectedDynamics
-from kangaroo_wbc.model.block_lu import _factor_and_map, _solve
+from kangaroo_wbc.model.block_lu import factor_blocks_and_map, solve_blocks
 from kangaroo_wbc.model.closed_loop_model import universal_cut_indices
 from kangaroo_wbc.model.compiled import all_finite, compiled
-from kangaroo_wbc.model.fast_kinematics import _closure, _velocity_bias, frame_terms
+from kangaroo_wbc.model.fast_kinematics import (
+    closure_error_jacobian,
+    closure_velocity_bias,
+    frame_terms,
+)
 
 #: Joint types whose motion subspace is constant in the joint frame (zero joint bias ``c_J``).
 CONSTANT_SUBSPACE_JOINTS = frozenset(
@@ -555,13 +559,14 @@ def _skew_batch(w: np.ndarray) -> np.ndarray:
 @compiled
 def _closure_chain(q, nu, tree, loops, e_l, J_l, rows, cols, cols_in, sizes, LU, piv, idx_u, idx_a, n_b, T, J_m, v,
                    idx_v, jnv, Vj, Aj, fV, fA, bias, B, X, k, dataJ, u0, mask, Jf, twist, drift):
-    """:meth:`ProjectedModel._closure_chain` (compiled): closure error and Jacobian (``_closure``),
-    block LU of ``J_lu`` with ``J_m`` into ``T`` (``_factor_and_map``), ``v = T nu``, the closure
-    bias ``Jdot_l v`` (``_velocity_bias``), ``k_u = -J_lu^{-1} Jdot_l v`` and the user frames'
+    """:meth:`ProjectedModel._closure_chain` (compiled): closure error and Jacobian
+    (``closure_error_jacobian``), block LU of ``J_lu`` with ``J_m`` into ``T``
+    (``factor_blocks_and_map``), ``v = T nu``, the closure
+    bias ``Jdot_l v`` (``closure_velocity_bias``), ``k_u = -J_lu^{-1} Jdot_l v`` and the user frames'
     terms from ``dataJ`` (``frame_terms``, frames from ``u0``). False (and nothing after the
     factorisation written) if ``J_lu`` is singular."""
-    _closure(q, *tree, *loops, True, e_l, J_l)
-    if not _factor_and_map(J_l, rows, cols, cols_in, sizes, LU, piv, idx_u, idx_a, n_b, T, J_m):
+    closure_error_jacobian(q, *tree, *loops, True, e_l, J_l)
+    if not factor_blocks_and_map(J_l, rows, cols, cols_in, sizes, LU, piv, idx_u, idx_a, n_b, T, J_m):
         return False
     nv, n_nu = T.shape
     for i in range(nv):
@@ -571,11 +576,11 @@ def _closure_chain(q, nu, tree, loops, e_l, J_l, rows, cols, cols_in, sizes, LU,
         v[i] = x
     parent, jtype, axis, axis2 = tree[0], tree[1], tree[2], tree[3]
     oRpre, oR, op, f_joint, fR, fp = tree[7], tree[8], tree[9], tree[10], tree[13], tree[14]
-    _velocity_bias(v, parent, jtype, axis, axis2, idx_v, jnv, oRpre, oR, op, f_joint, fR, fp, loops[0], loops[1],
-                   loops[2], loops[3], loops[4], Vj, Aj, fV, fA, bias)
+    closure_velocity_bias(v, parent, jtype, axis, axis2, idx_v, jnv, oRpre, oR, op, f_joint, fR, fp, loops[0],
+                          loops[1], loops[2], loops[3], loops[4], Vj, Aj, fV, fA, bias)
     for i in range(bias.shape[0]):
         B[i, 0] = bias[i]
-    _solve(LU, piv, rows, cols, sizes, B, X, False)
+    solve_blocks(LU, piv, rows, cols, sizes, B, X, False)
     for i in range(idx_u.shape[0]):
         k[idx_u[i]] = -X[i, 0]
     frame_terms(dataJ, fp[u0:], mask, fV[u0:], fA[u0:], Jf, twist, drift)

@@ -39,10 +39,10 @@ import pinocchio as pin
 
 from kangaroo_wbc.errors import EstimationError, InputError
 from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics
-from kangaroo_wbc.model.block_lu import _factor, _solve
+from kangaroo_wbc.model.block_lu import factor_blocks, solve_blocks
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
 from kangaroo_wbc.model.compiled import all_finite, compiled
-from kangaroo_wbc.model.fast_kinematics import _closure
+from kangaroo_wbc.model.fast_kinematics import closure_error_jacobian
 
 
 @dataclass
@@ -299,22 +299,22 @@ def _correction_rhs(theta_a, theta_dot_a, q, idx_q_a, alpha, beta, e, J_la, e_ou
 def _passive_tick(q, tree, loops, evaluate, factor, e_l, J_l, n_u, rows, cols, sizes, LU, piv, B, X, theta_a,
                   theta_dot_a, idx_q_a, alpha, beta, e_out, theta_dot_a_k, rhs, idx_v_a, idx_v_u, idx_v_base, dt, step,
                   v, step_back):
-    """One tick's compiled part: ``e_l``, ``J_l = [J_lu, J_la]`` at ``q`` (``_closure``, unless
+    """One tick's compiled part: ``e_l``, ``J_l = [J_lu, J_la]`` at ``q`` (``closure_error_jacobian``, unless
     ``evaluate`` is False: already there), :func:`_correction_rhs`, the block LU of ``J_lu``
-    (``_factor``, unless ``factor`` is False: ``LU``, ``piv`` hold it), the solve with both
+    (``factor_blocks``, unless ``factor`` is False: ``LU``, ``piv`` hold it), the solve with both
     right-hand sides and :func:`_velocities`. Returns ``(ok, inf-norm of e_l)``; not ok (a zero
     pivot, or factors or a solution not finite: checked on the solution): nothing written after
     the right-hand sides."""
     if evaluate:
-        _closure(q, *tree, *loops, True, e_l, J_l)
+        closure_error_jacobian(q, *tree, *loops, True, e_l, J_l)
     norm = _correction_rhs(theta_a, theta_dot_a, q, idx_q_a, alpha, beta, e_l, J_l[:, n_u:], e_out, theta_dot_a_k,
                            rhs)
-    if factor and not _factor(J_l[:, :n_u], rows, cols, sizes, LU, piv):
+    if factor and not factor_blocks(J_l[:, :n_u], rows, cols, sizes, LU, piv):
         return False, norm
     for r in range(B.shape[0]):
         B[r, 0] = rhs[0, r]
         B[r, 1] = rhs[1, r]
-    _solve(LU, piv, rows, cols, sizes, B, X, False)  # columns: eq. (38), eq. (35)
+    solve_blocks(LU, piv, rows, cols, sizes, B, X, False)  # columns: eq. (38), eq. (35)
     return _velocities(X, theta_dot_a_k, theta_dot_a, idx_v_a, idx_v_u, idx_v_base, dt, step, v, step_back), norm
 
 

@@ -44,8 +44,9 @@ def block_structure(pattern: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] 
 
 
 @compiled
-def _factor(A, rows, cols, sizes, LU, piv):
-    """Partial-pivoting LU of every block ``A[rows_b][:, cols_b]`` into ``LU[b]``; False if singular."""
+def factor_blocks(A, rows, cols, sizes, LU, piv):
+    """Partial-pivoting LU of every block ``A[rows_b][:, cols_b]`` into ``LU[b]``, pivots into
+    ``piv[b]`` (compiled; for :class:`BlockLU` and fused kernels); False if singular."""
     for b in range(sizes.shape[0]):
         m = sizes[b]
         for i in range(m):
@@ -103,11 +104,11 @@ def _block_solve(LU, piv, b, m, y):
 
 
 @compiled
-def _factor_and_map(J, rows, cols, cols_in_J, sizes, LU, piv, idx_u, idx_a, n_b, T, J_m):
+def factor_blocks_and_map(J, rows, cols, cols_in_J, sizes, LU, piv, idx_u, idx_a, n_b, T, J_m):
     """Factorise ``J_lu = J[:, idx_u]`` by blocks (``cols_in_J = idx_u[cols]``: no copy of ``J_lu``)
     and write ``J_m = -J_lu^{-1} J[:, idx_a]`` into ``J_m`` (n_u, n_a) and ``T[idx_u, n_b:]``.
     False if a block is singular or the factors are not finite (``T``, ``J_m`` then untouched)."""
-    if not _factor(J, rows, cols_in_J, sizes, LU, piv):
+    if not factor_blocks(J, rows, cols_in_J, sizes, LU, piv):
         return False
     for b in range(sizes.shape[0]):
         m = sizes[b]
@@ -136,8 +137,10 @@ def _factor_and_map(J, rows, cols, cols_in_J, sizes, LU, piv, idx_u, idx_a, n_b,
 
 
 @compiled
-def _solve(LU, piv, rows, cols, sizes, B, X, transpose):
-    """``X = A^{-1} B`` (or ``A^{-T} B``) with the block factors; ``B``, ``X`` are (n, k)."""
+def solve_blocks(LU, piv, rows, cols, sizes, B, X, transpose):
+    """``X = A^{-1} B`` (or ``A^{-T} B``) with the block factors of :func:`factor_blocks` (compiled;
+    :class:`BlockLU` and the fused estimator and projected-model kernels call it); ``B``, ``X`` are
+    (n, k)."""
     y = np.empty(LU.shape[1])
     for b in range(sizes.shape[0]):
         m = sizes[b]
@@ -191,7 +194,7 @@ def _project_through(LU, piv, rows, cols, sizes, G, g, idx_u, idx_a, J_la, rhs, 
         rhs[i, 0] = g[idx_u[i]]
         for k in range(r):
             rhs[i, 1 + k] = G[k, idx_u[i]]
-    _solve(LU, piv, rows, cols, sizes, rhs, Y, True)
+    solve_blocks(LU, piv, rows, cols, sizes, rhs, Y, True)
     for j in range(idx_a.shape[0]):
         s = g[idx_a[j]]
         for i in range(n):
@@ -263,7 +266,7 @@ class BlockLU:
         ``A`` is read in place (a float64 column slice of a larger matrix too, e.g. ``J_lu`` of the
         closure Jacobian)."""
         A = np.asarray(A, dtype=float)
-        self.ok = bool(_factor(A, self.rows, self.cols, self.sizes, self.LU, self.piv)) and _finite_3d(self.LU)
+        self.ok = bool(factor_blocks(A, self.rows, self.cols, self.sizes, self.LU, self.piv)) and _finite_3d(self.LU)
         return self.ok
 
     def factor_and_map(self, J: np.ndarray, idx_u: np.ndarray, idx_a: np.ndarray, T: np.ndarray,
@@ -275,7 +278,7 @@ class BlockLU:
         if self._cols_in is None or self._cols_in[0] is not idx_u:
             self._cols_in = (idx_u, np.ascontiguousarray(np.asarray(idx_u, dtype=np.int64)[self.cols]))
         J_m = np.empty((self.n, len(idx_a)))
-        self.ok = bool(_factor_and_map(J, self.rows, self.cols, self._cols_in[1], self.sizes, self.LU, self.piv,
+        self.ok = bool(factor_blocks_and_map(J, self.rows, self.cols, self._cols_in[1], self.sizes, self.LU, self.piv,
                                        idx_u, idx_a, n_b, T, J_m))
         return J_m if self.ok else None
 
@@ -311,8 +314,8 @@ class BlockLU:
         B = np.asarray(B, dtype=float)
         B2 = np.ascontiguousarray(B.reshape(self.n, -1))
         X = np.empty(B2.shape)
-        _solve(self.LU, self.piv, self.rows, self.cols, self.sizes, B2, X, transpose)
+        solve_blocks(self.LU, self.piv, self.rows, self.cols, self.sizes, B2, X, transpose)
         return X if B.ndim == 2 else X[:, 0]
 
 
-__all__ = ["BlockLU", "block_structure"]
+__all__ = ["BlockLU", "block_structure", "factor_blocks", "factor_blocks_and_map", "solve_blocks"]

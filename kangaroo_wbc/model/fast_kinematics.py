@@ -175,10 +175,17 @@ def _placements(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_j
 
 
 @compiled
-def _closure(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR, fp,
-                slot_a, slot_u, rot_type, uj_ijks, rowmap, col_joint, col_dof, col_sign, col_out,
-                want_jacobian, e_out, J_out):
-    """Closure error rows ``e_out`` and (optionally) Jacobian rows ``J_out`` (columns ``col_out``)."""
+def closure_error_jacobian(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p,
+                           fR, fp, slot_a, slot_u, rot_type, uj_ijks, rowmap, col_joint, col_dof, col_sign,
+                           col_out, want_jacobian, e_out, J_out):
+    """Closure error rows ``e_l`` into ``e_out`` and, if ``want_jacobian``, Jacobian rows ``J_l`` into
+    ``J_out`` (columns ``col_out``) at the configuration ``q`` (compiled; the placements of ``q``
+    are left in ``oR``, ``op``, ``fR``, ``fp`` for :func:`closure_velocity_bias`).
+
+    The arguments after ``q`` are a :class:`ClosureKernel`'s :attr:`~ClosureKernel.tree_args`
+    (``parent`` ... ``fp``) and :attr:`~ClosureKernel.loop_args` (``slot_a`` ... ``col_out``);
+    kernels of other modules that fuse this pass with their own work call it with those tuples.
+    """
     _placements(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR, fp)
     K = slot_a.shape[0]
     Rau = np.empty((3, 3))
@@ -321,11 +328,13 @@ def _cross3(a0, a1, a2, b0, b1, b2):
 
 
 @compiled
-def _velocity_bias(v, parent, jtype, axis, axis2, idx_v, jnv, oRpre, oR, op, f_joint, fR, fp, slot_a, slot_u,
-                   rot_type, uj_ijks, rowmap, Vj, Aj, fV, fA, bias_out):
-    """Frame twists / velocity-product accelerations and the closure bias ``Jdot_l v``.
+def closure_velocity_bias(v, parent, jtype, axis, axis2, idx_v, jnv, oRpre, oR, op, f_joint, fR, fp, slot_a,
+                          slot_u, rot_type, uj_ijks, rowmap, Vj, Aj, fV, fA, bias_out):
+    """Frame twists / velocity-product accelerations and the closure bias ``Jdot_l v`` (compiled).
 
-    Needs the placements of the same configuration (a previous :func:`_placements` call).
+    Needs the placements of the same configuration (a previous :func:`_placements` or
+    :func:`closure_error_jacobian` call); the arguments after ``v`` are a :class:`ClosureKernel`'s
+    :attr:`~ClosureKernel.bias_args`.
     ``Vj``/``Aj`` (n, 6): per joint, world spatial velocity and ``Jdot v`` at the world origin
     (linear first). ``fV``/``fA`` (F, 6): the same for the frames' bodies. ``bias_out`` gets the
     bias rows of the position and universal-joint rows (log3 rows are not handled here).
@@ -509,7 +518,7 @@ def local_frame_jacobians(J, R, P, mask, out):
 
 
 @compiled
-def _integrate_passive(q, dv_u, pj_iq, pj_iu, pj_kind, out):
+def integrate_passive(q, dv_u, pj_iq, pj_iu, pj_kind, out):
     """``out = q (+) dv`` for the passive joints (``dv_u`` in ``idx_v_u`` order), as ``pin.integrate``:
     1-DOF and universal joints add, spherical joints right-multiply ``exp(omega)``."""
     for i in range(q.shape[0]):
@@ -547,9 +556,9 @@ def _chord_fk(q, J_inv, tol, max_iter, contraction, pj_iq, pj_iu, pj_kind, e_buf
     Returns ``(status, iterations, residual)``: converged (inf-norm <= tol), stalled (a step did
     not shrink the residual by ``contraction``: ``q`` is the last accepted point) or out of steps.
     """
-    _closure(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR, fp,
-             slot_a, slot_u, rot_type, uj_ijks, rowmap, col_joint, col_dof, col_sign, col_out, False, e_buf,
-             J_dummy)
+    closure_error_jacobian(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR,
+                           fp, slot_a, slot_u, rot_type, uj_ijks, rowmap, col_joint, col_dof, col_sign, col_out,
+                           False, e_buf, J_dummy)
     n_c, n_u = J_inv.shape[1], J_inv.shape[0]
     norm = 0.0
     for r in range(n_c):
@@ -565,10 +574,10 @@ def _chord_fk(q, J_inv, tol, max_iter, contraction, pj_iq, pj_iu, pj_kind, e_buf
             for r in range(n_c):
                 s -= J_inv[i, r] * e_buf[r]
             step[i] = s
-        _integrate_passive(q, step, pj_iq, pj_iu, pj_kind, q_buf)
-        _closure(q_buf, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR, fp,
-                 slot_a, slot_u, rot_type, uj_ijks, rowmap, col_joint, col_dof, col_sign, col_out, False, e_buf,
-                 J_dummy)
+        integrate_passive(q, step, pj_iq, pj_iu, pj_kind, q_buf)
+        closure_error_jacobian(q_buf, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R,
+                               f_p, fR, fp, slot_a, slot_u, rot_type, uj_ijks, rowmap, col_joint, col_dof,
+                               col_sign, col_out, False, e_buf, J_dummy)
         new = 0.0
         for r in range(n_c):
             new = max(new, abs(e_buf[r]))
@@ -697,7 +706,8 @@ class ClosureKernel:
                            self.frame_bias_acceleration, self.bias_l)
 
     def _run(self, q: np.ndarray, jacobian: bool) -> None:
-        _closure(q, *self._tree, *self._loops, jacobian, self.e_l, self.J_l if jacobian else self._J_dummy)
+        closure_error_jacobian(q, *self._tree, *self._loops, jacobian, self.e_l,
+                               self.J_l if jacobian else self._J_dummy)
 
     def placements(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """World rotations (F, 3, 3) and positions (F, 3) [m] of the frames at ``q``."""
@@ -737,7 +747,7 @@ class ClosureKernel:
             raise ValueError("velocity_bias: log3 rotation rows are not supported by the compiled path")
         if not placements_current:
             self.placements(q)
-        _velocity_bias(v, *self._bias_args)
+        closure_velocity_bias(v, *self._bias_args)
         return self.bias_l
 
     def set_passive_joints(self, model: pin.Model, idx_v_u: np.ndarray) -> bool:
@@ -799,4 +809,4 @@ def build_kernel(model: pin.Model, frame_ids, slot_a, slot_u, signed_mask, flat_
 
 
 __all__ = ["CHORD_CONVERGED", "CHORD_MAX_ITER", "CHORD_STALLED", "ClosureKernel", "build_kernel",
-           "frame_placements"]
+           "closure_error_jacobian", "closure_velocity_bias", "frame_placements", "integrate_passive"]

@@ -120,7 +120,7 @@ def test_compiled_chord_fk_matches_the_python_iteration(name, mechanism_dir, mon
 
 def test_passive_integration_matches_pinocchio(mechanism_dir) -> None:
     """The compiled chord's integration of the passive joints equals pin.integrate (spherical too)."""
-    from kangaroo_wbc.model.fast_kinematics import _integrate_passive
+    from kangaroo_wbc.model.fast_kinematics import integrate_passive
 
     clm = load("digit_like_2legs", mechanism_dir)
     k = clm.kernel
@@ -132,7 +132,7 @@ def test_passive_integration_matches_pinocchio(mechanism_dir) -> None:
         dv = np.zeros(clm.model.nv)
         dv[clm.idx_v_u] = dv_u
         out = np.zeros(clm.model.nq)
-        _integrate_passive(clm.q_ref, dv_u, k.pj_iq, k.pj_iu, k.pj_kind, out)
+        integrate_passive(clm.q_ref, dv_u, k.pj_iq, k.pj_iu, k.pj_kind, out)
         np.testing.assert_allclose(out, pin.integrate(clm.model, clm.q_ref, dv), rtol=0, atol=1e-12)
 
 

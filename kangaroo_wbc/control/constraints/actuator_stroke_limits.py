@@ -66,7 +66,7 @@ class ActuatorStrokeLimits(Constraint):
             raise InputError(f"stroke bounds: theta {theta.shape} and theta_dot {theta_dot.shape}, expected ({n},)")
         lo, hi = np.empty(n), np.empty(n)
         dt = self.horizon_s
-        _stroke_bounds(theta, theta_dot, self.position_min, self.position_max, self.velocity_max,
+        stroke_bounds(theta, theta_dot, self.position_min, self.position_max, self.velocity_max,
                        self.acceleration_max, dt, dt**2, lo, hi)
         return lo, hi
 
@@ -77,9 +77,9 @@ class ActuatorStrokeLimits(Constraint):
 
 
 @compiled
-def _stroke_bounds(theta, theta_dot, position_min, position_max, velocity_max, acceleration_max, dt, dt2, lo, hi):
-    """:meth:`ActuatorStrokeLimits.bounds` per actuator (compiled: 12 entries cost less than the
-    numpy calls' overhead)."""
+def stroke_bounds(theta, theta_dot, position_min, position_max, velocity_max, acceleration_max, dt, dt2, lo, hi):
+    """:meth:`ActuatorStrokeLimits.bounds` per actuator into ``lo``, ``hi`` (compiled: 12 entries cost
+    less than the numpy calls' overhead; the fused constraint kernel calls it too)."""
     for i in range(theta.shape[0]):
         lo_p = 2.0 * (position_min[i] - theta[i] - theta_dot[i] * dt) / dt2
         hi_p = 2.0 * (position_max[i] - theta[i] - theta_dot[i] * dt) / dt2
@@ -92,4 +92,4 @@ def _stroke_bounds(theta, theta_dot, position_min, position_max, velocity_max, a
         hi[i] = min(max(hi_i, -a), a)
 
 
-__all__ = ["ActuatorStrokeLimits"]
+__all__ = ["ActuatorStrokeLimits", "stroke_bounds"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kangaroo_wbc.control.constraints.actuator_stroke_limits import _stroke_bounds
+from kangaroo_wbc.control.constraints.actuator_stroke_limits import stroke_bounds
 from kangaroo_wbc.model.compiled import compiled
 
 
@@ -101,7 +101,7 @@ def fill_default_constraints(M_p, h_p, n_b, Jf, drift, twist, fidx, Rf, ridx, W,
     for i in range(n_a):
         theta[i] = q[idx_q_a[i]]
         theta_dot[i] = nu[n_b + i]
-    _stroke_bounds(theta, theta_dot, pos_min, pos_max, vel_max, acc_max, horizon, horizon * horizon, lb[n_b:n_nu],
+    stroke_bounds(theta, theta_dot, pos_min, pos_max, vel_max, acc_max, horizon, horizon * horizon, lb[n_b:n_nu],
                    ub[n_b:n_nu])
 
 
