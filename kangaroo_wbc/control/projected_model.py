@@ -437,15 +437,15 @@ class ProjectedModel:
             cols_in = np.ascontiguousarray(np.asarray(self._idx_u, dtype=np.int64)[blu.cols])
             self._chain_args = (blu.rows, blu.cols, cols_in, blu.sizes, blu.LU, blu.piv, self._idx_u, self._idx_a,
                                 self.n_b, self.T)
-            self._chain_bias = (kernel.idx_v, kernel.jnv, kernel._Vj, kernel._Aj, kernel.frame_velocity,
-                                kernel.frame_bias_acceleration)
+            self._chain_bias = (kernel.idx_v, kernel.jnv, kernel.joint_velocity, kernel.joint_bias_acceleration,
+                                kernel.frame_velocity, kernel.frame_bias_acceleration)
             self._chain_work = (np.empty((blu.n, 1)), np.empty((blu.n, 1)))
         U = self.n_frames
         J_m, bias = np.empty((self.n_u, self.n_a)), np.empty(kernel.n_c)
         twist, drift = np.empty((U, 6)), np.empty((U, 6))
-        ok = _closure_chain(q, nu, kernel._tree, kernel._loops, kernel.e_l, kernel.J_l, *self._chain_args, J_m, self.v,
-                            *self._chain_bias, bias, *self._chain_work, self.k, data.J, 2 * self.n_closures,
-                            self._frame_mask, self._Jf_buf, twist, drift)
+        ok = _closure_chain(q, nu, kernel.tree_args, kernel.loop_args, kernel.e_l, kernel.J_l, *self._chain_args,
+                            J_m, self.v, *self._chain_bias, bias, *self._chain_work, self.k, data.J,
+                            2 * self.n_closures, self._frame_mask, self._Jf_buf, twist, drift)
         blu.ok = bool(ok)
         if not ok:
             raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
@@ -496,33 +496,75 @@ class ProjectedModel:
         return np.concatenate([lin, ang], axis=1)
 
     # ------------------------------------------------------------------ accessors
-    def _user(self, name: str) -> int:
+    def frame_index(self, name: str) -> int:
+        """Index of a registered frame in :attr:`frame_jacobians_T`, :attr:`frame_drifts` and
+        :attr:`frame_twists` (its row in :attr:`frame_rotations` / :attr:`frame_positions` is
+        ``2 * n_closures + frame_index(name)``); for per-tick users that look names up once.
+
+        Raises:
+            FrameNotFound: ``name`` was not registered.
+        """
         try:
             return self._index[name]
         except KeyError:
             raise FrameNotFound(f"frame {name!r} was not registered with this ProjectedModel."
                                 + suggest(name, self.frame_names)) from None
 
+    @property
+    def frame_rotations(self) -> np.ndarray:
+        """World rotations (2 K + U, 3, 3) of the last update: closure sides ``a`` (K), ``u`` (K),
+        then the registered frames (U). Read only (the model's buffer)."""
+        return self._R
+
+    @property
+    def frame_positions(self) -> np.ndarray:
+        """World positions (2 K + U, 3) [m] of the last update, rows as :attr:`frame_rotations`."""
+        return self._p
+
+    @property
+    def frame_jacobians_T(self) -> np.ndarray:
+        """Projected Jacobians ``J_f T`` (U, 6, n_nu) of the registered frames (rows of
+        :meth:`jacobian`), last update. Read only."""
+        return self._Jf_T
+
+    @property
+    def frame_drifts(self) -> np.ndarray:
+        """Drifts (U, 6) of the registered frames (rows of :meth:`drift`), last update. Read only."""
+        return self._drift
+
+    @property
+    def frame_twists(self) -> np.ndarray:
+        """Twists (U, 6) of the registered frames (rows of :meth:`twist`), last update. Read only."""
+        return self._twist
+
+    def base_placement(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(R, p)`` of the base joint (joint 1) in the world [-, m] at the last update (from the
+        compiled closure pass when it ran, else from pinocchio's ``data.oMi``). Read only."""
+        if self._kernel is not None:
+            return self._kernel.oR[1], self._kernel.op[1]
+        oMb = self.data.oMi[1]
+        return oMb.rotation, oMb.translation
+
     def placement(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """``(R, p)`` of a registered frame in the world [-, m]."""
-        s = 2 * self.n_closures + self._user(name)
+        s = 2 * self.n_closures + self.frame_index(name)
         return self._R[s], self._p[s]
 
     def jacobian(self, name: str) -> np.ndarray:
         """Projected frame Jacobian ``J_f T`` (6, n_nu), linear rows first, world axes."""
-        return self._Jf_T[self._user(name)]
+        return self._Jf_T[self.frame_index(name)]
 
     def drift(self, name: str) -> np.ndarray:
         """Frame acceleration at ``nu_dot = 0``: ``Jdot_f v + J_f k`` (6,), classical, world axes."""
-        return self._drift[self._user(name)]
+        return self._drift[self.frame_index(name)]
 
     def twist(self, name: str) -> np.ndarray:
         """Frame velocity ``(v, ω)`` (6,) [m/s, rad/s], world axes at the frame origin."""
-        return self._twist[self._user(name)]
+        return self._twist[self.frame_index(name)]
 
     def full_jacobian(self, name: str) -> np.ndarray:
         """Frame Jacobian in full coordinates (6, nv), ``LOCAL_WORLD_ALIGNED``."""
-        return self._Jf[self._user(name)]
+        return self._Jf[self.frame_index(name)]
 
     def dynamics(self, contact_frames: Sequence[str] = ()) -> ProjectedDynamics:
         """The core :class:`ProjectedDynamics` (6D contact rows at the given frames, world axes)."""

@@ -323,10 +323,10 @@ class WholeBodyController:
         pm, out = self.pm, {}
         slots = self._contact_slots
         if slots is None or slots[0] is not pm:  # the projected model's frame indices, once
-            users = [pm._user(c.frame) for c in self.contacts]
+            users = [pm.frame_index(c.frame) for c in self.contacts]
             slots = self._contact_slots = (pm, [(2 * pm.n_closures + u, u) for u in users])
         # pm.placement / jacobian / drift / twist, without their name look-ups
-        R_all, J_all, drift, twist = pm._R, pm._Jf_T, pm._drift, pm._twist
+        R_all, J_all, drift, twist = pm.frame_rotations, pm.frame_jacobians_T, pm.frame_drifts, pm.frame_twists
         for c, (s, u) in zip(self.contacts, slots[1]):
             R = R_all[s]
             out[c.name] = ContactTerms(spec=c, active=c.name in active, R=R, J=J_all[u], drift=drift[u],
@@ -348,7 +348,7 @@ class WholeBodyController:
             k = fill_default_tasks(
                 pm.J_com, pm.com, pm.com_velocity, pm.com_drift, c.position, c.velocity,
                 c.acceleration - c.disturbance, c.kp, c.kd, c.weight, c.enabled,
-                pm._R, pm._Jf_T, pm._drift, pm._twist, fi[0], fi[1], o.rotation,
+                pm.frame_rotations, pm.frame_jacobians_T, pm.frame_drifts, pm.frame_twists, fi[0], fi[1], o.rotation,
                 o.angular_velocity, o.angular_acceleration, o.kp, o.kd, o.weight, o.enabled, pm.q, pm.nu,
                 po.n_b, po.idx_q_a, po.position, po.velocity, po.acceleration, po.kp, po.kd, po.weight, po.enabled,
                 pm.A_G, pm.h_G, pm.A_G_drift, mo.momentum, mo.rate, mo.kd, mo.weight, mo.enabled, Jb, rb, wb)
@@ -405,7 +405,8 @@ class WholeBodyController:
             fn[0, i], fn[1, i] = c.normal_force_min_n, c.normal_force_max_n
         lim, st = f["limits"], f["stroke"]
         fill_default_constraints(
-            pm.M_p, pm.h_p, self.layout.n_b, pm._Jf_T, pm._drift, pm._twist, f["fidx"], pm._R, f["ridx"],
+            pm.M_p, pm.h_p, self.layout.n_b, pm.frame_jacobians_T, pm.frame_drifts, pm.frame_twists, f["fidx"],
+            pm.frame_rotations, f["ridx"],
             self._W_all, f["col"], f["npts"], active, f["stationary"].velocity_gain, f["cones"], fn[0], fn[1],
             lim is not None, lim.force_min if lim is not None else fn[0], lim.force_max if lim is not None else fn[1],
             pm.q, st.idx_q_a, pm.nu, st.position_min, st.position_max, st.velocity_max, st.acceleration_max,
@@ -515,8 +516,8 @@ class WholeBodyController:
             for i, c in enumerate(self.contacts):
                 act[i] = terms[c.name].active
             tau, wrench_all, force_all = np.empty(L.n_a), np.empty((C, 6)), np.empty((C, P, 3))
-            if not _actuator_forces(x, L.n_b, L.n_nu, pm.M_p, pm.h_p, pm._Jf_T, f["fidx"], self._W_all, f["col"],
-                                    f["npts"], act, tau, wrench_all, force_all):
+            if not _actuator_forces(x, L.n_b, L.n_nu, pm.M_p, pm.h_p, pm.frame_jacobians_T, f["fidx"], self._W_all,
+                                    f["col"], f["npts"], act, tau, wrench_all, force_all):
                 raise NoSolutionFound("non-finite actuator forces from the QP solution", problem=self.problem,
                                       result=sol)
             names = L.contact_names

@@ -445,11 +445,12 @@ class ContactWrenchEstimator:
         velocity_terms = self.config.include_velocity_terms and v is not None
         # one compiled pass (same numbers as the estimator's own update, tested)
         if self._pm_index is None or self._pm_index[0] is not pm:
-            users = np.array([pm._user(s) for s in self.sole_frames], dtype=np.int64)
+            users = np.array([pm.frame_index(s) for s in self.sole_frames], dtype=np.int64)
             self._pm_index = (pm, 2 * pm.n_closures + users, users)
         g = pin.computeGeneralizedGravity(m, self.kin.data, q)
-        _projected_sole_terms(pm._R, pm._p, pm._Jf_T, self._pm_index[1], self._pm_index[2], n_b, self.base_rows,
-                              g, self._idx_a, self._idx_u, pm.J_m, not velocity_terms, self._sole_R, self._sole_p,
+        _projected_sole_terms(pm.frame_rotations, pm.frame_positions, pm.frame_jacobians_T, self._pm_index[1],
+                              self._pm_index[2], n_b, self.base_rows, g, self._idx_a, self._idx_u, pm.J_m,
+                              not velocity_terms, self._sole_R, self._sole_p,
                               self.J_cm_T, self.J_cb_T, self.g_pa)
         if velocity_terms:
             self.g_pa[:] = pm.h_p[n_b:]
@@ -460,11 +461,7 @@ class ContactWrenchEstimator:
         if self.base_rows:
             self.g_base[:] = g[:6]
             if self.config.momentum_rate and v is not None:
-                if pm._kernel is not None:  # base placement of its compiled closure pass at q
-                    R, p = pm._kernel.oR[1], pm._kernel.op[1]
-                else:
-                    oMb = pm.data.oMi[1]
-                    R, p = oMb.rotation, oMb.translation
+                R, p = pm.base_placement()
                 self._momentum_rate_from(pm.h_G[:3], pm.h_G[3:], pm.com, R, p)
             else:
                 self.momentum_rate_in_base[:] = 0.0

@@ -124,7 +124,7 @@ class PassiveStateEstimator:
         self._fused: tuple | None = None
         kin, blu = self.kin, self.kin.block_lu
         if kin.kernel is not None and blu is not None and clm.n_c:
-            self._fused = (kin.kernel._tree, kin.kernel._loops, blu.rows, blu.cols, blu.sizes, blu.LU, blu.piv,
+            self._fused = (kin.kernel.tree_args, kin.kernel.loop_args, blu.rows, blu.cols, blu.sizes, blu.LU, blu.piv,
                            np.empty((clm.n_u, 2)), np.empty((clm.n_u, 2)))
         # compile (or load) the kernels now, not in a tick: one call on scratch buffers
         e, _, J_la = self.kin.evaluate()

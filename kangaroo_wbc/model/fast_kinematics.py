@@ -687,7 +687,9 @@ class ClosureKernel:
         self.J_l = np.zeros((self.n_c, self.n_cols))
         self._J_dummy = np.zeros((0, 0))
         F = len(frame_ids)
-        self._Vj, self._Aj = np.zeros((n, 6)), np.zeros((n, 6))
+        #: per joint: world spatial velocity and ``Jdot v`` at the world origin (linear first), from
+        #: the last :meth:`velocity_bias` (work buffers of :func:`closure_velocity_bias`)
+        self.joint_velocity, self.joint_bias_acceleration = np.zeros((n, 6)), np.zeros((n, 6))
         #: per frame: the body's world spatial velocity and ``Jdot v`` at the world origin (linear
         #: first), from the last :meth:`velocity_bias`
         self.frame_velocity, self.frame_bias_acceleration = np.zeros((F, 6)), np.zeros((F, 6))
@@ -696,22 +698,26 @@ class ClosureKernel:
         self.bias_supported = not bool(np.any(self.rot_type == ROT_LOG3))
         # The kernels' fixed arguments, packed once (every array above is a buffer updated in place;
         # unpacking a tuple is cheaper than two dozen attribute lookups per call).
-        self._tree = (self.parent, self.jtype, self.axis, self.axis2, self.R0, self.p0, self.idx_q, self.oRpre,
-                      self.oR, self.op, self.f_joint, self.f_R, self.f_p, self.R, self.p)
-        self._loops = (self.slot_a, self.slot_u, self.rot_type, self.uj_ijks, self.rowmap, self.col_joint,
-                       self.col_dof, self.col_sign, self.col_out)
-        self._bias_args = (self.parent, self.jtype, self.axis, self.axis2, self.idx_v, self.jnv, self.oRpre,
-                           self.oR, self.op, self.f_joint, self.R, self.p, self.slot_a, self.slot_u, self.rot_type,
-                           self.uj_ijks, self.rowmap, self._Vj, self._Aj, self.frame_velocity,
-                           self.frame_bias_acceleration, self.bias_l)
+        #: arguments ``parent`` ... ``fp`` of :func:`closure_error_jacobian` (the tree and its buffers),
+        #: for kernels of other modules that fuse the closure pass with their own work
+        self.tree_args = (self.parent, self.jtype, self.axis, self.axis2, self.R0, self.p0, self.idx_q,
+                          self.oRpre, self.oR, self.op, self.f_joint, self.f_R, self.f_p, self.R, self.p)
+        #: arguments ``slot_a`` ... ``col_out`` of :func:`closure_error_jacobian` (the loops' rows)
+        self.loop_args = (self.slot_a, self.slot_u, self.rot_type, self.uj_ijks, self.rowmap, self.col_joint,
+                          self.col_dof, self.col_sign, self.col_out)
+        #: arguments after ``v`` of :func:`closure_velocity_bias`
+        self.bias_args = (self.parent, self.jtype, self.axis, self.axis2, self.idx_v, self.jnv, self.oRpre,
+                          self.oR, self.op, self.f_joint, self.R, self.p, self.slot_a, self.slot_u, self.rot_type,
+                          self.uj_ijks, self.rowmap, self.joint_velocity, self.joint_bias_acceleration,
+                          self.frame_velocity, self.frame_bias_acceleration, self.bias_l)
 
     def _run(self, q: np.ndarray, jacobian: bool) -> None:
-        closure_error_jacobian(q, *self._tree, *self._loops, jacobian, self.e_l,
+        closure_error_jacobian(q, *self.tree_args, *self.loop_args, jacobian, self.e_l,
                                self.J_l if jacobian else self._J_dummy)
 
     def placements(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """World rotations (F, 3, 3) and positions (F, 3) [m] of the frames at ``q``."""
-        _placements(q, *self._tree)
+        _placements(q, *self.tree_args)
         return self.R, self.p
 
     def error(self, q: np.ndarray) -> np.ndarray:
@@ -747,7 +753,7 @@ class ClosureKernel:
             raise ValueError("velocity_bias: log3 rotation rows are not supported by the compiled path")
         if not placements_current:
             self.placements(q)
-        closure_velocity_bias(v, *self._bias_args)
+        closure_velocity_bias(v, *self.bias_args)
         return self.bias_l
 
     def set_passive_joints(self, model: pin.Model, idx_v_u: np.ndarray) -> bool:
@@ -792,7 +798,7 @@ class ClosureKernel:
         """
         status, it, norm = _chord_fk(
             q, J_inv, tol, max_iter, contraction, self.pj_iq, self.pj_iu, self.pj_kind, self._e_buf, self._q_buf,
-            *self._tree, *self._loops, self._J_dummy)
+            *self.tree_args, *self.loop_args, self._J_dummy)
         return int(status), int(it), float(norm)
 
 
