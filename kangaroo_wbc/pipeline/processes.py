@@ -388,8 +388,8 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
 
         executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
-    for topic in WATCHED:
-        node.create_subscription(types[topic], topic, counter(topic), qos.SENSOR_LATEST, raw=True)
+    for topic in WATCHED:  # a queue of 10: a late observer (a loaded machine) counts what arrived, not what it kept
+        node.create_subscription(types[topic], topic, counter(topic), qos.SENSOR_BEST_EFFORT, raw=True)
     node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, qos.DIAGNOSTICS)
     node.create_subscription(Bool, "wbc/ready", on_ready, qos.LATCHED)
     node.create_subscription(Odometry, "sim/ground_truth/base_odometry", on_odom, qos.SENSOR_STATE)
