@@ -63,7 +63,7 @@ class BehaviourState:
         pm = wbc.pm
         R_base, _ = pm.placement(wbc.settings.base_frame)
         soles = {c.name: tuple(a.copy() for a in pm.placement(c.frame)) for c in wbc.contacts}
-        return cls(com=pm.com.copy(), base_rotation=R_base.copy(), soles=soles, contacts=tuple(wbc._active))
+        return cls(com=pm.com.copy(), base_rotation=R_base.copy(), soles=soles, contacts=tuple(wbc.active_contacts))
 
 
 @dataclass

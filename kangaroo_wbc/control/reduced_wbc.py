@@ -151,7 +151,7 @@ class ReducedWholeBodyController:
         full = self.full
         if references is not None and references.active_contacts is not None and active_contacts is None:
             active_contacts = references.active_contacts
-        active = full._active if active_contacts is None else tuple(active_contacts)
+        active = full.active_contacts if active_contacts is None else tuple(active_contacts)
         swing = tuple(c.name for c in full.contacts if c.name not in active)
         if not swing:
             out = full.step(q, v, active, references, stamp_s)
@@ -167,17 +167,10 @@ class ReducedWholeBodyController:
             raise InputError(f"velocity has shape {v.shape}, expected ({clm.model.nv},)")
         nu = np.concatenate([v[clm.idx_v_base], v[clm.idx_v_a]])
         pm.update(q, nu)
-        if not full._initialised:
-            full._init_references()
+        full.ensure_references()
         if references is not None:
             full.set_references(references)
-        unknown = set(active) - set(L.contact_names)
-        if unknown:
-            raise InputError(f"unknown contacts {sorted(unknown)}")
-        for name in swing:
-            if name in full._active and (references is None or name not in references.foot_poses):
-                full.foot_tasks[name].set_reference_from_current(pm)
-        full._active = active
+        full.switch_contacts(active, references)
         full.observe_com(stamp_s)
         n_b, n_a, n_nu = pm.n_b, pm.n_a, pm.n_nu
         uc = np.concatenate([self._chains[s][0] for s in swing])
@@ -221,7 +214,7 @@ class ReducedWholeBodyController:
         M_r = 0.5 * (M_r + M_r.T)
         h_r = M_r @ (J_r @ scipy.linalg.cho_solve(cho, pm.h_p, check_finite=False) - Jdot_r_v)
         J_bar = MinvJrT @ M_r  # (n_nu, n_r), dynamically consistent inverse (eq. (14d))
-        terms_full = full._contact_terms(active)
+        terms_full = full.contact_terms(active)
         terms_r = {}
         for name, t in terms_full.items():
             J = np.zeros((6, n_r))

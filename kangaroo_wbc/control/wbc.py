@@ -277,7 +277,7 @@ class WholeBodyController:
         rng = np.random.default_rng(0)
         self.pm.update(q, 1e-3 * rng.standard_normal(self.layout.n_nu))
         self._init_references()
-        terms = self._contact_terms(tuple(self.layout.contact_names))
+        terms = self.contact_terms(tuple(self.layout.contact_names))
         self._fill(terms, all_tasks=True)
         p = self.problem
         structure = QpProblem(H=p.H + np.eye(p.n), c=p.c.copy(), A=p.A.copy(), b=p.b.copy(), G=p.G.copy(),
@@ -287,6 +287,17 @@ class WholeBodyController:
         return structure
 
     # ------------------------------------------------------------------ references
+    @property
+    def active_contacts(self) -> tuple[str, ...]:
+        """The contacts of the last tick (those given at construction before the first)."""
+        return self._active
+
+    def ensure_references(self) -> None:
+        """Take every task reference from the current state of the projected model if that has not
+        been done since construction or :meth:`reset_references` (what the first :meth:`step` does)."""
+        if not self._initialised:
+            self._init_references()
+
     def _init_references(self) -> None:
         pm = self.pm
         self.com_task.set_reference(pm.com)
@@ -319,7 +330,25 @@ class WholeBodyController:
             self.foot_tasks[name].set_reference(fr.position, fr.rotation, fr.twist, fr.acceleration)
 
     # ------------------------------------------------------------------ per tick
-    def _contact_terms(self, active: tuple[str, ...]) -> dict[str, ContactTerms]:
+    def switch_contacts(self, active: tuple[str, ...], references: WbcReferences | None = None) -> None:
+        """Make ``active`` the contacts of this tick: a sole that lifts off holds its current pose
+        unless ``references`` gives it one (call after :meth:`set_references`).
+
+        Raises:
+            InputError: unknown contact names.
+        """
+        unknown = set(active) - set(self.layout.contact_names)
+        if unknown:
+            raise InputError(f"unknown contacts {sorted(unknown)}; contacts are {list(self.layout.contact_names)}")
+        for name in self.layout.contact_names:  # a sole that lifts off holds its pose by default
+            if name in self._active and name not in active and (references is None
+                                                                   or name not in references.foot_poses):
+                self.foot_tasks[name].set_reference_from_current(self.pm)
+        self._active = active
+
+    def contact_terms(self, active: tuple[str, ...]) -> dict[str, ContactTerms]:
+        """Per contact name: its :class:`ContactTerms` (sole rotation, Jacobian, drift, twist, wrench
+        map) at the current state of the projected model, flagged active if it is in ``active``."""
         pm, out = self.pm, {}
         slots = self._contact_slots
         if slots is None or slots[0] is not pm:  # the projected model's frame indices, once
@@ -389,7 +418,7 @@ class WholeBodyController:
             "fidx": fidx, "ridx": 2 * pm.n_closures + fidx,
             "col": np.array([L.force_slice(c.name).start for c in self.contacts], dtype=np.int64),
             "npts": np.array([c.n_points for c in self.contacts], dtype=np.int64),
-            "cones": np.array([blk[5] for blk in cones._blocks]),
+            "cones": np.array(cones.cone_matrices),
             "active": np.zeros(len(self.contacts), dtype=np.bool_),
             "fn": np.zeros((2, len(self.contacts))),
             "limits": limits[0] if limits else None, "stationary": self.equalities[1], "stroke": self.boxes[1],
@@ -470,17 +499,10 @@ class WholeBodyController:
             if references.active_contacts is not None and active_contacts is None:
                 active_contacts = references.active_contacts
         active = self._active if active_contacts is None else tuple(active_contacts)
-        unknown = set(active) - set(self.layout.contact_names)
-        if unknown:
-            raise InputError(f"unknown contacts {sorted(unknown)}; contacts are {list(self.layout.contact_names)}")
-        for name in self.layout.contact_names:  # a sole that lifts off holds its pose by default
-            if name in self._active and name not in active and (references is None
-                                                                   or name not in references.foot_poses):
-                self.foot_tasks[name].set_reference_from_current(self.pm)
-        self._active = active
+        self.switch_contacts(active, references)
         self.observe_com(stamp_s)
         t1 = time.perf_counter()
-        terms = self._contact_terms(active)
+        terms = self.contact_terms(active)
         self._fill(terms)
         t2 = time.perf_counter()
         # The data derive from the validated state; a numerical failure shows in the solution.

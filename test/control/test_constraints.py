@@ -85,7 +85,7 @@ def test_floating_base_rows_are_eq_62(digit_fb):
     wbc = _digit_wbc(clm)
     q, nu, v = random_state(clm, 8)
     out = wbc.step(q, v)
-    terms = wbc._contact_terms(out.active_contacts)
+    terms = wbc.contact_terms(out.active_contacts)
     M, lo, _ = FloatingBaseDynamics(wbc.layout).rows(wbc.pm, terms)
     pd = projected_dynamics(clm, q, v, ["right_sole", "left_sole"], 6)
     wrench = np.concatenate([out.wrenches["right"], out.wrenches["left"]])
@@ -99,7 +99,7 @@ def test_friction_rows_relaxed_for_inactive_contact(digit_fb):
     wbc = _digit_wbc(clm)
     q, nu, v = random_state(clm, 1)
     wbc.pm.update(q, nu)
-    terms = wbc._contact_terms(("right",))
+    terms = wbc.contact_terms(("right",))
     M, lo, hi = FrictionCones(wbc.layout).rows(wbc.pm, terms)
     n_right = 5 * 4
     assert np.all(lo[4:n_right:5] == 0.0) and np.all(np.isinf(hi[n_right + 4::5]))

@@ -241,7 +241,7 @@ def test_compiled_output_pass_equals_the_per_contact_products(digit_fb):
     for seed, active in ((0, ("right", "left")), (1, ("left",)), (2, ("right",))):
         q, _, v = random_state(digit_fb, seed, speed=0.3)
         out = wbc.step(q, v, active_contacts=active)
-        terms = wbc._contact_terms(active)
+        terms = wbc.contact_terms(active)
         fused, wbc._fused = wbc._fused, None
         ref = wbc._output(out.qp, terms, active)
         wbc._fused = fused
@@ -280,7 +280,7 @@ def test_compiled_task_pass_writes_the_rows_of_the_tasks(digit_fb, base_frame):
             wbc.momentum_task.set_reference([0.1, 0.2, -0.1], [0.0, 0.05, 0.0])
             for name in ("com_task", "base_task", "posture_task", "momentum_task"):
                 getattr(wbc, name).enabled = name not in off
-            terms = wbc._contact_terms(("left", "right"))
+            terms = wbc.contact_terms(("left", "right"))
             wbc._fill(terms)
         for name in ("H", "c"):
             np.testing.assert_allclose(getattr(fused.problem, name), getattr(generic.problem, name), rtol=1e-13,

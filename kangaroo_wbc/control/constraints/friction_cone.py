@@ -49,6 +49,12 @@ class FrictionCones(Constraint):
             row += 5 * P
         _cone_blocks(np.zeros((5, 3)), np.eye(3), 0, 0, 1, np.zeros((5, 3)))  # compile (or load) now
 
+    @property
+    def cone_matrices(self) -> list[np.ndarray]:
+        """Per contact (layout order): the (5, 3) pyramid matrix in the sole frame (rows
+        ``t_1 - mu n, -t_1 - mu n, t_2 - mu n, -t_2 - mu n, n``), the same for each of its corners."""
+        return [blk[5] for blk in self._blocks]
+
     def n_rows(self) -> int:
         return ROWS_PER_POINT * sum(c.n_points for c in self.layout.contacts)
 
