@@ -74,7 +74,7 @@ def bench_model(clm: ClosedLoopModel, traj: Trajectory, states: list[np.ndarray]
     thetas = list(traj.theta_a)
 
     # --- closure FK (core), warm-started along the trajectory from the reference configuration
-    clm._q_last = None  # start from q_ref, as after construction
+    clm.forget_warm_start()  # start from q_ref, as after construction
     iters: list[int] = []
 
     def fk(theta):

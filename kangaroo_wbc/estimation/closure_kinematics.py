@@ -168,8 +168,7 @@ class ClosureKinematics:
         if clm.kernel is not None:
             from kangaroo_wbc.model.fast_kinematics import build_kernel
 
-            self.kernel = build_kernel(m, clm._frame_ids, clm._slot_a, clm._slot_u, clm._signed_mask,
-                                       clm._flat_rows, clm._rot_idx, (clm._uj_idx, clm._uj_ijk), self.cols)
+            self.kernel = build_kernel(m, *clm.kernel_tables(), self.cols)
         #: block LU of J_lu (sub-mechanisms), or None: LAPACK on the dense matrix
         self.block_lu = clm.jlu_block_lu()
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pinocchio as pin
@@ -204,6 +205,25 @@ class ClosureFkInfo:
     iterations: int
     residual: float
     converged: bool
+
+
+class KernelTables(NamedTuple):
+    """Index tables of the closures, in the order :class:`~kangaroo_wbc.model.fast_kinematics.ClosureKernel`
+    takes them after the model (see :meth:`ClosedLoopModel.kernel_tables`)."""
+
+    #: frames of the closures (both sides), sorted; a closure's slots index this array
+    frame_ids: np.ndarray
+    #: per closure: the slot of its frame ``a`` and of its frame ``u`` in ``frame_ids``
+    slot_a: np.ndarray
+    slot_u: np.ndarray
+    #: per closure: +1 / -1 on the velocity columns that move only frame ``u`` / only ``a``, else 0
+    signed_mask: np.ndarray
+    #: the kept rows in the flattened (closure, 6) error
+    flat_rows: np.ndarray
+    #: closures whose rotation error is the SO(3) log
+    rot_log3: np.ndarray
+    #: universal-joint cuts: (closure indices, their (i, j, k, sign) rows)
+    universal: tuple[np.ndarray, np.ndarray]
 
 
 class ClosedLoopModel:
@@ -727,13 +747,29 @@ class ClosedLoopModel:
             raise InputError("configuration contains non-finite values")
         return q
 
-    def _check_vector(self, x: np.ndarray, n: int, what: str) -> np.ndarray:
+    def check_vector(self, x: np.ndarray, n: int, what: str) -> np.ndarray:
+        """Return ``x`` as a float array after checking that it has shape ``(n,)`` and is finite.
+
+        Raises:
+            InputError: wrong shape or non-finite values (the message names ``what``).
+        """
         x = np.asarray(x, dtype=float)
         if x.shape != (n,):
             raise InputError(f"{what} has shape {x.shape}, expected ({n},)")
         if not np.all(np.isfinite(x)):
             raise InputError(f"{what} contains non-finite values")
         return x
+
+    def forget_warm_start(self) -> None:
+        """Make the next closure FK without ``q_guess`` start from ``q_ref``, as after construction
+        (it starts from the last converged solution otherwise)."""
+        self._q_last = None
+
+    def kernel_tables(self) -> KernelTables:
+        """The index tables of the closures that :func:`~kangaroo_wbc.model.fast_kinematics.build_kernel`
+        takes after the model: ``build_kernel(model, *clm.kernel_tables(), columns)``."""
+        return KernelTables(self._frame_ids, self._slot_a, self._slot_u, self._signed_mask, self._flat_rows,
+                            self._rot_idx, (self._uj_idx, self._uj_ijk))
 
     def neutral(self) -> np.ndarray:
         """pinocchio's neutral configuration of the spanning tree (generally not closed)."""
@@ -844,9 +880,7 @@ class ClosedLoopModel:
 
             self._kernel = None
             if self.closures and not os.environ.get("KANGAROO_WBC_NO_JIT"):
-                self._kernel = build_kernel(self.model, self._frame_ids, self._slot_a, self._slot_u,
-                                            self._signed_mask, self._flat_rows, self._rot_idx,
-                                            (self._uj_idx, self._uj_ijk))
+                self._kernel = build_kernel(self.model, *self.kernel_tables())
             self._kernel_built = True
             self._fk_chord_ready = None
             if self._kernel is not None and self.n_c == self.n_u:  # compiles the chord iteration now
@@ -900,7 +934,7 @@ class ClosedLoopModel:
     def kinematics(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(e_l, J_l, Jdot_l v)`` in one pinocchio sweep (the estimator's and controller's call)."""
         q = self.check_configuration(q)
-        v = self._check_vector(v, self.model.nv, "velocity")
+        v = self.check_vector(v, self.model.nv, "velocity")
         if not self.closures:
             return np.zeros(0), np.zeros((0, self.model.nv)), np.zeros(0)
         return self._kinematics(q, v)
@@ -997,21 +1031,21 @@ class ClosedLoopModel:
 
     def passive_velocity(self, q: np.ndarray, v_a: np.ndarray) -> np.ndarray:
         """Differential forward kinematics (eq. (7)): ``theta_dot_u = J_m theta_dot_a`` [rad/s]."""
-        v_a = self._check_vector(v_a, self.n_a, "actuated velocity")
+        v_a = self.check_vector(v_a, self.n_a, "actuated velocity")
         return self.mapping_jacobian(q) @ v_a
 
     def complete_velocity(self, q: np.ndarray, v_a: np.ndarray, v_base: np.ndarray | None = None) -> np.ndarray:
         """Full generalized velocity ``v`` with passive entries from DFK (and base twist if floating)."""
         v = np.zeros(self.model.nv)
-        v[self.idx_v_a] = self._check_vector(v_a, self.n_a, "actuated velocity")
+        v[self.idx_v_a] = self.check_vector(v_a, self.n_a, "actuated velocity")
         if self.floating_base and v_base is not None:
-            v[self.idx_v_base] = self._check_vector(v_base, 6, "base velocity")
+            v[self.idx_v_base] = self.check_vector(v_base, 6, "base velocity")
         v[self.idx_v_u] = self.passive_velocity(q, v_a)
         return v
 
     def passive_acceleration(self, q: np.ndarray, v: np.ndarray, a_a: np.ndarray) -> np.ndarray:
         """Passive accelerations (eq. (10)): ``theta_ddot_u = J_m theta_ddot_a - J_lu^{-1} Jdot_l v``."""
-        a_a = self._check_vector(a_a, self.n_a, "actuated acceleration")
+        a_a = self.check_vector(a_a, self.n_a, "actuated acceleration")
         J_lu, J_la = self.split(self.constraint_jacobian(q))
         rhs = -(J_la @ a_a + self.constraint_bias(q, v))
         return self._solve(J_lu, rhs)
@@ -1022,7 +1056,7 @@ class ClosedLoopModel:
         a = np.zeros(self.model.nv)
         a[self.idx_v_a] = a_a
         if self.floating_base and a_base is not None:
-            a[self.idx_v_base] = self._check_vector(a_base, 6, "base acceleration")
+            a[self.idx_v_base] = self.check_vector(a_base, 6, "base acceleration")
         a[self.idx_v_u] = self.passive_acceleration(q, v, a_a)
         return a
 
@@ -1082,7 +1116,7 @@ class ClosedLoopModel:
         Raises:
             ClosureFkError: no convergence to ``tol`` (inf-norm, [m]/[rad]) in ``max_iter`` steps.
         """
-        theta_a = self._check_vector(theta_a, self.n_a, "actuator positions theta_a")
+        theta_a = self.check_vector(theta_a, self.n_a, "actuator positions theta_a")
         if q_guess is None:
             q_guess = self._q_last if self._q_last is not None else self.q_ref
         q = self.check_configuration(q_guess).copy()
@@ -1250,7 +1284,7 @@ class ClosedLoopModel:
     # ------------------------------------------------------------------ DIK / torque maps (eq. 14-23)
     def torque_map(self, q: np.ndarray, tau_u: np.ndarray) -> np.ndarray:
         """Map passive torques to equivalent actuated forces (eq. (18)): ``tau_a = J_m^T tau_u``."""
-        tau_u = self._check_vector(tau_u, self.n_u, "passive torque")
+        tau_u = self.check_vector(tau_u, self.n_u, "passive torque")
         return self.mapping_jacobian(q).T @ tau_u
 
     def _selection(self, joints: list[str]) -> np.ndarray:
@@ -1268,7 +1302,7 @@ class ClosedLoopModel:
         ``theta_dot_a = (S J_m)^+ theta_dot_s`` (exact when ``S J_m`` is square and invertible).
         """
         A = self._selection(joints) @ self.mapping_jacobian(q)
-        v_s = self._check_vector(v_s, len(joints), "selected passive velocity")
+        v_s = self.check_vector(v_s, len(joints), "selected passive velocity")
         return np.linalg.lstsq(A, v_s, rcond=None)[0]
 
     def inverse_torque_map(self, q: np.ndarray, joints: list[str], tau_a: np.ndarray) -> np.ndarray:
@@ -1277,7 +1311,7 @@ class ClosedLoopModel:
         Solves ``tau_a = (S J_m)^T tau_s`` in the least-squares sense.
         """
         A = self._selection(joints) @ self.mapping_jacobian(q)
-        tau_a = self._check_vector(tau_a, self.n_a, "actuated force")
+        tau_a = self.check_vector(tau_a, self.n_a, "actuated force")
         return np.linalg.lstsq(A.T, tau_a, rcond=None)[0]
 
     # ------------------------------------------------------------------ info
@@ -1306,5 +1340,5 @@ class ClosedLoopModel:
         }
 
 
-__all__ = ["ClosedLoopModel", "Closure", "ClosureFkInfo", "SubMechanism", "select_independent_rows",
+__all__ = ["ClosedLoopModel", "Closure", "ClosureFkInfo", "KernelTables", "SubMechanism", "select_independent_rows",
            "DIRECTIONS", "skew", "configuration_from_pose"]

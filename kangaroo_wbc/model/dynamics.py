@@ -146,7 +146,7 @@ def projected_dynamics(clm: ClosedLoopModel, q: np.ndarray, v: np.ndarray,
         raise InputError(f"contact_dim must be 3 or 6, got {contact_dim}")
     m, data = clm.model, clm.data
     q = clm.check_configuration(q)
-    v = clm._check_vector(v, m.nv, "velocity")
+    v = clm.check_vector(v, m.nv, "velocity")
     fids = [_frame_id(clm, n) for n in contact_frames]
     e, J_l = clm.error_and_jacobian(q)
     J_lu, J_la = clm.split(J_l)

@@ -48,7 +48,7 @@ def test_kernel_on_kangaroo_and_placements_equal_pinocchio() -> None:
         np.testing.assert_allclose(J, J_ref, rtol=0, atol=TOL)
         R, p = clm.kernel.placements(q)
         pin.framesForwardKinematics(clm.model, data, q)
-        for k, fid in enumerate(clm._frame_ids):
+        for k, fid in enumerate(clm.kernel_tables().frame_ids):
             np.testing.assert_allclose(R[k], data.oMf[int(fid)].rotation, rtol=0, atol=TOL)
             np.testing.assert_allclose(p[k], data.oMf[int(fid)].translation, rtol=0, atol=TOL)
 
@@ -56,8 +56,7 @@ def test_kernel_on_kangaroo_and_placements_equal_pinocchio() -> None:
 def test_column_selection_matches_full_jacobian(mechanism_dir) -> None:
     clm = load("u2ups", mechanism_dir)
     cols = np.concatenate([clm.idx_v_u, clm.idx_v_a])
-    k = build_kernel(clm.model, clm._frame_ids, clm._slot_a, clm._slot_u, clm._signed_mask, clm._flat_rows,
-                     clm._rot_idx, (clm._uj_idx, clm._uj_ijk), cols)
+    k = build_kernel(clm.model, *clm.kernel_tables(), cols)
     q = next(_configurations(clm, 0))
     _, J_ref, _ = clm._kinematics(q, None)
     np.testing.assert_allclose(k.error_and_jacobian(q)[1], J_ref[:, cols], rtol=0, atol=TOL)
@@ -70,7 +69,8 @@ def test_log3_rotation_rows_against_pinocchio_and_finite_differences(name, mecha
     clm = load(name, mechanism_dir)
     m = clm.model
     K = len(clm.closures)
-    kernel = ClosureKernel(m, clm._frame_ids, clm._slot_a, clm._slot_u, clm._signed_mask, np.arange(6 * K),
+    t = clm.kernel_tables()
+    kernel = ClosureKernel(m, t.frame_ids, t.slot_a, t.slot_u, t.signed_mask, np.arange(6 * K),
                            np.arange(K), (np.zeros(0, dtype=int), np.zeros((0, 4), dtype=int)))
     data = m.createData()
     rng = np.random.default_rng(3)
@@ -147,9 +147,10 @@ def test_velocity_bias_equals_pinocchio_path(name, mechanism_dir) -> None:
         clm = load_kangaroo(floating_base=True)
     else:
         clm = load(name, mechanism_dir, floating_base=True)
-    keep = np.array([i for i, r in enumerate(clm._flat_rows) if r % 6 < 3 or clm.row_closure[i] in clm._uj_idx])
-    kernel = ClosureKernel(clm.model, clm._frame_ids, clm._slot_a, clm._slot_u, clm._signed_mask,
-                           clm._flat_rows[keep], np.zeros(0, dtype=int), (clm._uj_idx, clm._uj_ijk))
+    t = clm.kernel_tables()
+    keep = np.array([i for i, r in enumerate(t.flat_rows) if r % 6 < 3 or clm.row_closure[i] in t.universal[0]])
+    kernel = ClosureKernel(clm.model, t.frame_ids, t.slot_a, t.slot_u, t.signed_mask,
+                           t.flat_rows[keep], np.zeros(0, dtype=int), t.universal)
     rng = np.random.default_rng(6)
     for q in _configurations(clm, 3, seed=7):
         v = rng.standard_normal(clm.model.nv)
