@@ -236,6 +236,26 @@ class ClosureKinematics:
         self.J_l.reshape(-1)[self._dst] = J6.reshape(-1)[self._src]
         return self.e_l, self.J_l[:, :self.n_u], self.J_l[:, self.n_u:]
 
+    @property
+    def evaluated(self) -> bool:
+        """True once ``e_l``, ``J_l`` are computed at the last :meth:`update` (by :meth:`evaluate` or
+        a pass reported with :meth:`mark_evaluated`)."""
+        return self._evaluated
+
+    @property
+    def factorised(self) -> bool:
+        """True once the LU of ``J_lu`` at the last :meth:`update` is computed (and regular)."""
+        return self._lu is not None
+
+    def mark_evaluated(self, factorised: bool) -> None:
+        """Report that another compiled pass (the passive-state estimator's tick) has computed the
+        kernel's ``e_l``, ``J_l`` at the last :meth:`update` and, if ``factorised``, the factors of
+        ``J_lu`` in :attr:`block_lu`; False marks ``J_lu`` singular. :meth:`evaluate`,
+        :meth:`solve` and :meth:`factorised_block_lu` then reuse them."""
+        self._evaluated = True
+        self._lu = self.block_lu if factorised else None
+        self.block_lu.ok = factorised
+
     def solve(self, B: np.ndarray, transpose: bool = False) -> np.ndarray | None:
         """``J_lu^{-1} B`` (``J_lu^{-T} B`` with ``transpose``) at the last :meth:`update`; the LU
         factorisation (partial pivoting) is computed once per update and shared by its users (the

@@ -221,14 +221,13 @@ class PassiveStateEstimator:
         step, step_back = self._v_step, self._v_back
         if self._fused is not None:  # the steps below in one compiled call (same numbers, tested)
             kin = self.kin
-            (tree, loops, rows, cols, sizes, LU, piv, B, X), blu = self._fused, kin.block_lu
+            tree, loops, rows, cols, sizes, LU, piv, B, X = self._fused
             # what another user (the wrench model terms) evaluated or factorised at theta_k is reused
             ok, self.closure_error_norm = _passive_tick(
-                q, tree, loops, not kin._evaluated, kin._lu is None, kin.kernel.e_l, kin.kernel.J_l, self.clm.n_u,
+                q, tree, loops, not kin.evaluated, not kin.factorised, kin.kernel.e_l, kin.kernel.J_l, self.clm.n_u,
                 rows, cols, sizes, LU, piv, B, X, theta_a, theta_dot_a, self.idx_q_a, alpha, beta, self._e,
                 theta_dot_a_k, rhs, self.idx_v_a, self.idx_v_u, self.idx_v_base, dt, step, v, step_back)
-            kin._evaluated = True  # e_l, J_l at theta_k; the factors of J_lu too if it is regular
-            kin._lu, blu.ok = (blu, True) if ok else (None, False)
+            kin.mark_evaluated(bool(ok))  # e_l, J_l at theta_k; the factors of J_lu too if it is regular
             if not ok:
                 raise EstimationError("J_lu is singular: the estimate is at a kinematic singularity")
         else:
