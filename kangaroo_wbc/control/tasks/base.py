@@ -77,13 +77,13 @@ class Gain(_Checked):
     """A task weight or gain attribute: always a finite, non-negative float array of the task's size
     (a scalar is broadcast), checked as at construction whatever is assigned later: the compiled
     task pass of the controller reads them as such. ``rows``: the weight (task rows) or a gain
-    (the task's gain size, :meth:`Task._gain_dim`)."""
+    (the task's gain size, :meth:`Task.gain_dim`)."""
 
     def __init__(self, rows: bool = False) -> None:
         self.rows = rows
 
     def _check(self, obj, value) -> np.ndarray:
-        return as_gain(value, obj.dim if self.rows else obj._gain_dim(), f"{obj.name}: {self.name}")
+        return as_gain(value, obj.dim if self.rows else obj.gain_dim(), f"{obj.name}: {self.name}")
 
 
 class Task(ABC):
@@ -108,7 +108,8 @@ class Task(ABC):
         self.kp = kp
         self.kd = kd
 
-    def _gain_dim(self) -> int:
+    def gain_dim(self) -> int:
+        """The size of the gains ``kp``, ``kd`` (the task dimension; a subclass may differ)."""
         return self.dim
 
     @abstractmethod
