@@ -151,7 +151,8 @@ class ClosedLoopRun:
         self._act = NameMap(self.robot.actuator_names, clm.actuated_joint_names)
         self._enc = NameMap(self.robot.passive_encoder_names, clm.absolute_encoders)
         self._cmd = NameMap(clm.actuated_joint_names, self.robot.actuator_names)
-        self._sim_to_model = self._act.index
+        #: index array from the simulator's actuator order to the model's: ``x_model = x_sim[sim_to_model]``
+        self.sim_to_model = self._act.index
         self.estimation = StateEstimation(clm, cfg.estimation)
         compensation = cfg.wrench_compensation or (ActuatorCompensation.paper() if self.sim.ideal_actuators
                                                    else ActuatorCompensation(sample_rate_hz=1.0 / self.dt))

@@ -37,7 +37,7 @@ def summarize(run) -> dict:
     released = run.release_time_s if run.release_time_s is not None else np.inf
     settled = free & (t > released + 0.3)
     wbc_ms, est_ms = log.array("wbc_ms"), log.array("est_ms")
-    offsets_true = run.sim.sensors.encoder_offset[run._sim_to_model]
+    offsets_true = run.sim.sensors.encoder_offset[run.sim_to_model]
     cal = run.calibration
     offset_err = float(np.max(np.abs(cal.offsets - offsets_true))) if cal is not None else None
     base_err = (log.array("base_est") - log.array("base_true")).reshape(-1, 3)

@@ -42,7 +42,7 @@ def test_commands_are_finite_and_within_limits(stand_run):
     run, _ = stand_run
     tau = run.log.array("tau")
     assert np.all(np.isfinite(tau))
-    limits = run.sim.force_limits[run._sim_to_model]
+    limits = run.sim.force_limits[run.sim_to_model]
     assert np.all(np.abs(tau) <= limits + 1e-6)
 
 
