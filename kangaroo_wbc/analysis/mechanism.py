@@ -1,7 +1,7 @@
 """Mechanism analysis of a closed-chain leg (Kangaroo paper Section IV).
 
-Each function takes a fixed-base :class:`ClosedLoopModel` and a :class:`LegSpec` naming the
-leg's actuators, output joints and sole frame, so it applies to any leg built the same way.
+Each function takes a fixed-base :class:`ClosedLoopModel` and a :class:`~kangaroo_wbc.model.leg.LegSpec`
+naming the leg's actuators, output joints and sole frame, so it applies to any leg built the same way.
 
 * :func:`singularity_scan` — condition number of ``J_lu`` over a grid of the actuator box.
 * :func:`joint_limit_shape` — reachable output-joint region by the QP IK of eq. (IV): for each
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
@@ -25,26 +24,9 @@ from scipy.optimize import lsq_linear
 
 from kangaroo_wbc.errors import ClosureFkError
 from kangaroo_wbc.model import ClosedLoopModel
+from kangaroo_wbc.model.leg import LegSpec
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
-
-
-@dataclass
-class LegSpec:
-    """Names that describe one leg of a closed-chain biped."""
-
-    side: str
-    actuators: dict[str, list[str]]  # sub-mechanism → actuated joints (e.g. "knee": [...])
-    hip_outputs: list[str]  # passive joints (roll, pitch) of the hip
-    ankle_outputs: list[str]  # passive joints (roll, pitch) of the ankle
-    knee_actuator: str
-    sole_frame: str
-    base_frame: str = "base_link"
-    max_force_n: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def all_actuators(self) -> list[str]:
-        return [a for acts in self.actuators.values() for a in acts]
 
 
 def _limits(clm: ClosedLoopModel, names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 
 from kangaroo_wbc.analysis.mechanism import (
-    LegSpec,
     joint_limit_shape,
     manipulability_map,
     singularity_scan,
@@ -18,6 +17,7 @@ from kangaroo_wbc.analysis.mechanism import (
 from kangaroo_wbc.analysis.table3 import PAPER_TABLE3, inertia_report, serial_model, table3
 from kangaroo_wbc.analysis.talos import talos_lower_body
 from kangaroo_wbc.model import ClosedLoopModel
+from kangaroo_wbc.model.leg import LegSpec
 
 
 def _plt():

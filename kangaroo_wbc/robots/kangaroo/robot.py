@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kangaroo_wbc.analysis.mechanism import LegSpec
 from kangaroo_wbc.model import ClosedLoopModel
+from kangaroo_wbc.model.leg import LegSpec
 from kangaroo_wbc.robots.kangaroo.params import ACTUATORS, load_params
 from kangaroo_wbc.sim.kangaroo import kangaroo_files
 
