@@ -66,8 +66,8 @@ class LinkTfNode(KangarooNode):
                  joint_states_topic: str = "joint_states", description_topic: str = "robot_description",
                  **node_kwargs) -> None:
         super().__init__(node_name, LinkTfParams, **node_kwargs)
+        from kangaroo_wbc.robots.kangaroo.files import kangaroo_files
         from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
-        from kangaroo_wbc.sim.kangaroo import kangaroo_files
 
         p = self.params
         try:

@@ -69,7 +69,7 @@ def run_urdf_text(run) -> str:
     source = Path(getattr(run.clm, "source", ""))
     if source.suffix.lower() == ".urdf" and source.is_file():
         return source.read_text()
-    from kangaroo_wbc.sim.kangaroo import kangaroo_files
+    from kangaroo_wbc.robots.kangaroo.files import kangaroo_files
 
     return kangaroo_files()[0].read_text()
 

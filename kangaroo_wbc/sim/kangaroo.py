@@ -1,4 +1,4 @@
-"""Kangaroo presets of the generic simulator: file lookup, sole boxes from the corner frames, factory.
+"""Kangaroo presets of the generic simulator: sole boxes from the corner frames, MJCF export, factory.
 
 .. code-block:: python
 
@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from kangaroo_wbc.errors import ConfigError
+from kangaroo_wbc.robots.kangaroo.files import kangaroo_files
 from kangaroo_wbc.sim.mjcf_export import UrdfTree, export_mjcf, parse_urdf
 from kangaroo_wbc.sim.simulator import ClosedChainSim
 
@@ -22,35 +23,6 @@ from kangaroo_wbc.sim.simulator import ClosedChainSim
 KANGAROO_SOLES: tuple[str, str] = ("left_sole", "right_sole")
 #: Sole size used when the URDF has no corner frames: (length_x, width_y) [m].
 DEFAULT_SOLE_SIZE_M: tuple[float, float] = (0.20, 0.10)
-
-
-def kangaroo_files(urdf_dir: str | Path | None = None) -> tuple[Path, Path]:
-    """``(kangaroo.urdf, kangaroo_closures.yaml)`` from ``urdf_dir`` if given (no fallback: a folder
-    without them is a ConfigError naming the missing files), else from the source tree's ``urdf/`` or
-    the installed share."""
-    if urdf_dir is not None:
-        urdf, closures = (
-            Path(urdf_dir) / "kangaroo.urdf",
-            Path(urdf_dir) / "kangaroo_closures.yaml",
-        )
-        missing = [str(f) for f in (urdf, closures) if not f.is_file()]
-        if missing:
-            raise ConfigError(f"model file(s) not found: {missing}")
-        return urdf, closures
-    candidates = [Path(__file__).resolve().parents[2] / "urdf"]
-    try:  # installed ROS 2 package
-        from ament_index_python.packages import get_package_share_directory
-
-        candidates.append(Path(get_package_share_directory("kangaroo_wbc")) / "urdf")
-    except Exception:  # noqa: BLE001 - not in a ROS environment, or the package is not installed
-        pass
-    for d in candidates:
-        urdf, closures = d / "kangaroo.urdf", d / "kangaroo_closures.yaml"
-        if urdf.is_file() and closures.is_file():
-            return urdf, closures
-    raise ConfigError(
-        f"kangaroo.urdf / kangaroo_closures.yaml not found in {[str(c) for c in candidates]}"
-    )
 
 
 def _pose_in_ancestor(tree: UrdfTree, link: str, ancestor: str) -> np.ndarray | None:

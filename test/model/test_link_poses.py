@@ -8,8 +8,8 @@ import pytest
 
 from kangaroo_wbc.errors import ConfigError, InputError
 from kangaroo_wbc.model.link_poses import LinkPoses, urdf_joints
+from kangaroo_wbc.robots.kangaroo.files import kangaroo_files
 from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
-from kangaroo_wbc.sim.kangaroo import kangaroo_files
 
 
 @pytest.fixture(scope="module")

@@ -24,9 +24,9 @@ from std_msgs.msg import String  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from kangaroo_wbc.model.link_poses import urdf_joints  # noqa: E402
+from kangaroo_wbc.robots.kangaroo.files import kangaroo_files  # noqa: E402
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.conversions import seconds_to_time_msg  # noqa: E402
-from kangaroo_wbc.sim.kangaroo import kangaroo_files  # noqa: E402
 from test.integration.ros_harness import ros_environment, ros_harness  # noqa: E402,F401 - fixtures
 
 pytestmark = [pytest.mark.ros, pytest.mark.integration]

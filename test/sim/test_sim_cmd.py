@@ -17,7 +17,7 @@ KEYS = {"fell", "max_closure_violation_m", "rtf", "ground_truth_fz_over_mg", "ph
 @pytest.fixture(scope="module")
 def kangaroo_files():
     """The generated Kangaroo files (integration data), or skip."""
-    from kangaroo_wbc.sim.kangaroo import kangaroo_files
+    from kangaroo_wbc.robots.kangaroo.files import kangaroo_files
 
     try:
         return kangaroo_files()

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from kangaroo_wbc.errors import ConfigError
+from kangaroo_wbc.robots.kangaroo.files import kangaroo_files
 from kangaroo_wbc.sim.baseline_pd import BaselinePd
 from kangaroo_wbc.sim.kangaroo import (
     KANGAROO_SOLES,
     export_kangaroo_mjcf,
-    kangaroo_files,
     make_kangaroo_sim,
     sole_boxes_from_corners,
 )

@@ -8,6 +8,8 @@
 * ``kangaroo_serial.urdf`` — the serial twin (6 revolute joints per leg);
 * ``kangaroo.xml`` — MJCF for the MuJoCo simulator, through
   :func:`kangaroo_wbc.sim.kangaroo.export_kangaroo_mjcf` (skipped when the exporter is absent).
+
+:func:`kangaroo_files` finds the generated ``kangaroo.urdf`` / ``kangaroo_closures.yaml`` at run time.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 import pinocchio as pin
 import yaml
 
+from kangaroo_wbc.errors import ConfigError
 from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.model.closures import parse_native
 from kangaroo_wbc.robots.kangaroo.closures_writer import write_closures
@@ -42,6 +45,36 @@ Source: kangaroo_wbc/robots/kangaroo/params.yaml; regenerate with
   python -m kangaroo_wbc.robots.kangaroo urdf
 Design and origin of the numbers: urdf/README.md. Mass {mass:.3f} kg{cage}.
 """
+
+
+def kangaroo_files(urdf_dir: str | Path | None = None) -> tuple[Path, Path]:
+    """``(kangaroo.urdf, kangaroo_closures.yaml)`` from ``urdf_dir`` if given (no fallback: a folder
+    without them is a ConfigError naming the missing files), else from the source tree's ``urdf/`` or
+    the installed share."""
+    if urdf_dir is not None:
+        urdf, closures = (
+            Path(urdf_dir) / "kangaroo.urdf",
+            Path(urdf_dir) / "kangaroo_closures.yaml",
+        )
+        missing = [str(f) for f in (urdf, closures) if not f.is_file()]
+        if missing:
+            raise ConfigError(f"model file(s) not found: {missing}")
+        return urdf, closures
+    candidates = [Path(__file__).resolve().parents[3] / "urdf"]
+    try:  # installed ROS 2 package
+        from ament_index_python.packages import get_package_share_directory
+
+        candidates.append(Path(get_package_share_directory("kangaroo_wbc")) / "urdf")
+    except Exception:  # noqa: BLE001 - not in a ROS environment, or the package is not installed
+        pass
+    for d in candidates:
+        urdf, closures = d / "kangaroo.urdf", d / "kangaroo_closures.yaml"
+        if urdf.is_file() and closures.is_file():
+            return urdf, closures
+    raise ConfigError(
+        f"kangaroo.urdf / kangaroo_closures.yaml not found in {[str(c) for c in candidates]}"
+    )
+
 
 
 def standing_configuration(clm: ClosedLoopModel, prm: KangarooParams) -> np.ndarray:

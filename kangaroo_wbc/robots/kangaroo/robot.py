@@ -16,8 +16,8 @@ import numpy as np
 
 from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.model.leg import LegSpec
+from kangaroo_wbc.robots.kangaroo.files import kangaroo_files
 from kangaroo_wbc.robots.kangaroo.params import ACTUATORS, load_params
-from kangaroo_wbc.sim.kangaroo import kangaroo_files
 
 SIDES = ("left", "right")
 SOLES = {side: f"{side}_sole" for side in SIDES}
@@ -89,7 +89,6 @@ def configuration_from_outputs(clm: ClosedLoopModel, outputs: dict[str, float],
     joints not named keep the standing value.
     """
     from kangaroo_wbc.robots.kangaroo.serial_twin import SerialTwin
-    from kangaroo_wbc.sim.kangaroo import kangaroo_files
 
     urdf, closures = kangaroo_files()
     serial_urdf = urdf.with_name("kangaroo_serial.urdf")
