@@ -192,6 +192,7 @@ class BallScrewActuators:
             lin.astype(float), k, self.mean_efficiency, self.efficiency_switch, self._paper_gain,
             self.coulomb_friction_n, self.viscous_friction_n_s_per_m, self.stiction_velocity_m_s,
             self.reflected_inertia_kg]))
+        self._no_acceleration = np.zeros(len(self.names))  # read-only zeros: "no inertia term"
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -283,22 +284,18 @@ class BallScrewActuators:
         return np.where(self.is_linear, mu * self.direction(v) + self.viscous_friction_n_s_per_m * v, 0.0)
 
     def _map(self, x, v, a, switch: bool, friction: bool, inverse: bool) -> np.ndarray:
-        """The compiled model over inputs that broadcast to ``(..., n_actuators)``."""
+        """The compiled model over inputs that broadcast to ``(..., n_actuators)`` (``a`` None: no
+        inertia term, the kernel reads zeros)."""
         n = self.params.shape[0]
         x = np.asarray(x, dtype=float)
         v = np.asarray(v, dtype=float)
-        if a is None:
-            a = np.zeros(1)
-            has_a = False
-        else:
-            a = np.asarray(a, dtype=float)
-            has_a = True
-        if x.shape == v.shape == (n,) and (not has_a or a.shape == (n,)):  # the per-tick case
+        a = self._no_acceleration if a is None else np.asarray(a, dtype=float)
+        if x.shape == v.shape == a.shape == (n,):  # the per-tick case
             out = np.empty(n)
-            _screw_map(self.params, x, v, a if has_a else np.zeros(n), switch, friction, inverse, out)
+            _screw_map(self.params, x, v, a, switch, friction, inverse, out)
             return out
-        shape = np.broadcast_shapes(x.shape, v.shape, a.shape if has_a else (), (n,))
-        flat = [np.ascontiguousarray(np.broadcast_to(z, shape)).reshape(-1) for z in (x, v, a if has_a else 0.0)]
+        shape = np.broadcast_shapes(x.shape, v.shape, a.shape, (n,))
+        flat = [np.ascontiguousarray(np.broadcast_to(z, shape)).reshape(-1) for z in (x, v, a)]
         out = np.empty(flat[0].shape[0])
         _screw_map(self.params, flat[0], flat[1], flat[2], switch, friction, inverse, out)
         return out.reshape(shape)

@@ -156,3 +156,17 @@ def test_velocity_bias_equals_pinocchio_path(name, mechanism_dir) -> None:
         v = rng.standard_normal(clm.model.nv)
         _, _, bias_ref = clm._kinematics(q, v)
         np.testing.assert_allclose(kernel.velocity_bias(q, v), bias_ref[keep], rtol=0, atol=1e-11)
+
+
+def test_finiteness_checks_take_sequences_and_any_shape() -> None:
+    """``finite`` accepts what callers pass (an IMU orientation tuple, lists, 2-D arrays) and
+    ``all_finite`` two vectors; a NaN or an inf anywhere is found."""
+    from kangaroo_wbc.model.compiled import all_finite, finite
+
+    assert finite((0.0, 0.0, 0.0, 1.0)) and finite([1.0, 2.0]) and finite(np.zeros((2, 6)))
+    assert not finite((0.0, float("nan"), 0.0, 1.0))
+    wrench = np.zeros((2, 6))
+    wrench[1, 4] = np.inf
+    assert not finite(wrench)
+    assert not finite(np.zeros((4, 6))[:, 1] + np.array([0.0, 0.0, np.nan, 0.0]))  # non-contiguous source
+    assert all_finite(np.zeros(3), np.ones(12)) and not all_finite(np.zeros(3), np.array([1.0, -np.inf]))
