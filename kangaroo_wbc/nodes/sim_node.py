@@ -52,6 +52,7 @@ from kangaroo_wbc.ros.conversions import (  # noqa: E402
 )
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for  # noqa: E402
 from kangaroo_wbc.ros.params import parameter  # noqa: E402
+from kangaroo_wbc.ros.publication import publication_thread  # noqa: E402
 from kangaroo_wbc.ros.serialized import imu_writer, joint_state_writer  # noqa: E402
 from kangaroo_wbc.ros.tf import make_tf_broadcaster  # noqa: E402
 
@@ -257,6 +258,10 @@ class SimNode(KangarooNode):
         separate processes); then paced to the wall clock."""
         robot, stats = self.robot, self._loop_stats
         period = robot.period_s
+        sender = publication_thread()  # this thread's messages leave where it waits (flush)
+        if sender is not None:
+            sender.defer_wakeups()
+        flush = sender.flush if sender is not None else (lambda: None)
         next_t = last = time.perf_counter()
         samples = self._publish()
         while self._running:
@@ -265,6 +270,7 @@ class SimNode(KangarooNode):
             stats["max_gap_s"], last = max(stats["max_gap_s"], now - last), now
             if p.lockstep and robot.controller_ready:
                 self._notify(samples)
+                flush()
                 if not self._answered.wait(p.lockstep_timeout_s):
                     stats["lockstep_timeouts"] += 1
                     self._last_timeout = time.monotonic()
@@ -278,10 +284,12 @@ class SimNode(KangarooNode):
                 try:
                     self._notify(samples)
                 finally:
+                    flush()
                     self._log(robot.finish_step())
                 if p.realtime or p.lockstep:  # paced; a late tick is caught up by the next ones,
                     next_t += period         # later than MAX_CATCH_UP_S the schedule restarts from now
                     now = time.perf_counter()
+                    flush()
                     if now < next_t:
                         time.sleep(next_t - now)
                     elif now - next_t > MAX_CATCH_UP_S:
@@ -291,6 +299,8 @@ class SimNode(KangarooNode):
             self._answered.clear()
             samples = self._publish()
             self.tick_count += 1
+            if not self._listeners:  # separate processes: the samples leave now (composed: with
+                flush()              # the chain's messages, while MuJoCo steps)
 
     def _notify(self, samples: tuple) -> None:
         for fn in self._listeners:

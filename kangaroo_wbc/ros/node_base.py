@@ -43,6 +43,11 @@ from rclpy.signals import SignalHandlerOptions
 from kangaroo_wbc.errors import ConfigError
 from kangaroo_wbc.ros.diagnostics import DiagnosticsPublisher, Level, ThrottledLogger
 from kangaroo_wbc.ros.params import ParameterBinding, bind_parameters, declare_parameters
+from kangaroo_wbc.ros.publication import (
+    PublicationThread,
+    publication_thread,
+    stop_publication_thread,
+)
 
 EXIT_OK = 0
 EXIT_CONFIG_ERROR = 2
@@ -68,8 +73,11 @@ class StreamPublisher:
             stream.publish(writer.write(...))
     """
 
-    def __init__(self, publisher: Any, idle_refresh: int = 50, busy_refresh: int = 200) -> None:
+    def __init__(self, publisher: Any, idle_refresh: int = 50, busy_refresh: int = 200,
+                 sender: PublicationThread | None = None) -> None:
         self.publisher = publisher
+        self._sender = sender
+        self._key = sender.register(publisher) if sender is not None else 0
         self._idle, self._busy = idle_refresh, busy_refresh
         self._countdown = 0
         self._wanted = False
@@ -83,6 +91,9 @@ class StreamPublisher:
         return self._wanted
 
     def publish(self, msg: Any) -> None:
+        """Publish ``msg``; serialised bytes go through the sender thread when there is one."""
+        if self._sender is not None and type(msg) is bytes and self._sender.send(self._key, msg):
+            return
         self.publisher.publish(msg)
 
     @property
@@ -148,7 +159,13 @@ class KangarooNode(Node):
 
     def create_stream_publisher(self, msg_type: type, topic: str, qos_profile: Any) -> StreamPublisher:
         """A :class:`StreamPublisher` (high-rate topic published only while somebody subscribes)."""
-        return StreamPublisher(self.create_publisher(msg_type, topic, qos_profile))
+        return StreamPublisher(self.create_publisher(msg_type, topic, qos_profile), sender=publication_thread())
+
+    def destroy_node(self) -> None:
+        """Stop the process's publication thread (it keeps the stream publishers in use), then
+        destroy the node."""
+        stop_publication_thread()
+        super().destroy_node()
 
     def watch_single_writer(self, topic: str, writer: str) -> None:
         """Report every node other than ``writer`` (a node name) that publishes ``topic``: an
@@ -318,6 +335,7 @@ def run_nodes(
         return EXIT_OK
     finally:
         executor.shutdown(timeout_sec=1.0)
+        stop_publication_thread()  # what it queued is published; then the publishers may go
         for node in nodes:
             node.destroy_node()
         if context.ok():
