@@ -3,8 +3,7 @@
 Per model, on the states of one smooth actuator trajectory (:mod:`kangaroo_wbc.bench.workload`):
 
 * ``closure_fk`` — :meth:`ClosedLoopModel.closure_fk` (``theta_a -> theta_u``, warm start: the
-  previous solution, ``tol = 1e-12``) and the chord-Newton prototype of
-  :mod:`kangaroo_wbc.bench.fast_closure` on the same samples;
+  previous solution, ``tol = 1e-12``), the package's one closure FK;
 * ``error_and_jacobian``, ``mapping_jacobian`` — one ``(e_l, J_l)`` sweep and ``J_m`` (eq. (7));
 * ``rnea``, ``crba`` — pinocchio on the spanning tree (the scale: what the C++ costs);
 * ``inverse_dynamics``, ``projected_dynamics`` — ours (eq. (19), App. B);
@@ -20,7 +19,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pinocchio as pin
 
-from kangaroo_wbc.bench.fast_closure import ChordClosureFk
 from kangaroo_wbc.bench.timing import Timing, time_calls
 from kangaroo_wbc.bench.workload import Trajectory
 from kangaroo_wbc.model import ClosedLoopModel, inverse_dynamics, projected_dynamics
@@ -87,18 +85,6 @@ def bench_model(clm: ClosedLoopModel, traj: Trajectory, states: list[np.ndarray]
     resid = max(float(np.max(np.abs(clm.closure_error(q)))) for q in qs[:: max(1, len(qs) // 50)]) if clm.n_c else 0.0
     res.extra["closure_fk"] = {"newton_iterations_mean": round(float(np.mean(iters[warmup:])), 3),
                                "tol": FK_TOL, "residual_max_sampled": float(f"{resid:.3g}")}
-
-    # --- chord-Newton prototype on the same samples
-    chord = ChordClosureFk(clm)
-    res.timings["closure_fk_chord_prototype"], qc = time_calls(lambda th: chord.solve(th, tol=FK_TOL), thetas, warmup)
-    diff = max(float(np.max(np.abs(pin.difference(m, a, b)))) for a, b in zip(qs, qc))
-    n_calls = max(chord.stats.calls, 1)
-    res.extra["closure_fk_chord_prototype"] = {
-        "max_diff_vs_core": float(f"{diff:.3g}"),
-        "error_evaluations_per_call": round(chord.stats.error_evaluations / n_calls, 3),
-        "jacobian_refreshes": chord.stats.jacobian_refreshes,
-        "speedup_vs_core": round(res.timings["closure_fk"].median
-                                 / res.timings["closure_fk_chord_prototype"].median, 2)}
 
     # --- kinematics sweeps at closed states
     res.timings["error_and_jacobian"], _ = time_calls(clm.error_and_jacobian, states, warmup, keep_outputs=False)

@@ -66,7 +66,6 @@ class PeerModelInput:
     ours_q: list[np.ndarray]  # our closed configurations for the same samples
     ours_fk_median_ms: float
     ours_jacobian_median_ms: float | None = None
-    ours_chord_median_ms: float | None = None
 
 
 def run_worker(python: str, request: dict, timeout_s: float) -> dict:
@@ -112,8 +111,6 @@ def _compare_fk(inp: PeerModelInput, res: dict, warmup: int) -> dict:
            "frames_agree": bool(max(frame_p) <= FRAME_AGREEMENT_M),
            "closure_residual_max": float(f"{max(residuals):.3g}"),
            "valid": bool(max(residuals) <= VALID_RESIDUAL)}
-    if inp.ours_chord_median_ms:
-        out["speedup_vs_chord_prototype"] = float(f"{t.median / inp.ours_chord_median_ms:.3g}")
     if max(drifts) > 1e-9:
         out["quaternion_norm_drift_max"] = float(f"{max(drifts):.3g}")
     if "freeze_times_s" in res:

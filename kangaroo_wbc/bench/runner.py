@@ -90,8 +90,7 @@ def run(cfg: BenchConfig) -> dict:
             name=spec.name, clm=clm, urdf=str(spec.urdf), closures=str(spec.closures),
             theta_a=traj.theta_a[:m_peer], q0=clm.q_ref.copy(), ours_q=states[:m_peer],
             ours_fk_median_ms=res.timings["closure_fk"].median,
-            ours_jacobian_median_ms=res.timings["mapping_jacobian"].median,
-            ours_chord_median_ms=res.timings["closure_fk_chord_prototype"].median))
+            ours_jacobian_median_ms=res.timings["mapping_jacobian"].median))
     if report["closure_fk_ms"] is None:
         reasons["closure_fk_ms"] = "no benchmark model found: " + "; ".join(f"{k}: {v}" for k, v in missing.items())
 

@@ -20,8 +20,8 @@ from kangaroo_wbc.cli import bench_cmd
 TOP_KEYS = ("machine", "config", "closure_fk_ms", "closure_fk_model", "rnea_ms", "crba_ms", "models",
             "estimator_step_ms", "wrench_step_ms", "wbc_step_ms_double", "wbc_step_ms_single", "pipeline_ms",
             "sim_rtf_all_nodes", "sim_rtf_all_nodes_lockstep", "peer", "references_ms", "null_reasons")
-MODEL_KEYS = ("closure_fk_ms", "closure_fk_chord_prototype_ms", "error_and_jacobian_ms", "mapping_jacobian_ms",
-              "rnea_ms", "crba_ms", "inverse_dynamics_ms", "projected_dynamics_ms")
+MODEL_KEYS = ("closure_fk_ms", "error_and_jacobian_ms", "mapping_jacobian_ms", "rnea_ms", "crba_ms",
+              "inverse_dynamics_ms", "projected_dynamics_ms")
 
 
 def _parser() -> argparse.ArgumentParser:
