@@ -40,54 +40,69 @@ from kangaroo_wbc.ros.conversions import (
     seconds_to_time_msg,
 )
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for
-from kangaroo_wbc.ros.params import parameter
+from kangaroo_wbc.ros.params import SharedFields, parameter
 from kangaroo_wbc.ros.serialized import point_stamped_writer, wrench_stamped_writer
+
+# the defaults are the component's and the estimator's
+_E, _S, _C = ContactWrenchConfig(), ContactWrenchSettings(), ActuatorCompensation()
 
 
 @dataclass
 class ContactWrenchParams:
     """Parameters of the ``contact_wrench_estimator`` node (``config/contact_wrench_estimator.yaml``)."""
 
-    rate_hz: float = parameter(1000.0, "Rate of actuators/state, the filter's sampling rate [Hz]",
-                               bounds=(1.0, 10000.0), read_only=True)
+    rate_hz: float = parameter(_E.sample_rate_hz, "Rate of actuators/state, the filter's sampling rate "
+                               "[Hz]", bounds=(1.0, 10000.0), read_only=True)
     urdf_dir: str = urdf_dir_parameter()
-    sole_frames: list[str] = parameter(["left_sole", "right_sole"], "Contact frames (URDF)", read_only=True)
+    sole_frames: list[str] = parameter(list(_S.sole_frames), "Contact frames (URDF)", read_only=True)
     odom_frame: str = parameter("odom", "World frame of the ZMP")
-    cutoff_hz: float = parameter(5.0, "Butterworth cutoff of the wrench filter [Hz]", bounds=(0.01, None),
-                                 read_only=True)
-    filter_order: int = parameter(2, "Butterworth order", bounds=(1, 8), read_only=True)
-    min_normal_force_n: float = parameter(10.0, "CoP/ZMP published above this normal force [N]",
-                                          bounds=(1e-3, None))
-    include_velocity_terms: bool = parameter(False, "Add Coriolis/centrifugal terms (slow)")
-    max_input_age_s: float = parameter(0.05, "joint_states / odometry whose stamp differs from the actuator "
-                                       "sample's by more than this are stale [s]", bounds=(0.0, None))
-    clock_restart_samples: int = parameter(10, "Out-of-order samples in a row on one topic taken as a restarted "
-                                           "clock (e.g. simulator reset) instead of skipped", bounds=(2, 100000),
-                                           read_only=True)
+    cutoff_hz: float = parameter(_E.cutoff_hz, "Butterworth cutoff of the wrench filter [Hz]",
+                                 bounds=(0.01, None), read_only=True)
+    filter_order: int = parameter(_E.filter_order, "Butterworth order", bounds=(1, 8), read_only=True)
+    min_normal_force_n: float = parameter(_E.min_normal_force_n, "CoP/ZMP published above this normal "
+                                          "force [N]", bounds=(1e-3, None))
+    include_velocity_terms: bool = parameter(_E.include_velocity_terms,
+                                             "Add Coriolis/centrifugal terms (slow)")
+    max_input_age_s: float = parameter(_S.max_input_age_s, "joint_states / odometry whose stamp differs "
+                                       "from the actuator sample's by more than this are stale [s]",
+                                       bounds=(0.0, None))
+    clock_restart_samples: int = parameter(_S.clock_restart_samples, "Out-of-order samples in a row on one "
+                                           "topic taken as a restarted clock (e.g. simulator reset) instead "
+                                           "of skipped", bounds=(2, 100000), read_only=True)
     marker_rate_hz: float = parameter(10.0, "Rate of contact/markers [Hz] (0: off)", bounds=(0.0, 1000.0))
     marker_force_scale_m_per_n: float = parameter(0.001, "Arrow length per newton [m/N]", bounds=(0.0, None))
     default_screw_lead_m: float = parameter(PAPER_LEAD_HIP_ANKLE_M, "Screw lead of actuators the closure file "
                                             "does not describe [m]", bounds=(1e-6, None), read_only=True)
     default_screw_efficiency: float = parameter(PAPER_SCREW_EFFICIENCY, "Screw efficiency of the same [-]",
                                                 bounds=(1e-3, 1.0), read_only=True)
-    actuator_model: bool = parameter(True, "Motor torque -> force through the ball-screw model: driving/"
-                                     "back-driving efficiency and friction (false: eq. (47))", read_only=True)
-    rotor_inertia_compensation: bool = parameter(True, "Subtract the reflected rotor inertia times the actuator "
-                                                 "acceleration", read_only=True)
-    torque_bias_estimation: bool = parameter(True, "Learn a per-actuator motor-torque offset while standing "
-                                             "still on both soles", read_only=True)
+    actuator_model: bool = parameter(_C.actuator_model, "Motor torque -> force through the ball-screw "
+                                     "model: driving/back-driving efficiency and friction (false: eq. (47))",
+                                     read_only=True)
+    rotor_inertia_compensation: bool = parameter(_C.rotor_inertia, "Subtract the reflected rotor inertia "
+                                                 "times the actuator acceleration", read_only=True)
+    torque_bias_estimation: bool = parameter(_C.torque_bias, "Learn a per-actuator motor-torque offset "
+                                             "while standing still on both soles", read_only=True)
 
     def __post_init__(self) -> None:
         if self.cutoff_hz >= self.rate_hz / 2:
             raise ValueError("cutoff_hz must be below the Nyquist frequency rate_hz / 2")
 
 
+# The parameters that are fields of the estimator's, the component's and the actuator model's
+# configurations (same names, or renamed).
+_ESTIMATOR = SharedFields(ContactWrenchConfig, names={"sample_rate_hz": "rate_hz"})
+_SETTINGS = SharedFields(ContactWrenchSettings)
+_COMPENSATION = SharedFields(ActuatorCompensation, names={"rotor_inertia": "rotor_inertia_compensation",
+                                                          "torque_bias": "torque_bias_estimation",
+                                                          "sample_rate_hz": "rate_hz"})
+SHARED_FIELDS = (_ESTIMATOR, _SETTINGS, _COMPENSATION)
+
+
 def _compensation(p: ContactWrenchParams) -> ActuatorCompensation | None:
     """The actuator compensations the parameters switch on (None: eq. (47) alone)."""
     if not (p.actuator_model or p.rotor_inertia_compensation or p.torque_bias_estimation):
         return None
-    return ActuatorCompensation(actuator_model=p.actuator_model, rotor_inertia=p.rotor_inertia_compensation,
-                                torque_bias=p.torque_bias_estimation, sample_rate_hz=p.rate_hz)
+    return _COMPENSATION.build(p)
 
 
 class ContactWrenchNode(KangarooNode):
@@ -108,12 +123,7 @@ class ContactWrenchNode(KangarooNode):
             transmission = ScrewTransmission.from_model(clm, p.default_screw_lead_m, p.default_screw_efficiency)
             self.component = ContactWrenchEstimation(
                 clm, transmission,
-                ContactWrenchConfig(cutoff_hz=p.cutoff_hz, sample_rate_hz=p.rate_hz, filter_order=p.filter_order,
-                                    min_normal_force_n=p.min_normal_force_n,
-                                    include_velocity_terms=p.include_velocity_terms),
-                ContactWrenchSettings(sole_frames=tuple(p.sole_frames), max_input_age_s=p.max_input_age_s,
-                                      clock_restart_samples=p.clock_restart_samples),
-                _compensation(p))
+                _ESTIMATOR.build(p), _SETTINGS.build(p), _compensation(p))
         except InputError as exc:
             raise ConfigError(str(exc)) from exc
         self._idx_q = np.array([m.joints[m.getJointId(n)].idx_q for n in clm.joint_names])

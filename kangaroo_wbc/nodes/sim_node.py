@@ -26,7 +26,7 @@ import random  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
-from dataclasses import dataclass, fields, replace  # noqa: E402
+from dataclasses import dataclass, replace  # noqa: E402
 
 import numpy as np  # noqa: E402
 from builtin_interfaces.msg import Time  # noqa: E402
@@ -51,7 +51,7 @@ from kangaroo_wbc.ros.conversions import (  # noqa: E402
     vector_to_wrench_stamped,
 )
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for  # noqa: E402
-from kangaroo_wbc.ros.params import parameter  # noqa: E402
+from kangaroo_wbc.ros.params import SharedFields, parameter  # noqa: E402
 from kangaroo_wbc.ros.publication import publication_thread  # noqa: E402
 from kangaroo_wbc.ros.serialized import imu_writer, joint_state_writer  # noqa: E402
 from kangaroo_wbc.ros.tf import make_tf_broadcaster  # noqa: E402
@@ -113,9 +113,12 @@ class SimParams:
                                   bounds=(0.0, 1000.0), read_only=True)
 
 
+#: The parameters that are fields of the component's configuration (same names).
+SHARED_FIELDS = (SharedFields(SimulatedRobotConfig),)
+
+
 def _robot_config(p: SimParams, base: SimulatedRobotConfig | None = None) -> SimulatedRobotConfig:
-    shared = {f.name: getattr(p, f.name) for f in fields(SimulatedRobotConfig) if hasattr(p, f.name)}
-    return replace(base or SimulatedRobotConfig(), **shared)
+    return SHARED_FIELDS[0].build(p, base)
 
 
 class SimNode(KangarooNode):

@@ -38,8 +38,10 @@ from kangaroo_wbc.ros.conversions import (
     time_msg_to_seconds,
 )
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for
-from kangaroo_wbc.ros.params import parameter
+from kangaroo_wbc.ros.params import SharedFields, parameter
 from kangaroo_wbc.ros.serialized import joint_state_writer, odometry_writer
+
+_D = StateEstimationConfig()  # the defaults are the component's (and its parts')
 
 
 @dataclass
@@ -47,32 +49,38 @@ class StateEstimatorParams:
     """Parameters of the ``state_estimator`` node (``config/state_estimator.yaml``)."""
 
     rate_hz: float = parameter(
-        1000.0,
+        _D.rate_hz,
         "Nominal rate of actuators/state [Hz] (dt when stamps are unusable)",
         bounds=(1.0, 10000.0),
         read_only=True,
     )
     urdf_dir: str = urdf_dir_parameter()
     alpha: float = parameter(
-        1.0, "Closure-error gain alpha of eq. (38) [1/s], at most rate_hz", bounds=(0.0, 1e4)
+        _D.alpha, "Closure-error gain alpha of eq. (38) [1/s], at most rate_hz", bounds=(0.0, 1e4)
     )
     beta: float = parameter(
-        1000.0, "Actuated-position gain beta of eq. (38) [1/s], at most rate_hz", bounds=(0.0, 1e4)
+        _D.beta,
+        "Actuated-position gain beta of eq. (38) [1/s], at most rate_hz",
+        bounds=(0.0, 1e4),
     )
     calibration_samples: int = parameter(
-        200,
+        _D.calibration_samples,
         "Still samples averaged by the start-up calibration",
         bounds=(1, 100000),
         read_only=True,
     )
     calibration_max_velocity_m_s: float = parameter(
-        5e-3, "Largest actuator speed while calibrating [m/s]", bounds=(0.0, None)
+        _D.calibration.max_velocity,
+        "Largest actuator speed while calibrating [m/s]",
+        bounds=(0.0, None),
     )
     calibration_max_drift_m: float = parameter(
-        2e-4, "Largest mean-position drift over the window [m]", bounds=(0.0, None)
+        _D.calibration.max_position_drift,
+        "Largest mean-position drift over the window [m]",
+        bounds=(0.0, None),
     )
     calibration_limit_margin: float = parameter(
-        0.01,
+        _D.calibration.limit_margin,
         "A calibrated actuator position or passive encoder reading "
         "beyond the position limits by more than this fails the "
         "calibration [m, rad]",
@@ -80,69 +88,76 @@ class StateEstimatorParams:
         read_only=True,
     )
     encoder_jump_speed_factor: float = parameter(
-        1.5,
+        _D.encoder_sanity.jump_speed_factor,
         "A reading implying more than this times the actuator's "
         "speed limit is a jump: sample skipped [-]",
         bounds=(1.0, 100.0),
         read_only=True,
     )
     encoder_position_tolerance_m: float = parameter(
-        1e-4, "Noise allowance of the jump check [m]", bounds=(0.0, 0.1), read_only=True
+        _D.encoder_sanity.position_tolerance,
+        "Noise allowance of the jump check [m]",
+        bounds=(0.0, 0.1),
+        read_only=True,
     )
     encoder_max_rejected_samples: int = parameter(
-        3,
+        _D.encoder_sanity.max_rejected_samples,
         "Jumped samples in a row that make the jump persistent (recalibration)",
         bounds=(1, 1000),
         read_only=True,
     )
     encoder_freeze_samples: int = parameter(
-        20,
+        _D.encoder_sanity.freeze_samples,
         "Bit-identical samples in a row, while the reported velocity "
         "moves, that make a reading frozen (recalibration)",
         bounds=(2, 100000),
         read_only=True,
     )
     encoder_freeze_min_travel_m: float = parameter(
-        5e-4,
+        _D.encoder_sanity.freeze_min_travel,
         "Travel the reported velocity must integrate to over those samples [m]",
         bounds=(0.0, None),
         read_only=True,
     )
     imu_error_after_s: float = parameter(
-        0.5,
+        _D.imu_error_after_s,
         "imu/data silent for longer than this, relative to actuators/state, "
         "is an ERROR (a WARN from max_input_age_s) [s]",
         bounds=(0.0, None),
     )
     sole_frames: list[str] = parameter(
-        ["left_sole", "right_sole"], "Contact frames (URDF)", read_only=True
+        list(_D.sole_frames), "Contact frames (URDF)", read_only=True
     )
-    imu_frame: str = parameter("imu", "IMU frame (URDF, on the base link)", read_only=True)
+    imu_frame: str = parameter(_D.imu_frame, "IMU frame (URDF, on the base link)", read_only=True)
     odom_frame: str = parameter("odom", "World frame of the odometry")
     base_frame: str = parameter("base_link", "Floating-base frame (URDF root link)")
     contact_force_on_n: float = parameter(
-        60.0, "Normal force above which a sole enters contact [N]", bounds=(0.0, None)
+        _D.contact_force_on_n,
+        "Normal force above which a sole enters contact [N]",
+        bounds=(0.0, None),
     )
     contact_force_off_n: float = parameter(
-        30.0, "Normal force below which a sole leaves contact [N]", bounds=(0.0, None)
+        _D.contact_force_off_n,
+        "Normal force below which a sole leaves contact [N]",
+        bounds=(0.0, None),
     )
     contact_timeout_s: float = parameter(
-        0.1,
+        _D.contact_timeout_s,
         "Without a fresh contact/<sole>/wrench every sole counts as in contact [s]",
         bounds=(0.0, None),
     )
     max_input_age_s: float = parameter(
-        0.05,
+        _D.max_input_age_s,
         "IMU / encoder samples older than this, relative to the actuator sample, are stale [s]",
         bounds=(0.0, None),
     )
     input_timeout_s: float = parameter(
-        0.5,
+        _D.input_timeout_s,
         "No actuators/state for longer than this (steady clock) is an ERROR (inputs stale) [s]",
         bounds=(0.01, 60.0),
     )
     clock_restart_samples: int = parameter(
-        10,
+        _D.clock_restart_samples,
         "Out-of-order actuators/state samples in a row taken as a restarted "
         "clock (hardware or simulator restart: recalibration) instead of "
         "skipped",
@@ -150,29 +165,42 @@ class StateEstimatorParams:
         read_only=True,
     )
     accel_noise_std: float = parameter(
-        1.0, "Process noise of the base acceleration [m/s^2]", bounds=(1e-6, None)
+        _D.floating_base.accel_noise_std,
+        "Process noise of the base acceleration [m/s^2]",
+        bounds=(1e-6, None),
     )
     leg_velocity_std: float = parameter(
-        0.02, "Leg-odometry velocity noise [m/s]", bounds=(1e-6, None)
+        _D.floating_base.leg_velocity_std, "Leg-odometry velocity noise [m/s]", bounds=(1e-6, None)
     )
     foot_position_std: float = parameter(
-        0.005, "Anchored-foot position noise [m]", bounds=(1e-6, None)
+        _D.floating_base.foot_position_std, "Anchored-foot position noise [m]", bounds=(1e-6, None)
     )
-    use_accelerometer: bool = parameter(True, "Predict the base velocity with the accelerometer")
+    use_accelerometer: bool = parameter(
+        _D.floating_base.use_accelerometer, "Predict the base velocity with the accelerometer"
+    )
     snap_to_ground: bool = parameter(
-        True, "Anchor soles touching down at ground_height_m (flat ground)"
+        _D.floating_base.ground_height_m is not None,
+        "Anchor soles touching down at ground_height_m (flat ground)",
     )
-    ground_height_m: float = parameter(0.0, "Height of the flat ground in odom [m]")
+    ground_height_m: float = parameter(
+        _D.floating_base.ground_height_m or 0.0, "Height of the flat ground in odom [m]"
+    )
     publish_tf: bool = parameter(True, "Broadcast TF odom -> base_link")
     tf_rate_hz: float = parameter(
-        100.0, "Largest rate of TF odom -> base_link [Hz] (stamp-based; the odometry keeps the sample rate)",
-        bounds=(1.0, 10000.0))
+        100.0,
+        "Largest rate of TF odom -> base_link [Hz] (stamp-based; the odometry keeps the sample rate)",
+        bounds=(1.0, 10000.0),
+    )
     held_until_ready: bool = parameter(
-        True, "The robot hangs on the crane (zero-velocity updates of the base) after each "
+        _D.held_until_ready,
+        "The robot hangs on the crane (zero-velocity updates of the base) after each "
         "calibration until wbc/ready is true (the start-up handshake); false: always standing",
-        read_only=True)
+        read_only=True,
+    )
     closure_error_warn: float = parameter(
-        1e-3, "Closure error reported as WARN above this [m, rad]", bounds=(0.0, None)
+        _D.closure_error_warn,
+        "Closure error reported as WARN above this [m, rad]",
+        bounds=(0.0, None),
     )
 
     def __post_init__(self) -> None:
@@ -186,26 +214,41 @@ class StateEstimatorParams:
             )
 
 
+#: The parameters that are fields of the component's configuration and of its parts' (the
+#: component's under the same names; its parts' under a prefix, some renamed with their unit).
+SHARED_FIELDS = (
+    SharedFields(StateEstimationConfig),
+    SharedFields(
+        CalibrationConfig,
+        "calibration_",
+        {
+            "max_velocity": "calibration_max_velocity_m_s",
+            "max_position_drift": "calibration_max_drift_m",
+        },
+    ),
+    SharedFields(
+        EncoderSanityConfig,
+        "encoder_",
+        {
+            "position_tolerance": "encoder_position_tolerance_m",
+            "freeze_min_travel": "encoder_freeze_min_travel_m",
+        },
+    ),
+    SharedFields(FloatingBaseConfig),
+)
+
+
 def component_config(p: StateEstimatorParams) -> StateEstimationConfig:
     """The component's settings from the node's parameters."""
-    return StateEstimationConfig(
-        rate_hz=p.rate_hz, alpha=p.alpha, beta=p.beta, calibration_samples=p.calibration_samples,
-        calibration=CalibrationConfig(max_velocity=p.calibration_max_velocity_m_s,
-                                      max_position_drift=p.calibration_max_drift_m,
-                                      limit_margin=p.calibration_limit_margin),
-        encoder_sanity=EncoderSanityConfig(
-            jump_speed_factor=p.encoder_jump_speed_factor, position_tolerance=p.encoder_position_tolerance_m,
-            max_rejected_samples=p.encoder_max_rejected_samples, freeze_samples=p.encoder_freeze_samples,
-            freeze_min_travel=p.encoder_freeze_min_travel_m, nominal_dt_s=1.0 / p.rate_hz),
-        floating_base=FloatingBaseConfig(
-            accel_noise_std=p.accel_noise_std, leg_velocity_std=p.leg_velocity_std,
-            foot_position_std=p.foot_position_std, use_accelerometer=p.use_accelerometer,
-            ground_height_m=p.ground_height_m if p.snap_to_ground else None),
-        sole_frames=tuple(p.sole_frames), imu_frame=p.imu_frame, contact_force_on_n=p.contact_force_on_n,
-        contact_force_off_n=p.contact_force_off_n, contact_timeout_s=p.contact_timeout_s,
-        max_input_age_s=p.max_input_age_s, imu_error_after_s=p.imu_error_after_s,
-        input_timeout_s=p.input_timeout_s, clock_restart_samples=p.clock_restart_samples,
-        closure_error_warn=p.closure_error_warn, held_until_ready=p.held_until_ready)
+    state, calibration, encoders, base = SHARED_FIELDS
+    return state.build(
+        p,
+        calibration=calibration.build(p),
+        encoder_sanity=encoders.build(p, nominal_dt_s=1.0 / p.rate_hz),
+        floating_base=base.build(
+            p, ground_height_m=p.ground_height_m if p.snap_to_ground else None
+        ),
+    )
 
 
 class StateEstimatorNode(KangarooNode):
@@ -223,7 +266,9 @@ class StateEstimatorNode(KangarooNode):
         self.clm = clm = clm or load_model(p.urdf_dir)
         m = clm.model
         if any(m.joints[m.getJointId(n)].nq != 1 for n in clm.joint_names):
-            raise ConfigError("state_estimator: every joint must be 1-DOF with nq = 1 to be published")
+            raise ConfigError(
+                "state_estimator: every joint must be 1-DOF with nq = 1 to be published"
+            )
         try:
             self.component = StateEstimation(clm, component_config(p))
         except InputError as exc:
@@ -236,7 +281,9 @@ class StateEstimatorNode(KangarooNode):
         # preserialised 1 kHz messages (kangaroo_wbc.ros.serialized): microseconds per message
         self._w_js = joint_state_writer(clm.joint_names, ("position", "velocity"))
         self._w_odom = odometry_writer(p.odom_frame, p.base_frame)
-        self._cov = np.diag([0.0] * 3 + [1e-4] * 3).ravel()  # position / velocity variance on [0, 7, 14]
+        self._cov = np.diag(
+            [0.0] * 3 + [1e-4] * 3
+        ).ravel()  # position / velocity variance on [0, 7, 14]
         #: composed deployment: called with ``(sample, estimate)`` after each published estimate
         self.estimate_listener = None
         pub, stream = self.create_publisher, self.create_stream_publisher
@@ -255,12 +302,17 @@ class StateEstimatorNode(KangarooNode):
             sub(JointState, "passive_encoders/state", self._on_encoders, qos.SENSOR_LATEST)
             sub(Imu, "imu/data", self._on_imu, qos.SENSOR_LATEST)
             for i, sole in enumerate(p.sole_frames):
-                sub(WrenchStamped, f"contact/{sole}/wrench", lambda msg, i=i: self._on_wrench(i, msg),
-                    qos.SENSOR_LATEST)
+                sub(
+                    WrenchStamped,
+                    f"contact/{sole}/wrench",
+                    lambda msg, i=i: self._on_wrench(i, msg),
+                    qos.SENSOR_LATEST,
+                )
             sub(Bool, "wbc/ready", lambda msg: self.component.set_released(msg.data), qos.LATCHED)
         self.get_logger().info(
             f"state_estimator: {clm.n_a} actuators, {len(clm.joint_names)} joints, "
-            f"{len(clm.absolute_encoders)} passive encoders; calibrating over {p.calibration_samples} samples")
+            f"{len(clm.absolute_encoders)} passive encoders; calibrating over {p.calibration_samples} samples"
+        )
 
     # ------------------------------------------------------------------ messages → samples
     def _on_encoders(self, msg: JointState) -> None:
@@ -277,8 +329,11 @@ class StateEstimatorNode(KangarooNode):
                 raise InputError("the IMU gives no orientation (orientation_covariance[0] = -1)")
         except InputError as exc:
             return self.component.reject("imu/data", exc)
-        self.component.on_imu(ImuSample(imu.quaternion_xyzw, imu.angular_velocity, imu.linear_acceleration,
-                                        imu.stamp_s))
+        self.component.on_imu(
+            ImuSample(
+                imu.quaternion_xyzw, imu.angular_velocity, imu.linear_acceleration, imu.stamp_s
+            )
+        )
 
     def _on_wrench(self, i: int, msg: WrenchStamped) -> None:
         self.component.on_sole_force(i, msg.wrench.force.z, time_msg_to_seconds(msg.header.stamp))
@@ -289,7 +344,9 @@ class StateEstimatorNode(KangarooNode):
         except InputError as exc:
             self.component.reject("actuators/state", exc)
             return self.log_events(self.component)
-        self.process(ActuatorSample(arr.position, arr.velocity, arr.effort, arr.stamp_s), msg.header.stamp)
+        self.process(
+            ActuatorSample(arr.position, arr.velocity, arr.effort, arr.stamp_s), msg.header.stamp
+        )
 
     # ------------------------------------------------------------------ one sample
     def process(self, sample: ActuatorSample, stamp=None) -> StateEstimate | None:
@@ -314,7 +371,9 @@ class StateEstimatorNode(KangarooNode):
     def _publish(self, est: StateEstimate, stamp) -> None:
         p, t = self.params, est.stamp_s
         if self._pub_js.wanted():  # 1 kHz streams: only what somebody subscribes to
-            self._pub_js.publish(self._w_js.write(t, position=est.q[self._idx_q], velocity=est.v[self._idx_v]))
+            self._pub_js.publish(
+                self._w_js.write(t, position=est.q[self._idx_q], velocity=est.v[self._idx_v])
+            )
         if not est.base_valid:
             return
         q_base, v_base = est.q[:7], est.v[:6]
@@ -323,11 +382,20 @@ class StateEstimatorNode(KangarooNode):
             cov[0] = cov[7] = cov[14] = est.position_variance
             self._w_odom.write(pose_covariance=cov)
             cov[0] = cov[7] = cov[14] = est.velocity_variance
-            self._pub_odom.publish(self._w_odom.write(t, pose=q_base, twist=v_base, twist_covariance=cov))
+            self._pub_odom.publish(
+                self._w_odom.write(t, pose=q_base, twist=v_base, twist_covariance=cov)
+            )
         if self._tf is not None and t >= self._next_tf:
             self._next_tf = t + 1.0 / p.tf_rate_hz - 1e-9
-            self._tf.sendTransform(arrays_to_transform_stamped(q_base[:3], q_base[3:], parent_frame=p.odom_frame,
-                                                               child_frame=p.base_frame, stamp=stamp))
+            self._tf.sendTransform(
+                arrays_to_transform_stamped(
+                    q_base[:3],
+                    q_base[3:],
+                    parent_frame=p.odom_frame,
+                    child_frame=p.base_frame,
+                    stamp=stamp,
+                )
+            )
 
     def on_parameters_changed(self, params: StateEstimatorParams, changed: set[str]) -> None:
         if changed & {"odom_frame", "base_frame"}:

@@ -65,12 +65,14 @@ from kangaroo_wbc.ros.conversions import (  # noqa: E402
     xyzw_to_pin_quaternion,
 )
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for  # noqa: E402
-from kangaroo_wbc.ros.params import parameter  # noqa: E402
+from kangaroo_wbc.ros.params import SharedFields, parameter  # noqa: E402
 from kangaroo_wbc.ros.serialized import joint_state_writer, point_stamped_writer  # noqa: E402
 
 TIMING_LABELS = ("model", "build", "solve", "output", "total", "iterations")
 #: Period [s] of the joint_states watchdog (steady clock).
 WATCHDOG_PERIOD_S = 0.1
+# the defaults are the controller's, the supervisor's and the component's
+_W, _S, _C = WbcSettings(), SafetySettings(), ControlSettings()
 
 
 def _check_behaviour(name: str) -> str | None:
@@ -89,7 +91,7 @@ class WholeBodyControllerParams:
     )
     urdf_dir: str = urdf_dir_parameter()
     sole_frames: list[str] = parameter(
-        ["left_sole", "right_sole"], "Contact frames (URDF)", read_only=True
+        list(_C.sole_frames), "Contact frames (URDF)", read_only=True
     )
     corner_suffixes: list[str] = parameter(
         ["_corner_fl", "_corner_fr", "_corner_rl", "_corner_rr"],
@@ -104,7 +106,7 @@ class WholeBodyControllerParams:
         0.1, "Sole width when there are no corner frames [m]", bounds=(0.01, 1.0), read_only=True
     )
     base_frame: str = parameter(
-        "base_link", "Floating-base frame (orientation task)", read_only=True
+        _W.base_frame, "Floating-base frame (orientation task)", read_only=True
     )
     formulation: str = parameter(
         "full",
@@ -121,30 +123,42 @@ class WholeBodyControllerParams:
         "the robot cannot press makes the QP infeasible: safe mode)",
         bounds=(0.0, 1000.0),
     )
-    com_kp: float = parameter(100.0, "CoM task stiffness [1/s^2]", bounds=(0.0, 10000.0))
-    com_kd: float = parameter(20.0, "CoM task damping [1/s]", bounds=(0.0, 1000.0))
-    com_weight: float = parameter(10.0, "CoM task weight [-]", bounds=(0.0, 1e6))
+    com_kp: float = parameter(_W.com_kp, "CoM task stiffness [1/s^2]", bounds=(0.0, 10000.0))
+    com_kd: float = parameter(_W.com_kd, "CoM task damping [1/s]", bounds=(0.0, 1000.0))
+    com_weight: float = parameter(_W.com_weight, "CoM task weight [-]", bounds=(0.0, 1e6))
     com_disturbance_cutoff_hz: float = parameter(
-        3.0, "CoM disturbance observer: low-pass cutoff [Hz] of the unmodelled CoM acceleration it "
-        "subtracts from the CoM task (the drives' force errors); 0 turns it off", bounds=(0.0, 50.0))
+        _W.com_disturbance_cutoff_hz,
+        "CoM disturbance observer: low-pass cutoff [Hz] of the unmodelled CoM "
+        "acceleration it subtracts from the CoM task (the drives' force errors); 0 turns it off",
+        bounds=(0.0, 50.0),
+    )
     com_disturbance_max_m_s2: float = parameter(
-        0.5, "CoM disturbance observer: bound of each axis of its estimate [m/s^2] (a push beyond it is "
-        "left to the CoM task's PD)", bounds=(0.0, 10.0))
-    base_kp: float = parameter(100.0, "Base orientation stiffness [1/s^2]", bounds=(0.0, 10000.0))
-    base_kd: float = parameter(20.0, "Base orientation damping [1/s]", bounds=(0.0, 1000.0))
-    base_weight: float = parameter(1.0, "Base orientation weight [-]", bounds=(0.0, 1e6))
-    foot_kp: float = parameter(300.0, "Swing sole stiffness [1/s^2]", bounds=(0.0, 10000.0))
-    foot_kd: float = parameter(35.0, "Swing sole damping [1/s]", bounds=(0.0, 1000.0))
-    foot_weight: float = parameter(10.0, "Swing sole weight [-]", bounds=(0.0, 1e6))
-    posture_weight: float = parameter(0.01, "Actuator posture weight [-]", bounds=(0.0, 1e6))
+        _W.com_disturbance_max_m_s2,
+        "CoM disturbance observer: bound of each axis of its estimate [m/s^2] "
+        "(a push beyond it is left to the CoM task's PD)",
+        bounds=(0.0, 10.0),
+    )
+    base_kp: float = parameter(
+        _W.base_kp, "Base orientation stiffness [1/s^2]", bounds=(0.0, 10000.0)
+    )
+    base_kd: float = parameter(_W.base_kd, "Base orientation damping [1/s]", bounds=(0.0, 1000.0))
+    base_weight: float = parameter(
+        _W.base_weight, "Base orientation weight [-]", bounds=(0.0, 1e6)
+    )
+    foot_kp: float = parameter(_W.foot_kp, "Swing sole stiffness [1/s^2]", bounds=(0.0, 10000.0))
+    foot_kd: float = parameter(_W.foot_kd, "Swing sole damping [1/s]", bounds=(0.0, 1000.0))
+    foot_weight: float = parameter(_W.foot_weight, "Swing sole weight [-]", bounds=(0.0, 1e6))
+    posture_weight: float = parameter(
+        _W.posture_weight, "Actuator posture weight [-]", bounds=(0.0, 1e6)
+    )
     angular_momentum_kd: float = parameter(
-        5.0, "Angular momentum damping [1/s]", bounds=(0.0, 1000.0)
+        _W.angular_momentum_kd, "Angular momentum damping [1/s]", bounds=(0.0, 1000.0)
     )
     angular_momentum_weight: float = parameter(
-        0.01, "Angular momentum weight [-]", bounds=(0.0, 1e6)
+        _W.angular_momentum_weight, "Angular momentum weight [-]", bounds=(0.0, 1e6)
     )
     stroke_horizon_s: float = parameter(
-        0.05,
+        _W.stroke_horizon_s,
         "Horizon of the stroke-limit acceleration bounds [s]",
         bounds=(1e-3, 1.0),
         read_only=True,
@@ -155,8 +169,11 @@ class WholeBodyControllerParams:
         check=_check_behaviour,
     )
     behaviour_delay_s: float = parameter(
-        1.0, "The start-up behaviour begins this long after the controller is ready; it stands "
-        "meanwhile (and leaves the crane) [s]", bounds=(0.0, 60.0), read_only=True
+        _C.behaviour_delay_s,
+        "The start-up behaviour begins this long after the controller is ready; it stands "
+        "meanwhile (and leaves the crane) [s]",
+        bounds=(0.0, 60.0),
+        read_only=True,
     )
     squat_depth_m: float = parameter(0.05, "Squat CoM depth [m]", bounds=(0.0, 0.3))
     squat_period_s: float = parameter(4.0, "Squat period [s]", bounds=(0.5, 60.0))
@@ -170,16 +187,21 @@ class WholeBodyControllerParams:
         0.05, "Swing sole lift of weight_shift [m]", bounds=(0.0, 0.3)
     )
     use_measured_contacts: bool = parameter(
-        True, "Drop behaviour contacts that contact/<sole>/wrench says are unloaded"
+        _C.use_measured_contacts,
+        "Drop behaviour contacts that contact/<sole>/wrench says are unloaded",
     )
     contact_force_on_n: float = parameter(
-        60.0, "A sole counts as in contact above this normal force [N]", bounds=(0.0, None)
+        _C.contact_force_on_n,
+        "A sole counts as in contact above this normal force [N]",
+        bounds=(0.0, None),
     )
     contact_force_off_n: float = parameter(
-        30.0, "... and out of contact below this one [N]", bounds=(0.0, None)
+        _C.contact_force_off_n, "... and out of contact below this one [N]", bounds=(0.0, None)
     )
     max_state_age_s: float = parameter(
-        0.05, "State older than this (node clock) triggers the safe mode [s]", bounds=(0.0, None)
+        _C.max_state_age_s,
+        "State older than this (node clock) triggers the safe mode [s]",
+        bounds=(0.0, None),
     )
     state_timeout_s: float = parameter(
         0.5,
@@ -188,7 +210,7 @@ class WholeBodyControllerParams:
         bounds=(0.01, 60.0),
     )
     min_jlu_pivot_ratio: float = parameter(
-        1e-3,
+        1e-3,  # the node's choice: WbcSettings' 0 stops only at an exactly singular J_l,u
         "J_l,u LU pivot ratio (about 1/cond) below which the "
         "configuration counts as singular: safe mode [-]",
         bounds=(0.0, 1.0),
@@ -197,21 +219,22 @@ class WholeBodyControllerParams:
         0.02, "Odometry older than joint_states by more than this is stale [s]", bounds=(0.0, None)
     )
     reference_timeout_s: float = parameter(
-        0.5, "External references expire after this [s]", bounds=(0.0, None)
+        _C.reference_timeout_s, "External references expire after this [s]", bounds=(0.0, None)
     )
     safe_mode: str = parameter(
-        "damp",
+        _S.fallback,
         "Fallback: damp (tau = -d theta_dot) or zero",
         check=lambda s: None if s in ("damp", "zero") else "damp or zero",
     )
     damping_n_s_per_m: float = parameter(
-        200.0, "Damping of the safe mode [N.s/m]", bounds=(0.0, 1e5)
+        _S.damping_n_s_per_m, "Damping of the safe mode [N.s/m]", bounds=(0.0, 1e5)
     )
     max_tilt_rad: float = parameter(
-        0.7, "Base tilt that latches the safe mode [rad]", bounds=(0.0, 3.2)
+        _S.max_tilt_rad, "Base tilt that latches the safe mode [rad]", bounds=(0.0, 3.2)
     )
     timing_rate_hz: float = parameter(
-        50.0, "Largest rate of wbc/timing [Hz] (stamp-based)", bounds=(0.1, 10000.0))
+        50.0, "Largest rate of wbc/timing [Hz] (stamp-based)", bounds=(0.1, 10000.0)
+    )
     publish_command_array: bool = parameter(
         False, "Also publish actuators/command_array (ros2_control mirror)", read_only=True
     )
@@ -220,6 +243,14 @@ class WholeBodyControllerParams:
     def __post_init__(self) -> None:
         if self.contact_force_off_n > self.contact_force_on_n:
             raise ValueError("contact_force_off_n must not exceed contact_force_on_n")
+
+
+# The parameters that are fields of the controller's, the supervisor's and the component's
+# configurations (same names; the supervisor's fallback is the parameter safe_mode).
+_WBC = SharedFields(WbcSettings)
+_SAFETY = SharedFields(SafetySettings, names={"fallback": "safe_mode"})
+_CONTROL = SharedFields(ControlSettings)
+SHARED_FIELDS = (_WBC, _SAFETY, _CONTROL)
 
 
 class WholeBodyControllerNode(KangarooNode):
@@ -255,15 +286,7 @@ class WholeBodyControllerNode(KangarooNode):
             self.controller = cls(clm, contacts, settings)
         except KangarooWbcError as exc:
             raise ConfigError(f"whole_body_controller: {exc}") from exc
-        self.supervisor = WbcSupervisor(
-            self.controller,
-            SafetySettings(
-                max_state_age_s=p.max_state_age_s,
-                fallback=p.safe_mode,
-                damping_n_s_per_m=p.damping_n_s_per_m,
-                max_tilt_rad=p.max_tilt_rad,
-            ),
-        )
+        self.supervisor = WbcSupervisor(self.controller, _SAFETY.build(p))
         try:
             self.component = self._component(p)
         except InputError as exc:
@@ -278,7 +301,9 @@ class WholeBodyControllerNode(KangarooNode):
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._msg_cmd = JointState()
         # preserialised; frame_id names the source (a simulator or driver accepts this node's only)
-        self._w_cmd = joint_state_writer(clm.actuated_joint_names, ("effort",), frame_id=self.get_name())
+        self._w_cmd = joint_state_writer(
+            clm.actuated_joint_names, ("effort",), frame_id=self.get_name()
+        )
         self._last_state: float | None = None  # time.monotonic() [s] of the latest state
         self._ready: bool | None = None
         self._next_timing = -float("inf")  # stamp [s] from which the next wbc/timing goes out
@@ -286,9 +311,14 @@ class WholeBodyControllerNode(KangarooNode):
         self.command_listener = None
         pub = self.create_publisher
         self._pub_cmd = self.create_stream_publisher(JointState, "actuators/command", qos.COMMAND)
-        self.watch_single_writer("actuators/command", self.get_name())  # a second source is an ERROR
-        self._pub_arr = (pub(Float64MultiArray, "actuators/command_array", qos.COMMAND)
-                         if p.publish_command_array else None)
+        self.watch_single_writer(
+            "actuators/command", self.get_name()
+        )  # a second source is an ERROR
+        self._pub_arr = (
+            pub(Float64MultiArray, "actuators/command_array", qos.COMMAND)
+            if p.publish_command_array
+            else None
+        )
         self._pub_timing = pub(Float64MultiArray, "wbc/timing", qos.VISUALIZATION)
         self._pub_com = pub(PointStamped, "wbc/com_target", qos.VISUALIZATION)
         self._w_com = point_stamped_writer(p.odom_frame)
@@ -299,54 +329,44 @@ class WholeBodyControllerNode(KangarooNode):
             sub(JointState, "joint_states", self._on_joints, qos.SENSOR_LATEST)
             sub(Odometry, "estimation/base_odometry", self._on_odometry, qos.SENSOR_LATEST)
             for i, sole in enumerate(p.sole_frames):
-                sub(WrenchStamped, f"contact/{sole}/wrench", lambda msg, i=i: self._on_wrench(i, msg),
-                    qos.SENSOR_LATEST)
+                sub(
+                    WrenchStamped,
+                    f"contact/{sole}/wrench",
+                    lambda msg, i=i: self._on_wrench(i, msg),
+                    qos.SENSOR_LATEST,
+                )
         for sole in p.sole_frames:
-            sub(PoseStamped, f"wbc/{sole}/pose_reference", lambda msg, s=sole: self._on_foot_reference(s, msg),
-                qos.SENSOR_STATE)
+            sub(
+                PoseStamped,
+                f"wbc/{sole}/pose_reference",
+                lambda msg, s=sole: self._on_foot_reference(s, msg),
+                qos.SENSOR_STATE,
+            )
         sub(PointStamped, "wbc/com_reference", self._on_com_reference, qos.SENSOR_STATE)
         for name in BEHAVIOURS:
-            self.create_service(Trigger, f"wbc/behaviour/{name}",
-                                lambda req, res, n=name: self._on_behaviour_service(n, res))
+            self.create_service(
+                Trigger,
+                f"wbc/behaviour/{name}",
+                lambda req, res, n=name: self._on_behaviour_service(n, res),
+            )
         self.create_service(Trigger, "wbc/reset", self._on_reset)
         self.create_timer(WATCHDOG_PERIOD_S, self._watchdog, clock=self._steady)
         self.get_logger().info(
             f"whole_body_controller: {p.formulation} QP, {cls.__name__}, "
             f"{self.controller.layout.describe() if hasattr(self.controller, 'layout') else ''}, "
-            f"behaviour {p.behaviour}")
+            f"behaviour {p.behaviour}"
+        )
 
     def _component(self, p: WholeBodyControllerParams) -> WholeBodyControl:
         return WholeBodyControl(self.supervisor, self._control_settings(p))
 
     @staticmethod
     def _control_settings(p: WholeBodyControllerParams) -> ControlSettings:
-        return ControlSettings(
-            sole_frames=tuple(p.sole_frames), use_measured_contacts=p.use_measured_contacts,
-            contact_force_on_n=p.contact_force_on_n, contact_force_off_n=p.contact_force_off_n,
-            max_state_age_s=p.max_state_age_s, reference_timeout_s=p.reference_timeout_s,
-            behaviour_delay_s=p.behaviour_delay_s)
+        return _CONTROL.build(p)
 
     @staticmethod
     def _settings(p: WholeBodyControllerParams) -> WbcSettings:
-        return WbcSettings(
-            base_frame=p.base_frame,
-            com_weight=p.com_weight,
-            com_kp=p.com_kp,
-            com_kd=p.com_kd,
-            com_disturbance_cutoff_hz=p.com_disturbance_cutoff_hz,
-            com_disturbance_max_m_s2=p.com_disturbance_max_m_s2,
-            base_weight=p.base_weight,
-            base_kp=p.base_kp,
-            base_kd=p.base_kd,
-            foot_weight=p.foot_weight,
-            foot_kp=p.foot_kp,
-            foot_kd=p.foot_kd,
-            posture_weight=p.posture_weight,
-            angular_momentum_kd=p.angular_momentum_kd,
-            angular_momentum_weight=p.angular_momentum_weight,
-            stroke_horizon_s=max(p.stroke_horizon_s, 1.0 / p.rate_hz),
-            min_jlu_pivot_ratio=p.min_jlu_pivot_ratio,
-        )
+        return _WBC.build(p, stroke_horizon_s=max(p.stroke_horizon_s, 1.0 / p.rate_hz))
 
     # ------------------------------------------------------------------ behaviours and parameters
     def _behaviour_params(self, name: str) -> dict:
@@ -389,19 +409,18 @@ class WholeBodyControllerNode(KangarooNode):
                 for task in full.foot_tasks.values():
                     getattr(task, attr)[:] = getattr(params, key)
         if changed & {"com_disturbance_cutoff_hz", "com_disturbance_max_m_s2"}:
-            full.com_observer.configure(params.com_disturbance_cutoff_hz, params.com_disturbance_max_m_s2)
+            full.com_observer.configure(
+                params.com_disturbance_cutoff_hz, params.com_disturbance_max_m_s2
+            )
         if "min_normal_force_n" in changed:
             for contact in self.contacts:  # shared with the controller's constraints: next tick
                 contact.set_normal_force_min(params.min_normal_force_n)
         full.pm.min_pivot_ratio = params.min_jlu_pivot_ratio
         self.component.configure(self._control_settings(params))
-        s = self.supervisor.safety
-        s.max_state_age_s, s.damping_n_s_per_m, s.max_tilt_rad = (
-            params.max_state_age_s,
-            params.damping_n_s_per_m,
-            params.max_tilt_rad,
-        )
-        s.fallback = params.safe_mode
+        for name, value in _SAFETY.values(
+            params
+        ).items():  # in place: the supervisor keeps its object
+            setattr(self.supervisor.safety, name, value)
         behaviour_keys = {
             "behaviour",
             "squat_depth_m",
@@ -414,9 +433,7 @@ class WholeBodyControllerNode(KangarooNode):
         }
         if changed & behaviour_keys:
             try:
-                self.component.select(
-                    params.behaviour, **self._behaviour_params(params.behaviour)
-                )
+                self.component.select(params.behaviour, **self._behaviour_params(params.behaviour))
                 self.get_logger().info(f"behaviour: {params.behaviour}")
             except InputError as exc:
                 self.get_logger().error(f"behaviour {params.behaviour!r} not started: {exc}")
@@ -446,12 +463,20 @@ class WholeBodyControllerNode(KangarooNode):
         except InputError as exc:
             self.throttled.warning("odometry", f"estimation/base_odometry skipped: {exc}")
             return
-        self._q[:3], self._q[3:7] = odom.position, odom.quaternion_xyzw / np.linalg.norm(odom.quaternion_xyzw)
-        self._v[:3], self._v[3:6] = odom.linear, odom.angular  # twist in base_link = free-flyer convention
+        self._q[:3], self._q[3:7] = (
+            odom.position,
+            odom.quaternion_xyzw / np.linalg.norm(odom.quaternion_xyzw),
+        )
+        self._v[:3], self._v[3:6] = (
+            odom.linear,
+            odom.angular,
+        )  # twist in base_link = free-flyer convention
         self._odom_stamp = odom.stamp_s
 
     def _on_wrench(self, index: int, msg: WrenchStamped) -> None:
-        self.component.on_sole_force(index, msg.wrench.force.z, time_msg_to_seconds(msg.header.stamp))
+        self.component.on_sole_force(
+            index, msg.wrench.force.z, time_msg_to_seconds(msg.header.stamp)
+        )
 
     def _on_com_reference(self, msg: PointStamped) -> None:
         self.component.set_com_reference(vector3_msg_to_array(msg.point), self._now_s())
@@ -463,7 +488,9 @@ class WholeBodyControllerNode(KangarooNode):
             self.throttled.warning("pose_reference", f"wbc/{sole}/pose_reference skipped: {exc}")
             return
         R = xyzw_to_pin_quaternion(quat).toRotationMatrix()
-        self.component.set_foot_reference(sole, FrameReference(position=position, rotation=R), self._now_s())
+        self.component.set_foot_reference(
+            sole, FrameReference(position=position, rotation=R), self._now_s()
+        )
 
     def _now_s(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -476,15 +503,27 @@ class WholeBodyControllerNode(KangarooNode):
             return self.process(self._q, self._v, float("nan"), msg.header.stamp)
         self._q[self._idx_q] = arr.position
         self._v[self._idx_v] = arr.velocity
-        if self._odom_stamp is None or abs(arr.stamp_s - self._odom_stamp) > self.params.odometry_max_lag_s:
-            stamp_s = float("nan")  # no base state of this sample's time (either way: a clock restart)
+        if (
+            self._odom_stamp is None
+            or abs(arr.stamp_s - self._odom_stamp) > self.params.odometry_max_lag_s
+        ):
+            stamp_s = float(
+                "nan"
+            )  # no base state of this sample's time (either way: a clock restart)
         else:
             stamp_s = arr.stamp_s
         self.process(self._q, self._v, stamp_s, msg.header.stamp)
 
     # ------------------------------------------------------------------ one state sample
-    def process(self, q: np.ndarray, v: np.ndarray, stamp_s: float, stamp=None, prepared: bool = False,
-                now_s: float | None = None):
+    def process(
+        self,
+        q: np.ndarray,
+        v: np.ndarray,
+        stamp_s: float,
+        stamp=None,
+        prepared: bool = False,
+        now_s: float | None = None,
+    ):
         """Run the component on the state ``(q, v)`` of time ``stamp_s`` [s] (NaN: no consistent
         state) and publish the command. ``prepared``: the model was already updated at ``(q, v)``
         (:meth:`WholeBodyControl.prepare`, composed deployment). ``now_s``: the current time [s]
@@ -527,8 +566,11 @@ class WholeBodyControllerNode(KangarooNode):
         elif stamp_s == stamp_s:
             self._pub_cmd.publish(self._w_cmd.write(stamp_s, effort=cmd.tau_a))
         else:  # no state of a known time: stamped with the node's clock
-            self._pub_cmd.publish(self._act.to_joint_state(effort=cmd.tau_a, stamp=stamp, msg=self._msg_cmd,
-                                                           frame_id=self.get_name()))
+            self._pub_cmd.publish(
+                self._act.to_joint_state(
+                    effort=cmd.tau_a, stamp=stamp, msg=self._msg_cmd, frame_id=self.get_name()
+                )
+            )
         if self.command_listener is not None:
             self.command_listener(ActuatorCommand(cmd.tau_a, stamp_s))
         if self._pub_arr is not None:
@@ -538,10 +580,15 @@ class WholeBodyControllerNode(KangarooNode):
             return
         self._next_timing = stamp_s + 1.0 / self.params.timing_rate_hz - 1e-9
         out = cmd.output
-        timing = ([out.timing.get(k, 0.0) for k in TIMING_LABELS[:-1]] + [float(out.qp.iterations)]
-                  if out else [0.0] * 6)
+        timing = (
+            [out.timing.get(k, 0.0) for k in TIMING_LABELS[:-1]] + [float(out.qp.iterations)]
+            if out
+            else [0.0] * 6
+        )
         msg = Float64MultiArray()
-        msg.layout.dim = [MultiArrayDimension(label=label, size=1, stride=1) for label in TIMING_LABELS]
+        msg.layout.dim = [
+            MultiArrayDimension(label=label, size=1, stride=1) for label in TIMING_LABELS
+        ]
         msg.data = timing
         self._pub_timing.publish(msg)
         ref = self.component.supervisor.last_references
@@ -556,8 +603,11 @@ class WholeBodyControllerNode(KangarooNode):
 
     def on_shutdown(self) -> None:
         """Leave the actuators with zero force, and say the controller is no longer ready."""
-        self._pub_cmd.publish(self._act.to_joint_state(effort=np.zeros(self.clm.n_a), msg=self._msg_cmd,
-                                                       frame_id=self.get_name()))
+        self._pub_cmd.publish(
+            self._act.to_joint_state(
+                effort=np.zeros(self.clm.n_a), msg=self._msg_cmd, frame_id=self.get_name()
+            )
+        )
         self._publish_ready(False)
 
 

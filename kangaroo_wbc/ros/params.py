@@ -23,6 +23,10 @@ Types map to ROS parameter types (``float`` → double, ``int`` → integer, ``b
 :func:`bind_parameters` checks them again together with finiteness, per-field ``check`` functions and
 the dataclass' ``__post_init__``, and rejects a change with the reason.
 
+A parameter that is also a field of a core configuration dataclass (a component's settings) takes
+its default from that dataclass, and :class:`SharedFields` copies the node's values into it by field
+name: each default is written once.
+
 Errors at start-up (wrong type in YAML such as ``1000`` for a double, value out of range, failed
 check) raise :class:`~kangaroo_wbc.errors.ConfigError` naming the node, the parameter and the fix.
 """
@@ -33,7 +37,7 @@ import dataclasses
 import math
 import sys
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from rcl_interfaces.msg import (
@@ -99,6 +103,52 @@ def parameter(
         value = default
         return dataclasses.field(default_factory=lambda: type(value)(value), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
+
+
+@dataclasses.dataclass(frozen=True)
+class SharedFields:
+    """The parameters of a node that are fields of a core configuration dataclass.
+
+    The core configuration holds the default (the node declares ``parameter(config().x, ...)``,
+    never the literal again) and :meth:`build` copies the node's values into it by field name:
+    field ``f`` of ``config`` is the node's parameter ``names[f]`` if listed there, else
+    ``prefix + f`` if the node has one; other fields keep the configuration's default.
+
+    Example::
+
+        CALIBRATION = SharedFields(CalibrationConfig, prefix="calibration_",
+                                   names={"max_velocity": "calibration_max_velocity_m_s"})
+        CALIBRATION.build(params)  # CalibrationConfig(max_velocity=..., limit_margin=...)
+    """
+
+    config: type
+    prefix: str = ""
+    names: Mapping[str, str] = dataclasses.field(default_factory=dict)  # field -> parameter
+
+    def pairs(self, params_cls: type) -> dict[str, str]:
+        """``{field: parameter}`` of the fields of ``config`` that ``params_cls`` declares."""
+        declared = {f.name for f in dataclasses.fields(params_cls)}
+        unknown = set(self.names.values()) - declared
+        if unknown:
+            raise ConfigError(f"{params_cls.__name__} has no parameter {sorted(unknown)} "
+                              f"(named for {self.config.__name__})")
+        out = {}
+        for f in dataclasses.fields(self.config):
+            name = self.names.get(f.name, self.prefix + f.name)
+            if f.init and name in declared:
+                out[f.name] = name
+        return out
+
+    def values(self, params: Any) -> dict[str, Any]:
+        """``{field: value}`` of the shared fields in ``params`` (lists become tuples)."""
+        return {f: tuple(v) if isinstance(v, list) else v
+                for f, v in ((f, getattr(params, p)) for f, p in self.pairs(type(params)).items())}
+
+    def build(self, params: Any, base: Any = None, **overrides: Any) -> Any:
+        """A ``config`` with the shared fields from ``params`` and ``overrides`` (derived values),
+        the rest from ``base`` (default: the configuration's defaults)."""
+        kwargs = {**self.values(params), **overrides}
+        return dataclasses.replace(base, **kwargs) if base is not None else self.config(**kwargs)
 
 
 # --------------------------------------------------------------------------------------------

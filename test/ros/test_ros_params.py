@@ -15,6 +15,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 
 from kangaroo_wbc.errors import ConfigError  # noqa: E402
 from kangaroo_wbc.ros.params import (  # noqa: E402
+    SharedFields,
     bind_parameters,
     declare_parameters,
     descriptor_for,
@@ -235,3 +236,35 @@ def test_config_files_set_exactly_the_declared_parameters(node_name) -> None:
     assert set(values) == {f.name for f in dataclasses.fields(params_cls)}
     for name, value in values.items():
         assert value == getattr(defaults, name), name
+
+
+@dataclasses.dataclass
+class _CoreConfig:
+    rate_hz: float = 100.0
+    gain: float = 1.0
+    margin_m: float = 0.1
+    frames: tuple[str, ...] = ("a",)
+    internal: int = 3
+
+
+@dataclasses.dataclass
+class _NodeParams:
+    rate_hz: float = parameter(_CoreConfig.rate_hz, "rate [Hz]")
+    gain: float = parameter(7.0, "a gain of something else [-]")
+    core_gain: float = parameter(_CoreConfig.gain, "the core's gain [-]")
+    core_margin: float = parameter(_CoreConfig.margin_m, "margin [m]")
+    frames: list[str] = parameter(["a"], "frames")
+
+
+def test_shared_fields_copy_by_field_name() -> None:
+    """Unit: a prefix selects the parameters of a part, ``names`` renames, the rest is the core's."""
+    whole = SharedFields(_CoreConfig)
+    part = SharedFields(_CoreConfig, "core_", {"margin_m": "core_margin", "rate_hz": "rate_hz"})
+    assert whole.pairs(_NodeParams) == {f: f for f in ("rate_hz", "gain", "frames")}
+    assert part.pairs(_NodeParams) == {"rate_hz": "rate_hz", "gain": "core_gain", "margin_m": "core_margin"}
+    p = _NodeParams(rate_hz=50.0, frames=["b", "c"])
+    assert whole.build(p) == _CoreConfig(rate_hz=50.0, gain=7.0, frames=("b", "c"))  # lists -> tuples
+    assert part.build(p, internal=4) == _CoreConfig(rate_hz=50.0, internal=4)
+    assert part.build(p, base=_CoreConfig(internal=5, gain=0.0)) == _CoreConfig(rate_hz=50.0, internal=5)
+    with pytest.raises(ConfigError, match="no parameter"):
+        SharedFields(_CoreConfig, names={"gain": "gain_typo"}).pairs(_NodeParams)
