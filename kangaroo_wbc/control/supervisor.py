@@ -234,7 +234,7 @@ class WbcSupervisor:
 
     def _start_pending(self, t: float, q: np.ndarray, v: np.ndarray) -> None:
         name, params = self._pending
-        if self.behaviour is None or not getattr(self._full, "_initialised", False):
+        if self.behaviour is None or not self._full.references_initialised:
             self.controller.step(q, v)  # initialise the references at the current state
         behaviour = self._factory(name, **params)
         behaviour.start(t, BehaviourState.from_controller(self._full))

@@ -292,6 +292,12 @@ class WholeBodyController:
         """The contacts of the last tick (those given at construction before the first)."""
         return self._active
 
+    @property
+    def references_initialised(self) -> bool:
+        """Whether the task references were taken from a state since construction or the last
+        :meth:`reset_references` (by :meth:`step` or :meth:`ensure_references`)."""
+        return self._initialised
+
     def ensure_references(self) -> None:
         """Take every task reference from the current state of the projected model if that has not
         been done since construction or :meth:`reset_references` (what the first :meth:`step` does)."""

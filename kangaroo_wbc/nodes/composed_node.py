@@ -84,15 +84,9 @@ class ComposedChain(KangarooNode):
                 node.report_process = False
         self._clocks = []
         if sim is not None:
-            from rclpy.parameter import Parameter
-
             self._ticks_since_clocks = CLOCK_DECIMATION
             for node in (controller, sim, estimator, wrench, self):  # simulated time, set in-process
-                if node.get_parameter("use_sim_time").value:
-                    node.set_parameters([Parameter("use_sim_time", Parameter.Type.BOOL, False)])
-                clock = node.get_clock()
-                clock._set_ros_time_is_active(True)  # rclpy's TimeSource does the same for /clock
-                self._clocks.append(clock)
+                self._clocks.append(node.use_time_set_in_process())
             sys.setswitchinterval(SWITCH_INTERVAL_S)
             self._act = NameMap(sim.actuator_names, clm.actuated_joint_names)
             self._enc = NameMap(sim.passive_encoder_names, clm.absolute_encoders)

@@ -91,10 +91,7 @@ class LinkTfNode(KangarooNode):
         # its clock follows the stamps it receives: no /clock subscription at 1 kHz with sim time
         self._follow_stamps = bool(self.get_parameter("use_sim_time").value)
         if self._follow_stamps:
-            from rclpy.parameter import Parameter
-
-            self.set_parameters([Parameter("use_sim_time", Parameter.Type.BOOL, False)])
-            self.get_clock()._set_ros_time_is_active(True)  # rclpy's TimeSource does the same
+            self.use_time_set_in_process()
         if not chained:
             # serialised: a 1 kHz stream costs only the stamp's 8 bytes until a transform is due
             self.create_subscription(JointState, joint_states_topic, self._on_joint_states, qos.SENSOR_LATEST,

@@ -33,12 +33,14 @@ from typing import Any
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticStatus
-from rclpy._rclpy_pybind11 import RCLError
 from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
+from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
+from rclpy.time_source import TimeSource
 
 from kangaroo_wbc.errors import ConfigError
 from kangaroo_wbc.ros.diagnostics import DiagnosticsPublisher, Level, ThrottledLogger
@@ -48,6 +50,9 @@ from kangaroo_wbc.ros.publication import (
     publication_thread,
     stop_publication_thread,
 )
+
+#: What the rcl calls raise (rclpy.init: e.g. a parameter file that is not valid YAML).
+RCLError = rclpy_implementation.RCLError
 
 EXIT_OK = 0
 EXIT_CONFIG_ERROR = 2
@@ -160,6 +165,23 @@ class KangarooNode(Node):
     def create_stream_publisher(self, msg_type: type, topic: str, qos_profile: Any) -> StreamPublisher:
         """A :class:`StreamPublisher` (high-rate topic published only while somebody subscribes)."""
         return StreamPublisher(self.create_publisher(msg_type, topic, qos_profile), sender=publication_thread())
+
+    def use_time_set_in_process(self) -> Clock:
+        """Make this node's clock report the ROS time its owner sets with
+        ``clock.set_ros_time_override``: what ``use_sim_time`` does, without its ``/clock``
+        subscription (``use_sim_time`` is turned off). A :class:`~rclpy.time_source.TimeSource`
+        without a node switches the clocks attached to it to ROS time and subscribes to nothing.
+
+        Returns:
+            The node's clock.
+        """
+        if self.get_parameter("use_sim_time").value:
+            self.set_parameters([Parameter("use_sim_time", Parameter.Type.BOOL, False)])
+        clock = self.get_clock()
+        time_source = TimeSource()
+        time_source.attach_clock(clock)
+        time_source.ros_time_is_active = True
+        return clock
 
     def destroy_node(self) -> None:
         """Stop the process's publication thread (it keeps the stream publishers in use), then

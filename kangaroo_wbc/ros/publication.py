@@ -102,10 +102,10 @@ class PublicationThread:
         self._lengths = msgs[:, 1]
         self._pubs = ctl[_PUBS:_PUBS + SLOTS]
         self._libc = libc
-        # sem_post through PyDLL: a ctypes call through CDLL releases the interpreter lock, and
-        # taking it back from a busy thread costs up to a switch interval
-        self._post = ctypes.PyDLL(libc._name).sem_post
-        self._post.argtypes, self._post.restype = (ctypes.c_void_p,), ctypes.c_int
+        # sem_post as a PYFUNCTYPE (PyDLL's calling flags): a ctypes call through CDLL releases the
+        # interpreter lock, and taking it back from a busy thread costs up to a switch interval
+        sem_post = ctypes.cast(libc.sem_post, ctypes.c_void_p).value
+        self._post = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(sem_post)
         self._sem = ctypes.c_void_p(int(ctl[_SEM]))
         libc.sem_init.argtypes, libc.sem_init.restype = (ctypes.c_void_p, ctypes.c_int, ctypes.c_uint), ctypes.c_int
         if libc.sem_init(self._sem, 0, 0) != 0:
