@@ -525,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         ap.error(str(e))
 
-    from kangaroo_wbc.cli.common import Progress
+    from kangaroo_wbc.progress import Progress
 
     display = Progress("bar" if sys.stderr.isatty() else "lines")
     bars = []

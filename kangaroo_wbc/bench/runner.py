@@ -158,7 +158,7 @@ def node_graph(duration_s: float) -> dict:
     """The shipped node graph (sim backend, realtime) for ``duration_s`` of wall time, composed and
     separate: real-time factor, wall rates of the loop's topics, command latency, and per node the
     process CPU time per sample (executor, DDS, message conversion and compute) and its rate."""
-    from kangaroo_wbc.pipeline.processes import GraphStartError, run_graph
+    from kangaroo_wbc.graph.processes import GraphStartError, run_graph
 
     out: dict = {"duration_s": duration_s}
     for processes in ("composed", "separate"):

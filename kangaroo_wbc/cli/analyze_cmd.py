@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from kangaroo_wbc.cli.common import (
-    Progress,
     add_json_flag,
     add_out_options,
     add_progress_flag,
@@ -14,6 +13,7 @@ from kangaroo_wbc.cli.common import (
     prepare_output_folder,
     print_json,
 )
+from kangaroo_wbc.progress import Progress
 
 
 def _analyze(args: argparse.Namespace) -> int:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from kangaroo_wbc.cli.common import (
     BEHAVIOURS,
-    Progress,
     StopSignals,
     UsageError,
     add_behaviour_option,
@@ -35,6 +34,7 @@ from kangaroo_wbc.cli.common import (
     print_result,
     seed,
 )
+from kangaroo_wbc.progress import Progress
 
 DEFAULT_OUT = "reports/demo"
 DEFAULT_SIM_MODE = "lockstep"
@@ -86,7 +86,7 @@ def _loop(args: argparse.Namespace, behaviour: str, stop: StopSignals):
 
 
 def _demo_graph(args: argparse.Namespace) -> int:
-    from kangaroo_wbc.pipeline.processes import GraphStartError, run_graph
+    from kangaroo_wbc.graph.processes import GraphStartError, run_graph
 
     out = args.out if _writes(args) else None
     with StopSignals() as stop:

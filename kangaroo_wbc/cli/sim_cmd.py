@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 
 from kangaroo_wbc.cli.common import (
-    Progress,
     add_json_flag,
     add_progress_flag,
     non_negative_float,
@@ -40,6 +39,7 @@ from kangaroo_wbc.cli.common import (
     print_json,
     seed,
 )
+from kangaroo_wbc.progress import Progress
 
 #: PD gains holding the standing pose (stiff enough for the inverted pendulum on the ankles, see
 #: docs/sim.md "Tuning notes") [N/m], [N·s/m].
@@ -70,7 +70,7 @@ def run_sim(duration_s: float = 5.0, *, controller: str = "pd", seed: int = 0,
     commanded forces act as they are; default: the simulated ball-screw drives).
 
     ``progress(iterable, total=, desc=)`` wraps the loop (a progress display, e.g.
-    :class:`~kangaroo_wbc.cli.common.Progress`); None: no display.
+    :class:`~kangaroo_wbc.progress.Progress`); None: no display.
 
     Returns:
         ``(report, series)``: the JSON report and the sampled time series (``t`` [s],
@@ -81,8 +81,8 @@ def run_sim(duration_s: float = 5.0, *, controller: str = "pd", seed: int = 0,
     """
     from kangaroo_wbc.errors import InputError
     from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo, standing_actuator_positions
+    from kangaroo_wbc.robots.kangaroo.sim import make_kangaroo_sim
     from kangaroo_wbc.sim import BaselinePd, model_gravity_compensation
-    from kangaroo_wbc.sim.kangaroo import make_kangaroo_sim
 
     if controller not in ("pd", "none"):
         raise InputError(f"controller must be 'pd' or 'none', got {controller!r}")

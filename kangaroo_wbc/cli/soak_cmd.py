@@ -2,7 +2,7 @@
 
 ``--processes one`` (default): the components chained in this process
 (:mod:`kangaroo_wbc.pipeline.soak`). ``--processes separate|composed``: the node graph as it is
-deployed (:func:`kangaroo_wbc.pipeline.processes.soak_graph`), each process' memory and the
+deployed (:func:`kangaroo_wbc.graph.processes.soak_graph`), each process' memory and the
 command latency sampled every minute. Keys: ``docs/safety.md``. Behaviour names are the demo's
 (``kangaroo-wbc demo``). SIGINT / SIGTERM end the soak at a tick boundary with the report of the
 time run (``"interrupted": true``, exit code 130 / 143).
@@ -14,7 +14,6 @@ import argparse
 
 from kangaroo_wbc.cli.common import (
     BEHAVIOURS,
-    Progress,
     StopSignals,
     UsageError,
     add_behaviour_option,
@@ -25,6 +24,7 @@ from kangaroo_wbc.cli.common import (
     print_result,
     seed,
 )
+from kangaroo_wbc.progress import Progress
 
 DEFAULT_SIM_MODE = "realtime"
 DEFAULT_STARTUP_TIMEOUT_S = 120.0
@@ -44,7 +44,7 @@ def _run(args: argparse.Namespace) -> int:
     progress = Progress.from_args(args)
     with StopSignals() as stop:
         if args.processes != "one":
-            from kangaroo_wbc.pipeline.processes import GraphStartError, soak_graph
+            from kangaroo_wbc.graph.processes import GraphStartError, soak_graph
 
             try:
                 report = soak_graph(args.minutes, processes=args.processes,

@@ -133,7 +133,7 @@ class ContactWrenchEstimation(Component):
         """One torque sample (``clm.actuated_joint_names`` order, ``effort`` = motor torque [N·m]):
         the estimate (buffers overwritten at the next call), or None (skipped: see the events).
 
-        ``projected``: a :class:`~kangaroo_wbc.control.projected_model.ProjectedModel` already
+        ``projected``: a :class:`~kangaroo_wbc.model.projected_model.ProjectedModel` already
         updated at the current state (the controller's, in the same process), or None.
         """
         if sample.effort is None or not finite(sample.effort):

@@ -1,6 +1,6 @@
 """The simulated robot: everything the ``sim`` node does, without ROS.
 
-:class:`SimulatedRobot` wraps the MuJoCo Kangaroo (:func:`~kangaroo_wbc.sim.kangaroo.make_kangaroo_sim`)
+:class:`SimulatedRobot` wraps the MuJoCo Kangaroo (:func:`~kangaroo_wbc.robots.kangaroo.sim.make_kangaroo_sim`)
 and behaves like the robot and its driver at boot:
 
 1. **Crane.** The robot boots hanging on the crane (``hold_base(True)``), its actuators held by a PD
@@ -105,8 +105,8 @@ class SimulatedRobot:
             raise InputError(f"controller must be 'none' or 'pd', got {cfg.controller!r}")
         if sim is None:
             from kangaroo_wbc.robots.kangaroo.robot import standing_actuator_positions
+            from kangaroo_wbc.robots.kangaroo.sim import make_kangaroo_sim
             from kangaroo_wbc.sim import SensorConfig
-            from kangaroo_wbc.sim.kangaroo import make_kangaroo_sim
 
             substeps = max(1, math.ceil(1000.0 / cfg.rate_hz - 1e-9))  # physics step ≤ 1 ms (closure solref)
             sim = make_kangaroo_sim(

@@ -44,7 +44,6 @@ from kangaroo_wbc.control.constraints import (
 )
 from kangaroo_wbc.control.constraints.fused import fill_default_constraints
 from kangaroo_wbc.control.contacts import ContactSpec, ContactTerms, DecisionLayout, wrench_map
-from kangaroo_wbc.control.projected_model import ProjectedModel
 from kangaroo_wbc.control.qp import OsqpSettings, OsqpSolver, QpProblem, QpSolution
 from kangaroo_wbc.control.tasks import (
     AngularMomentumTask,
@@ -58,6 +57,7 @@ from kangaroo_wbc.control.tasks.fused import fill_default_tasks
 from kangaroo_wbc.errors import FrameNotFound, InputError, NoSolutionFound, suggest
 from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.model.compiled import compiled, finite
+from kangaroo_wbc.model.projected_model import ProjectedModel
 
 
 @dataclass

@@ -89,7 +89,7 @@ from kangaroo_wbc.model.fast_kinematics import frame_placements, local_frame_jac
 from kangaroo_wbc.model.small_dense import cholesky_in_place
 
 if TYPE_CHECKING:
-    from kangaroo_wbc.control.projected_model import ProjectedModel
+    from kangaroo_wbc.model.projected_model import ProjectedModel
 
 #: Paper values (Section VI-B): ball-screw efficiency, leads of the leg-length and hip/ankle actuators.
 PAPER_SCREW_EFFICIENCY = 0.95
@@ -537,7 +537,7 @@ class ContactWrenchEstimator:
                 :meth:`reset_filter` after a gap.
             kinematics: a :class:`ClosureKinematics` of the same model already updated at ``q``
                 (the passive-state estimator's full-model update), reused instead of a new one.
-            projected: a :class:`~kangaroo_wbc.control.projected_model.ProjectedModel` of the same
+            projected: a :class:`~kangaroo_wbc.model.projected_model.ProjectedModel` of the same
                 model already updated at ``q`` (e.g. the whole-body controller's, when both run in
                 one process): its closure and contact terms are reused, only the generalised
                 gravity is computed (the momentum rate uses its velocity ``T nu``).

@@ -3,7 +3,7 @@
 * :func:`export_mjcf` turns a URDF spanning tree + closure file into MJCF;
 * :class:`ClosedChainSim` steps it in lockstep and reports hardware-like sensors and ground truth;
 * :class:`BaselinePd` is an actuator-space PD with gravity compensation for tests and demos;
-* :mod:`kangaroo_wbc.sim.kangaroo` holds the Kangaroo presets (``make_kangaroo_sim``).
+* :mod:`kangaroo_wbc.robots.kangaroo.sim` holds the Kangaroo presets (``make_kangaroo_sim``).
 
 See ``docs/sim.md``.
 """

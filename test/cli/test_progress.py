@@ -9,15 +9,15 @@ import time
 
 import pytest
 
-from kangaroo_wbc.cli import common
-from kangaroo_wbc.cli.common import Progress
+from kangaroo_wbc import progress
+from kangaroo_wbc.progress import Progress
 from test.cli.conftest import run_cli
 
 
 def test_lines_mode_writes_whole_lines_at_most_every_interval(monkeypatch):
     """Unit: 1.5 s of updates with a 0.5 s interval: a first and a last line and at most three
     between, each ending in a newline, no carriage return."""
-    monkeypatch.setattr(common, "LINE_INTERVAL_S", 0.5)
+    monkeypatch.setattr(progress, "LINE_INTERVAL_S", 0.5)
     stream = io.StringIO()
     t0 = time.monotonic()
     for _ in Progress("lines", stream)(range(150), total=150, desc="demo"):
@@ -88,5 +88,5 @@ def test_no_hand_written_progress_bars_remain():
 
     root = Path(kangaroo_wbc.__file__).parent
     offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
-                 if p.name != "common.py" and '"\\r' in p.read_text()]
+                 if p.name != "progress.py" and '"\\r' in p.read_text()]
     assert not offenders, offenders

@@ -11,7 +11,6 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from kangaroo_wbc.control.projected_model import ProjectedModel
 from kangaroo_wbc.errors import FrameNotFound, InputError
 from kangaroo_wbc.model import (
     ClosedLoopModel,
@@ -19,6 +18,7 @@ from kangaroo_wbc.model import (
     lagrange_multipliers,
     projected_dynamics,
 )
+from kangaroo_wbc.model.projected_model import ProjectedModel
 from test.control.conftest import EXACT_TOL, random_state
 from test.model.mechanisms import u2ups
 

@@ -12,7 +12,6 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from kangaroo_wbc.control.projected_model import ProjectedModel
 from kangaroo_wbc.control.tasks import (
     AngularMomentumTask,
     ComTask,
@@ -21,6 +20,7 @@ from kangaroo_wbc.control.tasks import (
     PostureTask,
 )
 from kangaroo_wbc.errors import InputError
+from kangaroo_wbc.model.projected_model import ProjectedModel
 from test.control.conftest import FD_TOL, closed_neighbour, random_state
 
 EPS = 1e-5  # [s] finite-difference step along the motion

@@ -350,8 +350,8 @@ def test_estimate_before_model_update_is_an_error() -> None:
 def test_projected_model_terms_give_the_same_wrenches(velocity_terms: bool) -> None:
     """update_model(projected=<the controller's ProjectedModel at q>) == the estimator's own update,
     along a moving, tilted state (momentum rate, gravity direction, optional velocity terms)."""
-    from kangaroo_wbc.control.projected_model import ProjectedModel
     from kangaroo_wbc.model import gravity_actuated
+    from kangaroo_wbc.model.projected_model import ProjectedModel
     from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo, standing_configuration
 
     clm = load_kangaroo(floating_base=True)
@@ -392,8 +392,8 @@ def test_projected_model_terms_give_the_same_wrenches(velocity_terms: bool) -> N
 
 
 def test_projected_model_terms_reject_a_stale_or_foreign_model() -> None:
-    from kangaroo_wbc.control.projected_model import ProjectedModel
     from kangaroo_wbc.model import ClosedLoopModel
+    from kangaroo_wbc.model.projected_model import ProjectedModel
     from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo, standing_configuration
     from test.estimation.conftest import KANGAROO_CLOSURES, KANGAROO_URDF
 

@@ -31,7 +31,7 @@ HANGING_WRENCH_TOL = 1.0  # [N], [N·m] static, no contact (motor-torque noise)
 @pytest.fixture(scope="module")
 def run(mechanism_dir):
     """Simulate calibration window, then 0.5 s of motion; record estimates and ground truth."""
-    sim_mod = pytest.importorskip("kangaroo_wbc.sim.kangaroo")
+    sim_mod = pytest.importorskip("kangaroo_wbc.robots.kangaroo.sim")
     from kangaroo_wbc.sim.baseline_pd import BaselinePd
 
     clm = model("kangaroo", mechanism_dir, True)

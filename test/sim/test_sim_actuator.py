@@ -81,7 +81,7 @@ def test_encoder_quantisation() -> None:
 def kangaroo_sims():
     """The Kangaroo on its crane, realistic and ideal actuators (integration data)."""
     from kangaroo_wbc.robots.kangaroo.robot import standing_actuator_positions
-    from kangaroo_wbc.sim.kangaroo import make_kangaroo_sim
+    from kangaroo_wbc.robots.kangaroo.sim import make_kangaroo_sim
 
     pose = standing_actuator_positions()
     return {ideal: make_kangaroo_sim(floating_base=True, seed=0, initial_actuator_positions=pose,

@@ -10,13 +10,13 @@ import pytest
 
 from kangaroo_wbc.errors import ConfigError
 from kangaroo_wbc.robots.kangaroo.files import kangaroo_files
-from kangaroo_wbc.sim.baseline_pd import BaselinePd
-from kangaroo_wbc.sim.kangaroo import (
+from kangaroo_wbc.robots.kangaroo.sim import (
     KANGAROO_SOLES,
     export_kangaroo_mjcf,
     make_kangaroo_sim,
     sole_boxes_from_corners,
 )
+from kangaroo_wbc.sim.baseline_pd import BaselinePd
 from test.sim.conftest import paths
 
 CLOSURE_TOL_M = 1e-4  # [m]

@@ -18,8 +18,8 @@ import numpy as np
 
 from kangaroo_wbc.control.constraints.base import Constraint
 from kangaroo_wbc.control.contacts import ContactTerms, DecisionLayout
-from kangaroo_wbc.control.projected_model import ProjectedModel
 from kangaroo_wbc.errors import InputError
+from kangaroo_wbc.model.projected_model import ProjectedModel
 
 
 class ActuatorForceLimits(Constraint):

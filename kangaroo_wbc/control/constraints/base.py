@@ -18,7 +18,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from kangaroo_wbc.control.contacts import ContactTerms, DecisionLayout
-from kangaroo_wbc.control.projected_model import ProjectedModel
+from kangaroo_wbc.model.projected_model import ProjectedModel
 
 
 class Constraint(ABC):

@@ -19,7 +19,7 @@ import numpy as np
 
 from kangaroo_wbc.control.constraints.base import Constraint
 from kangaroo_wbc.control.contacts import ContactTerms
-from kangaroo_wbc.control.projected_model import ProjectedModel
+from kangaroo_wbc.model.projected_model import ProjectedModel
 
 
 class FloatingBaseDynamics(Constraint):

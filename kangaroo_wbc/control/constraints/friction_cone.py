@@ -22,8 +22,8 @@ import numpy as np
 
 from kangaroo_wbc.control.constraints.base import Constraint
 from kangaroo_wbc.control.contacts import ContactTerms, DecisionLayout
-from kangaroo_wbc.control.projected_model import ProjectedModel
 from kangaroo_wbc.model.compiled import compiled
+from kangaroo_wbc.model.projected_model import ProjectedModel
 
 ROWS_PER_POINT = 5
 

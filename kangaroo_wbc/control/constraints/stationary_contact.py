@@ -17,7 +17,7 @@ import numpy as np
 
 from kangaroo_wbc.control.constraints.base import Constraint
 from kangaroo_wbc.control.contacts import ContactTerms, DecisionLayout
-from kangaroo_wbc.control.projected_model import ProjectedModel
+from kangaroo_wbc.model.projected_model import ProjectedModel
 
 
 class StationaryContacts(Constraint):

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kangaroo_wbc.control.projected_model import ProjectedModel
 from kangaroo_wbc.control.tasks.base import Reference, Task
+from kangaroo_wbc.model.projected_model import ProjectedModel
 
 
 class AngularMomentumTask(Task):

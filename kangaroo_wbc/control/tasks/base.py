@@ -19,9 +19,9 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from kangaroo_wbc.control.projected_model import ProjectedModel
 from kangaroo_wbc.errors import InputError
 from kangaroo_wbc.model.compiled import all_finite
+from kangaroo_wbc.model.projected_model import ProjectedModel
 
 _EMPTY = np.zeros(0)
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-from kangaroo_wbc.control.projected_model import ProjectedModel
 from kangaroo_wbc.control.tasks.base import Reference, Task
 from kangaroo_wbc.control.tasks.fused import pose_target as _pose_target
+from kangaroo_wbc.model.projected_model import ProjectedModel
 
 
 class FramePoseTask(Task):

@@ -7,7 +7,7 @@
 * ``kangaroo.sdf`` — SDF 1.7 with the loops closed by the cut joints (Gazebo Classic);
 * ``kangaroo_serial.urdf`` — the serial twin (6 revolute joints per leg);
 * ``kangaroo.xml`` — MJCF for the MuJoCo simulator, through
-  :func:`kangaroo_wbc.sim.kangaroo.export_kangaroo_mjcf` (skipped when the exporter is absent).
+  :func:`kangaroo_wbc.robots.kangaroo.sim.export_kangaroo_mjcf` (skipped when the exporter is absent).
 
 :func:`kangaroo_files` finds the generated ``kangaroo.urdf`` / ``kangaroo_closures.yaml`` at run time.
 """
@@ -96,7 +96,7 @@ def _load_from_texts(urdf: str, closures: str) -> ClosedLoopModel:
 def _mjcf_exporter():
     """The Kangaroo MJCF export function, or None while the simulator package is not available."""
     try:
-        from kangaroo_wbc.sim.kangaroo import export_kangaroo_mjcf
+        from kangaroo_wbc.robots.kangaroo.sim import export_kangaroo_mjcf
     except ImportError:
         return None
     return export_kangaroo_mjcf
@@ -109,7 +109,7 @@ def generate_texts(params: KangarooParams | None = None, cage: bool = False, mjc
     Args:
         params: generator parameters (default: the packaged ``params.yaml``).
         cage: include the torso protection cage (+6 kg).
-        mjcf: also export MJCF; ``None`` = when :mod:`kangaroo_wbc.sim.kangaroo` is importable.
+        mjcf: also export MJCF; ``None`` = when :mod:`kangaroo_wbc.robots.kangaroo.sim` is importable.
     """
     prm = params or load_params()
     desc = build(prm, cage=cage)
@@ -129,7 +129,7 @@ def generate_texts(params: KangarooParams | None = None, cage: bool = False, mjc
         mass=serial.total_mass, cage=cage_txt))
     exporter = _mjcf_exporter() if mjcf is not False else None
     if mjcf and exporter is None:
-        raise ImportError("MJCF requested but kangaroo_wbc.sim.kangaroo.export_kangaroo_mjcf is not available")
+        raise ImportError("MJCF requested but kangaroo_wbc.robots.kangaroo.sim.export_kangaroo_mjcf is not available")
     if exporter is not None:
         with tempfile.TemporaryDirectory() as tmp:
             u, c = Path(tmp) / FILE_NAMES["urdf"], Path(tmp) / FILE_NAMES["closures"]

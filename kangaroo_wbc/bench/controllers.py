@@ -1,6 +1,6 @@
 """Timing benchmark of the whole-body controllers (full vs reduced, double vs single support).
 
-``python -m kangaroo_wbc.control.benchmark [--ticks N] [--json]`` on the Kangaroo model: a smooth
+``python -m kangaroo_wbc.bench.controllers [--ticks N] [--json]`` on the Kangaroo model: a smooth
 trajectory of closed states around the standing pose (actuators oscillating, base moving), each
 controller stepped once per state, per-phase wall times collected. The last line of ``--json`` is
 one JSON object (medians and 99th percentiles in µs, QP iterations, KKT residuals).
@@ -89,7 +89,7 @@ def run(clm, contacts, states, formulations=("full", "reduced"), supports=None, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kangaroo_wbc.control.benchmark", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m kangaroo_wbc.bench.controllers", description=__doc__)
     parser.add_argument("--ticks", type=int, default=500, help="states per case (default 500)")
     parser.add_argument("--urdf-dir", default=None, help="folder of kangaroo.urdf (default: the package's)")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")

@@ -422,13 +422,14 @@ class ProjectedModel:
             self.bias_l = bias.reshape(-1)[self._rows]
         else:
             self.bias_l = np.zeros(0)
-        u = slice(2 * K, None)  # user frames: (twist, Jdot v) linear first
-        return (np.concatenate([vel[u], w[u]], axis=1), np.concatenate([acc[u], alpha[u]], axis=1))
+        users = slice(2 * K, None)  # user frames: (twist, Jdot v) linear first
+        return (np.concatenate([vel[users], w[users]], axis=1), np.concatenate([acc[users], alpha[users]], axis=1))
 
     def _closure_chain(self, q: np.ndarray, nu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Steps 1-4 and ``k`` in one compiled call (:func:`_closure_chain`): the same numbers as
         :meth:`_closure_terms_compiled` and the block solve of ``k`` (tested)."""
         m, data, kernel, blu = self.model, self.data, self._kernel, self._block_lu
+        assert kernel is not None and blu is not None  # update() calls this only with both
         pin.computeJointJacobians(m, data, q)  # data.J of the user frames (only q needed)
         if self._chain_args is None:
             U = self.n_frames
@@ -458,6 +459,7 @@ class ProjectedModel:
     def _closure_terms_compiled(self, q: np.ndarray, nu: np.ndarray):
         """Steps 1-4 of :meth:`_closure_terms` with the compiled kernel (same numbers, tested)."""
         m, data, K, kernel = self.model, self.data, self.n_closures, self._kernel
+        assert kernel is not None  # update() calls this only with the compiled kernel
         _, J_l = kernel.error_and_jacobian(q)
         self._R, self._p = kernel.R, kernel.p
         self.J_l = J_l

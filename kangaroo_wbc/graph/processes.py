@@ -137,7 +137,7 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         sim_mode: ``"lockstep"`` or ``"realtime"`` (module docstring).
         drop_ratio: fraction of the commands the simulator drops, in [0, 1).
         progress: a progress display with ``bar(total, desc=, unit=)`` returning an object with
-            ``update(delta)``, ``n`` and ``close()`` (:class:`kangaroo_wbc.cli.common.Progress`);
+            ``update(delta)``, ``n`` and ``close()`` (:class:`kangaroo_wbc.progress.Progress`);
             None: no display.
         startup_timeout_s: wall time [s] for the controller to become ready.
         wall_timeout_s: stop after this wall time [s] even if ``duration_s`` has not passed

@@ -1,8 +1,9 @@
-"""Kangaroo presets of the generic simulator: sole boxes from the corner frames, MJCF export, factory.
+"""Kangaroo presets of the robot-agnostic simulator (:mod:`kangaroo_wbc.sim`): sole boxes from the
+corner frames, MJCF export, factory. They live with the robot, so that ``sim`` never imports ``robots``.
 
 .. code-block:: python
 
-    from kangaroo_wbc.sim.kangaroo import make_kangaroo_sim
+    from kangaroo_wbc.robots.kangaroo.sim import make_kangaroo_sim
 
     sim = make_kangaroo_sim(floating_base=True, seed=0)   # standing on the floor, loops closed
 """
