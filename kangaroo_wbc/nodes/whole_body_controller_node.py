@@ -298,6 +298,9 @@ class WholeBodyControllerNode(KangarooNode):
         self._act = JointIndexMap(clm.actuated_joint_names, what="actuator")
         self._q, self._v = clm.q_ref.copy(), np.zeros(m.nv)
         self._odom_stamp: float | None = None
+        #: (stamp [s], header stamp) of joint_states that came before the odometry of its time
+        self._pending_joints: tuple | None = None
+        self._waiting_since: float | None = None  # joint_states stamp [s] since the odometry lags
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._msg_cmd = JointState()
         # preserialised; frame_id names the source (a simulator or driver accepts this node's only)
@@ -472,6 +475,10 @@ class WholeBodyControllerNode(KangarooNode):
             odom.angular,
         )  # twist in base_link = free-flyer convention
         self._odom_stamp = odom.stamp_s
+        pending, self._pending_joints = self._pending_joints, None
+        if pending is not None and abs(pending[0] - odom.stamp_s) <= self.params.odometry_max_lag_s:
+            self._waiting_since = None
+            self.process(self._q, self._v, pending[0], pending[1])  # the pair is complete now
 
     def _on_wrench(self, index: int, msg: WrenchStamped) -> None:
         self.component.on_sole_force(
@@ -503,6 +510,19 @@ class WholeBodyControllerNode(KangarooNode):
             return self.process(self._q, self._v, float("nan"), msg.header.stamp)
         self._q[self._idx_q] = arr.position
         self._v[self._idx_v] = arr.velocity
+        self._pending_joints = None
+        lag = self.params.odometry_max_lag_s
+        if self._odom_stamp is not None and self._odom_stamp < arr.stamp_s - lag:
+            # the odometry of this time may be on its way (after a stall the executor can take
+            # the newest joint_states first): wait for it, for at most ``lag`` of joint_states
+            # time, then go on without a base state (safe mode) as before
+            if self._waiting_since is None:
+                self._waiting_since = arr.stamp_s
+            if arr.stamp_s - self._waiting_since <= lag:
+                self._pending_joints = (arr.stamp_s, msg.header.stamp)
+                return
+        else:
+            self._waiting_since = None
         if (
             self._odom_stamp is None
             or abs(arr.stamp_s - self._odom_stamp) > self.params.odometry_max_lag_s
