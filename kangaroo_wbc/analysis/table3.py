@@ -66,3 +66,12 @@ def table3(talos: InertiaReport, kangaroo: InertiaReport) -> dict[str, list[floa
     return {"linear": [round(float(x), 3) for x in chi[:3]],
             "angular": [round(float(x), 3) for x in chi[3:]],
             "camm": [round(float(x), 3) for x in gamma]}
+
+
+def table3_error(ours: dict[str, list[float]], paper: dict[str, list[float]] | None = None) -> float:
+    """Largest relative error of the nine Table III ratios against the paper's,
+    ``max |ours / paper - 1|`` (``paper``: :data:`PAPER_TABLE3` by default)."""
+    paper = PAPER_TABLE3 if paper is None else paper
+    errors = [abs(o / p - 1.0) for key in ("linear", "angular", "camm")
+              for o, p in zip(ours[key], paper[key], strict=True)]
+    return float(max(errors))

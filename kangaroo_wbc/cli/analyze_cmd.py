@@ -50,8 +50,8 @@ def _analyze(args: argparse.Namespace) -> int:
         print_json(summary)
     else:
         print(f"report written to {summary['report']}")
-        for k in ("max_condition_number", "foot_orientation_deviation_deg", "sole_force_peak_stroke_fraction",
-                  "table3"):
+        for k in ("max_condition_number", "ankle_pitch_window_deg", "foot_orientation_deviation_deg",
+                  "sole_force_peak_stroke_fraction", "table3", "table3_error"):
             print(f"  {k}: {summary[k]}")
     return 0
 

@@ -6,7 +6,13 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from kangaroo_wbc.analysis.table3 import inertia_report, serial_model, table3
+from kangaroo_wbc.analysis.table3 import (
+    PAPER_TABLE3,
+    inertia_report,
+    serial_model,
+    table3,
+    table3_error,
+)
 from kangaroo_wbc.errors import ModelError
 
 
@@ -67,3 +73,13 @@ def test_heavier_legs_give_larger_ratios(talos):
     t3 = table3(inertia_report(serial_model(heavy), q, "left_sole_link"),
                 inertia_report(serial_model(model), q, "left_sole_link"))
     np.testing.assert_allclose(t3["linear"] + t3["camm"], 2.0, rtol=1e-3)
+
+
+def test_table3_error_is_the_largest_relative_error_of_the_nine_ratios():
+    assert table3_error(PAPER_TABLE3) == 0.0
+    ours = {k: list(v) for k, v in PAPER_TABLE3.items()}
+    ours["angular"][0] = PAPER_TABLE3["angular"][0] * 0.5  # 50 % low
+    ours["camm"][2] = PAPER_TABLE3["camm"][2] * 1.3  # 30 % high
+    assert table3_error(ours) == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        table3_error({"linear": [1.0], "angular": [1.0, 1.0, 1.0], "camm": [1.0, 1.0, 1.0]})

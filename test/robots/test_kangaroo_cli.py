@@ -49,6 +49,9 @@ def test_analyze_quick_writes_the_report(tmp_path, capsys):
     assert 0.0 <= s["sole_force_peak_stroke_fraction"] <= 1.0
     for key in ("linear", "angular", "camm"):
         assert len(s["table3"][key]) == 3 and all(x > 0.0 for x in s["table3"][key])
+    worst = max(abs(x / p - 1.0) for k in s["table3"] for x, p in zip(s["table3"][k], s["table3_paper"][k]))
+    assert s["table3_error"] == pytest.approx(worst, abs=1e-4) and worst > 0.0
+    assert s["ankle_pitch_window_deg"] == s["ankle_pitch_range_deg"]
     aw = s["ankle_window"]
     assert aw["reached"]["pitch_window_deg"] == s["ankle_pitch_range_deg"]
     assert aw["reached"]["failures"] == 0 and aw["reached"]["smallest_singular_value_m"] > 0.005
