@@ -61,8 +61,11 @@ STRUCTURAL_ZERO = 1e-9
 
 _getrf, _getrs = lapack.dgetrf, lapack.dgetrs
 
-#: A chord step (reused LU of J_lu) is kept only if it shrinks the residual at least this much.
+#: A chord step (reused ``J_lu^{-1}``) is kept only if it shrinks the residual at least this much.
 CHORD_CONTRACTION = 0.1
+
+#: Newton solves by least squares when an LU pivot of ``J_lu`` is below this (near-singular).
+SINGULAR_PIVOT = 1e-14
 
 
 def skew(w: np.ndarray) -> np.ndarray:
@@ -388,7 +391,6 @@ class ClosedLoopModel:
         self.row_closure = np.concatenate(
             [np.full(len(c.rows), k) for k, c in enumerate(self.closures)] + [np.zeros(0, dtype=int)]).astype(int)
         self._kernel_built = False  # the compiled kernel follows the kept rows
-        self._fk_lu: tuple[np.ndarray, np.ndarray] | None = None  # LU of J_lu kept between closure_fk calls
         self._fk_jinv: np.ndarray | None = None  # J_lu^{-1} kept between calls by the compiled chord iteration
         self._fk_chord_ready: bool | None = None
 
@@ -1063,35 +1065,45 @@ class ClosedLoopModel:
     # ------------------------------------------------------------------ closure FK
     def _newton(self, q: np.ndarray, max_iter: int, tol: float,
                 least_squares: bool = False) -> tuple[np.ndarray, ClosureFkInfo]:
-        """Damped Newton on the passive coordinates, on the manifold (``pin.integrate``)."""
+        """Damped Newton on the passive coordinates, on the manifold (``pin.integrate``).
+
+        Each step solves ``J_lu dtheta_u = -e_l`` with a fresh ``J_lu`` (eq. (5)): by LU, or by
+        least squares when ``least_squares`` is set, when ``J_lu`` is not square or when its LU
+        has a pivot below ``SINGULAR_PIVOT`` (near a singularity). The step is halved until
+        ``||e_l||_2`` decreases (taken anyway once shorter than 1e-3 of the full step). Converged
+        when ``||e_l||_inf <= tol`` [m, rad]. The reference is closed with it
+        (:meth:`_select_rows`), and it finishes closure FK where the compiled chord iteration
+        cannot (:meth:`_fk_solve`).
+        """
         m = self.model
         dv = np.zeros(m.nv)
-        e, J = self.error_and_jacobian(q)
-        err = float(np.linalg.norm(e, np.inf)) if e.size else 0.0
+        e, J = self._error_and_jacobian(q)
+        err = float(np.max(np.abs(e))) if e.size else 0.0
         it = 0
         while err > tol and it < max_iter:
             it += 1
             J_u = J[:, self.idx_v_u]
-            if least_squares or J_u.shape[0] != J_u.shape[1]:
+            step = None
+            if not least_squares and J_u.shape[0] == J_u.shape[1]:
+                # LAPACK directly: scipy.linalg.lu_factor / lu_solve add ~30 µs of checks per call
+                lu, piv, info = _getrf(J_u)
+                pivot = np.min(np.abs(np.diag(lu)))
+                if info == 0 and np.isfinite(lu).all() and pivot >= SINGULAR_PIVOT:
+                    step = -_getrs(lu, piv, e)[0]
+            if step is None:
                 step = -np.linalg.lstsq(J_u, e, rcond=None)[0]
-            else:
-                try:
-                    step = -np.linalg.solve(J_u, e)
-                except np.linalg.LinAlgError:
-                    step = -np.linalg.lstsq(J_u, e, rcond=None)[0]
             # Backtracking: accept the first step length that reduces the residual.
             alpha = 1.0
             norm0 = float(np.linalg.norm(e))
             while True:
-                dv[:] = 0.0
                 dv[self.idx_v_u] = alpha * step
                 q_new = pin.integrate(m, q, dv)
-                e_new, J_new = self.error_and_jacobian(q_new)
+                e_new, J_new = self._error_and_jacobian(q_new)
                 if np.linalg.norm(e_new) < norm0 or alpha < 1e-3:
                     break
                 alpha *= 0.5
             q, e, J = q_new, e_new, J_new
-            err = float(np.linalg.norm(e, np.inf))
+            err = float(np.max(np.abs(e)))
         return q, ClosureFkInfo(it, err, err <= tol)
 
     def closure_fk(self, theta_a: np.ndarray, q_guess: np.ndarray | None = None, tol: float = 1e-12,
@@ -1101,10 +1113,13 @@ class ClosedLoopModel:
 
         Newton on ``J_lu`` (eq. (2), (5)) warm-started from ``q_guess`` (default: the last solution,
         else the reference closed configuration). Base coordinates of ``q_guess`` are kept.
-        Iterations are *chord* steps: ``J_lu`` is factorised once at the guess and reused while the
-        residual falls by at least half per step; otherwise the Jacobian is refreshed, and steps are
-        halved (backtracking) until the residual decreases. Near the previous solution (the 1 kHz
-        case) this needs one Jacobian and two or three error evaluations.
+        Iterations are *chord* steps in compiled code: ``J_lu^{-1}`` is kept between calls and
+        reused while each step shrinks the residual by the factor ``CHORD_CONTRACTION``; otherwise
+        it is refreshed at the current point. Near the previous solution (the 1 kHz case) this
+        needs no Jacobian and two or three error evaluations. Where the chord iteration cannot
+        finish (no compiled kernel, singular ``J_lu``, far from a solution), damped Newton
+        (:meth:`_newton`: a fresh ``J_lu`` per step, halved until the residual decreases)
+        continues from its last point.
 
         Continuation: when some actuator is farther from its position in ``q_guess`` than
         ``max_step`` (per actuator, in its unit; default an eighth of its position range), the
@@ -1140,9 +1155,10 @@ class ClosedLoopModel:
         return q, info
 
     def _fk_solve(self, q: np.ndarray, tol: float, max_iter: int) -> tuple[np.ndarray, ClosureFkInfo]:
-        """Chord Newton from ``q`` (actuators already set): compiled when possible, else Python."""
+        """Closure FK from ``q`` (actuators already set): the compiled chord iteration, else damped
+        Newton from where it stopped."""
         fast = self._compiled_chord(q, tol, max_iter)
-        return fast if fast is not None else self._chord_newton(q, tol, max_iter)
+        return fast if fast is not None else self._newton(q, max_iter, tol)
 
     def _fk_continuation_steps(self, theta_from: np.ndarray, theta_to: np.ndarray,
                                max_step: float | np.ndarray | None) -> int:
@@ -1193,7 +1209,8 @@ class ClosedLoopModel:
     def _compiled_chord(self, q: np.ndarray, tol: float, max_iter: int) -> tuple[np.ndarray, ClosureFkInfo] | None:
         """Chord Newton in compiled code with ``J_lu^{-1}`` kept between calls; None when it cannot
         finish (no kernel, non-square or singular ``J_lu``, or no contraction even with a fresh
-        Jacobian: far from a solution), then the damped Python iteration takes over from ``q``."""
+        Jacobian: far from a solution, or ``max_iter`` steps), then :meth:`_newton` takes over from
+        ``q`` (the last accepted point)."""
         from kangaroo_wbc.model.fast_kinematics import CHORD_CONVERGED, CHORD_STALLED
 
         k = self.kernel
@@ -1223,63 +1240,6 @@ class ClosedLoopModel:
             if status != CHORD_STALLED or (fresh and it <= 1):
                 return None
         return None
-
-    def _chord_newton(self, q: np.ndarray, tol: float, max_iter: int) -> tuple[np.ndarray, ClosureFkInfo]:
-        m = self.model
-        dv = np.zeros(m.nv)
-        # Chord steps reuse the LU of J_lu kept from the previous call (1 kHz: the mechanism has
-        # barely moved); a step that does not shrink the residual by CHORD_CONTRACTION refreshes it.
-        lu = self._fk_lu
-        J = None
-        if lu is None:
-            e, J = self._error_and_jacobian(q)
-        else:
-            e = self._error_only(q)
-        norm = float(np.max(np.abs(e)))
-        it = 0
-        while norm > tol and it < max_iter:
-            it += 1
-            if lu is None:
-                if J is None:
-                    e, J = self._error_and_jacobian(q)
-                # LAPACK directly: scipy.linalg.lu_factor / lu_solve add ~30 µs of checks per call
-                lu_, piv, info = _getrf(J[:, self.idx_v_u])
-                lu = (lu_, piv) if info == 0 and np.isfinite(lu_).all() else None
-                if lu is None or np.min(np.abs(np.diag(lu[0]))) < 1e-14:
-                    step = -np.linalg.lstsq(J[:, self.idx_v_u], e, rcond=None)[0]
-                    lu = None
-                else:
-                    step = -_getrs(lu[0], lu[1], e)[0]
-                fresh = True
-            else:
-                step = -_getrs(lu[0], lu[1], e)[0]
-                fresh = False
-            alpha = 1.0
-            while True:
-                dv[self.idx_v_u] = alpha * step
-                q_new = pin.integrate(m, q, dv)
-                e_new = self._error_only(q_new)
-                norm_new = float(np.max(np.abs(e_new)))
-                if norm_new < norm or alpha < 1e-3 or not fresh:
-                    break
-                alpha *= 0.5
-            if not fresh and not norm_new < CHORD_CONTRACTION * norm:
-                # the chord step stalled: refresh the Jacobian at the current point and retry
-                lu, J = None, None
-                continue
-            q, e, norm = q_new, e_new, norm_new
-            J = None
-            if alpha < 1.0:
-                lu = None
-        self._fk_lu = lu
-        return q, ClosureFkInfo(it, norm, norm <= tol)
-
-    def _error_only(self, q: np.ndarray) -> np.ndarray:
-        if self.kernel is not None:
-            return self.kernel.error(q).copy()
-        pin.framesForwardKinematics(self.model, self.data, q)
-        R, p = self._placements(q)
-        return self._full_error(R, p).reshape(-1)[self._flat_rows]
 
     # ------------------------------------------------------------------ DIK / torque maps (eq. 14-23)
     def torque_map(self, q: np.ndarray, tau_u: np.ndarray) -> np.ndarray:

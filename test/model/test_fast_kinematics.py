@@ -100,9 +100,10 @@ def test_unsupported_joint_gives_no_kernel() -> None:
 
 
 @pytest.mark.parametrize("name", ["u2ups", "digit_like_2legs"])
-def test_compiled_chord_fk_matches_the_python_iteration(name, mechanism_dir, monkeypatch) -> None:
-    """Closure FK with the compiled chord iteration and with the Python one (no kernel) give the
-    same closed configuration, along a trajectory and after a large jump (fallback path)."""
+def test_compiled_chord_fk_matches_the_newton_fallback(name, mechanism_dir, monkeypatch) -> None:
+    """Closure FK with the compiled chord iteration and with its fallback, damped Newton (no kernel:
+    every solve is Newton's), give the same closed configuration, along a trajectory and after a
+    large jump."""
     from kangaroo_wbc.bench.workload import reachable_trajectory
 
     fast = load(name, mechanism_dir)
