@@ -1,19 +1,20 @@
 """Real-time evaluation of the projected floating-base quantities the WBC needs (App. B).
 
 :func:`kangaroo_wbc.model.projected_dynamics` is the reference implementation; this class computes
-the same quantities for one tick with a fixed, small number of pinocchio calls and batched numpy
+the same quantities for one tick with a fixed, small number of pinocchio calls and compiled code
 (no per-frame pinocchio Jacobian/acceleration calls):
 
-1. ``computeJointJacobians`` + ``updateFramePlacements``: all joint Jacobians ``data.J`` (spatial,
-   world axes, reference point at the world origin) and the placements of the frames used.
-2. Frame Jacobians in ``LOCAL_WORLD_ALIGNED`` for every frame at once:
-   ``J_f = S_f ∘ [J^v - [p_f]_× J^ω ; J^ω]`` with ``S_f`` the frame's support mask.
-3. Closure Jacobian ``J_l`` and bias ``Jdot_l v`` (eq. (3)-(8), App. A eq. (48)-(57)) from the
-   frame Jacobians and the joint-Jacobian time variation ``data.dJ``; mapping Jacobian
-   ``J_m = -J_lu^{-1} J_la`` (eq. (7)) and ``k_u = -J_lu^{-1} Jdot_l v`` (eq. (10)).
-4. ``v = T nu`` (the velocity is made consistent with the closures), ``crba``, ``nonLinearEffects``:
-   ``M_p = T^T M T``, ``h_p = T^T (h + M k)`` (eq. (62)-(73)).
-5. Centroidal map ``A_G`` (``ccrba``) and its drift ``A_G k + Adot_G v``.
+1. ``computeJointJacobians``: all joint Jacobians ``data.J`` (spatial, world axes, reference point
+   at the world origin), from which the registered frames' ``LOCAL_WORLD_ALIGNED`` Jacobians
+   ``J_f = S_f ∘ [J^v - [p_f]_× J^ω ; J^ω]`` follow (``S_f``: the frame's support mask).
+2. One compiled call (:func:`_closure_chain`): frame placements, closure Jacobian ``J_l`` (eq. (3)-(4)),
+   the block LU of ``J_lu`` with the mapping Jacobian ``J_m = -J_lu^{-1} J_la`` (eq. (7)) written
+   into ``T``, ``v = T nu`` (the velocity made consistent with the closures), the bias ``Jdot_l v``
+   (eq. (8), App. A eq. (52)-(57)), ``k_u = -J_lu^{-1} Jdot_l v`` (eq. (10)) and the registered
+   frames' twists and zero-acceleration accelerations.
+3. ``crba``, ``nonLinearEffects``: ``M_p = T^T M T``, ``h_p = T^T (h + M k)`` (eq. (62)-(73)).
+4. Centroidal map ``A_G`` and its drift ``A_G k + Adot_G v`` (free flyer: from the base rows of
+   ``M`` and ``h``; else pinocchio's ``ccrba``).
 
 Every task quantity is then a projection: Jacobian ``J T`` and drift ``Jdot v + J k`` (eq. (65)).
 
@@ -29,11 +30,15 @@ from collections.abc import Sequence
 
 import numpy as np
 import pinocchio as pin
-from scipy.linalg.lapack import dgetrf, dgetrs
 
 from kangaroo_wbc.errors import FrameNotFound, InputError, ModelError, suggest
 from kangaroo_wbc.model import ClosedLoopModel, ProjectedDynamics
-from kangaroo_wbc.model.block_lu import factor_blocks_and_map, solve_blocks
+from kangaroo_wbc.model.block_lu import (
+    BlockLU,
+    block_structure,
+    factor_blocks_and_map,
+    solve_blocks,
+)
 from kangaroo_wbc.model.closed_loop_model import universal_cut_indices
 from kangaroo_wbc.model.compiled import all_finite, compiled
 from kangaroo_wbc.model.fast_kinematics import (
@@ -85,6 +90,20 @@ class ProjectedModel:
     * ``com`` (3), ``com_velocity`` (3), ``J_com`` (3, n_nu), ``com_drift`` (3) [m, m/s, m/s²];
     * ``A_G`` (6, n_nu), ``h_G`` (6), ``A_G_drift`` (6): centroidal momentum matrix (eq. (33)),
       momentum [kg·m/s, kg·m²/s] and ``Adot_G v + A_G k``.
+
+    One path computes the closure terms: the compiled closure chain. Models it cannot serve take one
+    fallback, :meth:`_closure_terms` (pinocchio's joint Jacobians and their time variation, batched
+    numpy), with the same numbers (tested). They are the models with a loop whose rotation rows are
+    ``log3`` rows (a 6D closure that is not a universal-joint cut, e.g. the third-party
+    ``digit_like_2legs`` and ``5bar_linkage``: the compiled kernel has no bias ``Jdot_l v`` for
+    them), and those without a compiled closure kernel (:attr:`ClosedLoopModel.kernel` None: a joint
+    type it does not support, e.g. a URDF ``continuous`` or ``planar`` joint, or
+    ``KANGAROO_WBC_NO_JIT`` set). Both factorise ``J_lu`` by the same block LU (its independent
+    square blocks, the sub-mechanisms).
+
+    Raises:
+        ModelError: no closure, or ``J_lu`` structurally singular (a sub-mechanism with more
+            passive DOFs than closure rows, or fewer).
     """
 
     def __init__(self, clm: ClosedLoopModel, frames: Sequence[str] = ()) -> None:
@@ -137,6 +156,7 @@ class ProjectedModel:
                     self._mask[r, jm.idx_v:jm.idx_v + jm.nv] = 1.0
         self._dmask = (self._mask[K:2 * K] - self._mask[:K])[:, None, :]  # relative Jacobian support
         self._umask = self._mask[2 * K:][:, None, :]
+        # Buffers of the fallback (:meth:`_closure_terms`).
         # Joints with a configuration-dependent motion subspace contribute their bias c_J to the
         # zero-acceleration body accelerations (data.dJ only holds the v x S part).
         self._bias_joints = [j for j in range(1, m.njoints)
@@ -158,7 +178,7 @@ class ProjectedModel:
         # Proxies into data.oMf / data.oMi / data.joints: read in place each tick, no lookups.
         self._oMf = [self.data.oMf[i] for i in self._fids]
         # Compiled closure kinematics on the same frames (closure sides a, u, user frames):
-        # placements, J_l and the bias Jdot_l v (None: the numpy path of update()).
+        # placements, J_l and the bias Jdot_l v (None: the fallback, class docstring).
         self._kernel = None
         if clm.kernel is not None:
             from kangaroo_wbc.model.fast_kinematics import build_kernel
@@ -168,7 +188,12 @@ class ProjectedModel:
             kernel = build_kernel(m, self._fids, np.arange(K), K + np.arange(K), self._dmask[:, 0, :], self._rows,
                                   rot_log3, (self._uj, self._uj_ijk))
             self._kernel = kernel if kernel is not None and kernel.bias_supported else None
-        self._block_lu = clm.jlu_block_lu()
+        # Block LU of J_lu: its independent square blocks, from the loops' joint columns.
+        blocks = block_structure(self._dmask[self._rows // 6, 0][:, clm.idx_v_u] != 0.0) if self.n_c else None
+        if blocks is None:
+            raise ModelError("J_lu has no square block structure: no closure, or a sub-mechanism whose passive "
+                             "DOFs and closure rows differ in number (structurally singular)")
+        self._block_lu = BlockLU(blocks, self.n_u)
         #: Smallest accepted LU pivot ratio ``min |u_kk| / max |u_kk|`` of ``J_lu`` per independent
         #: block (:meth:`update` raises ModelError below it: near a kinematic singularity); 0 only
         #: rejects an exactly singular ``J_lu``.
@@ -181,13 +206,13 @@ class ProjectedModel:
             self.T[clm.idx_v_base, np.arange(self.n_b)] = 1.0
         self.T[clm.idx_v_a, self.n_b + np.arange(self.n_a)] = 1.0
         self._idx_u, self._idx_a, self._idx_b = clm.idx_v_u, clm.idx_v_a, clm.idx_v_base
-        if self._block_lu is not None:  # compile (or load) the fused factor-and-map kernel now
-            blu, warm = self._block_lu, np.zeros((clm.n_c, m.nv))
-            for b in range(len(blu.sizes)):
-                k = blu.sizes[b]
-                warm[blu.rows[b, :k], self._idx_u[blu.cols[b, :k]]] = 1.0  # nonsingular blocks
-            blu.factor_and_map(warm, self._idx_u, self._idx_a, self.T.copy(), self.n_b)
-            blu.ok = False
+        # compile (or load) the factor-and-map kernel now
+        blu, warm = self._block_lu, np.zeros((clm.n_c, m.nv))
+        for b in range(len(blu.sizes)):
+            k = blu.sizes[b]
+            warm[blu.rows[b, :k], self._idx_u[blu.cols[b, :k]]] = 1.0  # nonsingular blocks
+        blu.factor_and_map(warm, self._idx_u, self._idx_a, self.T.copy(), self.n_b)
+        blu.ok = False
         # compile (or load) the projection kernel now, with pinocchio's own mass-matrix array
         U, n_nu, nv = len(self.frame_names), self.n_nu, m.nv
         M0 = pin.crba(m, m.createData(), pin.neutral(m), pin.Convention.WORLD)
@@ -195,7 +220,6 @@ class ProjectedModel:
                       self._idx_b, self._idx_a, self._idx_u, np.empty((nv, n_nu)), np.empty((n_nu, n_nu)),
                       np.empty(nv), np.empty(n_nu), np.empty((U, 6, n_nu)), np.empty((U, 6)))
         self._chain_args: tuple | None = None  # fixed arguments of the compiled closure chain, at its first use
-        self._use_chain = True  # False: the step-by-step compiled path (tests compare the two)
         self.k = np.zeros(m.nv)
         self.q = np.zeros(m.nq)
         self.v = np.zeros(m.nv)
@@ -225,19 +249,12 @@ class ProjectedModel:
         self._updated = False  # until every term below is evaluated
         self.q[:] = q
         self.nu[:] = nu
-        if self._use_chain and self._kernel is not None and self._block_lu is not None:
+        if self._kernel is not None:
             twist, drift = self._closure_chain(q, nu)  # k included
         else:
-            if self._kernel is not None:
-                twist, drift = self._closure_terms_compiled(q, nu)
-            else:
-                twist, drift = self._closure_terms(q, nu)
-            if self._block_lu is not None:
-                self.k[self._idx_u] = -self._block_lu.solve(self.bias_l)
-            else:
-                self.k[self._idx_u] = -dgetrs(self._lu, self._piv, self.bias_l)[0]
+            twist, drift = self._closure_terms(q, nu)  # the fallback (class docstring), k included
         v = self.v
-        # 5. Dynamics (App. B): M_p = T^T M T, h_p = T^T (h + M k).
+        # 3. Dynamics (App. B): M_p = T^T M T, h_p = T^T (h + M k).
         # full symmetric matrix (pinocchio >= 3 fills both triangles); the WORLD convention also
         # leaves the composite inertias in data.oYcrb, world axes (read by the reduced controller)
         M = pin.crba(m, data, q, pin.Convention.WORLD)
@@ -252,7 +269,7 @@ class ProjectedModel:
         _project_on_T(M, self.h, self.k, self._Jf, np.ascontiguousarray(self.J_m), self._idx_b, self._idx_a,
                       self._idx_u, MT, M_p, h_Mk, h_p, Jf_T, Jf_k)
         self.M_p, self.h_p = M_p, h_p
-        # 6. Centroidal quantities (eq. (33)).
+        # 4. Centroidal quantities (eq. (33)).
         if self._free_flyer:
             if self._kernel is not None:  # the root joint's placement, from the closure pass at this q
                 R_b, p_b = self._kernel.oR[1], self._kernel.op[1]
@@ -270,7 +287,7 @@ class ProjectedModel:
             self.J_com = self.A_G[:3] / self.mass
             self.com_velocity = self.h_G[:3] / self.mass
             self.com_drift = self.A_G_drift[:3] / self.mass
-        # 7. User frames: projected Jacobians, drifts (Jdot v + J k), twists.
+        # User frames: projected Jacobians, drifts (Jdot v + J k), twists.
         self._Jf_T = Jf_T
         self._drift = drift + Jf_k
         self._twist = twist
@@ -317,39 +334,27 @@ class ProjectedModel:
         return nu.shape == self.nu.shape and nu.tobytes() == self.nu.tobytes()
 
     def _mapping(self, J_l: np.ndarray, nu: np.ndarray) -> np.ndarray:
-        """Factorise ``J_lu`` (blocks when available), ``J_m = -J_lu^{-1} J_la`` (eq. (7)), ``T`` and
-        ``v = T nu``."""
+        """Fallback: block LU of ``J_lu`` read in place from ``J_l``, ``J_m = -J_lu^{-1} J_la``
+        (eq. (7)) into ``T`` (one compiled pass), and ``v = T nu``."""
         blu = self._block_lu
-        if blu is not None:
-            # one compiled pass: block LU of J_lu read in place from J_l, J_m into T
-            J_m = blu.factor_and_map(np.ascontiguousarray(J_l), self._idx_u, self._idx_a, self.T, self.n_b)
-            if J_m is None:
-                raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
-            if self.min_pivot_ratio > 0.0:
-                self._check_pivots(blu.pivot_ratios())
-            self.J_m = J_m
-        else:
-            J_lu = J_l[:, self._idx_u]
-            self._lu, self._piv, info = dgetrf(J_lu)
-            if info != 0 or not np.all(np.isfinite(self._lu)):
-                raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
-            if self.min_pivot_ratio > 0.0:
-                d = np.abs(np.diag(self._lu))
-                self._check_pivots(np.array([d.min() / d.max()]))
-            self.J_m = -dgetrs(self._lu, self._piv, J_l[:, self._idx_a])[0]
-            self.T[self._idx_u, self.n_b:] = self.J_m
+        J_m = blu.factor_and_map(np.ascontiguousarray(J_l), self._idx_u, self._idx_a, self.T, self.n_b)
+        if J_m is None:
+            raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
+        if self.min_pivot_ratio > 0.0:
+            self._check_pivots(blu.pivot_ratios())
+        self.J_m = J_m
         v = self.T @ nu
         self.v[:] = v
         return v
 
     def _check_pivots(self, ratios: np.ndarray) -> None:
-        """ModelError naming the worst block of ``J_lu`` (one ratio per block of the block LU, else one
-        for the whole matrix) if its pivot ratio is below ``min_pivot_ratio``."""
+        """ModelError naming the worst block of ``J_lu`` (one ratio per block of the block LU) if its
+        pivot ratio is below ``min_pivot_ratio``."""
         b = int(np.argmin(ratios))
         if ratios[b] >= self.min_pivot_ratio:
             return
         blu, m = self._block_lu, self.model
-        columns = np.arange(self.n_u) if blu is None else blu.cols[b, :blu.sizes[b]]
+        columns = blu.cols[b, :blu.sizes[b]]
         joint_of_v = {m.joints[j].idx_v + k: j for j in range(1, m.njoints) for k in range(m.joints[j].nv)}
         joints = list(dict.fromkeys(m.names[joint_of_v[int(v)]] for v in self._idx_u[columns]))
         shown = ", ".join(joints[:3]) + (", ..." if len(joints) > 3 else "")
@@ -358,7 +363,8 @@ class ProjectedModel:
                          "(dead point)")
 
     def _closure_terms(self, q: np.ndarray, nu: np.ndarray):
-        """Steps 1-4 with pinocchio and numpy: placements, J_l, J_m, T, v, bias, user-frame terms.
+        """The fallback of :func:`_closure_chain` (class docstring), with pinocchio and numpy:
+        placements, ``J_l``, ``J_m``, ``T``, ``v``, ``Jdot_l v``, ``k`` and the user-frame terms.
 
         Returns the user frames' twists ``(v, w)`` and zero-acceleration classical accelerations
         ``(a, alpha)`` (U, 6), world axes at their origins.
@@ -422,14 +428,16 @@ class ProjectedModel:
             self.bias_l = bias.reshape(-1)[self._rows]
         else:
             self.bias_l = np.zeros(0)
+        self.k[self._idx_u] = -self._block_lu.solve(self.bias_l)  # eq. (10)
         users = slice(2 * K, None)  # user frames: (twist, Jdot v) linear first
         return (np.concatenate([vel[users], w[users]], axis=1), np.concatenate([acc[users], alpha[users]], axis=1))
 
     def _closure_chain(self, q: np.ndarray, nu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Steps 1-4 and ``k`` in one compiled call (:func:`_closure_chain`): the same numbers as
-        :meth:`_closure_terms_compiled` and the block solve of ``k`` (tested)."""
+        """Placements, ``J_l``, ``J_m``, ``T``, ``v``, ``Jdot_l v``, ``k`` and the user-frame terms
+        in one compiled call (:func:`_closure_chain`); returns the user frames' twists and
+        zero-acceleration classical accelerations (U, 6), as :meth:`_closure_terms`."""
         m, data, kernel, blu = self.model, self.data, self._kernel, self._block_lu
-        assert kernel is not None and blu is not None  # update() calls this only with both
+        assert kernel is not None  # update() calls this only with the compiled kernel
         pin.computeJointJacobians(m, data, q)  # data.J of the user frames (only q needed)
         if self._chain_args is None:
             U = self.n_frames
@@ -454,29 +462,6 @@ class ProjectedModel:
             self._check_pivots(blu.pivot_ratios())
         self._R, self._p = kernel.R, kernel.p
         self.J_l, self.J_m, self.bias_l, self._Jf = kernel.J_l, J_m, bias, self._Jf_buf
-        return twist, drift
-
-    def _closure_terms_compiled(self, q: np.ndarray, nu: np.ndarray):
-        """Steps 1-4 of :meth:`_closure_terms` with the compiled kernel (same numbers, tested)."""
-        m, data, K, kernel = self.model, self.data, self.n_closures, self._kernel
-        assert kernel is not None  # update() calls this only with the compiled kernel
-        _, J_l = kernel.error_and_jacobian(q)
-        self._R, self._p = kernel.R, kernel.p
-        self.J_l = J_l
-        # user frames: LOCAL_WORLD_ALIGNED Jacobians at their origins from data.J, masked by support
-        pin.computeJointJacobians(m, data, q)
-        v = self._mapping(J_l, nu)
-        self.bias_l = kernel.velocity_bias(q, v, placements_current=True).copy()
-        # user frames (the closure rows are done): point velocities and classical accelerations
-        u = slice(2 * K, None)
-        U = self.n_frames
-        if not hasattr(self, "_Jf_buf"):
-            self._Jf_buf = np.empty((U, 6, self.nv))
-            self._frame_mask = np.ascontiguousarray(self._umask[:, 0, :])
-        twist, drift = np.empty((U, 6)), np.empty((U, 6))
-        frame_terms(data.J, self._p[u], self._frame_mask, kernel.frame_velocity[u],
-                    kernel.frame_bias_acceleration[u], self._Jf_buf, twist, drift)
-        self._Jf = self._Jf_buf
         return twist, drift
 
     def _universal_rows(self, Q: np.ndarray) -> None:
@@ -587,9 +572,7 @@ class ProjectedModel:
         """
         v_dot = self.T @ nu_dot + self.k
         rhs = self.M[self._idx_u] @ v_dot + self.h[self._idx_u] - generalized_contact_force[self._idx_u]
-        if self._block_lu is not None:
-            return self._block_lu.solve(rhs, transpose=True)
-        return dgetrs(self._lu, self._piv, rhs, trans=1)[0]
+        return self._block_lu.solve(rhs, transpose=True)
 
 
 def _skew_batch(w: np.ndarray) -> np.ndarray:

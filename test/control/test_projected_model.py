@@ -1,8 +1,9 @@
 """Unit tests of the real-time projected model against the core reference implementation.
 
-The reference is :func:`kangaroo_wbc.model.projected_dynamics` (per-frame pinocchio calls) and
-pinocchio's own frame and centroidal algorithms; the fast path must agree to round-off at closed
-configurations, with universal and spherical joints (Digit-like fixture) included.
+The reference is :func:`kangaroo_wbc.model.projected_dynamics` (per-frame pinocchio calls),
+:func:`projected_oracle` (App. B written out with pinocchio) and pinocchio's own frame and centroidal
+algorithms; the compiled path and the fallback must agree to round-off at closed configurations, with
+universal and spherical joints (Digit-like fixture) and log3 closure rows (five-bar) included.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from kangaroo_wbc.model import (
 )
 from kangaroo_wbc.model.projected_model import ProjectedModel
 from test.control.conftest import EXACT_TOL, random_state
+from test.model.conftest import third_party_paths
 from test.model.mechanisms import u2ups
 
 CASES = [
@@ -27,6 +29,58 @@ CASES = [
     ("digit_fb", ["right_sole", "left_sole"]),
     ("kangaroo_fb", ["left_sole", "right_sole"]),
 ]
+
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+
+def projected_oracle(clm: ClosedLoopModel, q: np.ndarray, nu: np.ndarray, frames: list[str]) -> dict:
+    """The projected quantities of App. B from their equations, with pinocchio (the closure terms
+    from :meth:`ClosedLoopModel.kinematics`, its pinocchio sweep):
+
+    .. math::
+        J_m = -J_{lu}^{-1} J_{la}, \\quad v = T \\nu, \\quad k_u = -J_{lu}^{-1} \\dot J_l v, \\quad
+        M_p = T^T M T, \\quad h_p = T^T (h + M k), \\quad J_f T, \\quad J_f k + \\dot J_f v,
+        \\quad A_G T, \\quad A_G k + \\dot A_G v
+
+    (eq. (7), (10), (62)-(73) and (33)). Keys are the :class:`ProjectedModel` attribute names.
+    """
+    m, data = clm.model, clm.model.createData()
+    n_b, n_a = clm.n_b, clm.n_a
+    J_l = clm.kinematics(q, np.zeros(m.nv))[1]
+    J_lu, J_la = J_l[:, clm.idx_v_u], J_l[:, clm.idx_v_a]
+    J_m = -np.linalg.solve(J_lu, J_la)
+    T = np.zeros((m.nv, n_b + n_a))
+    T[clm.idx_v_base, np.arange(n_b)] = 1.0
+    T[clm.idx_v_a, n_b + np.arange(n_a)] = 1.0
+    T[clm.idx_v_u, n_b:] = J_m
+    v = T @ nu
+    bias_l = clm.kinematics(q, v)[2]
+    k = np.zeros(m.nv)
+    k[clm.idx_v_u] = -np.linalg.solve(J_lu, bias_l)
+    M = pin.crba(m, data, q)
+    M = np.triu(M) + np.triu(M, 1).T
+    h = pin.nonLinearEffects(m, data, q, v)
+    pin.forwardKinematics(m, data, q, v, k)  # frame accelerations at nu_dot = 0: v_dot = k
+    pin.computeJointJacobians(m, data, q)
+    pin.updateFramePlacements(m, data)
+    fids = [m.getFrameId(name) for name in frames]
+    A_G = pin.ccrba(m, data, q, v) @ T
+    dhg = pin.computeCentroidalMomentumTimeVariation(m, data, q, v, k)
+    return {
+        "J_l": J_l, "J_m": J_m, "T": T, "v": v, "k": k, "bias_l": bias_l,
+        "M_p": T.T @ M @ T, "h_p": T.T @ (h + M @ k), "A_G": A_G, "A_G_drift": dhg.vector,
+        "frame_jacobians_T": np.array([pin.getFrameJacobian(m, data, f, LWA) @ T for f in fids]),
+        "frame_drifts": np.array([pin.getFrameClassicalAcceleration(m, data, f, LWA).vector for f in fids]),
+        "frame_twists": np.array([pin.getFrameVelocity(m, data, f, LWA).vector for f in fids]),
+    }
+
+
+@pytest.fixture(scope="module")
+def five_bar_fb() -> ClosedLoopModel:
+    """The third-party planar five-bar on a floating base: its 6D loop keeps a ``log3`` rotation row,
+    which the compiled closure chain does not serve (the fallback of :class:`ProjectedModel`)."""
+    urdf, yml = third_party_paths("5bar_linkage")
+    return ClosedLoopModel.from_files(urdf, yml, floating_base=True)
 
 
 @pytest.mark.parametrize("fixture, frames", CASES)
@@ -79,21 +133,20 @@ def test_frame_kinematics_match_pinocchio(fixture, frames, request):
     np.testing.assert_allclose(pm.com_drift, data.acom[0], atol=1e-8)
 
 
-@pytest.mark.parametrize("fixture, frames", CASES + [("u2ups_fixed", ["sole"])])
+@pytest.mark.parametrize("fixture, frames", CASES + [("u2ups_fixed", ["sole"]), ("five_bar_fb", ["effector"])])
 def test_centroidal_momentum_and_its_rate_match_pinocchio(fixture, frames, request, tmp_path_factory):
     """``h_G``, ``com`` and ``A_G_drift = Adot_G v + A_G k`` (linear and angular) equal pinocchio's
     ``ccrba`` / ``computeCentroidalMomentumTimeVariation`` at ``(q, v, v_dot = k)``; floating-base
-    models take them from the base rows of ``M`` and ``h``, fixed-base ones from pinocchio."""
+    models take them from the base rows of ``M`` and ``h``, fixed-base ones from pinocchio (the
+    five-bar: the fallback, base placement from pinocchio's data)."""
     if fixture == "u2ups_fixed":
         urdf, yml = u2ups(tmp_path_factory.mktemp("u2ups_fixed"))
         clm = ClosedLoopModel.from_files(urdf, yml, floating_base=False)
     else:
         clm = request.getfixturevalue(fixture)
-    for seed, compiled in ((4, True), (5, True), (5, False)):
+    for seed in (4, 5):
         q, nu, v = random_state(clm, seed)
         pm = ProjectedModel(clm, frames)
-        if not compiled:  # the numpy closure terms, base placement from pinocchio's data
-            pm._kernel = None
         pm.update(q, nu)
         m, data = clm.model, clm.model.createData()
         pin.ccrba(m, data, q, v)
@@ -160,21 +213,20 @@ def test_jlu_pivot_ratio_over_the_stroke_box_stays_far_from_the_singularity_thre
         pm.update(q, np.zeros(pm.n_nu))  # raises ModelError below the threshold
 
 
-@pytest.mark.parametrize("fixture", ["u2ups_fb", "kangaroo_fb"])
-def test_compiled_closure_chain_equals_the_step_by_step_path(fixture, request):
-    """The closure terms, mapping, bias, ``k`` and frame terms of one compiled call == the separate
-    compiled calls and the block solve, and so every projected quantity, along random states."""
+@pytest.mark.parametrize("fixture", ["u2ups_fb", "digit_fb", "kangaroo_fb", "five_bar_fb"])
+def test_closure_terms_and_projections_equal_the_equations(fixture, request):
+    """``J_l``, ``J_m``, ``T``, ``v``, ``Jdot_l v``, ``k``, ``M_p``, ``h_p``, the centroidal map and
+    drift and the frames' projected Jacobians, drifts and twists equal :func:`projected_oracle`
+    along random moving states (the compiled closure chain; the fallback for the Digit-like legs and
+    the five-bar, whose 6D loops keep ``log3`` rotation rows)."""
     clm = request.getfixturevalue(fixture)
-    frames = [f for f in ("base_link", "right_sole", "left_sole", "sole") if clm.model.existFrame(f)]
-    chain, steps = ProjectedModel(clm, frames), ProjectedModel(clm, frames)
-    assert chain._kernel is not None and chain._block_lu is not None
-    steps._use_chain = False
+    frames = [f for f in ("base_link", "right_sole", "left_sole", "sole", "effector") if clm.model.existFrame(f)]
+    pm = ProjectedModel(clm, frames)
     for seed in (0, 1, 2):
         q, nu, _ = random_state(clm, seed, speed=0.5)
-        chain.update(q, nu)
-        steps.update(q, nu)
-        for name in ("J_l", "J_m", "T", "v", "k", "bias_l", "M_p", "h_p", "A_G", "A_G_drift", "_Jf_T", "_drift",
-                     "_twist"):
-            a, b = getattr(chain, name), getattr(steps, name)
-            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(b).max()), err_msg=name)
-        assert np.abs(chain.k).max() > 1e-6 and np.abs(chain.bias_l).max() > 1e-6  # moving: nontrivial
+        pm.update(q, nu)
+        ref = projected_oracle(clm, q, nu, frames)
+        for name, b in ref.items():
+            np.testing.assert_allclose(getattr(pm, name), b, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(b).max()),
+                                       err_msg=name)
+        assert np.abs(pm.k).max() > 1e-6 and np.abs(pm.bias_l).max() > 1e-6  # moving: nontrivial
