@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 import pinocchio as pin
@@ -262,11 +261,6 @@ class ContactTerms:
     drift: np.ndarray
     twist: np.ndarray
     W: np.ndarray
-
-    @cached_property
-    def force_jacobian(self) -> np.ndarray:
-        """``J^T W`` (n_nu, 3P): generalized force (projected coordinates) of the corner forces."""
-        return self.J.T @ self.W
 
 
 __all__ += ["ContactTerms"]

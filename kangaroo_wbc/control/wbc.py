@@ -42,7 +42,6 @@ from kangaroo_wbc.control.constraints import (
     FrictionCones,
     StationaryContacts,
 )
-from kangaroo_wbc.control.constraints.fused import fill_default_constraints
 from kangaroo_wbc.control.contacts import ContactSpec, ContactTerms, DecisionLayout, wrench_map
 from kangaroo_wbc.control.qp import OsqpSettings, OsqpSolver, QpProblem, QpSolution
 from kangaroo_wbc.control.tasks import (
@@ -53,7 +52,6 @@ from kangaroo_wbc.control.tasks import (
     PostureTask,
     Task,
 )
-from kangaroo_wbc.control.tasks.fused import fill_default_tasks
 from kangaroo_wbc.errors import FrameNotFound, InputError, NoSolutionFound, suggest
 from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.model.compiled import compiled, finite
@@ -231,33 +229,35 @@ class WholeBodyController:
         m_in = sum(c.n_rows() for c in self.inequalities)
         self._H0 = np.diag(np.concatenate([np.full(L.n_nu, s.acceleration_regularisation),
                                            np.full(L.n_f, s.force_regularisation)]))
-        self.problem = QpProblem(H=self._H0.copy(), c=np.zeros(n), A=np.zeros((m_eq, n)), b=np.zeros(m_eq),
-                                 G=np.zeros((m_in, n)), h=np.full(m_in, np.inf), h_lower=np.full(m_in, -np.inf),
-                                 lb=np.full(n, -np.inf), ub=np.full(n, np.inf))
-        self._eq_rows = self._row_slices(self.equalities)
-        self._in_rows = self._row_slices(self.inequalities)
-        # corner-force maps of the contacts, one buffer (the fused constraint pass reads them all)
+        self.problem = p = QpProblem(H=self._H0.copy(), c=np.zeros(n), A=np.zeros((m_eq, n)), b=np.zeros(m_eq),
+                                     G=np.zeros((m_in, n)), h=np.full(m_in, np.inf), h_lower=np.full(m_in, -np.inf),
+                                     lb=np.full(n, -np.inf), ub=np.full(n, np.inf))
+        # per constraint list: the (M, lo, hi) views of its rows in the problem (box: the full lb, ub)
+        self._eq_views = [(p.A[rows], p.b[rows], p.b[rows]) for rows in self._row_slices(self.equalities)]
+        self._in_views = [(p.G[rows], p.h_lower[rows], p.h[rows]) for rows in self._row_slices(self.inequalities)]
+        # corner-force maps of the contacts: one buffer when the soles have the same corner count (the
+        # compiled output pass reads them all), else one array each
         P = max(c.n_points for c in contacts) if contacts else 0
-        self._W_all = np.zeros((len(contacts), 6, 3 * P))
-        self._W = {c.name: self._W_all[i, :, :3 * c.n_points] for i, c in enumerate(contacts)}
+        same = len({c.n_points for c in contacts}) == 1
+        self._W_all = np.zeros((len(contacts) if same else 0, 6, 3 * P))
+        self._W = {c.name: self._W_all[i] if same else np.zeros((6, 3 * c.n_points)) for i, c in enumerate(contacts)}
         self._contact_slots: tuple | None = None  # (projected model, [(placement slot, frame index)])
-        self._fused = self._fused_setup()
-        # the always-present tasks filled by one compiled pass while they lead self.tasks
-        self._fused_tasks = ((self.com_task, self.base_task, self.posture_task, self.momentum_task)
-                             if all(type(t) is c for t, c in zip(
-                                 (self.com_task, self.base_task, self.posture_task, self.momentum_task),
-                                 (ComTask, OrientationTask, PostureTask, AngularMomentumTask))) else None)
-        u = self.pm.frame_names.index(s.base_frame)
-        self._fused_task_frame = (u, 2 * self.pm.n_closures + u)
+        # the compiled output pass (actuator forces, wrenches, corner forces): contacts' frame rows,
+        # force columns and corner counts, and their active flags (None: soles of different corner counts)
+        self._output_index = (
+            (np.array([self.pm.frame_index(c.frame) for c in contacts], dtype=np.int64),
+             np.array([L.force_slice(c.name).start for c in contacts], dtype=np.int64),
+             np.array([c.n_points for c in contacts], dtype=np.int64), np.zeros(len(contacts), dtype=np.bool_))
+            if same else None)
         rows = sum(t.dim for t in self.tasks)
-        self._task_J, self._task_r, self._task_w = np.zeros((rows, L.n_nu)), np.zeros(rows), np.zeros(rows)
-        _task_normal_equations(self._task_J, self._task_r, self._task_w, rows, self._H0, self._H0.copy(),
+        self._task_rows = (np.zeros((rows, L.n_nu)), np.zeros(rows), np.zeros(rows))  # stacked (J, r, w)
+        _task_normal_equations(*self._task_rows, rows, self._H0, self._H0.copy(),
                                np.zeros(n))  # compile (or load) now, not in a tick
-        if self._fused is not None:
-            f, C, P, U = self._fused, len(self.contacts), self._W_all.shape[2] // 3, len(self.pm.frame_names)
-            _actuator_forces(np.zeros(n), L.n_b, L.n_nu, np.zeros((L.n_nu, L.n_nu)), np.zeros(L.n_nu),
-                             np.zeros((U, 6, L.n_nu)), f["fidx"], self._W_all, f["col"], f["npts"], f["active"],
-                             np.empty(L.n_a), np.empty((C, 6)), np.empty((C, P, 3)))
+        if self._output_index is not None:
+            C, U = len(self.contacts), len(self.pm.frame_names)
+            _actuator_forces(np.zeros(n), L.n_b, np.zeros((L.n_nu, L.n_nu)), np.zeros(L.n_nu),
+                             np.zeros((U, 6, L.n_nu)), self._output_index, self._W_all,
+                             (np.empty(L.n_a), np.empty((C, 6)), np.empty((C, P, 3))))
         self._initialised = False
         self._active: tuple[str, ...] = tuple(names)
         self.solver = OsqpSolver(s.osqp, structure=self._structure(q_nominal))
@@ -369,92 +369,33 @@ class WholeBodyController:
         return out
 
     def _fill(self, terms: Mapping[str, ContactTerms], all_tasks: bool = False) -> None:
+        """The QP's cost and constraint rows of this tick: every enabled task's rows stacked by its
+        :meth:`~kangaroo_wbc.control.tasks.base.Task.fill`, then ``H = H0 + J^T W J`` and
+        ``c = -J^T W r`` (nu block) in one compiled pass; every constraint's :meth:`Constraint.fill`."""
         p, pm = self.problem, self.pm
         for name, task in self.foot_tasks.items():
             task.enabled = all_tasks or not terms[name].active
-        # All active tasks stacked in one buffer: H = H0 + J^T W J and c = -J^T W r (nu block) in
-        # one compiled pass (symmetric, over the stacked rows)
-        Jb, rb, wb = self._task_J, self._task_r, self._task_w
-        k, tasks, ft = 0, self.tasks, self._fused_tasks
-        if ft is not None and len(tasks) >= 4 and all(a is b for a, b in zip(tasks, ft)):
-            # the four always-present tasks in one compiled pass (same rows as theirs, tested)
-            c, o, po, mo = ft
-            fi = self._fused_task_frame
-            k = fill_default_tasks(
-                pm.J_com, pm.com, pm.com_velocity, pm.com_drift, c.position, c.velocity,
-                c.acceleration - c.disturbance, c.kp, c.kd, c.weight, c.enabled,
-                pm.frame_rotations, pm.frame_jacobians_T, pm.frame_drifts, pm.frame_twists, fi[0], fi[1], o.rotation,
-                o.angular_velocity, o.angular_acceleration, o.kp, o.kd, o.weight, o.enabled, pm.q, pm.nu,
-                po.n_b, po.idx_q_a, po.position, po.velocity, po.acceleration, po.kp, po.kd, po.weight, po.enabled,
-                pm.A_G, pm.h_G, pm.A_G_drift, mo.momentum, mo.rate, mo.kd, mo.weight, mo.enabled, Jb, rb, wb)
-            tasks = tasks[4:]
-        for task in tasks:
+        rows, k = self._task_rows, 0
+        for task in self.tasks:
             if task.enabled:
-                J, r = task.jacobian_and_target(pm)
-                d = r.shape[0]
-                if k + d > rb.shape[0]:  # tasks added after construction
-                    Jb, rb, wb = self._grow_task_buffers(k + d)
-                Jb[k:k + d] = J
-                rb[k:k + d] = r
-                wb[k:k + d] = task.weight
-                k += d
-        _task_normal_equations(Jb, rb, wb, k, self._H0, p.H, p.c)
-        f = self._fused
-        if f is not None and f["lists"] == (tuple(self.equalities), tuple(self.inequalities), tuple(self.boxes)):
-            self._fill_fused(f, terms)
-            return
-        for con, rows in zip(self.equalities, self._eq_rows):
-            con.fill(p.A[rows], p.b[rows], p.b[rows], pm, terms)
-        for con, rows in zip(self.inequalities, self._in_rows):
-            con.fill(p.G[rows], p.h_lower[rows], p.h[rows], pm, terms)
+                if k + task.dim > rows[1].shape[0]:  # tasks added after construction
+                    rows = self._grow_task_buffers(k + task.dim)
+                k = task.fill(pm, rows, k)
+        _task_normal_equations(rows[0], rows[1], rows[2], k, self._H0, p.H, p.c)
+        for con, (M, lo, hi) in zip(self.equalities, self._eq_views):
+            con.fill(M, lo, hi, pm, terms)
+        for con, (M, lo, hi) in zip(self.inequalities, self._in_views):
+            con.fill(M, lo, hi, pm, terms)
         for con in self.boxes:
             con.fill(None, p.lb, p.ub, pm, terms)
 
-    def _fused_setup(self) -> dict | None:
-        """Static data of the fused constraint pass (:mod:`kangaroo_wbc.control.constraints.fused`),
-        or None where it does not apply (no contacts, soles with different corner counts)."""
-        if not self.contacts or len({c.n_points for c in self.contacts}) != 1:
-            return None
-        L, pm = self.layout, self.pm
-        fidx = np.array([pm.frame_names.index(c.frame) for c in self.contacts], dtype=np.int64)
-        limits = [c for c in self.inequalities if isinstance(c, ActuatorForceLimits)]
-        cones = self.inequalities[0]
-        return {
-            "lists": (tuple(self.equalities), tuple(self.inequalities), tuple(self.boxes)),
-            "fidx": fidx, "ridx": 2 * pm.n_closures + fidx,
-            "col": np.array([L.force_slice(c.name).start for c in self.contacts], dtype=np.int64),
-            "npts": np.array([c.n_points for c in self.contacts], dtype=np.int64),
-            "cones": np.array(cones.cone_matrices),
-            "active": np.zeros(len(self.contacts), dtype=np.bool_),
-            "fn": np.zeros((2, len(self.contacts))),
-            "limits": limits[0] if limits else None, "stationary": self.equalities[1], "stroke": self.boxes[1],
-            "work": (np.zeros(L.n_a), np.zeros(L.n_a)),
-        }
-
-    def _fill_fused(self, f: dict, terms: Mapping[str, ContactTerms]) -> None:
-        """The default constraints' rows in one compiled pass (same rows as their ``fill``, tested)."""
-        p, pm = self.problem, self.pm
-        active, fn = f["active"], f["fn"]
-        for i, c in enumerate(self.contacts):
-            active[i] = terms[c.name].active
-            fn[0, i], fn[1, i] = c.normal_force_min_n, c.normal_force_max_n
-        lim, st = f["limits"], f["stroke"]
-        fill_default_constraints(
-            pm.M_p, pm.h_p, self.layout.n_b, pm.frame_jacobians_T, pm.frame_drifts, pm.frame_twists, f["fidx"],
-            pm.frame_rotations, f["ridx"],
-            self._W_all, f["col"], f["npts"], active, f["stationary"].velocity_gain, f["cones"], fn[0], fn[1],
-            lim is not None, lim.force_min if lim is not None else fn[0], lim.force_max if lim is not None else fn[1],
-            pm.q, st.idx_q_a, pm.nu, st.position_min, st.position_max, st.velocity_max, st.acceleration_max,
-            st.horizon_s, f["work"][0], f["work"][1], p.A, p.b, p.G, p.h_lower, p.h, p.lb, p.ub)
-
     def _grow_task_buffers(self, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Stacked-task buffers with room for ``rows`` rows (contents kept)."""
-        old = (self._task_J, self._task_r, self._task_w)
-        self._task_J = np.zeros((rows, self.layout.n_nu))
-        self._task_r, self._task_w = np.zeros(rows), np.zeros(rows)
-        for new, prev in zip((self._task_J, self._task_r, self._task_w), old):
+        """Stacked-task buffers ``(J, r, w)`` with room for ``rows`` rows (contents kept)."""
+        old = self._task_rows
+        self._task_rows = (np.zeros((rows, self.layout.n_nu)), np.zeros(rows), np.zeros(rows))
+        for new, prev in zip(self._task_rows, old):
             new[:prev.shape[0]] = prev
-        return self._task_J, self._task_r, self._task_w
+        return self._task_rows
 
     def _nu(self, v: np.ndarray) -> np.ndarray:
         clm = self.clm
@@ -535,17 +476,17 @@ class WholeBodyController:
             self.com_observer.planned(pm.J_com @ nu_dot + pm.com_drift)
 
     def _output(self, sol: QpSolution, terms: Mapping[str, ContactTerms], active: tuple[str, ...]) -> WbcOutput:
-        L, pm, f = self.layout, self.pm, self._fused
+        L, pm, index = self.layout, self.pm, self._output_index
         x = sol.x
         nu_dot = x[L.nu].copy()
-        if f is not None and not self.settings.compute_lambda:
+        if index is not None and not self.settings.compute_lambda:
             # one compiled pass (same numbers as the loop below, tested)
-            C, P, act = len(self.contacts), self._W_all.shape[2] // 3, f["active"]
+            C, P, act = len(self.contacts), self._W_all.shape[2] // 3, index[3]
             for i, c in enumerate(self.contacts):
                 act[i] = terms[c.name].active
             tau, wrench_all, force_all = np.empty(L.n_a), np.empty((C, 6)), np.empty((C, P, 3))
-            if not _actuator_forces(x, L.n_b, L.n_nu, pm.M_p, pm.h_p, pm.frame_jacobians_T, f["fidx"], self._W_all,
-                                    f["col"], f["npts"], act, tau, wrench_all, force_all):
+            if not _actuator_forces(x, L.n_b, pm.M_p, pm.h_p, pm.frame_jacobians_T, index, self._W_all,
+                                    (tau, wrench_all, force_all)):
                 raise NoSolutionFound("non-finite actuator forces from the QP solution", problem=self.problem,
                                       result=sol)
             names = L.contact_names
@@ -574,10 +515,15 @@ class WholeBodyController:
 
 
 @compiled
-def _actuator_forces(x, n_b, n_nu, M_p, h_p, Jf_T, fidx, W_all, col, npts, active, tau, wrenches, forces):
+def _actuator_forces(x, n_b, M_p, h_p, Jf_T, index, W_all, out):
     """Actuator forces of a QP solution ``x``: ``tau = (M_p nu_dot + h_p - sum_c J_c^T W_c f_c)_a``,
     with ``wrenches[c] = W_c f_c`` and ``forces[c] = f_c`` (P, 3) (zero for swing soles: ADMM iterates
-    meet bounds only to the solver tolerance). Returns False if a force is not finite."""
+    meet bounds only to the solver tolerance), ``out = (tau, wrenches, forces)``. ``index = (fidx,
+    col, npts, active)``: contact ``c`` is frame ``fidx[c]`` of ``Jf_T``, its forces start at
+    ``x[col[c]]``. Returns False if a force is not finite."""
+    tau, wrenches, forces = out
+    fidx, col, npts, active = index
+    n_nu = M_p.shape[0]
     n_a = n_nu - n_b
     for i in range(n_a):
         r = n_b + i

@@ -1,4 +1,5 @@
-"""Unit tests of the constraints: row semantics, and satisfaction by the solved WBC problems."""
+"""Unit tests of the constraints: row semantics, satisfaction by the solved WBC problems, and each
+constraint's compiled fill against the readable numpy form of its rows (the oracles below)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import pinocchio as pin
 import pytest
 
 from kangaroo_wbc.control.constraints import (
+    ActuatorForceLimits,
     ActuatorStrokeLimits,
+    ContactForceBox,
     FloatingBaseDynamics,
     FrictionCones,
+    StationaryContacts,
 )
 from kangaroo_wbc.control.contacts import ContactSpec, DecisionLayout, wrench_map
 from kangaroo_wbc.control.wbc import WbcReferences, WbcSettings, WholeBodyController
@@ -167,3 +171,148 @@ def test_actuator_force_limits_are_respected(digit_fb):
     limited = WholeBodyController(clm, digit_contacts(), WbcSettings(base_frame="torso"), digit_limits(clm, limit))
     out = limited.step(q, v)
     assert np.max(np.abs(out.tau_a)) <= limit + 1e-3 * limit
+
+
+# ------------------------------------------------------------------ numpy oracles of the compiled fills
+def _dynamics_rows_oracle(L, pm, terms, rows):
+    """``[M_p | -(J_c^T W_c) ...]`` on the given rows of the projected dynamics, and ``h_p`` of them."""
+    M = np.zeros((rows.stop - rows.start, L.n))
+    M[:, L.nu] = pm.M_p[rows]
+    for c in L.contacts:
+        t = terms[c.name]
+        M[:, L.force_slice(c.name)] = -(t.J.T @ t.W)[rows]
+    return M, pm.h_p[rows]
+
+
+def _floating_base_oracle(con, pm, terms):
+    M, h = _dynamics_rows_oracle(con.layout, pm, terms, con.layout.base)
+    return M, -h, -h
+
+
+def _stationary_oracle(con, pm, terms):
+    L = con.layout
+    M, b = np.zeros((6 * len(L.contacts), L.n)), np.zeros(6 * len(L.contacts))
+    for i, c in enumerate(L.contacts):
+        t = terms[c.name]
+        if t.active:
+            M[6 * i:6 * i + 6, L.nu] = t.J
+            b[6 * i:6 * i + 6] = -t.drift - con.velocity_gain * t.twist
+    return M, b, b
+
+
+def _friction_oracle(con, pm, terms):
+    L = con.layout
+    m = con.n_rows()
+    M, lo, hi = np.zeros((m, L.n)), np.full(m, -np.inf), np.zeros(m)
+    row = 0
+    for c, cone in zip(L.contacts, con.cone_matrices):
+        t, col = terms[c.name], L.force_slice(c.name).start
+        for k in range(c.n_points):
+            M[row:row + 5, col + 3 * k:col + 3 * k + 3] = cone @ t.R.T
+            lo[row + 4], hi[row + 4] = (c.normal_force_min_n, c.normal_force_max_n) if t.active else (-np.inf, np.inf)
+            row += 5
+    return M, lo, hi
+
+
+def _force_limits_oracle(con, pm, terms):
+    M, h = _dynamics_rows_oracle(con.layout, pm, terms, con.layout.actuated)
+    return M, con.force_min - h, con.force_max - h
+
+
+def _force_box_oracle(con, pm, terms):
+    L = con.layout
+    lo, hi = np.full(L.n, -np.inf), np.full(L.n, np.inf)
+    for c in L.contacts:
+        if not terms[c.name].active:
+            lo[L.force_slice(c.name)] = hi[L.force_slice(c.name)] = 0.0
+    return None, lo, hi
+
+
+def _stroke_oracle(con, pm, terms):
+    """The closed form of the module docstring, conflicts and the acceleration clamp included."""
+    L, dt = con.layout, con.horizon_s
+    theta, theta_dot = pm.q[con.idx_q_a], pm.nu[L.actuated]
+    lo_p = 2 * (con.position_min - theta - theta_dot * dt) / dt**2
+    hi_p = 2 * (con.position_max - theta - theta_dot * dt) / dt**2
+    lo = np.maximum(lo_p, (-con.velocity_max - theta_dot) / dt)
+    hi = np.minimum(hi_p, (con.velocity_max - theta_dot) / dt)
+    pinned = np.minimum(np.maximum(0.5 * (lo + hi), lo_p), hi_p)
+    lo, hi = np.where(lo > hi, pinned, lo), np.where(lo > hi, pinned, hi)
+    a = con.acceleration_max
+    lb, ub = np.full(L.n, -np.inf), np.full(L.n, np.inf)
+    lb[L.actuated], ub[L.actuated] = np.clip(lo, -a, a), np.clip(hi, -a, a)
+    return None, lb, ub
+
+
+ORACLES = {"floating_base_dynamics": _floating_base_oracle, "stationary_contacts": _stationary_oracle,
+           "friction_cones": _friction_oracle, "actuator_force_limits": _force_limits_oracle,
+           "contact_force_box": _force_box_oracle, "actuator_stroke_limits": _stroke_oracle}
+
+
+def _stroke_limited(clm):
+    limits = digit_limits(clm)
+    limits.position_min, limits.position_max = np.full(clm.n_a, -0.3), np.full(clm.n_a, 0.3)
+    limits.velocity_max = np.full(clm.n_a, 2.0)
+    return limits
+
+
+@pytest.mark.parametrize("options", [{}, {"contact_velocity_gain": 2.0, "enforce_force_limits": False},
+                                     {"three_corners": True}])
+def test_compiled_constraint_fills_write_the_rows_of_their_numpy_form(digit_fb, options):
+    """Every constraint's compiled fill == the readable numpy form of its rows, standalone
+    (:meth:`Constraint.rows`) and in the controller's problem, in double and single support, with
+    the normal-force bound changed at run time, stroke limits that bind, and soles of different
+    corner counts (one buffer each)."""
+    clm = digit_fb
+    options = dict(options)
+    contacts = digit_contacts()
+    if options.pop("three_corners", False):
+        contacts[1] = ContactSpec("left", "left_sole", contacts[1].corners[:3], mu=0.8)
+    wbc = WholeBodyController(clm, contacts, WbcSettings(base_frame="torso", **options), _stroke_limited(clm))
+    p, L = wbc.problem, wbc.layout
+    swing = 0
+    for seed, active in ((0, ("right", "left")), (1, ("left",)), (2, ("right",)), (3, ("right", "left"))):
+        q, _, v = random_state(clm, seed, speed=0.3)
+        wbc.contacts[0].set_normal_force_min(5.0 * seed)
+        wbc.step(q, v, active_contacts=active)
+        terms = wbc.contact_terms(active)
+        expected = {}
+        for con in (*wbc.equalities, *wbc.inequalities, *wbc.boxes):
+            M, lo, hi = ORACLES[con.name](con, wbc.pm, terms)
+            got = con.rows(wbc.pm, terms)
+            for a, b, what in zip(got, (M, lo, hi), ("M", "lo", "hi")):
+                if b is not None:
+                    np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-12, err_msg=f"{con.name} {what}")
+            expected[con.name] = (M, lo, hi)
+        eq = [expected[c.name] for c in wbc.equalities]
+        ineq = [expected[c.name] for c in wbc.inequalities]
+        np.testing.assert_allclose(p.A, np.vstack([e[0] for e in eq]), rtol=1e-13, atol=1e-12)
+        np.testing.assert_allclose(p.b, np.concatenate([e[1] for e in eq]), rtol=1e-13, atol=1e-12)
+        np.testing.assert_allclose(p.G, np.vstack([e[0] for e in ineq]), rtol=1e-13, atol=1e-12)
+        np.testing.assert_allclose(p.h_lower, np.concatenate([e[1] for e in ineq]), rtol=1e-13, atol=1e-12)
+        np.testing.assert_allclose(p.h, np.concatenate([e[2] for e in ineq]), rtol=1e-13, atol=1e-12)
+        box, stroke = expected["contact_force_box"], expected["actuator_stroke_limits"]
+        np.testing.assert_allclose(p.lb, np.where(np.isinf(stroke[1]), box[1], stroke[1]), rtol=1e-13, atol=1e-12)
+        np.testing.assert_allclose(p.ub, np.where(np.isinf(stroke[2]), box[2], stroke[2]), rtol=1e-13, atol=1e-12)
+        swing += bool(np.isinf(p.h).any() and (p.lb[L.forces] == 0.0).any())
+        assert np.isfinite(p.lb[L.actuated]).all() and (np.abs(p.lb[L.actuated]) < wbc.settings.acceleration_max).any()
+    assert swing == 2  # the swing-sole rows were exercised
+
+
+def test_constraints_of_a_layout_without_contacts(digit_fb):
+    """Without contacts the dynamics rows are the projected model's alone and the contact rows empty."""
+    clm = digit_fb
+    wbc = _digit_wbc(clm)
+    q, nu, _ = random_state(clm, 4)
+    wbc.pm.update(q, nu)
+    L = DecisionLayout(clm.n_b, clm.n_a)
+    for con in (FloatingBaseDynamics(L), ActuatorForceLimits(L, -np.ones(clm.n_a), np.ones(clm.n_a)),
+                StationaryContacts(L), FrictionCones(L), ContactForceBox(L)):
+        M, lo, hi = con.rows(wbc.pm, {})
+        eM, elo, ehi = ORACLES[con.name](con, wbc.pm, {})
+        for a, b in ((M, eM), (lo, elo), (hi, ehi)):
+            if b is not None and con.kind != "eq":
+                np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-12)
+        if con.kind == "eq":
+            np.testing.assert_allclose(M, eM, rtol=1e-13, atol=1e-12)
+            np.testing.assert_allclose(lo, elo, rtol=1e-13, atol=1e-12)

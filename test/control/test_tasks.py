@@ -119,7 +119,7 @@ def test_negative_gain_rejected():
 
 def test_references_and_gains_are_checked_on_assignment():
     """A reference of the wrong size or with a NaN is refused with the task's name; gains assigned
-    later become float arrays of the task's size (the compiled pass reads them as such)."""
+    later become float arrays of the task's size (the compiled fills read them as such)."""
     task = ComTask()
     with pytest.raises(InputError, match="com: position"):
         task.set_reference([0.1, 0.2])
@@ -142,20 +142,76 @@ def test_references_and_gains_are_checked_on_assignment():
         OrientationTask("torso").set_reference(np.eye(2))
 
 
-def test_frame_pose_target_compiled_equals_the_formula(digit_fb):
-    """The swing-sole target of the compiled pass == a_ref + kp e + kd (V_ref - V) - drift with
-    e = [p_ref - p; pinocchio's log3(R_ref Rᵀ)]."""
-    pm = ProjectedModel(digit_fb, ["right_sole"])
-    task = FramePoseTask("right_sole", kp=[100, 110, 120, 130, 140, 150], kd=[10, 11, 12, 13, 14, 15])
+# ------------------------------------------------------------------ numpy oracles of the compiled fills
+def _com_oracle(t, pm):
+    a_des = t.acceleration + t.kp * (t.position - pm.com) + t.kd * (t.velocity - pm.com_velocity) - t.disturbance
+    return pm.J_com, a_des - pm.com_drift
+
+
+def _orientation_oracle(t, pm):
+    R, _ = pm.placement(t.frame)
+    w = pm.twist(t.frame)[3:]
+    a_des = t.angular_acceleration + t.kp * pin.log3(t.rotation @ R.T) + t.kd * (t.angular_velocity - w)
+    return pm.jacobian(t.frame)[3:], a_des - pm.drift(t.frame)[3:]
+
+
+def _pose_oracle(t, pm):
+    R, p = pm.placement(t.frame)
+    e = np.concatenate([t.position - p, pin.log3(t.rotation @ R.T)])
+    a_des = t.acceleration + t.kp * e + t.kd * (t.twist - pm.twist(t.frame))
+    return pm.jacobian(t.frame), a_des - pm.drift(t.frame)
+
+
+def _posture_oracle(t, pm):
+    J = np.zeros((t.n_a, t.n_b + t.n_a))
+    J[:, t.n_b:] = np.eye(t.n_a)
+    theta, theta_dot = pm.q[t.idx_q_a], pm.nu[t.n_b:]
+    return J, t.acceleration + t.kp * (t.position - theta) + t.kd * (t.velocity - theta_dot)
+
+
+def _momentum_oracle(t, pm):
+    return pm.A_G[3:], t.rate + t.kd * (t.momentum - pm.h_G[3:]) - pm.A_G_drift[3:]
+
+
+@pytest.mark.parametrize("frame", ["torso", "foot"])
+def test_compiled_task_fills_write_the_rows_of_their_numpy_form(digit_fb, frame):
+    """Each task's compiled fill == the readable numpy form of its rows (pinocchio's ``log3``), with
+    references away from the state, per-axis gains and a CoM disturbance estimate, at an offset in
+    a stacked buffer whose other rows it leaves alone; the orientation task on the root (zero angular
+    drift) and on a foot link (drift and twist of a moving frame)."""
+    clm = digit_fb
+    pm = ProjectedModel(clm, [frame, "right_sole"])
+    tasks = [(ComTask(kp=[100, 110, 120], kd=[10, 11, 12]), _com_oracle),
+             (OrientationTask(frame, kp=[50, 60, 70], kd=[5, 6, 7]), _orientation_oracle),
+             (FramePoseTask("right_sole", kp=[100, 110, 120, 130, 140, 150], kd=[10, 11, 12, 13, 14, 15]),
+              _pose_oracle),
+             (PostureTask(clm.n_b, clm.n_a, clm.idx_q_a, weight=np.linspace(0.1, 1.0, clm.n_a)), _posture_oracle),
+             (AngularMomentumTask(kd=[3, 4, 5]), _momentum_oracle)]
     for seed in (0, 1):
-        q, nu, _ = random_state(digit_fb, seed, speed=0.5)
+        q, nu, _ = random_state(clm, seed, speed=0.5)
         pm.update(q, nu)
+        com, o, pose, posture, momentum = (t for t, _ in tasks)
+        com.set_reference(pm.com + [0.01, -0.02, 0.005], [0.01, -0.02, 0.0], [0.1, 0.0, -0.1])
+        com.disturbance = np.array([0.05, -0.1, 0.2]) * (seed + 1)
+        R, p = pm.placement(frame)
+        o.set_reference(pin.exp3(np.array([0.05, -0.1, 0.2 + seed])) @ R, [0.1, 0.0, 0.2], [0.0, 0.3, 0.0])
         R, p = pm.placement("right_sole")
-        task.set_reference(p + [0.01, -0.02, 0.03], pin.exp3(np.array([0.1, -0.2, 0.3 + seed])) @ R,
+        pose.set_reference(p + [0.01, -0.02, 0.03], pin.exp3(np.array([0.1, -0.2, 0.3 + seed])) @ R,
                            [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [1.0, -1.0, 0.5, 0.0, 0.2, -0.3])
-        J, r = task.jacobian_and_target(pm)
-        e = np.concatenate([task.position - p, pin.log3(task.rotation @ R.T)])
-        expected = task.acceleration + task.kp * e + task.kd * (task.twist - pm.twist("right_sole"))
-        np.testing.assert_allclose(r, expected - pm.drift("right_sole"), rtol=1e-12, atol=1e-10)
-        np.testing.assert_array_equal(J, pm.jacobian("right_sole"))
+        posture.set_reference(q[clm.idx_q_a] + 0.01 * (seed + 1), np.full(clm.n_a, 0.1), np.full(clm.n_a, -0.2))
+        momentum.set_reference([0.1, 0.2, -0.1], [0.0, 0.05, 0.0])
+        for task, oracle in tasks:
+            J_exp, r_exp = oracle(task, pm)
+            k, m = 2, task.dim + 4
+            rows = (np.full((m, pm.n_nu), np.nan), np.full(m, np.nan), np.full(m, np.nan))
+            assert task.fill(pm, rows, k) == k + task.dim
+            J, r, w = (a[k:k + task.dim] for a in rows)
+            np.testing.assert_array_equal(J, J_exp, err_msg=task.name)
+            np.testing.assert_allclose(r, r_exp, rtol=1e-12, atol=1e-10, err_msg=task.name)
+            np.testing.assert_array_equal(w, task.weight, err_msg=task.name)
+            for a in rows:  # the rows outside the task's are left alone
+                assert np.isnan(a[:k]).all() and np.isnan(a[k + task.dim:]).all()
+            np.testing.assert_array_equal(task.jacobian_and_target(pm)[1], r)
+            assert np.abs(r_exp).max() > 0.1  # nontrivial targets
+        e = np.concatenate([pose.position - p, pin.log3(pose.rotation @ R.T)])
         assert np.abs(e[3:]).max() > 0.1  # a real rotation error

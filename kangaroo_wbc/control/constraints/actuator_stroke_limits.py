@@ -37,7 +37,7 @@ class ActuatorStrokeLimits(Constraint):
                  acceleration_max: float | np.ndarray = 1e3) -> None:
         super().__init__(layout)
         n_a = layout.n_a
-        self.idx_q_a = np.asarray(idx_q_a, dtype=int)
+        self.idx_q_a = np.asarray(idx_q_a, dtype=np.int64)
         self.position_min = np.asarray(position_min, dtype=float)
         self.position_max = np.asarray(position_max, dtype=float)
         vmax = np.full(n_a, np.inf) if velocity_max is None else np.asarray(velocity_max, dtype=float)
@@ -52,7 +52,7 @@ class ActuatorStrokeLimits(Constraint):
                 raise InputError(f"actuator stroke limits: {what} has shape {arr.shape}, expected ({n_a},)")
         if np.any(self.position_min >= self.position_max):
             raise InputError("actuator stroke limits: need position_min < position_max")
-        self.bounds(np.zeros(n_a), np.zeros(n_a))  # compile (or load) the kernel now, not in a control tick
+        self._actuators = np.arange(n_a, dtype=np.int64)
 
     def n_rows(self) -> int:
         return 0
@@ -65,31 +65,36 @@ class ActuatorStrokeLimits(Constraint):
         if theta.shape != (n,) or theta_dot.shape != (n,):
             raise InputError(f"stroke bounds: theta {theta.shape} and theta_dot {theta_dot.shape}, expected ({n},)")
         lo, hi = np.empty(n), np.empty(n)
-        dt = self.horizon_s
-        stroke_bounds(theta, theta_dot, self.position_min, self.position_max, self.velocity_max,
-                       self.acceleration_max, dt, dt**2, lo, hi)
+        _stroke_bounds(theta, self._actuators, theta_dot, 0, self.limits(), self.horizon_s, lo, hi)
         return lo, hi
+
+    def limits(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(position_min, position_max, velocity_max, acceleration_max)``, one argument of the kernel."""
+        return self.position_min, self.position_max, self.velocity_max, self.acceleration_max
 
     def fill(self, M: np.ndarray | None, lo: np.ndarray, hi: np.ndarray, pm: ProjectedModel,
              contacts: Mapping[str, ContactTerms]) -> None:
-        a = self.layout.actuated
-        lo[a], hi[a] = self.bounds(pm.q[self.idx_q_a], pm.nu[a])
+        _stroke_bounds(pm.q, self.idx_q_a, pm.nu, self.layout.n_b, self.limits(), self.horizon_s, lo, hi)
 
 
 @compiled
-def stroke_bounds(theta, theta_dot, position_min, position_max, velocity_max, acceleration_max, dt, dt2, lo, hi):
-    """:meth:`ActuatorStrokeLimits.bounds` per actuator into ``lo``, ``hi`` (compiled: 12 entries cost
-    less than the numpy calls' overhead; the fused constraint kernel calls it too)."""
-    for i in range(theta.shape[0]):
-        lo_p = 2.0 * (position_min[i] - theta[i] - theta_dot[i] * dt) / dt2
-        hi_p = 2.0 * (position_max[i] - theta[i] - theta_dot[i] * dt) / dt2
-        lo_i = max(lo_p, (-velocity_max[i] - theta_dot[i]) / dt)
-        hi_i = min(hi_p, (velocity_max[i] - theta_dot[i]) / dt)
+def _stroke_bounds(q, idx_q_a, nu, n_b, limits, dt, lo, hi):
+    """The bounds of the module docstring on ``theta_ddot_a[i]`` into ``lo[n_b + i]``, ``hi[n_b + i]``
+    with ``theta = q[idx_q_a[i]]``, ``theta_dot = nu[n_b + i]`` and ``limits = (position_min,
+    position_max, velocity_max, acceleration_max)``, over the horizon ``dt`` [s]."""
+    position_min, position_max, velocity_max, acceleration_max = limits
+    dt2 = dt * dt
+    for i in range(idx_q_a.shape[0]):
+        theta, theta_dot = q[idx_q_a[i]], nu[n_b + i]
+        lo_p = 2.0 * (position_min[i] - theta - theta_dot * dt) / dt2
+        hi_p = 2.0 * (position_max[i] - theta - theta_dot * dt) / dt2
+        lo_i = max(lo_p, (-velocity_max[i] - theta_dot) / dt)
+        hi_i = min(hi_p, (velocity_max[i] - theta_dot) / dt)
         if lo_i > hi_i:  # speed and stroke conflict: the position bound's nearest feasible value
             lo_i = hi_i = min(max(0.5 * (lo_i + hi_i), lo_p), hi_p)
         a = acceleration_max[i]
-        lo[i] = min(max(lo_i, -a), a)
-        hi[i] = min(max(hi_i, -a), a)
+        lo[n_b + i] = min(max(lo_i, -a), a)
+        hi[n_b + i] = min(max(hi_i, -a), a)
 
 
-__all__ = ["ActuatorStrokeLimits", "stroke_bounds"]
+__all__ = ["ActuatorStrokeLimits"]

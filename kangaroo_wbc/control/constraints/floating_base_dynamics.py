@@ -17,8 +17,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from kangaroo_wbc.control.constraints.base import Constraint
+from kangaroo_wbc.control.constraints.base import NO_CONTACT, Constraint
 from kangaroo_wbc.control.contacts import ContactTerms
+from kangaroo_wbc.model.compiled import compiled
 from kangaroo_wbc.model.projected_model import ProjectedModel
 
 
@@ -33,13 +34,28 @@ class FloatingBaseDynamics(Constraint):
 
     def fill(self, M: np.ndarray | None, lo: np.ndarray, hi: np.ndarray, pm: ProjectedModel,
              contacts: Mapping[str, ContactTerms]) -> None:
-        L = self.layout
-        b = L.base
-        M[:, L.nu] = pm.M_p[b]
-        lo[:] = -pm.h_p[b]
-        for c in L.contacts:
-            terms = contacts[c.name]
-            M[:, L.force_slice(c.name)] = -terms.force_jacobian[b]
+        terms = self.contact_terms(contacts)
+        Js, Ws = (tuple([t.J for t in terms]), tuple([t.W for t in terms])) if terms else (NO_CONTACT, NO_CONTACT)
+        _base_rows(pm.M_p, pm.h_p, Js, Ws, self.force_columns, M, lo)
+
+
+@compiled
+def _base_rows(M_p, h_p, Js, Ws, force_columns, M, b):
+    """The ``n_b = M.shape[0]`` rows ``[M_p,b | -(J_i^T W_i)_b ...] x = -h_p,b``: contact ``i`` has
+    ``J_i = Js[i]`` (6, n_nu), ``W_i = Ws[i]`` and its force columns from ``force_columns[i, 0]``."""
+    n_b, n_nu = M.shape[0], M_p.shape[1]
+    for r in range(n_b):
+        for j in range(n_nu):
+            M[r, j] = M_p[r, j]
+        b[r] = -h_p[r]
+    for i in range(force_columns.shape[0]):
+        J, W, c0 = Js[i], Ws[i], force_columns[i, 0]
+        for r in range(n_b):
+            for k in range(force_columns[i, 1]):
+                s = 0.0
+                for d in range(6):
+                    s += J[d, r] * W[d, k]
+                M[r, c0 + k] = -s
 
 
 __all__ = ["FloatingBaseDynamics"]

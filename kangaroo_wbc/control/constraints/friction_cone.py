@@ -37,39 +37,31 @@ class FrictionCones(Constraint):
     def __init__(self, layout: DecisionLayout, inner_pyramid: bool = True) -> None:
         super().__init__(layout)
         self.inner_pyramid = bool(inner_pyramid)
-        # Per contact: (row, col) index arrays of its P diagonal (5, 3) blocks, and its normal rows.
-        self._blocks = []
-        row = 0
+        # per contact: the five rows in the sole frame: t_1 - mu n, -t_1 - mu n, t_2 - mu n, -t_2 - mu n, n
+        cones = []
         for c in layout.contacts:
-            P, col = c.n_points, layout.force_slice(c.name).start
-            # the five rows in the sole frame: t_1 - mu n, -t_1 - mu n, t_2 - mu n, -t_2 - mu n, n
             mu = c.mu / np.sqrt(2.0) if self.inner_pyramid else c.mu
-            cone = np.array([[1.0, 0.0, -mu], [-1.0, 0.0, -mu], [0.0, 1.0, -mu], [0.0, -1.0, -mu], [0.0, 0.0, 1.0]])
-            self._blocks.append((row, col, P, row + 4 + 5 * np.arange(P), slice(row, row + 5 * P), cone))
-            row += 5 * P
-        _cone_blocks(np.zeros((5, 3)), np.eye(3), 0, 0, 1, np.zeros((5, 3)))  # compile (or load) now
+            cones.append([[1.0, 0.0, -mu], [-1.0, 0.0, -mu], [0.0, 1.0, -mu], [0.0, -1.0, -mu], [0.0, 0.0, 1.0]])
+        self._cones = np.array(cones, dtype=float).reshape(-1, 5, 3)
 
     @property
     def cone_matrices(self) -> list[np.ndarray]:
         """Per contact (layout order): the (5, 3) pyramid matrix in the sole frame (rows
         ``t_1 - mu n, -t_1 - mu n, t_2 - mu n, -t_2 - mu n, n``), the same for each of its corners."""
-        return [blk[5] for blk in self._blocks]
+        return list(self._cones)
 
     def n_rows(self) -> int:
         return ROWS_PER_POINT * sum(c.n_points for c in self.layout.contacts)
 
     def fill(self, M: np.ndarray | None, lo: np.ndarray, hi: np.ndarray, pm: ProjectedModel,
              contacts: Mapping[str, ContactTerms]) -> None:
-        for c, (row, col, P, normal, rows, cone) in zip(self.layout.contacts, self._blocks):
-            terms = contacts[c.name]
-            _cone_blocks(cone, np.ascontiguousarray(terms.R), row, col, P, M)
-            lo[rows] = -np.inf
-            hi[rows] = 0.0
-            if terms.active:
-                lo[normal] = c.normal_force_min_n
-                hi[normal] = c.normal_force_max_n
-            else:
-                hi[normal] = np.inf
+        terms = self.contact_terms(contacts)
+        if not terms:
+            return
+        # the normal-force bounds are read every tick (ContactSpec.set_normal_force_min)
+        normal = tuple([(float(c.normal_force_min_n), float(c.normal_force_max_n)) for c in self.layout.contacts])
+        _cone_rows(self._cones, self.force_columns, tuple([t.R for t in terms]), tuple([t.active for t in terms]),
+                   normal, M, lo, hi)
 
 
 class ContactForceBox(Constraint):
@@ -83,26 +75,44 @@ class ContactForceBox(Constraint):
 
     def fill(self, M: np.ndarray | None, lo: np.ndarray, hi: np.ndarray, pm: ProjectedModel,
              contacts: Mapping[str, ContactTerms]) -> None:
-        for c in self.layout.contacts:
-            s = self.layout.force_slice(c.name)
-            if contacts[c.name].active:
-                lo[s], hi[s] = -np.inf, np.inf
-            else:
-                lo[s], hi[s] = 0.0, 0.0
+        terms = self.contact_terms(contacts)
+        if terms:
+            _force_box(self.force_columns, tuple([t.active for t in terms]), lo, hi)
 
 
 @compiled
-def _cone_blocks(cone, R, row, col, P, M):
-    """``M[row + 5 i : row + 5 i + 5, col + 3 i : col + 3 i + 3] = cone R^T`` for the ``P`` corners
-    (rows ``(R c_k)^T``; compiled: a handful of numbers, below a fancy-indexed numpy assignment)."""
-    B = np.empty((5, 3))
-    for a in range(5):
-        for b in range(3):
-            B[a, b] = cone[a, 0] * R[b, 0] + cone[a, 1] * R[b, 1] + cone[a, 2] * R[b, 2]
-    for i in range(P):
+def _cone_rows(cones, force_columns, Rs, active, normal, M, lo, hi):
+    """Five rows per corner of contact ``i`` (sole rotation ``Rs[i]``): ``cones[i] R^T`` on the
+    diagonal block of the corner's force, ``-inf < . <= 0`` for the four pyramid rows and
+    ``normal[i] = (f_min, f_max)`` on the normal row if ``active[i]``, else ``-inf < . < inf``."""
+    row = 0
+    for i in range(force_columns.shape[0]):
+        R, c0 = Rs[i], force_columns[i, 0]
+        B = np.empty((5, 3))  # cone R^T: rows (R c_k)^T
         for a in range(5):
             for b in range(3):
-                M[row + 5 * i + a, col + 3 * i + b] = B[a, b]
+                B[a, b] = cones[i, a, 0] * R[b, 0] + cones[i, a, 1] * R[b, 1] + cones[i, a, 2] * R[b, 2]
+        for p in range(force_columns[i, 1] // 3):
+            for a in range(5):
+                for b in range(3):
+                    M[row + a, c0 + 3 * p + b] = B[a, b]
+                lo[row + a] = -np.inf
+                hi[row + a] = 0.0
+            if active[i]:
+                lo[row + 4], hi[row + 4] = normal[i]
+            else:
+                hi[row + 4] = np.inf
+            row += 5
+
+
+@compiled
+def _force_box(force_columns, active, lb, ub):
+    """Bounds of the corner forces of contact ``i``: free if ``active[i]``, else zero."""
+    for i in range(force_columns.shape[0]):
+        c0 = force_columns[i, 0]
+        for k in range(force_columns[i, 1]):
+            lb[c0 + k] = -np.inf if active[i] else 0.0
+            ub[c0 + k] = np.inf if active[i] else 0.0
 
 
 __all__ = ["FrictionCones", "ContactForceBox", "ROWS_PER_POINT"]

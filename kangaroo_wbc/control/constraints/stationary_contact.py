@@ -17,6 +17,7 @@ import numpy as np
 
 from kangaroo_wbc.control.constraints.base import Constraint
 from kangaroo_wbc.control.contacts import ContactTerms, DecisionLayout
+from kangaroo_wbc.model.compiled import compiled
 from kangaroo_wbc.model.projected_model import ProjectedModel
 
 
@@ -35,19 +36,30 @@ class StationaryContacts(Constraint):
 
     def fill(self, M: np.ndarray | None, lo: np.ndarray, hi: np.ndarray, pm: ProjectedModel,
              contacts: Mapping[str, ContactTerms]) -> None:
-        L = self.layout
-        for i, c in enumerate(L.contacts):
-            terms = contacts[c.name]
-            rows = slice(6 * i, 6 * i + 6)
-            if terms.active:
-                M[rows, L.nu] = terms.J
-                if self.velocity_gain:
-                    lo[rows] = -terms.drift - self.velocity_gain * terms.twist
-                else:
-                    np.negative(terms.drift, out=lo[rows])
+        terms = self.contact_terms(contacts)
+        if not terms:
+            return
+        _contact_rows((tuple([t.J for t in terms]), tuple([t.drift for t in terms]), tuple([t.twist for t in terms])),
+                      tuple([t.active for t in terms]), self.velocity_gain, M, lo)
+
+
+@compiled
+def _contact_rows(sole_terms, active, velocity_gain, M, b):
+    """Six rows per contact ``i``: ``J_i nu_dot = -drift_i - K_v twist_i`` if ``active[i]``, else
+    ``0 = 0``; ``sole_terms = (Js, drifts, twists)`` per contact (the force columns stay zero)."""
+    Js, drifts, twists = sole_terms
+    for i in range(len(active)):
+        J, drift, twist = Js[i], drifts[i], twists[i]
+        for d in range(6):
+            r = 6 * i + d
+            if active[i]:
+                for j in range(J.shape[1]):
+                    M[r, j] = J[d, j]
+                b[r] = -drift[d] - velocity_gain * twist[d]
             else:
-                M[rows, L.nu] = 0.0
-                lo[rows] = 0.0
+                for j in range(J.shape[1]):
+                    M[r, j] = 0.0
+                b[r] = 0.0
 
 
 __all__ = ["StationaryContacts"]

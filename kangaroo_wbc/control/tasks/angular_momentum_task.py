@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from kangaroo_wbc.control.tasks.base import Reference, Task
+from kangaroo_wbc.model.compiled import compiled
 from kangaroo_wbc.model.projected_model import ProjectedModel
 
 
@@ -39,9 +40,23 @@ class AngularMomentumTask(Task):
     def error(self, pm: ProjectedModel) -> np.ndarray:
         return self.momentum - pm.h_G[3:]
 
-    def jacobian_and_target(self, pm: ProjectedModel) -> tuple[np.ndarray, np.ndarray]:
-        L_dot_des = self.rate + self.kd * self.error(pm)
-        return pm.A_G[3:], L_dot_des - pm.A_G_drift[3:]
+    def fill(self, pm: ProjectedModel, rows: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> int:
+        return _momentum_rows(pm.A_G, pm.h_G, pm.A_G_drift, (self.momentum, self.rate), self.gains(), rows, k)
+
+
+@compiled
+def _momentum_rows(A_G, h_G, A_G_drift, ref, gains, rows, k):
+    """Rows ``k..k+3`` of ``rows = (J, r, w)``: ``A_G,ang``, ``L_dot_ref + kd (L_ref - L) - drift`` and the
+    weights; ``ref = (momentum, rate)``, ``gains = (kp, kd, weight)`` (``kp`` unused)."""
+    J, r, w = rows
+    momentum, rate = ref
+    kd, weight = gains[1], gains[2]
+    for i in range(3):
+        for j in range(J.shape[1]):
+            J[k + i, j] = A_G[3 + i, j]
+        r[k + i] = rate[i] + kd[i] * (momentum[i] - h_G[3 + i]) - A_G_drift[3 + i]
+        w[k + i] = weight[i]
+    return k + 3
 
 
 __all__ = ["AngularMomentumTask"]

@@ -11,6 +11,12 @@ and ``r = a_des - drift`` the desired task acceleration minus the task accelerat
     H_{\\nu\\nu} = J^T W J, \\quad c_\\nu = -J^T W r
 
 with ``W = diag(weight)``; the force block of ``H`` and ``c`` is zero.
+
+Each task writes its rows with one compiled kernel (:meth:`Task.fill`), called by the controller
+for every enabled task into its stacked buffers ``rows = (J, r, w)`` and by
+:meth:`Task.jacobian_and_target` into fresh ones. The kernels take their inputs grouped: the
+projected model's terms (:func:`frame_terms` for a frame task), the task's references as a tuple,
+its gains ``(kp, kd, weight)`` and the output rows.
 """
 
 from __future__ import annotations
@@ -76,7 +82,7 @@ class Reference(_Checked):
 class Gain(_Checked):
     """A task weight or gain attribute: always a finite, non-negative float array of the task's size
     (a scalar is broadcast), checked as at construction whatever is assigned later: the compiled
-    task pass of the controller reads them as such. ``rows``: the weight (task rows) or a gain
+    task fills read them as such. ``rows``: the weight (task rows) or a gain
     (the task's gain size, :meth:`Task.gain_dim`)."""
 
     def __init__(self, rows: bool = False) -> None:
@@ -84,6 +90,13 @@ class Gain(_Checked):
 
     def _check(self, obj, value) -> np.ndarray:
         return as_gain(value, obj.dim if self.rows else obj.gain_dim(), f"{obj.name}: {self.name}")
+
+
+def frame_terms(pm: ProjectedModel) -> tuple[np.ndarray, ...]:
+    """The projected model's frame arrays as one kernel argument: ``(rotations, positions,
+    jacobians_T, drifts, twists)`` (:attr:`ProjectedModel.frame_rotations` ...); a frame's rows are
+    :meth:`Task.frame_rows`."""
+    return pm.frame_rotations, pm.frame_positions, pm.frame_jacobians_T, pm.frame_drifts, pm.frame_twists
 
 
 class Task(ABC):
@@ -96,6 +109,7 @@ class Task(ABC):
     """
 
     dim: int = 0
+    frame: str = ""
     weight = Gain(rows=True)
     kp = Gain()
     kd = Gain()
@@ -107,14 +121,36 @@ class Task(ABC):
         self.weight = weight
         self.kp = kp
         self.kd = kd
+        self._frame_rows: tuple = (None, "", 0, 0)  # (projected model, frame, Jacobian row, rotation row)
 
     def gain_dim(self) -> int:
         """The size of the gains ``kp``, ``kd`` (the task dimension; a subclass may differ)."""
         return self.dim
 
+    def gains(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(kp, kd, weight)``, one argument of the task's kernel."""
+        return self.kp, self.kd, self.weight
+
+    def frame_rows(self, pm: ProjectedModel) -> tuple[int, int]:
+        """``(u, s)``: the row of :attr:`frame` in ``pm``'s frame Jacobians, drifts and twists, and in
+        its rotations and positions (looked up once per model and frame)."""
+        cache = self._frame_rows
+        if cache[0] is not pm or cache[1] != self.frame:
+            u = pm.frame_index(self.frame)
+            cache = self._frame_rows = (pm, self.frame, u, 2 * pm.n_closures + u)
+        return cache[2], cache[3]
+
     @abstractmethod
+    def fill(self, pm: ProjectedModel, rows: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> int:
+        """Write the task's rows from row ``k`` of ``rows = (J, r, w)`` (``J``: (m, n_nu)): the projected
+        task Jacobian, ``r = a_des - drift`` and the weights; returns ``k + dim``. The caller makes
+        room for ``dim`` rows (the kernel does not check)."""
+
     def jacobian_and_target(self, pm: ProjectedModel) -> tuple[np.ndarray, np.ndarray]:
         """``(J, r)``: projected task Jacobian (dim, n_nu) and ``r = a_des - drift`` (dim,)."""
+        J, r, w = np.empty((self.dim, pm.n_nu)), np.empty(self.dim), np.empty(self.dim)
+        self.fill(pm, (J, r, w), 0)
+        return J, r
 
     @abstractmethod
     def error(self, pm: ProjectedModel) -> np.ndarray:
@@ -135,4 +171,4 @@ class Task(ABC):
         return H, c
 
 
-__all__ = ["Gain", "Reference", "Task", "as_gain"]
+__all__ = ["Gain", "Reference", "Task", "as_gain", "frame_terms"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from kangaroo_wbc.control.tasks.base import Reference, Task
+from kangaroo_wbc.model.compiled import compiled
 from kangaroo_wbc.model.projected_model import ProjectedModel
 
 
@@ -45,10 +46,27 @@ class ComTask(Task):
     def error(self, pm: ProjectedModel) -> np.ndarray:
         return self.position - pm.com
 
-    def jacobian_and_target(self, pm: ProjectedModel) -> tuple[np.ndarray, np.ndarray]:
-        a_des = (self.acceleration + self.kp * (self.position - pm.com)
-                 + self.kd * (self.velocity - pm.com_velocity) - self.disturbance)
-        return pm.J_com, a_des - pm.com_drift
+    def fill(self, pm: ProjectedModel, rows: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> int:
+        return _com_rows(pm.J_com, (pm.com, pm.com_velocity, pm.com_drift),
+                         (self.position, self.velocity, self.acceleration, self.disturbance), self.gains(), rows, k)
+
+
+@compiled
+def _com_rows(J_com, state, ref, gains, rows, k):
+    """Rows ``k..k+3`` of ``rows = (J, r, w)``: ``J_com``, ``a_des - com_drift`` (module docstring) and the
+    weights; ``state = (com, com_velocity, com_drift)``, ``ref = (position, velocity, acceleration,
+    disturbance)``, ``gains = (kp, kd, weight)``."""
+    J, r, w = rows
+    com, com_velocity, com_drift = state
+    position, velocity, acceleration, disturbance = ref
+    kp, kd, weight = gains
+    for i in range(3):
+        for j in range(J.shape[1]):
+            J[k + i, j] = J_com[i, j]
+        r[k + i] = (acceleration[i] + kp[i] * (position[i] - com[i]) + kd[i] * (velocity[i] - com_velocity[i])
+                    - disturbance[i] - com_drift[i])
+        w[k + i] = weight[i]
+    return k + 3
 
 
 __all__ = ["ComTask"]

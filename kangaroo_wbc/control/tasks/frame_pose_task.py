@@ -15,9 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-from kangaroo_wbc.control.tasks.base import Reference, Task
-from kangaroo_wbc.control.tasks.fused import pose_target as _pose_target
+from kangaroo_wbc.control.tasks.base import Reference, Task, frame_terms
+from kangaroo_wbc.model.compiled import compiled
 from kangaroo_wbc.model.projected_model import ProjectedModel
+from kangaroo_wbc.model.so3 import log3
 
 
 class FramePoseTask(Task):
@@ -53,13 +54,34 @@ class FramePoseTask(Task):
         R, p = pm.placement(self.frame)
         return np.concatenate([self.position - p, pin.log3(self.rotation @ R.T)])
 
-    def jacobian_and_target(self, pm: ProjectedModel) -> tuple[np.ndarray, np.ndarray]:
-        # one compiled pass: a_ref + kp error + kd (V_ref - V) - drift (tested against that formula)
-        R, p = pm.placement(self.frame)
-        r = np.empty(6)
-        _pose_target(self.rotation, self.position, R, p, self.acceleration, self.twist, pm.twist(self.frame),
-                     pm.drift(self.frame), self.kp, self.kd, r)
-        return pm.jacobian(self.frame), r
+    def fill(self, pm: ProjectedModel, rows: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> int:
+        ref = (self.position, self.rotation, self.twist, self.acceleration)
+        return _pose_rows(frame_terms(pm), self.frame_rows(pm), ref, self.gains(), rows, k)
+
+
+@compiled
+def _pose_rows(frames, frame_rows, ref, gains, rows, k):
+    """Rows ``k..k+6`` of ``rows = (J, r, w)``: the frame's ``J_f T``, ``a_ref + kp e + kd (V_ref - V) -
+    drift`` (module docstring) and the weights; ``frames``: :func:`frame_terms`, ``frame_rows = (u, s)``,
+    ``ref = (position, rotation, twist, acceleration)``, ``gains = (kp, kd, weight)``."""
+    J, r, w = rows
+    R_all, p_all, Jf_T, drift, twist = frames
+    u, s = frame_rows
+    position, rotation, twist_ref, acceleration = ref
+    kp, kd, weight = gains
+    M = np.empty((3, 3))  # R_ref R^T
+    for i in range(3):
+        for j in range(3):
+            M[i, j] = (rotation[i, 0] * R_all[s, j, 0] + rotation[i, 1] * R_all[s, j, 1]
+                       + rotation[i, 2] * R_all[s, j, 2])
+    e = log3(M)
+    for i in range(6):
+        for j in range(J.shape[1]):
+            J[k + i, j] = Jf_T[u, i, j]
+        err = position[i] - p_all[s, i] if i < 3 else e[i - 3]
+        r[k + i] = acceleration[i] + kp[i] * err + kd[i] * (twist_ref[i] - twist[u, i]) - drift[u, i]
+        w[k + i] = weight[i]
+    return k + 6
 
 
 __all__ = ["FramePoseTask"]

@@ -12,8 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-from kangaroo_wbc.control.tasks.base import Reference, Task
+from kangaroo_wbc.control.tasks.base import Reference, Task, frame_terms
+from kangaroo_wbc.model.compiled import compiled
 from kangaroo_wbc.model.projected_model import ProjectedModel
+from kangaroo_wbc.model.so3 import log3
 
 
 class OrientationTask(Task):
@@ -42,11 +44,36 @@ class OrientationTask(Task):
         R, _ = pm.placement(self.frame)
         return pin.log3(self.rotation @ R.T)
 
-    def jacobian_and_target(self, pm: ProjectedModel) -> tuple[np.ndarray, np.ndarray]:
-        w = pm.twist(self.frame)[3:]
-        a_des = (self.angular_acceleration + self.kp * self.error(pm)
-                 + self.kd * (self.angular_velocity - w))
-        return pm.jacobian(self.frame)[3:], a_des - pm.drift(self.frame)[3:]
+    def fill(self, pm: ProjectedModel, rows: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> int:
+        return _orientation_rows(frame_terms(pm), self.frame_rows(pm),
+                                 (self.rotation, self.angular_velocity, self.angular_acceleration), self.gains(),
+                                 rows, k)
+
+
+@compiled
+def _orientation_rows(frames, frame_rows, ref, gains, rows, k):
+    """Rows ``k..k+3`` of ``rows = (J, r, w)``: the angular rows of the frame's ``J_f T``,
+    ``a_des - drift`` (module docstring) and the weights; ``frames``: :func:`frame_terms`,
+    ``frame_rows = (u, s)``, ``ref = (rotation, angular_velocity, angular_acceleration)``,
+    ``gains = (kp, kd, weight)``."""
+    J, r, w = rows
+    R_all, Jf_T, drift, twist = frames[0], frames[2], frames[3], frames[4]
+    u, s = frame_rows
+    rotation, angular_velocity, angular_acceleration = ref
+    kp, kd, weight = gains
+    M = np.empty((3, 3))  # R_ref R^T
+    for i in range(3):
+        for j in range(3):
+            M[i, j] = (rotation[i, 0] * R_all[s, j, 0] + rotation[i, 1] * R_all[s, j, 1]
+                       + rotation[i, 2] * R_all[s, j, 2])
+    e = log3(M)
+    for i in range(3):
+        for j in range(J.shape[1]):
+            J[k + i, j] = Jf_T[u, 3 + i, j]
+        r[k + i] = (angular_acceleration[i] + kp[i] * e[i] + kd[i] * (angular_velocity[i] - twist[u, 3 + i])
+                    - drift[u, 3 + i])
+        w[k + i] = weight[i]
+    return k + 3
 
 
 __all__ = ["OrientationTask"]

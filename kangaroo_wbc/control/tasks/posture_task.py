@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from kangaroo_wbc.control.tasks.base import Reference, Task
+from kangaroo_wbc.model.compiled import compiled
 from kangaroo_wbc.model.projected_model import ProjectedModel
 
 
@@ -28,9 +29,7 @@ class PostureTask(Task):
         self.dim = n_a
         super().__init__(name, weight, kp, kd)
         self.n_b, self.n_a = n_b, n_a
-        self.idx_q_a = np.asarray(idx_q_a, dtype=int)
-        self._J = np.zeros((n_a, n_b + n_a))
-        self._J[:, n_b:] = np.eye(n_a)
+        self.idx_q_a = np.asarray(idx_q_a, dtype=np.int64)
         self.position = np.zeros(n_a)
         self.velocity = np.zeros(n_a)
         self.acceleration = np.zeros(n_a)
@@ -43,10 +42,26 @@ class PostureTask(Task):
     def error(self, pm: ProjectedModel) -> np.ndarray:
         return self.position - pm.q[self.idx_q_a]
 
-    def jacobian_and_target(self, pm: ProjectedModel) -> tuple[np.ndarray, np.ndarray]:
-        theta_dot = pm.nu[self.n_b:]
-        r = self.acceleration + self.kp * self.error(pm) + self.kd * (self.velocity - theta_dot)
-        return self._J, r
+    def fill(self, pm: ProjectedModel, rows: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> int:
+        return _posture_rows(pm.q, pm.nu, self.n_b, self.idx_q_a, (self.position, self.velocity, self.acceleration),
+                             self.gains(), rows, k)
+
+
+@compiled
+def _posture_rows(q, nu, n_b, idx_q_a, ref, gains, rows, k):
+    """Rows ``k..k+n_a`` of ``rows = (J, r, w)``: ``[0 | I]``, ``r`` of the module docstring and the weights
+    (``theta = q[idx_q_a]``, ``theta_dot = nu[n_b:]``); ``ref = (position, velocity, acceleration)``,
+    ``gains = (kp, kd, weight)``."""
+    J, r, w = rows
+    position, velocity, acceleration = ref
+    kp, kd, weight = gains
+    n_a = idx_q_a.shape[0]
+    for i in range(n_a):
+        for j in range(J.shape[1]):
+            J[k + i, j] = 1.0 if j == n_b + i else 0.0
+        r[k + i] = acceleration[i] + kp[i] * (position[i] - q[idx_q_a[i]]) + kd[i] * (velocity[i] - nu[n_b + i])
+        w[k + i] = weight[i]
+    return k + n_a
 
 
 __all__ = ["PostureTask"]
