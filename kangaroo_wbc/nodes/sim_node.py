@@ -43,7 +43,6 @@ from kangaroo_wbc.errors import InputError  # noqa: E402
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.conversions import (  # noqa: E402
     JointIndexMap,
-    arrays_to_odometry_msg,
     arrays_to_transform_stamped,
     quaternion_wxyz_to_xyzw,
     seconds_to_time_msg,
@@ -53,7 +52,7 @@ from kangaroo_wbc.ros.conversions import (  # noqa: E402
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for  # noqa: E402
 from kangaroo_wbc.ros.params import SharedFields, parameter  # noqa: E402
 from kangaroo_wbc.ros.publication import publication_thread  # noqa: E402
-from kangaroo_wbc.ros.serialized import imu_writer, joint_state_writer  # noqa: E402
+from kangaroo_wbc.ros.serialized import imu_writer, joint_state_writer, odometry_writer  # noqa: E402
 from kangaroo_wbc.ros.tf import make_tf_broadcaster  # noqa: E402
 
 _D = SimulatedRobotConfig()  # the defaults are the component's
@@ -138,26 +137,26 @@ class SimNode(KangarooNode):
         self._act_map = JointIndexMap(robot.actuator_names, what="actuator")
         self._writers = {"act": joint_state_writer(robot.actuator_names),
                          "enc": joint_state_writer(robot.passive_encoder_names, ("position",)),
-                         "imu": imu_writer("imu")}
+                         "imu": imu_writer("imu"),
+                         "gt": joint_state_writer(sim.joint_names, ("position", "velocity")),
+                         "odom": odometry_writer("odom", "ground_truth/base_link")}
         self._enc_map = JointIndexMap(robot.passive_encoder_names, what="passive encoder")
-        self._gt_map = JointIndexMap(sim.joint_names)
         self._stamp = Time()  # preallocated messages, all sharing one stamp object
-        self._msg = {"act": JointState(), "enc": JointState(), "imu": Imu(), "gt": JointState(), "odom": Odometry(),
-                     **{s: WrenchStamped() for s in sim.sole_names}}
+        self._msg = {s: WrenchStamped() for s in sim.sole_names}
         self._clock_msg = ClockMsg(clock=self._stamp)
         pub, stream = self.create_publisher, self.create_stream_publisher
         self._pub = {"act": stream(JointState, "actuators/state", qos.SENSOR_STATE),
                      "enc": stream(JointState, "passive_encoders/state", qos.SENSOR_STATE),
                      "imu": stream(Imu, "imu/data", qos.SENSOR_STATE),
                      "clock": stream(ClockMsg, "/clock", qos.SENSOR_STATE),
-                     "gt": pub(JointState, "sim/ground_truth/joint_states", qos.SENSOR_STATE),
-                     "odom": pub(Odometry, "sim/ground_truth/base_odometry", qos.SENSOR_STATE),
+                     "gt": stream(JointState, "sim/ground_truth/joint_states", qos.SENSOR_STATE),
+                     "odom": stream(Odometry, "sim/ground_truth/base_odometry", qos.SENSOR_STATE),
                      **{s: pub(WrenchStamped, f"sim/ground_truth/{s}/wrench", qos.SENSOR_STATE)
                         for s in sim.sole_names}}
         self._latency_pub = pub(Float64MultiArray, "sim/command_latency", qos.VISUALIZATION)
         self._tf = make_tf_broadcaster(self) if p.tf_rate_hz > 0 else None
         self._next_tf_time = 0.0
-        self._listened = {"gt": False, "odom": False, "wrench": False}
+        self._wrench_listened = False
         self._listeners: list[Callable] = []
         self._drop_rng = random.Random(p.seed)
         self._loop_stats = {"overruns": 0, "lockstep_timeouts": 0, "dropped_commands": 0, "max_gap_s": 0.0}
@@ -327,36 +326,35 @@ class SimNode(KangarooNode):
             pub["imu"].publish(w["imu"].write(t, orientation=(x / norm, y / norm, z / norm, qw / norm),
                                               angular_velocity=imu.angular_velocity,
                                               linear_acceleration=imu.linear_acceleration))
-        self._publish_ground_truth(stamp)
+        self._publish_ground_truth(stamp, act.stamp_s)
         return act, enc, imu
 
-    def _publish_ground_truth(self, stamp: Time) -> None:
-        """Only for topics somebody listens to (subscriber counts refreshed every 100 ticks)."""
+    def _publish_ground_truth(self, stamp: Time, stamp_s: float) -> None:
+        """Only for topics somebody listens to (subscriber counts refreshed every 100 ticks for the
+        wrenches; the joint states and odometry are preserialised streams)."""
         p, sim, pub, ticks = self.params, self.robot.sim, self._pub, self.robot.counts["ticks"]
         if ticks % 100 == 0:
-            self._listened = {k: pub[k].get_subscription_count() > 0 for k in ("gt", "odom")}
-            self._listened["wrench"] = any(pub[s].get_subscription_count() for s in sim.sole_names)
+            self._wrench_listened = any(pub[s].get_subscription_count() for s in sim.sole_names)
         if not p.publish_ground_truth or ticks % p.ground_truth_decimation:
             return
-        d, listened, msg = sim.data, self._listened, self._msg
-        if listened["gt"]:
-            pub["gt"].publish(self._gt_map.to_joint_state(d.qpos[self._gt_qadr], d.qvel[self._gt_dadr],
-                                                          stamp=stamp, msg=msg["gt"]))
+        d, w, t = sim.data, self._writers, stamp_s
+        if pub["gt"].wanted():
+            pub["gt"].publish(w["gt"].write(t, position=d.qpos[self._gt_qadr], velocity=d.qvel[self._gt_dadr]))
         tf_due = self._tf is not None and sim.time >= self._next_tf_time
-        if sim.floating_base and (listened["odom"] or tf_due):  # free joint: p, quat w x y z, v (world), ω (base)
+        odom_wanted = sim.floating_base and pub["odom"].wanted()
+        if sim.floating_base and (odom_wanted or tf_due):  # free joint: p, quat w x y z, v (world), ω (base)
             quat_xyzw = quaternion_wxyz_to_xyzw(d.qpos[3:7])
-            if listened["odom"]:
-                pub["odom"].publish(arrays_to_odometry_msg(
-                    d.qpos[0:3], quat_xyzw, d.xmat[1].reshape(3, 3).T @ d.qvel[0:3], d.qvel[3:6], frame_id="odom",
-                    child_frame_id="ground_truth/base_link", stamp=stamp, msg=msg["odom"]))
+            if odom_wanted:
+                twist = np.concatenate([d.xmat[1].reshape(3, 3).T @ d.qvel[0:3], d.qvel[3:6]])
+                pub["odom"].publish(w["odom"].write(t, pose=np.concatenate([d.qpos[0:3], quat_xyzw]), twist=twist))
             if tf_due:
                 self._next_tf_time = sim.time + 1.0 / p.tf_rate_hz - 1e-9
                 self._tf.sendTransform(arrays_to_transform_stamped(
                     d.qpos[0:3], quat_xyzw, parent_frame="odom", child_frame="ground_truth/base_link", stamp=stamp))
-        if listened["wrench"]:
+        if self._wrench_listened:
             for sole, c in sim.contact_wrenches().items():
                 pub[sole].publish(vector_to_wrench_stamped(np.concatenate([c.force_in_sole, c.torque_in_sole]),
-                                                           frame_id=sole, stamp=stamp, msg=msg[sole]))
+                                                           frame_id=sole, stamp=stamp, msg=self._msg[sole]))
 
     # ------------------------------------------------------------------ executor thread
     def _publish_latency(self) -> None:

@@ -744,6 +744,7 @@ class ClosedChainSim:
         self.prepare_step_worker()
         if self._async_busy:
             raise InputError("start_step: the previous step is still under way (call wait_step first)")
+        self._apply_command()  # here, not in the worker: one hand-over of the interpreter fewer
         self._async_busy = True
         self._async_t0 = _time.perf_counter()
         self._switch_interval = sys.getswitchinterval()
@@ -787,7 +788,6 @@ class ClosedChainSim:
         while True:
             go.acquire()
             try:
-                self._apply_command()
                 held = self._held_base
                 for _ in range(self.substeps):
                     mujoco.mj_step(m, d)
