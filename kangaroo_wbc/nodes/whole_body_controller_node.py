@@ -79,6 +79,10 @@ def _check_behaviour(name: str) -> str | None:
     return None if name in BEHAVIOURS else f"unknown behaviour; known: {sorted(BEHAVIOURS)}"
 
 
+#: joint_states older than the odometry (by more than ``odometry_max_lag_s``) skipped in a row
+#: before the node runs without a base state (safe mode).
+MAX_JOINT_STATES_BEHIND = 20
+
 @dataclass
 class WholeBodyControllerParams:
     """Parameters of the ``whole_body_controller`` node (``config/whole_body_controller.yaml``)."""
@@ -301,6 +305,7 @@ class WholeBodyControllerNode(KangarooNode):
         #: (stamp [s], header stamp) of joint_states that came before the odometry of its time
         self._pending_joints: tuple | None = None
         self._waiting_since: float | None = None  # joint_states stamp [s] since the odometry lags
+        self._behind_count = 0  # consecutive joint_states skipped for being older than the odometry
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._msg_cmd = JointState()
         # preserialised; frame_id names the source (a simulator or driver accepts this node's only)
@@ -523,6 +528,13 @@ class WholeBodyControllerNode(KangarooNode):
                 return
         else:
             self._waiting_since = None
+        if self._odom_stamp is not None and arr.stamp_s < self._odom_stamp - lag \
+                and self._behind_count < MAX_JOINT_STATES_BEHIND:
+            # joint_states older than the odometry: a newer one (published before that odometry)
+            # is on its way; skip this one instead of running without a base state
+            self._behind_count += 1
+            return
+        self._behind_count = 0
         if (
             self._odom_stamp is None
             or abs(arr.stamp_s - self._odom_stamp) > self.params.odometry_max_lag_s

@@ -82,3 +82,23 @@ def test_joint_states_wait_for_the_odometry_of_their_time(wbc_node):
     assert len(calls) == 3 and math.isnan(calls[2])
     node._on_odometry(_odometry(q, t2 - 0.01))  # a late, older odometry does not revive the old sample
     assert len(calls) == 3
+
+
+def test_joint_states_older_than_the_odometry_are_skipped_a_bounded_number_of_times(wbc_node):
+    from kangaroo_wbc.nodes.whole_body_controller_node import MAX_JOINT_STATES_BEHIND
+
+    node, clm, q, position, calls = wbc_node
+    calls.clear()
+    lag = node.params.odometry_max_lag_s
+    t0 = 200.0
+    node._on_odometry(_odometry(q, t0))
+    node._on_joints(_joints(clm, position, t0 - 3 * lag))  # an older joint_states: the newer one comes
+    assert calls == []
+    node._on_joints(_joints(clm, position, t0))
+    assert calls == [t0]
+    calls.clear()
+    for _ in range(MAX_JOINT_STATES_BEHIND):  # joint_states stuck behind the odometry ...
+        node._on_joints(_joints(clm, position, t0 - 3 * lag))
+    assert calls == []
+    node._on_joints(_joints(clm, position, t0 - 3 * lag))  # ... then no consistent state (safe mode)
+    assert len(calls) == 1 and math.isnan(calls[0])
