@@ -27,12 +27,18 @@ def pytest_runtest_makereport(item, call):
     """In CI, a skip for any reason outside :data:`CI_ACCEPTED_SKIPS` fails the test."""
     outcome = yield
     report = outcome.get_result()
-    if not (_in_ci() and report.skipped) or hasattr(report, "wasxfail"):
+    if not hasattr(report, "wasxfail"):
+        _fail_unaccepted_skip(report, "skipped")
+
+
+def _fail_unaccepted_skip(report, what: str) -> None:
+    """Turn a skipped ``report`` into a failure under CI unless its reason is accepted."""
+    if not (_in_ci() and report.skipped):
         return
     reason = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr)
     if not any(accepted in reason for accepted in CI_ACCEPTED_SKIPS):
         report.outcome = "failed"
-        report.longrepr = f"skipped under CI=true, which accepts no skip for this reason: {reason}"
+        report.longrepr = f"{what} under CI=true, which accepts no skip for this reason: {reason}"
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -40,13 +46,7 @@ def pytest_make_collect_report(collector):
     """The same for a whole module skipped at collection (``pytest.importorskip``, module-level
     ``pytest.skip``)."""
     outcome = yield
-    report = outcome.get_result()
-    if not (_in_ci() and report.skipped):
-        return
-    reason = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr)
-    if not any(accepted in reason for accepted in CI_ACCEPTED_SKIPS):
-        report.outcome = "failed"
-        report.longrepr = f"module skipped under CI=true, which accepts no skip for this reason: {reason}"
+    _fail_unaccepted_skip(outcome.get_result(), "module skipped")
 
 
 @pytest.fixture(autouse=True)

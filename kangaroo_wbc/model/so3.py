@@ -86,6 +86,18 @@ def log3(R):
 
 
 @compiled
+def orientation_error(R_ref, R):
+    """``log3(R_ref R^T)`` [rad]: the rotation taking ``R`` to ``R_ref``, in world axes (the
+    orientation error of the frame tasks; compiled)."""
+    M = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            M[i, j] = R_ref[i, 0] * R[j, 0] + R_ref[i, 1] * R[j, 1] + R_ref[i, 2] * R[j, 2]
+    return log3(M)
+
+
+
+@compiled
 def jlog3_into(w, th, J):
     """Right Jacobian of the log map (pinocchio's ``Jlog3``) at the rotation vector ``w`` of angle
     ``th = |w|`` (as :func:`log3_into` returns it), written into ``J`` (3, 3) (compiled)."""

@@ -18,7 +18,7 @@ import pinocchio as pin
 from kangaroo_wbc.control.tasks.base import Reference, Task, frame_terms
 from kangaroo_wbc.model.compiled import compiled
 from kangaroo_wbc.model.projected_model import ProjectedModel
-from kangaroo_wbc.model.so3 import log3
+from kangaroo_wbc.model.so3 import orientation_error
 
 
 class FramePoseTask(Task):
@@ -69,12 +69,7 @@ def _pose_rows(frames, frame_rows, ref, gains, rows, k):
     u, s = frame_rows
     position, rotation, twist_ref, acceleration = ref
     kp, kd, weight = gains
-    M = np.empty((3, 3))  # R_ref R^T
-    for i in range(3):
-        for j in range(3):
-            M[i, j] = (rotation[i, 0] * R_all[s, j, 0] + rotation[i, 1] * R_all[s, j, 1]
-                       + rotation[i, 2] * R_all[s, j, 2])
-    e = log3(M)
+    e = orientation_error(rotation, R_all[s])
     for i in range(6):
         for j in range(J.shape[1]):
             J[k + i, j] = Jf_T[u, i, j]
