@@ -23,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import difflib
+import faulthandler
 import gc
 import signal
 import sys
@@ -61,6 +62,9 @@ EXIT_CONFIG_ERROR = 2
 SPIN_PERIOD_S = 0.05
 #: Longest wait [s] at shutdown for reliable subscribers to acknowledge the last messages.
 SHUTDOWN_FLUSH_S = 1.0
+#: A shutdown still running after this [s] writes every thread's stack to stderr (the node's log):
+#: a process that does not exit says where it waits.
+SHUTDOWN_STACKS_AFTER_S = 6.0
 #: Period [s, steady clock] of the ROS-graph check of the single-writer topics.
 WRITER_CHECK_PERIOD_S = 0.25
 
@@ -340,6 +344,7 @@ def run_nodes(
         gc.freeze()
         while not stop.is_set() and context.ok():
             executor.spin_once(timeout_sec=SPIN_PERIOD_S)
+        faulthandler.dump_traceback_later(SHUTDOWN_STACKS_AFTER_S)
         for node in nodes:
             if isinstance(node, KangarooNode):
                 try:
@@ -356,6 +361,7 @@ def run_nodes(
     except (KeyboardInterrupt, ExternalShutdownException):
         return EXIT_OK
     finally:
+        faulthandler.dump_traceback_later(SHUTDOWN_STACKS_AFTER_S)  # restarted: this part too
         executor.shutdown(timeout_sec=1.0)
         stop_publication_thread()  # what it queued is published; then the publishers may go
         for node in nodes:
@@ -364,6 +370,7 @@ def run_nodes(
             context.try_shutdown()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        faulthandler.cancel_dump_traceback_later()
 
 
 def default_executor() -> Executor:
