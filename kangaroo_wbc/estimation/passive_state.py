@@ -124,7 +124,7 @@ class PassiveStateEstimator:
         self._fused: tuple | None = None
         kin, blu = self.kin, self.kin.block_lu
         if kin.kernel is not None and blu is not None and clm.n_c:
-            self._fused = (kin.kernel.tree_args, kin.kernel.loop_args, blu.rows, blu.cols, blu.sizes, blu.LU, blu.piv,
+            self._fused = (kin.kernel.tree, kin.kernel.loops, blu.rows, blu.cols, blu.sizes, blu.LU, blu.piv,
                            np.empty((clm.n_u, 2)), np.empty((clm.n_u, 2)))
         # compile (or load) the kernels now, not in a tick: one call on scratch buffers
         e, _, J_la = self.kin.evaluate()
@@ -305,7 +305,7 @@ def _passive_tick(q, tree, loops, evaluate, factor, e_l, J_l, n_u, rows, cols, s
     pivot, or factors or a solution not finite: checked on the solution): nothing written after
     the right-hand sides."""
     if evaluate:
-        closure_error_jacobian(q, *tree, *loops, True, e_l, J_l)
+        closure_error_jacobian(q, tree, loops, True, e_l, J_l)
     norm = _correction_rhs(theta_a, theta_dot_a, q, idx_q_a, alpha, beta, e_l, J_l[:, n_u:], e_out, theta_dot_a_k,
                            rhs)
     if factor and not factor_blocks(J_l[:, :n_u], rows, cols, sizes, LU, piv):

@@ -14,7 +14,11 @@ import math
 
 import numpy as np
 
-from kangaroo_wbc.model.compiled import compiled
+from kangaroo_wbc.model.compiled import buffers, compiled
+
+#: The factors of a :class:`BlockLU` for kernels: per block, its rows, columns and size, the
+#: packed LU and the pivots (as :func:`factor_blocks` writes them).
+BlockFactors = buffers("BlockFactors", ("rows", "cols", "sizes", "LU", "piv"))
 
 
 def block_structure(pattern: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
@@ -186,15 +190,16 @@ def solve_blocks(LU, piv, rows, cols, sizes, B, X, transpose):
 
 
 @compiled
-def _project_through(LU, piv, rows, cols, sizes, G, g, idx_u, idx_a, J_la, rhs, Y, GT_a, g_a):
+def _project_through(factors, G, g, idx_u, idx_a, J_la, work, GT_a, g_a):
     """``GT_a = G_a^T - J_la^T A^{-T} G_u^T`` and ``g_a = g[idx_a] - J_la^T A^{-T} g[idx_u]`` (see
-    :meth:`BlockLU.project_through`); ``rhs``, ``Y``: (n, 1 + r) work arrays."""
+    :meth:`BlockLU.project_through`); ``work``: (2, n, 1 + r), the right-hand sides and solutions."""
     n, r = idx_u.shape[0], G.shape[0]
+    rhs, Y = work[0], work[1]
     for i in range(n):
         rhs[i, 0] = g[idx_u[i]]
         for k in range(r):
             rhs[i, 1 + k] = G[k, idx_u[i]]
-    solve_blocks(LU, piv, rows, cols, sizes, rhs, Y, True)
+    solve_blocks(factors.LU, factors.piv, factors.rows, factors.cols, factors.sizes, rhs, Y, True)
     for j in range(idx_a.shape[0]):
         s = g[idx_a[j]]
         for i in range(n):
@@ -243,8 +248,10 @@ class BlockLU:
         self.LU = np.zeros((len(blocks), M, M))
         self.piv = np.zeros((len(blocks), M), dtype=np.int64)
         self._ratios = np.zeros(len(blocks))
+        #: the factors as one buffer object (:data:`BlockFactors`) for kernels of other modules
+        self.factors = BlockFactors.make(rows=self.rows, cols=self.cols, sizes=self.sizes, LU=self.LU, piv=self.piv)
         self._cols_in: tuple | None = None  # (idx_u, idx_u[cols]) of factor_and_map
-        self._work: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # project_through buffers
+        self._work: dict[tuple[int, int], np.ndarray] = {}  # project_through buffers
         # compile (or load) the kernels now rather than in the first control tick
         warm = np.zeros((n, n))
         for r, c in blocks:
@@ -293,12 +300,11 @@ class BlockLU:
         """
         if not self.ok:
             raise RuntimeError("BlockLU.project_through: no valid factorisation")
-        shape = (self.n, 1 + G.shape[0])
+        shape = (2, self.n, 1 + G.shape[0])
         work = self._work.get(shape)
         if work is None:
-            work = self._work[shape] = (np.empty(shape), np.empty(shape))
-        _project_through(self.LU, self.piv, self.rows, self.cols, self.sizes, G, g, idx_u, idx_a, J_la,
-                         work[0], work[1], GT_a, g_a)
+            work = self._work[shape] = np.empty(shape)
+        _project_through(self.factors, G, g, idx_u, idx_a, J_la, work, GT_a, g_a)
 
     def pivot_ratios(self) -> np.ndarray:
         """Per block, ``min |u_kk| / max |u_kk|`` of the last factorisation (a view, overwritten by the
@@ -318,4 +324,4 @@ class BlockLU:
         return X if B.ndim == 2 else X[:, 0]
 
 
-__all__ = ["BlockLU", "block_structure", "factor_blocks", "factor_blocks_and_map", "solve_blocks"]
+__all__ = ["BlockFactors", "BlockLU", "block_structure", "factor_blocks", "factor_blocks_and_map", "solve_blocks"]

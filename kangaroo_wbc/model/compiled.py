@@ -20,7 +20,7 @@ every call: about 0.1 µs per array), and kernels stay cacheable on disk.
 
 from __future__ import annotations
 
-import sys
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -52,7 +52,7 @@ def buffers(name: str, fields: Sequence[str]) -> type:
     Call it at module level: the class is registered under ``name`` in the caller's module, which
     keeps the kernels that take it cacheable.
     """
-    module = sys._getframe(1).f_globals["__name__"]
+    module = inspect.currentframe().f_back.f_globals["__name__"]
     typ = type(f"{name}Type", (_BufferType,), {"__module__": module, "__qualname__": f"{name}Type"})
     structref.register(typ)
     cls = type(name, (structref.StructRefProxy,), {"__module__": module, "__qualname__": name,

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
-from kangaroo_wbc.model.compiled import compiled
+from kangaroo_wbc.model.compiled import buffers, compiled
 from kangaroo_wbc.model.so3 import jlog3_into, log3_into
 
 
@@ -47,6 +47,21 @@ def frame_placements(oR, op, joints, f_R, f_p, R_out, p_out):
             for c in range(3):
                 R_out[f, i, c] = oR[j, i, 0] * f_R[f, 0, c] + oR[j, i, 1] * f_R[f, 1, c] + oR[j, i, 2] * f_R[f, 2, c]
             p_out[f, i] = op[j, i] + oR[j, i, 0] * f_p[f, 0] + oR[j, i, 1] * f_p[f, 1] + oR[j, i, 2] * f_p[f, 2]
+
+#: A kinematic tree's tables read from the pinocchio model (``parent`` ... ``jnv``, ``f_joint``,
+#: ``f_R``, ``f_p``: the listed frames' parent joints and fixed placements) and the placements of a
+#: pass: joints ``oR``, ``op`` (``oRpre`` before the joint's own motion), frames ``R``, ``p``.
+TreeBuffers = buffers("TreeBuffers", ("parent", "jtype", "axis", "axis2", "R0", "p0", "idx_q", "idx_v", "jnv",
+                                      "oRpre", "oR", "op", "f_joint", "f_R", "f_p", "R", "p"))
+#: The closure loops' tables (frame slots, rotation-row type, kept rows, the joint columns with
+#: their signs and output positions), the kernel's ``e_l`` and ``J_l`` and the buffers of
+#: :func:`closure_velocity_bias`.
+LoopBuffers = buffers("LoopBuffers", ("slot_a", "slot_u", "rot_type", "uj_ijks", "rowmap", "col_joint", "col_dof",
+                                      "col_sign", "col_out", "e_l", "J_l", "joint_velocity", "joint_bias_acceleration",
+                                      "frame_velocity", "frame_bias_acceleration", "bias_l"))
+#: The passive joints of :func:`integrate_passive` (``iq``, ``iu``, ``kind``) and the chord
+#: iteration's buffers (``e``: closure error, ``q``: trial configuration).
+PassiveBuffers = buffers("PassiveBuffers", ("iq", "iu", "kind", "e", "q"))
 
 REVOLUTE, PRISMATIC, FREE_FLYER, SPHERICAL, UNIVERSAL = 0, 1, 2, 3, 4
 ROT_NONE, ROT_LOG3, ROT_UNIVERSAL = 0, 1, 2
@@ -138,9 +153,12 @@ def _compose(oR, op, src, R_loc, p_loc, k, out_R, out_p, dst):
 
 
 @compiled
-def _placements(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR, fp):
-    """World placements of every joint (``oR``, ``op``; ``oRpre`` before the joint's own motion)
-    and of the listed frames (``fR``, ``fp``)."""
+def _placements(q, tree):
+    """World placements of every joint (``tree.oR``, ``tree.op``; ``tree.oRpre`` before the joint's
+    own motion) and of the listed frames (``tree.R``, ``tree.p``)."""
+    parent, jtype, axis, axis2, R0, p0 = tree.parent, tree.jtype, tree.axis, tree.axis2, tree.R0, tree.p0
+    idx_q, oRpre, oR, op, f_joint = tree.idx_q, tree.oRpre, tree.oR, tree.op, tree.f_joint
+    f_R, f_p, fR, fp = tree.f_R, tree.f_p, tree.R, tree.p
     n = parent.shape[0]
     for i in range(3):
         for j in range(3):
@@ -175,18 +193,20 @@ def _placements(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_j
 
 
 @compiled
-def closure_error_jacobian(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p,
-                           fR, fp, slot_a, slot_u, rot_type, uj_ijks, rowmap, col_joint, col_dof, col_sign,
-                           col_out, want_jacobian, e_out, J_out):
+def closure_error_jacobian(q, tree, loops, want_jacobian, e_out, J_out):
     """Closure error rows ``e_l`` into ``e_out`` and, if ``want_jacobian``, Jacobian rows ``J_l`` into
-    ``J_out`` (columns ``col_out``) at the configuration ``q`` (compiled; the placements of ``q``
-    are left in ``oR``, ``op``, ``fR``, ``fp`` for :func:`closure_velocity_bias`).
+    ``J_out`` (columns ``loops.col_out``) at the configuration ``q`` (compiled; the placements of
+    ``q`` are left in ``tree`` for :func:`closure_velocity_bias`).
 
-    The arguments after ``q`` are a :class:`ClosureKernel`'s :attr:`~ClosureKernel.tree_args`
-    (``parent`` ... ``fp``) and :attr:`~ClosureKernel.loop_args` (``slot_a`` ... ``col_out``);
-    kernels of other modules that fuse this pass with their own work call it with those tuples.
+    ``tree``, ``loops``: a :class:`ClosureKernel`'s :attr:`~ClosureKernel.tree` and
+    :attr:`~ClosureKernel.loops`; kernels of other modules that fuse this pass with their own work
+    call it with them.
     """
-    _placements(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR, fp)
+    _placements(q, tree)
+    jtype, axis, axis2, oRpre, oR, op = tree.jtype, tree.axis, tree.axis2, tree.oRpre, tree.oR, tree.op
+    fR, fp, slot_a, slot_u, rot_type = tree.R, tree.p, loops.slot_a, loops.slot_u, loops.rot_type
+    uj_ijks, rowmap, col_joint, col_dof = loops.uj_ijks, loops.rowmap, loops.col_joint, loops.col_dof
+    col_sign, col_out = loops.col_sign, loops.col_out
     K = slot_a.shape[0]
     Rau = np.empty((3, 3))
     RaT_d = np.empty(3)
@@ -328,17 +348,21 @@ def _cross3(a0, a1, a2, b0, b1, b2):
 
 
 @compiled
-def closure_velocity_bias(v, parent, jtype, axis, axis2, idx_v, jnv, oRpre, oR, op, f_joint, fR, fp, slot_a,
-                          slot_u, rot_type, uj_ijks, rowmap, Vj, Aj, fV, fA, bias_out):
+def closure_velocity_bias(v, tree, loops):
     """Frame twists / velocity-product accelerations and the closure bias ``Jdot_l v`` (compiled).
 
-    Needs the placements of the same configuration (a previous :func:`_placements` or
-    :func:`closure_error_jacobian` call); the arguments after ``v`` are a :class:`ClosureKernel`'s
-    :attr:`~ClosureKernel.bias_args`.
-    ``Vj``/``Aj`` (n, 6): per joint, world spatial velocity and ``Jdot v`` at the world origin
-    (linear first). ``fV``/``fA`` (F, 6): the same for the frames' bodies. ``bias_out`` gets the
-    bias rows of the position and universal-joint rows (log3 rows are not handled here).
+    Needs the placements of the same configuration in ``tree`` (a previous :func:`_placements` or
+    :func:`closure_error_jacobian` call). Writes into ``loops``: ``joint_velocity`` /
+    ``joint_bias_acceleration`` (n, 6): per joint, world spatial velocity and ``Jdot v`` at the
+    world origin (linear first); ``frame_velocity`` / ``frame_bias_acceleration`` (F, 6): the same
+    for the frames' bodies; ``bias_l``: the bias rows of the position and universal-joint rows
+    (log3 rows are not handled here).
     """
+    parent, jtype, axis, axis2, idx_v, jnv = tree.parent, tree.jtype, tree.axis, tree.axis2, tree.idx_v, tree.jnv
+    oRpre, oR, op, f_joint, fR, fp = tree.oRpre, tree.oR, tree.op, tree.f_joint, tree.R, tree.p
+    slot_a, slot_u, rot_type, uj_ijks = loops.slot_a, loops.slot_u, loops.rot_type, loops.uj_ijks
+    rowmap, Vj, Aj = loops.rowmap, loops.joint_velocity, loops.joint_bias_acceleration
+    fV, fA, bias_out = loops.frame_velocity, loops.frame_bias_acceleration, loops.bias_l
     n = parent.shape[0]
     for c in range(6):
         Vj[0, c] = 0.0
@@ -548,17 +572,15 @@ def integrate_passive(q, dv_u, pj_iq, pj_iu, pj_kind, out):
 
 
 @compiled
-def _chord_fk(q, J_inv, tol, max_iter, contraction, pj_iq, pj_iu, pj_kind, e_buf, q_buf,
-              parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR, fp,
-              slot_a, slot_u, rot_type, uj_ijks, rowmap, col_joint, col_dof, col_sign, col_out, J_dummy):
+def _chord_fk(q, tree, loops, passive, J_inv, tol, max_iter, contraction):
     """Chord Newton on the passive coordinates with a fixed ``J_lu^{-1}`` (updates ``q`` in place).
 
     Returns ``(status, iterations, residual)``: converged (inf-norm <= tol), stalled (a step did
     not shrink the residual by ``contraction``: ``q`` is the last accepted point) or out of steps.
     """
-    closure_error_jacobian(q, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R, f_p, fR,
-                           fp, slot_a, slot_u, rot_type, uj_ijks, rowmap, col_joint, col_dof, col_sign, col_out,
-                           False, e_buf, J_dummy)
+    e_buf, q_buf = passive.e, passive.q
+    J_dummy = np.empty((0, 0))
+    closure_error_jacobian(q, tree, loops, False, e_buf, J_dummy)
     n_c, n_u = J_inv.shape[1], J_inv.shape[0]
     norm = 0.0
     for r in range(n_c):
@@ -574,10 +596,8 @@ def _chord_fk(q, J_inv, tol, max_iter, contraction, pj_iq, pj_iu, pj_kind, e_buf
             for r in range(n_c):
                 s -= J_inv[i, r] * e_buf[r]
             step[i] = s
-        integrate_passive(q, step, pj_iq, pj_iu, pj_kind, q_buf)
-        closure_error_jacobian(q_buf, parent, jtype, axis, axis2, R0, p0, idx_q, oRpre, oR, op, f_joint, f_R,
-                               f_p, fR, fp, slot_a, slot_u, rot_type, uj_ijks, rowmap, col_joint, col_dof,
-                               col_sign, col_out, False, e_buf, J_dummy)
+        integrate_passive(q, step, passive.iq, passive.iu, passive.kind, q_buf)
+        closure_error_jacobian(q_buf, tree, loops, False, e_buf, J_dummy)
         new = 0.0
         for r in range(n_c):
             new = max(new, abs(e_buf[r]))
@@ -696,28 +716,27 @@ class ClosureKernel:
         self.bias_l = np.zeros(self.n_c)
         #: :meth:`velocity_bias` handles every loop (position and universal-joint rows, no log3)
         self.bias_supported = not bool(np.any(self.rot_type == ROT_LOG3))
-        # The kernels' fixed arguments, packed once (every array above is a buffer updated in place;
-        # unpacking a tuple is cheaper than two dozen attribute lookups per call).
-        #: arguments ``parent`` ... ``fp`` of :func:`closure_error_jacobian` (the tree and its buffers),
-        #: for kernels of other modules that fuse the closure pass with their own work
-        self.tree_args = (self.parent, self.jtype, self.axis, self.axis2, self.R0, self.p0, self.idx_q,
-                          self.oRpre, self.oR, self.op, self.f_joint, self.f_R, self.f_p, self.R, self.p)
-        #: arguments ``slot_a`` ... ``col_out`` of :func:`closure_error_jacobian` (the loops' rows)
-        self.loop_args = (self.slot_a, self.slot_u, self.rot_type, self.uj_ijks, self.rowmap, self.col_joint,
-                          self.col_dof, self.col_sign, self.col_out)
-        #: arguments after ``v`` of :func:`closure_velocity_bias`
-        self.bias_args = (self.parent, self.jtype, self.axis, self.axis2, self.idx_v, self.jnv, self.oRpre,
-                          self.oR, self.op, self.f_joint, self.R, self.p, self.slot_a, self.slot_u, self.rot_type,
-                          self.uj_ijks, self.rowmap, self.joint_velocity, self.joint_bias_acceleration,
-                          self.frame_velocity, self.frame_bias_acceleration, self.bias_l)
+        # The kernels' buffer objects (every array above is updated in place, never rebound).
+        #: the tree and its placement buffers (:data:`TreeBuffers`), for :func:`closure_error_jacobian`
+        #: and kernels of other modules that fuse the closure pass with their own work
+        self.tree = TreeBuffers.make(
+            parent=self.parent, jtype=self.jtype, axis=self.axis, axis2=self.axis2, R0=self.R0, p0=self.p0,
+            idx_q=self.idx_q, idx_v=self.idx_v, jnv=self.jnv, oRpre=self.oRpre, oR=self.oR, op=self.op,
+            f_joint=self.f_joint, f_R=self.f_R, f_p=self.f_p, R=self.R, p=self.p)
+        #: the loops' rows and the bias buffers (:data:`LoopBuffers`)
+        self.loops = LoopBuffers.make(
+            slot_a=self.slot_a, slot_u=self.slot_u, rot_type=self.rot_type, uj_ijks=self.uj_ijks,
+            rowmap=self.rowmap, col_joint=self.col_joint, col_dof=self.col_dof, col_sign=self.col_sign,
+            col_out=self.col_out, e_l=self.e_l, J_l=self.J_l, joint_velocity=self.joint_velocity,
+            joint_bias_acceleration=self.joint_bias_acceleration, frame_velocity=self.frame_velocity,
+            frame_bias_acceleration=self.frame_bias_acceleration, bias_l=self.bias_l)
 
     def _run(self, q: np.ndarray, jacobian: bool) -> None:
-        closure_error_jacobian(q, *self.tree_args, *self.loop_args, jacobian, self.e_l,
-                               self.J_l if jacobian else self._J_dummy)
+        closure_error_jacobian(q, self.tree, self.loops, jacobian, self.e_l, self.J_l if jacobian else self._J_dummy)
 
     def placements(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """World rotations (F, 3, 3) and positions (F, 3) [m] of the frames at ``q``."""
-        _placements(q, *self.tree_args)
+        _placements(q, self.tree)
         return self.R, self.p
 
     def error(self, q: np.ndarray) -> np.ndarray:
@@ -753,7 +772,7 @@ class ClosureKernel:
             raise ValueError("velocity_bias: log3 rotation rows are not supported by the compiled path")
         if not placements_current:
             self.placements(q)
-        closure_velocity_bias(v, *self.bias_args)
+        closure_velocity_bias(v, self.tree, self.loops)
         return self.bias_l
 
     def set_passive_joints(self, model: pin.Model, idx_v_u: np.ndarray) -> bool:
@@ -782,8 +801,8 @@ class ClosureKernel:
         self.pj_iq = np.array(iq, dtype=np.int64)
         self.pj_iu = np.array(iu, dtype=np.int64)
         self.pj_kind = np.array(kind, dtype=np.int64)
-        self._q_buf = np.zeros(self.nq)
-        self._e_buf = np.zeros(self.n_c)
+        self._passive = PassiveBuffers.make(iq=self.pj_iq, iu=self.pj_iu, kind=self.pj_kind, e=np.zeros(self.n_c),
+                                            q=np.zeros(self.nq))
         # compile the chord iteration now (no step taken: max_iter 0)
         self.chord(pin.neutral(model), np.zeros((len(idx_v_u), self.n_c)), 0.0, 0, 0.1)
         return True
@@ -796,9 +815,7 @@ class ClosureKernel:
         ``CHORD_STALLED`` (a step shrank the inf-norm residual by less than ``contraction``; ``q``
         is the last accepted point) or ``CHORD_MAX_ITER``.
         """
-        status, it, norm = _chord_fk(
-            q, J_inv, tol, max_iter, contraction, self.pj_iq, self.pj_iu, self.pj_kind, self._e_buf, self._q_buf,
-            *self.tree_args, *self.loop_args, self._J_dummy)
+        status, it, norm = _chord_fk(q, self.tree, self.loops, self._passive, J_inv, tol, max_iter, contraction)
         return int(status), int(it), float(norm)
 
 

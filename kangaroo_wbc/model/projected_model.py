@@ -40,7 +40,7 @@ from kangaroo_wbc.model.block_lu import (
     solve_blocks,
 )
 from kangaroo_wbc.model.closed_loop_model import universal_cut_indices
-from kangaroo_wbc.model.compiled import all_finite, compiled
+from kangaroo_wbc.model.compiled import all_finite, buffers, compiled
 from kangaroo_wbc.model.fast_kinematics import (
     closure_error_jacobian,
     closure_velocity_bias,
@@ -120,10 +120,10 @@ class ProjectedModel:
         self._gravity_wrench = np.concatenate([self.mass * m.gravity.linear, np.zeros(3)])
         if self._free_flyer:  # compile (or load) now, with pinocchio's own arrays (layouts are in the signature)
             n_nu = clm.n_b + clm.n_a
-            _centroidal_kernel(0.0, 0.0, 0.0, self.mass, np.eye(3), np.zeros(3), np.zeros((m.nv, n_nu)),
-                               np.zeros(m.nv), np.zeros(n_nu), self._gravity_wrench, np.empty(3),
-                               np.empty((6, n_nu)), np.empty(6), np.empty(6), np.empty((3, n_nu)), np.empty(3),
-                               np.empty(3))
+            M0 = np.zeros((m.nv, m.nv))
+            M0[3, 3] = 1.0
+            _centroidal_kernel(M0, self.mass, np.eye(3), np.zeros(3), np.zeros((m.nv, n_nu)), np.zeros(m.nv),
+                               np.zeros(n_nu), self._gravity_wrench, np.empty((9, n_nu)), np.empty(21))
         names = [f.name for f in m.frames]
         self.frame_names = list(dict.fromkeys(frames))
         for name in self.frame_names:
@@ -213,16 +213,22 @@ class ProjectedModel:
             warm[blu.rows[b, :k], self._idx_u[blu.cols[b, :k]]] = 1.0  # nonsingular blocks
         blu.factor_and_map(warm, self._idx_u, self._idx_a, self.T.copy(), self.n_b)
         blu.ok = False
-        # compile (or load) the projection kernel now, with pinocchio's own mass-matrix array
         U, n_nu, nv = len(self.frame_names), self.n_nu, m.nv
-        M0 = pin.crba(m, m.createData(), pin.neutral(m), pin.Convention.WORLD)
-        _project_on_T(M0, np.zeros(nv), np.zeros(nv), np.zeros((U, 6, nv)), np.zeros((self.n_u, self.n_a)),
-                      self._idx_b, self._idx_a, self._idx_u, np.empty((nv, n_nu)), np.empty((n_nu, n_nu)),
-                      np.empty(nv), np.empty(n_nu), np.empty((U, 6, n_nu)), np.empty((U, 6)))
-        self._chain_args: tuple | None = None  # fixed arguments of the compiled closure chain, at its first use
         self.k = np.zeros(m.nv)
         self.q = np.zeros(m.nq)
         self.v = np.zeros(m.nv)
+        self._Jf_buf = np.empty((U, 6, nv))  # the user frames' Jacobians of the compiled chain
+        index = {name: np.ascontiguousarray(i, dtype=np.int64)
+                 for name, i in (("idx_b", self._idx_b), ("idx_a", self._idx_a), ("idx_u", self._idx_u))}
+        self._buffers = ProjectionBuffers.make(
+            **index, n_b=self.n_b, T=self.T, cols_in=np.ascontiguousarray(index["idx_u"][blu.cols]), v=self.v,
+            k=self.k, B=np.empty((blu.n, 1)), X=np.empty((blu.n, 1)),
+            frame_mask=np.ascontiguousarray(self._umask[:, 0, :]), Jf=self._Jf_buf, u0=2 * K)
+        # compile (or load) the projection kernel now, with pinocchio's own mass-matrix array
+        M0 = pin.crba(m, m.createData(), pin.neutral(m), pin.Convention.WORLD)
+        _project_on_T(M0, np.zeros(nv), np.zeros((U, 6, nv)), np.zeros((self.n_u, self.n_a)), self._buffers,
+                      np.empty((nv, n_nu)), np.empty((n_nu, n_nu)), np.empty(nv), np.empty(n_nu),
+                      np.empty((U, 6, n_nu)), np.empty((U, 6)))
         self.nu = np.zeros(self.n_nu)
         self._updated = False
 
@@ -266,8 +272,8 @@ class ProjectedModel:
         Jf_T, Jf_k = np.empty((U, 6, n_nu)), np.empty((U, 6))
         # M T, T^T M T, h + M k, T^T (h + M k), J_f T, J_f k with T's structure (identity columns,
         # J_m sparse by sub-mechanism; compiled): a tenth of the dense products' work
-        _project_on_T(M, self.h, self.k, self._Jf, np.ascontiguousarray(self.J_m), self._idx_b, self._idx_a,
-                      self._idx_u, MT, M_p, h_Mk, h_p, Jf_T, Jf_k)
+        _project_on_T(M, self.h, self._Jf, np.ascontiguousarray(self.J_m), self._buffers, MT, M_p, h_Mk, h_p,
+                      Jf_T, Jf_k)
         self.M_p, self.h_p = M_p, h_p
         # 4. Centroidal quantities (eq. (33)).
         if self._free_flyer:
@@ -311,13 +317,11 @@ class ProjectedModel:
         momentum rate adds gravity). Equal to pinocchio's ``ccrba`` / ``dccrba`` (tested), without
         two more passes over the tree.
         """
-        M = self.M
-        n = MT.shape[1]
-        self.com, self.A_G, self.h_G, self.A_G_drift = np.empty(3), np.empty((6, n)), np.empty(6), np.empty(6)
-        self.J_com, self.com_velocity, self.com_drift = np.empty((3, n)), np.empty(3), np.empty(3)
-        _centroidal_kernel(M[5, 1], M[3, 2], M[4, 0], self.mass, R, p, MT, h_Mk, self.nu, self._gravity_wrench,
-                           self.com, self.A_G, self.h_G, self.A_G_drift, self.J_com, self.com_velocity,
-                           self.com_drift)
+        rows, vec = np.empty((9, MT.shape[1])), np.empty(21)
+        _centroidal_kernel(self.M, self.mass, R, p, MT, h_Mk, self.nu, self._gravity_wrench, rows, vec)
+        self.A_G, self.J_com = rows[:6], rows[6:]
+        self.com, self.h_G, self.A_G_drift = vec[0:3], vec[3:9], vec[9:15]
+        self.com_velocity, self.com_drift = vec[15:18], vec[18:21]
 
     def is_current(self, q: np.ndarray, nu: np.ndarray | None = None) -> bool:
         """True if the last :meth:`update` completed at exactly this ``q`` (and ``nu`` if given):
@@ -439,29 +443,17 @@ class ProjectedModel:
         m, data, kernel, blu = self.model, self.data, self._kernel, self._block_lu
         assert kernel is not None  # update() calls this only with the compiled kernel
         pin.computeJointJacobians(m, data, q)  # data.J of the user frames (only q needed)
-        if self._chain_args is None:
-            U = self.n_frames
-            self._Jf_buf = np.empty((U, 6, self.nv))
-            self._frame_mask = np.ascontiguousarray(self._umask[:, 0, :])
-            cols_in = np.ascontiguousarray(np.asarray(self._idx_u, dtype=np.int64)[blu.cols])
-            self._chain_args = (blu.rows, blu.cols, cols_in, blu.sizes, blu.LU, blu.piv, self._idx_u, self._idx_a,
-                                self.n_b, self.T)
-            self._chain_bias = (kernel.idx_v, kernel.jnv, kernel.joint_velocity, kernel.joint_bias_acceleration,
-                                kernel.frame_velocity, kernel.frame_bias_acceleration)
-            self._chain_work = (np.empty((blu.n, 1)), np.empty((blu.n, 1)))
         U = self.n_frames
-        J_m, bias = np.empty((self.n_u, self.n_a)), np.empty(kernel.n_c)
+        J_m = np.empty((self.n_u, self.n_a))
         twist, drift = np.empty((U, 6)), np.empty((U, 6))
-        ok = _closure_chain(q, nu, kernel.tree_args, kernel.loop_args, kernel.e_l, kernel.J_l, *self._chain_args,
-                            J_m, self.v, *self._chain_bias, bias, *self._chain_work, self.k, data.J,
-                            2 * self.n_closures, self._frame_mask, self._Jf_buf, twist, drift)
+        ok = _closure_chain(q, nu, kernel.tree, kernel.loops, blu.factors, self._buffers, data.J, J_m, twist, drift)
         blu.ok = bool(ok)
         if not ok:
             raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
         if self.min_pivot_ratio > 0.0:
             self._check_pivots(blu.pivot_ratios())
         self._R, self._p = kernel.R, kernel.p
-        self.J_l, self.J_m, self.bias_l, self._Jf = kernel.J_l, J_m, bias, self._Jf_buf
+        self.J_l, self.J_m, self.bias_l, self._Jf = kernel.J_l, J_m, kernel.bias_l.copy(), self._Jf_buf
         return twist, drift
 
     def _universal_rows(self, Q: np.ndarray) -> None:
@@ -583,17 +575,28 @@ def _skew_batch(w: np.ndarray) -> np.ndarray:
     return out
 
 
+#: A projected model's fixed structure and buffers for its kernels: the velocity indices of the base,
+#: actuated and passive joints, ``n_b``, ``T``, the passive indices of the block LU's columns
+#: (``cols_in``), ``v``, ``k``, the closure-bias solve's work (``B``, ``X``), the user frames' support
+#: mask, Jacobians (``Jf``) and first frame slot (``u0``).
+ProjectionBuffers = buffers("ProjectionBuffers", ("idx_b", "idx_a", "idx_u", "n_b", "T", "cols_in", "v", "k", "B", "X",
+                                                  "frame_mask", "Jf", "u0"))
+
+
 @compiled
-def _closure_chain(q, nu, tree, loops, e_l, J_l, rows, cols, cols_in, sizes, LU, piv, idx_u, idx_a, n_b, T, J_m, v,
-                   idx_v, jnv, Vj, Aj, fV, fA, bias, B, X, k, dataJ, u0, mask, Jf, twist, drift):
+def _closure_chain(q, nu, tree, loops, factors, pm, dataJ, J_m, twist, drift):
     """:meth:`ProjectedModel._closure_chain` (compiled): closure error and Jacobian
     (``closure_error_jacobian``), block LU of ``J_lu`` with ``J_m`` into ``T``
     (``factor_blocks_and_map``), ``v = T nu``, the closure
     bias ``Jdot_l v`` (``closure_velocity_bias``), ``k_u = -J_lu^{-1} Jdot_l v`` and the user frames'
-    terms from ``dataJ`` (``frame_terms``, frames from ``u0``). False (and nothing after the
-    factorisation written) if ``J_lu`` is singular."""
-    closure_error_jacobian(q, *tree, *loops, True, e_l, J_l)
-    if not factor_blocks_and_map(J_l, rows, cols, cols_in, sizes, LU, piv, idx_u, idx_a, n_b, T, J_m):
+    terms from ``dataJ`` (``frame_terms``, frames from ``pm.u0``). ``pm``: the model's
+    :data:`ProjectionBuffers`. False (and nothing after the factorisation written) if ``J_lu`` is
+    singular."""
+    J_l, bias = loops.J_l, loops.bias_l
+    rows, cols, sizes, LU, piv = factors.rows, factors.cols, factors.sizes, factors.LU, factors.piv
+    idx_u, T, v, k, B, X = pm.idx_u, pm.T, pm.v, pm.k, pm.B, pm.X
+    closure_error_jacobian(q, tree, loops, True, loops.e_l, J_l)
+    if not factor_blocks_and_map(J_l, rows, cols, pm.cols_in, sizes, LU, piv, idx_u, pm.idx_a, pm.n_b, T, J_m):
         return False
     nv, n_nu = T.shape
     for i in range(nv):
@@ -601,27 +604,28 @@ def _closure_chain(q, nu, tree, loops, e_l, J_l, rows, cols, cols_in, sizes, LU,
         for j in range(n_nu):
             x += T[i, j] * nu[j]
         v[i] = x
-    parent, jtype, axis, axis2 = tree[0], tree[1], tree[2], tree[3]
-    oRpre, oR, op, f_joint, fR, fp = tree[7], tree[8], tree[9], tree[10], tree[13], tree[14]
-    closure_velocity_bias(v, parent, jtype, axis, axis2, idx_v, jnv, oRpre, oR, op, f_joint, fR, fp, loops[0],
-                          loops[1], loops[2], loops[3], loops[4], Vj, Aj, fV, fA, bias)
+    closure_velocity_bias(v, tree, loops)
     for i in range(bias.shape[0]):
         B[i, 0] = bias[i]
     solve_blocks(LU, piv, rows, cols, sizes, B, X, False)
     for i in range(idx_u.shape[0]):
         k[idx_u[i]] = -X[i, 0]
-    frame_terms(dataJ, fp[u0:], mask, fV[u0:], fA[u0:], Jf, twist, drift)
+    u0 = pm.u0
+    frame_terms(dataJ, tree.p[u0:], pm.frame_mask, loops.frame_velocity[u0:], loops.frame_bias_acceleration[u0:],
+                pm.Jf, twist, drift)
     return True
 
 
 @compiled
-def _centroidal_kernel(mcx, mcy, mcz, mass, R, p, MT, h_Mk, nu, gravity_wrench, com, A_G, h_G, drift, J_com,
-                       com_velocity, com_drift):
+def _centroidal_kernel(M, mass, R, p, MT, h_Mk, nu, gravity_wrench, rows, vec):
     """:meth:`ProjectedModel._centroidal_from_base_rows` (compiled): ``m c = (M[5,1], M[3,2], M[4,0])``,
     ``X = [[R, 0], [-R [c]x, R]]``, ``com = p + R c``, ``A_G = X (M T)_b``, ``h_G = A_G nu``,
     ``drift = X (h + M k)_b + [m g; 0]``; ``J_com``, ``com_velocity``, ``com_drift``: the first
-    three rows of ``A_G``, ``h_G``, ``drift`` over ``mass``."""
-    cx, cy, cz = mcx / mass, mcy / mass, mcz / mass
+    three rows of ``A_G``, ``h_G``, ``drift`` over ``mass``. Outputs: ``rows`` (9, n) =
+    ``[A_G; J_com]``, ``vec`` (21,) = ``[com, h_G, drift, com_velocity, com_drift]``."""
+    A_G, J_com = rows[:6], rows[6:]
+    com, h_G, drift, com_velocity, com_drift = vec[0:3], vec[3:9], vec[9:15], vec[15:18], vec[18:21]
+    cx, cy, cz = M[5, 1] / mass, M[3, 2] / mass, M[4, 0] / mass
     X = np.zeros((6, 6))
     for i in range(3):
         for j in range(3):
@@ -653,12 +657,14 @@ def _centroidal_kernel(mcx, mcy, mcz, mass, R, p, MT, h_Mk, nu, gravity_wrench, 
 
 
 @compiled
-def _project_on_T(M, h, k, Jf, J_m, idx_b, idx_a, idx_u, MT, M_p, h_Mk, h_p, Jf_T, Jf_k):
+def _project_on_T(M, h, Jf, J_m, pm, MT, M_p, h_Mk, h_p, Jf_T, Jf_k):
     """``MT = M T``, ``M_p = T^T M T``, ``h_Mk = h + M k``, ``h_p = T^T h_Mk``, ``Jf_T = J_f T`` and
-    ``Jf_k = J_f k`` for ``T`` with unit columns on the base (``idx_b``) and actuated (``idx_a``)
-    velocities and ``J_m`` on the passive rows (``idx_u``), and ``k`` zero outside ``idx_u``.
+    ``Jf_k = J_f k`` for ``T`` with unit columns on the base (``pm.idx_b``) and actuated
+    (``pm.idx_a``) velocities and ``J_m`` on the passive rows (``pm.idx_u``), and ``k = pm.k`` zero
+    outside ``idx_u`` (``pm``: the model's :data:`ProjectionBuffers`).
     ``M`` is symmetric (pinocchio's ``crba`` fills both triangles): its columns are read as rows,
     contiguous. Only the nonzeros of ``J_m`` are visited (an actuator moves one sub-mechanism)."""
+    k, idx_b, idx_a, idx_u = pm.k, pm.idx_b, pm.idx_a, pm.idx_u
     nv, n_b, n_a, n_u = M.shape[0], idx_b.shape[0], idx_a.shape[0], idx_u.shape[0]
     n_nu = n_b + n_a
     # J_m by columns, nonzeros only: velocity index and weight
