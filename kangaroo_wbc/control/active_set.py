@@ -21,13 +21,19 @@ of every row (``primal_tol·(1 + |bound|)``), multiplier signs (``dual_tol``; OS
 wrong-sign rows dropped) and solved again, at most ``max_corrections`` times. Rows whose
 coefficients on the free variables are all zero are only checked (they cannot be active
 constraints of the reduced problem).
+
+:func:`solve_stacked` is the per-tick entry point: it takes a problem in the
+:class:`~kangaroo_wbc.control.qp.QpProblem` layout as its nine arrays (the caller's, possibly new
+every tick: a buffer object built per call would cost more than the arguments) and one
+:data:`KktWork` buffer object owned by the solver (stacked rows and bounds, the predicted and the
+trial active set, the solution, the settings), and calls :func:`solve_active_set` on it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from kangaroo_wbc.model.compiled import compiled
+from kangaroo_wbc.model.compiled import buffers, compiled
 from kangaroo_wbc.model.small_dense import cholesky_in_place
 
 INFINITY = 1e30  # OSQP's infinity: bounds beyond it are absent
@@ -37,14 +43,39 @@ NOT_OPTIMAL, SINGULAR = -1, -2
 #: Return code of :func:`solve_stacked`: a lower bound above its upper bound, or a NaN bound (nothing solved).
 BAD_BOUNDS = -3
 
+#: The work of one problem shape (``n`` variables, ``m_g`` general rows), owned by the solver:
+#: ``Cg`` (m_g, n) the general rows; ``l``, ``u`` (m_g + n) their bounds, then the box's;
+#: ``predicted_g`` (m_g), ``predicted_b`` (n) int8 the predicted sides (kept across ticks: updated
+#: by :func:`solve_stacked` when it succeeds); ``side_g``, ``side_b`` the sides being solved (in/out
+#: of :func:`solve_active_set`); ``x`` (n), ``y`` (m_g + n) the solution ``x``, ``[y_g, y_b]``;
+#: ``settings`` (4,) ``[max_corrections, primal_tol, dual_tol, delta]``.
+KktWork = buffers("KktWork", ("Cg", "l", "u", "predicted_g", "predicted_b", "side_g", "side_b", "x", "y",
+                              "settings"))
+
+
+def kkt_work(n: int, m_g: int, max_corrections: int, primal_tol: float, dual_tol: float, delta: float):
+    """A :data:`KktWork` for problems of ``n`` variables and ``m_g`` general rows (every side inactive)
+    and its arrays by name (read them there: a field read through the buffer object is slow)."""
+    arrays = dict(Cg=np.zeros((m_g, n)), l=np.zeros(m_g + n), u=np.zeros(m_g + n),
+                  predicted_g=np.full(m_g, 2, dtype=np.int8), predicted_b=np.full(n, 2, dtype=np.int8),
+                  side_g=np.full(m_g, 2, dtype=np.int8), side_b=np.full(n, 2, dtype=np.int8), x=np.zeros(n),
+                  y=np.zeros(m_g + n), settings=np.array([max_corrections, primal_tol, dual_tol, delta], dtype=float))
+    return KktWork.make(**arrays), arrays
+
 
 @compiled
-def solve_active_set(H, c, Cg, lg, ug, lb, ub, side_g, side_b, max_corrections, primal_tol, dual_tol, delta,
-                     x, y_g, y_b):
-    """See the module docstring. ``side_g``/``side_b`` are updated in place to the final set;
-    ``x``, ``y_g``, ``y_b`` receive the solution. Returns the number of corrections used, or
-    ``NOT_OPTIMAL`` / ``SINGULAR``."""
+def solve_active_set(H, c, work):
+    """See the module docstring: the problem ``H``, ``c`` with the general rows ``work.Cg``, bounds
+    ``work.l``, ``work.u`` (general rows, then box), from the set ``work.side_g``/``work.side_b``,
+    which is updated in place to the final set; ``work.x``, ``work.y`` (``[y_g, y_b]``) receive
+    the solution. Returns the number of corrections used, or ``NOT_OPTIMAL`` / ``SINGULAR``."""
+    Cg, side_g, side_b, x, y, settings = work.Cg, work.side_g, work.side_b, work.x, work.y, work.settings
     n, m = H.shape[0], Cg.shape[0]
+    l, u = work.l, work.u
+    lg, ug, lb, ub = l[:m], u[:m], l[m:], u[m:]
+    y_g, y_b = y[:m], y[m:]
+    max_corrections = int(settings[0])
+    primal_tol, dual_tol, delta = settings[1], settings[2], settings[3]
     free = np.empty(n, dtype=np.int64)
     fixed = np.empty(n, dtype=np.int64)
     act = np.empty(m, dtype=np.int64)
@@ -271,17 +302,19 @@ def _clip_infinity(v):
 
 
 @compiled
-def solve_stacked(H, c, A, b, G, h_lower, h, lb, ub, side_g, side_b, max_corrections, primal_tol, dual_tol, delta,
-                  Cg, l, u, sg, sb, x, y):
+def solve_stacked(H, c, A, b, G, h_lower, h, lb, ub, work):
     """The whole warm-started solve of a problem in the :class:`~kangaroo_wbc.control.qp.QpProblem`
-    layout, one call: the stacked bounds ``l = [b, h_lower, lb]``, ``u = [b, h, ub]`` (into ``l``,
-    ``u``; clipped to ``±INFINITY``), the stacked rows ``Cg = [A; G]``, then :func:`solve_active_set`
-    from copies ``sg``, ``sb`` of the predicted sides (the caller keeps them on success); ``y``
-    receives ``[y_g, y_b]``.
+    layout, one call: the stacked bounds ``l = [b, h_lower, lb]``, ``u = [b, h, ub]`` (into
+    ``work.l``, ``work.u``; clipped to ``±INFINITY``), the stacked rows ``work.Cg = [A; G]``, then
+    :func:`solve_active_set` from copies ``work.side_g``, ``work.side_b`` of the predicted sides
+    ``work.predicted_g``, ``work.predicted_b`` (which receive the final set on success);
+    ``work.x``, ``work.y`` receive ``x`` and ``[y_g, y_b]``.
 
     Returns ``(code, objective)``: ``code`` as :func:`solve_active_set`, or ``BAD_BOUNDS``
     (nothing solved: a lower bound above its upper bound, or NaN); ``objective = ½xᵀHx + cᵀx``.
     """
+    Cg, l, u, x = work.Cg, work.l, work.u, work.x
+    side_g, side_b, predicted_g, predicted_b = work.side_g, work.side_b, work.predicted_g, work.predicted_b
     n, m_eq, m_in = H.shape[0], A.shape[0], G.shape[0]
     m_g = m_eq + m_in
     for i in range(m_eq):
@@ -300,12 +333,13 @@ def solve_stacked(H, c, A, b, G, h_lower, h, lb, ub, side_g, side_b, max_correct
     for i in range(m_g + n):
         if not l[i] <= u[i]:  # crossed, or NaN
             return BAD_BOUNDS, 0.0
-    sg[:] = side_g
-    sb[:] = side_b
-    code = solve_active_set(H, c, Cg, l[:m_g], u[:m_g], l[m_g:], u[m_g:], sg, sb, max_corrections, primal_tol,
-                            dual_tol, delta, x, y[:m_g], y[m_g:])
+    side_g[:] = predicted_g
+    side_b[:] = predicted_b
+    code = solve_active_set(H, c, work)
     obj = 0.0
     if code >= 0:
+        predicted_g[:] = side_g
+        predicted_b[:] = side_b
         for i in range(n):
             hx = 0.0
             for j in range(n):
@@ -323,15 +357,9 @@ def warm_up() -> None:
     if _WARM:
         return
     _WARM = True
-    H, c = np.eye(2), np.array([1.0, -1.0])
-    Cg = np.array([[1.0, 1.0]])
-    x, y_g, y_b = np.zeros(2), np.zeros(1), np.zeros(2)
-    solve_active_set(H, c, Cg, np.array([0.0]), np.array([0.0]), np.full(2, -INFINITY), np.full(2, INFINITY),
-                     np.zeros(1, dtype=np.int8), np.full(2, 2, dtype=np.int8), 1, 1e-7, 1e-7, 1e-10, x, y_g, y_b)
-    s8 = (np.zeros(1, dtype=np.int8), np.full(2, 2, dtype=np.int8))
-    solve_stacked(H, c, np.zeros((0, 2)), np.zeros(0), Cg, np.array([0.0]), np.array([1.0]), np.full(2, -np.inf),
-                  np.full(2, np.inf), *s8, 1, 1e-7, 1e-7, 1e-10, np.zeros((1, 2)), np.zeros(3), np.zeros(3),
-                  s8[0].copy(), s8[1].copy(), x, np.zeros(3))
+    work, _ = kkt_work(2, 1, 1, 1e-7, 1e-7, 1e-10)
+    solve_stacked(np.eye(2), np.array([1.0, -1.0]), np.zeros((0, 2)), np.zeros(0), np.array([[1.0, 1.0]]),
+                  np.array([0.0]), np.array([1.0]), np.full(2, -np.inf), np.full(2, np.inf), work)
 
 
-__all__ = ["solve_active_set", "solve_stacked", "warm_up", "NOT_OPTIMAL", "SINGULAR", "BAD_BOUNDS"]
+__all__ = ["KktWork", "kkt_work", "solve_active_set", "solve_stacked", "warm_up", "NOT_OPTIMAL", "SINGULAR", "BAD_BOUNDS"]

@@ -37,7 +37,7 @@ import numpy as np
 import osqp
 import scipy.sparse as sp
 
-from kangaroo_wbc.control.active_set import solve_active_set, solve_stacked
+from kangaroo_wbc.control.active_set import kkt_work, solve_stacked
 from kangaroo_wbc.control.active_set import warm_up as _warm_up_active_set
 from kangaroo_wbc.errors import InputError, NoSolutionFound
 from kangaroo_wbc.model.compiled import finite
@@ -325,14 +325,12 @@ class OsqpSolver:
         self._C_src: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._nnz_C = 0
         self._Cx = np.zeros(0)
-        # active-set prediction: (row indices into [A; G; I], side +1 upper / -1 lower / 0 equal)
-        self._active: tuple[np.ndarray, np.ndarray] | None = (
-            None  # sides of [A; G] rows, of the box
-        )
-        self._active_shape: tuple | None = None
+        # active-set prediction: the compiled path's work per problem shape (it holds the predicted
+        # sides of the [A; G] rows and of the box), and the shape whose sides are current (None: none)
+        self._kkt: dict[tuple, _KktRecord] = {}
+        self._predicted: tuple | None = None
         self._last_xy: tuple[np.ndarray, np.ndarray] | None = None
         self._osqp_stale = False  # OSQP's data lag behind (ticks solved by the active set)
-        self._stacked: dict[tuple, tuple[np.ndarray, ...]] = {}  # work buffers of the one-call active-set path
         self.n_active_set = 0
 
     # ------------------------------------------------------------------ pattern
@@ -441,7 +439,7 @@ class OsqpSolver:
         """Forget the warm start (next solve starts cold) and the predicted active set; the set-up
         pattern is kept."""
         self._warm = False
-        self._active = None
+        self._predicted = None
         if self._prob is not None:
             n = self._shape[0]
             m = self._prob.m
@@ -463,9 +461,7 @@ class OsqpSolver:
             problem.validate()
         t0 = time.perf_counter()
         setup_time = 0.0
-        stacked = (self.settings.active_set_prediction and self._active is not None and problem.lb is not None
-                   and problem.ub is not None and self._active_shape == self._shape_of(problem))
-        if stacked:
+        if self.settings.active_set_prediction and self._predicted is not None:
             fast = self._stacked_solve(problem, t0)
             if fast is not None:
                 return fast
@@ -478,36 +474,6 @@ class OsqpSolver:
                 f"(rows: {problem.n_eq} eq, {problem.n_in} ineq, then box)",
                 problem=problem,
             )
-        if (
-            not stacked
-            and self.settings.active_set_prediction
-            and self._active is not None
-            and self._active_shape == self._shape_of(problem)
-        ):
-            fast = self._active_set_solve(problem, l, u)
-            if fast is not None:
-                x, y, n_corr = fast
-                self.n_solves += 1
-                self.n_active_set += 1
-                self._osqp_stale = True
-                self._last_xy = (x, y)
-                m_eq, m_in = problem.n_eq, problem.n_in
-                return QpSolution(
-                    x=x,
-                    y_eq=y[:m_eq],
-                    y_in=y[m_eq : m_eq + m_in],
-                    y_box=y[m_eq + m_in :] if problem.has_box else None,
-                    status="solved",
-                    status_val=int(osqp.SolverStatus.OSQP_SOLVED),
-                    iterations=n_corr,
-                    setup_time_s=0.0,
-                    solve_time_s=time.perf_counter() - t0,
-                    osqp_solve_time_s=0.0,
-                    objective=float(0.5 * x @ problem.H @ x + problem.c @ x),
-                    warm_started=True,
-                    problem=problem,
-                    method="active-set",
-                )
         try:
             if (
                 self._prob is None
@@ -547,7 +513,6 @@ class OsqpSolver:
         )
         if not self._usable(sol):
             self._warm = False
-            self._active = None
             self.reset()
             raise NoSolutionFound(
                 f"OSQP returned status {sol.status!r} after {sol.iterations} iterations",
@@ -599,73 +564,69 @@ class OsqpSolver:
         self, problem: QpProblem, l: np.ndarray, u: np.ndarray, y: np.ndarray
     ) -> None:
         """Active rows of a solution: equal bounds (0), upper (+1) / lower (-1) bounds whose multiplier
-        is not zero, inactive (2); kept separately for the general rows ``[A; G]`` and the box."""
+        is not zero, inactive (2); kept separately for the general rows ``[A; G]`` and the box (in
+        the compiled path's work of the problem's shape, with the active-set settings)."""
         tol = 1e-6 * max(1.0, float(np.max(np.abs(y), initial=0.0)))
         side = np.where(y > tol, 1, np.where(y < -tol, -1, 2)).astype(np.int8)
         side[l == u] = 0
-        m_g = problem.n_eq + problem.n_in
-        box = side[m_g:] if problem.has_box else np.full(problem.n, 2, dtype=np.int8)
-        self._active = (side[:m_g].copy(), box.copy())
-        self._active_shape = self._shape_of(problem)
+        shape = self._shape_of(problem)
+        rec = self._kkt.get(shape)
+        if rec is None:
+            rec = self._kkt[shape] = _KktRecord(problem.n, problem.n_eq + problem.n_in, problem.has_box)
+        st = self.settings
+        rec.settings[:] = (st.active_set_iterations, st.active_set_primal_tol, st.active_set_dual_tol,
+                           _KKT_DUAL_REGULARISATION)
+        m_g = rec.m_g
+        rec.predicted_g[:] = side[:m_g]
+        rec.predicted_b[:] = side[m_g:] if problem.has_box else 2
+        self._predicted = shape
 
     def _stacked_solve(self, problem: QpProblem, t0: float) -> QpSolution | None:
         """The predicted active set's solve in one compiled call (bounds, stacked rows, KKT solve,
-        objective: :func:`~kangaroo_wbc.control.active_set.solve_stacked`); ``None`` when it is not
-        the optimum or a bound is crossed or NaN (the general path then decides)."""
-        shape = self._shape_of(problem)
-        work = self._stacked.get(shape)
-        if work is None:
-            n, m_g = problem.n, problem.n_eq + problem.n_in
-            work = self._stacked[shape] = (np.empty((m_g, n)), np.empty(m_g + n), np.empty(m_g + n),
-                                           np.empty(m_g, dtype=np.int8), np.empty(n, dtype=np.int8))
-        Cg, l, u, sg, sb = work
-        st = self.settings
-        side_g, side_b = self._active
-        x, y = np.empty(problem.n), np.empty(l.shape[0])
-        it, objective = solve_stacked(
-            problem.H, problem.c, problem.A, problem.b, problem.G, problem.h_lower, problem.h, problem.lb, problem.ub,
-            side_g, side_b, st.active_set_iterations, st.active_set_primal_tol, st.active_set_dual_tol,
-            _KKT_DUAL_REGULARISATION, Cg, l, u, sg, sb, x, y)
-        if it < 0:
+        objective: :func:`~kangaroo_wbc.control.active_set.solve_stacked`); ``None`` when the
+        problem's shape is not the predicted one, the result is not the optimum, or a bound is
+        crossed or NaN (the general path then decides)."""
+        shape = (problem.n, problem.A.shape[0], problem.G.shape[0], problem.lb is not None or problem.ub is not None)
+        if shape != self._predicted:
             return None
-        side_g[:] = sg
-        side_b[:] = sb
+        rec = self._kkt[shape]
+        lb, ub = problem.lb, problem.ub
+        code, objective = solve_stacked(problem.H, problem.c, problem.A, problem.b, problem.G, problem.h_lower,
+                                        problem.h, rec.no_lb if lb is None else lb, rec.no_ub if ub is None else ub,
+                                        rec.work)
+        if code < 0:
+            return None
+        x = rec.x.copy()
+        m_eq, m_g = shape[1], rec.m_g
+        if shape[3]:
+            y = rec.y.copy()
+            y_box = y[m_g:]
+        else:
+            y, y_box = rec.y[:m_g].copy(), None
         self.n_solves += 1
         self.n_active_set += 1
         self._osqp_stale = True
         self._last_xy = (x, y)
-        m_eq, m_in = problem.n_eq, problem.n_in
-        return QpSolution(x=x, y_eq=y[:m_eq], y_in=y[m_eq:m_eq + m_in], y_box=y[m_eq + m_in:], status="solved",
-                          status_val=_SOLVED, iterations=int(it), setup_time_s=0.0,
+        return QpSolution(x=x, y_eq=y[:m_eq], y_in=y[m_eq:m_g], y_box=y_box, status="solved",
+                          status_val=_SOLVED, iterations=int(code), setup_time_s=0.0,
                           solve_time_s=time.perf_counter() - t0, osqp_solve_time_s=0.0, objective=objective,
                           warm_started=True, problem=problem, method="active-set")
 
-    def _active_set_solve(
-        self, problem: QpProblem, l: np.ndarray, u: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, int] | None:
-        """KKT solve on the predicted active set, with a few corrections; ``None`` unless optimal
-        (:func:`kangaroo_wbc.control.active_set.solve_active_set`)."""
-        st = self.settings
-        n, m_g = problem.n, problem.n_eq + problem.n_in
-        if problem.n_eq and problem.n_in:
-            Cg = np.concatenate([problem.A, problem.G], axis=0)
-        else:
-            Cg = np.ascontiguousarray(problem.G if problem.n_in else problem.A)
-        if problem.has_box:
-            lb, ub = l[m_g:], u[m_g:]
-        else:
-            lb, ub = np.full(n, -OSQP_INFTY), np.full(n, OSQP_INFTY)
-        side_g, side_b = self._active[0].copy(), self._active[1].copy()
-        x, y_g, y_b = np.empty(n), np.empty(m_g), np.empty(n)
-        it = solve_active_set(
-            np.ascontiguousarray(problem.H), problem.c, Cg, l[:m_g], u[:m_g], lb, ub, side_g, side_b,
-            st.active_set_iterations, st.active_set_primal_tol, st.active_set_dual_tol, _KKT_DUAL_REGULARISATION,
-            x, y_g, y_b,
-        )
-        if it < 0:
-            return None
-        self._active = (side_g, side_b)
-        return x, (np.concatenate([y_g, y_b]) if problem.has_box else y_g), int(it)
+
+class _KktRecord:
+    """The compiled active-set path's work for one problem shape: the
+    :data:`~kangaroo_wbc.control.active_set.KktWork` buffer object and the arrays it holds that the
+    solver reads or writes (the predicted sides, the settings, the solution), plus the infinite
+    box passed for problems without one."""
+
+    __slots__ = ("work", "m_g", "predicted_g", "predicted_b", "settings", "x", "y", "no_lb", "no_ub")
+
+    def __init__(self, n: int, m_g: int, has_box: bool) -> None:
+        self.work, arrays = kkt_work(n, m_g, 0, 0.0, 0.0, _KKT_DUAL_REGULARISATION)
+        self.m_g = m_g
+        self.predicted_g, self.predicted_b = arrays["predicted_g"], arrays["predicted_b"]
+        self.settings, self.x, self.y = arrays["settings"], arrays["x"], arrays["y"]
+        self.no_lb, self.no_ub = np.full(n, -np.inf), np.full(n, np.inf)
 
 
 def solve_qp(problem: QpProblem, settings: OsqpSettings | None = None) -> QpSolution:

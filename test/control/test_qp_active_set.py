@@ -109,7 +109,7 @@ def test_schur_kkt_solve_matches_the_full_kkt_matrix_and_defers_on_a_singular_he
     dense solve of the whole KKT matrix on a controller-like Hessian (dense block + diagonal);
     with a zero-curvature variable it declines, and the active-set solve still finds the optimum
     through the LU of the whole matrix."""
-    from kangaroo_wbc.control.active_set import INFINITY, _kkt_schur, solve_active_set
+    from kangaroo_wbc.control.active_set import INFINITY, _kkt_schur, kkt_work, solve_active_set
 
     rng = np.random.default_rng(11)
     nd, n, k, delta = 5, 12, 4, 1e-10
@@ -127,65 +127,68 @@ def test_schur_kkt_solve_matches_the_full_kkt_matrix_and_defers_on_a_singular_he
     c0 = np.array([0.0, -3.0, 0.0])
     A = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
     assert not _kkt_schur(H0, A, np.arange(3), 3, np.arange(2), 2, np.zeros(5), delta, np.empty(5))
-    x, y_g, y_b = np.empty(3), np.empty(2), np.empty(3)
-    it = solve_active_set(H0, c0, A, np.array([1.0, 2.0]), np.array([1.0, 2.0]), np.full(3, -INFINITY),
-                          np.full(3, INFINITY), np.zeros(2, dtype=np.int8), np.full(3, 2, dtype=np.int8), 2, 1e-9,
-                          1e-9, delta, x, y_g, y_b)
+    work, arrays = kkt_work(3, 2, 2, 1e-9, 1e-9, delta)
+    arrays["Cg"][:] = A
+    arrays["l"][:] = [1.0, 2.0, -INFINITY, -INFINITY, -INFINITY]
+    arrays["u"][:] = [1.0, 2.0, INFINITY, INFINITY, INFINITY]
+    arrays["side_g"][:] = 0
+    it = solve_active_set(H0, c0, work)
     assert it >= 0
-    np.testing.assert_allclose(x, [1.0, 2.0, 0.0], atol=1e-8)
+    np.testing.assert_allclose(arrays["x"], [1.0, 2.0, 0.0], atol=1e-8)
 
 
-def test_one_call_path_equals_the_two_step_active_set_solve():
-    """``solve_stacked`` (bounds, stacked rows, KKT solve, objective in one compiled call) gives the
-    two-step path's solution, sides and objective; crossed or NaN bounds solve nothing."""
-    from kangaroo_wbc.control.active_set import BAD_BOUNDS, solve_stacked
+def test_one_call_path_gives_the_optimum_and_keeps_its_set():
+    """``solve_stacked`` (bounds, stacked rows, KKT solve, objective in one compiled call, its work in
+    one buffer object) gives OSQP's optimum, the stacked bounds of the problem, the final set as the
+    next prediction; crossed or NaN bounds solve nothing."""
+    from kangaroo_wbc.control.active_set import BAD_BOUNDS, kkt_work, solve_stacked
 
     problems = _drifting_problems(60, seed=3)
-    solver = OsqpSolver()
+    solver, ref = OsqpSolver(), OsqpSolver(OSQP_ONLY)
     solver.solve(problems[0])  # OSQP: the first prediction
-    for p in problems[1:]:
-        l, u = solver._bounds(p)
-        side_g, side_b = solver._active[0].copy(), solver._active[1].copy()
-        ref = solver._active_set_solve(p, l, u)
-        stacked_sides = (solver._active[0].copy(), solver._active[1].copy())
-        solver._active = (side_g, side_b)
-        n, m_g = p.n, p.n_eq + p.n_in
-        work = (np.empty((m_g, n)), np.empty(m_g + n), np.empty(m_g + n), np.empty(m_g, dtype=np.int8),
-                np.empty(n, dtype=np.int8))
-        x, y = np.empty(n), np.empty(m_g + n)
-        st = solver.settings
-        code, objective = solve_stacked(p.H, p.c, p.A, p.b, p.G, p.h_lower, p.h, p.lb, p.ub, side_g, side_b,
-                                        st.active_set_iterations, st.active_set_primal_tol, st.active_set_dual_tol,
-                                        1e-10, *work, x, y)
-        np.testing.assert_array_equal(work[1], l)
-        np.testing.assert_array_equal(work[2], u)
-        if ref is None:
-            assert code < 0
-            solver.solve(p)  # OSQP takes the tick, as in the solver
-            continue
-        assert code == ref[2]
-        np.testing.assert_allclose(x, ref[0], rtol=0, atol=1e-12)
-        np.testing.assert_allclose(y, ref[1], rtol=0, atol=1e-9)
-        assert objective == pytest.approx(0.5 * ref[0] @ p.H @ ref[0] + p.c @ ref[0], rel=1e-12, abs=1e-12)
-        np.testing.assert_array_equal(work[3], stacked_sides[0])
-        np.testing.assert_array_equal(work[4], stacked_sides[1])
-        solver._active = stacked_sides
-    p = problems[-1]
     st = solver.settings
-    sides = (solver._active[0].copy(), solver._active[1].copy())
+    n, m_g = problems[0].n, problems[0].n_eq + problems[0].n_in
+    work, arrays = kkt_work(n, m_g, st.active_set_iterations, st.active_set_primal_tol, st.active_set_dual_tol,
+                            1e-10)
+    n_solved = 0
+    for p in problems[1:]:
+        sides = solver.solve(p)  # the solver's own prediction for the next tick, from this one
+        y_all = np.concatenate([sides.y_eq, sides.y_in, sides.y_box])
+        tol = 1e-6 * max(1.0, np.abs(y_all).max())
+        arrays["predicted_g"][:] = np.where(y_all[:m_g] > tol, 1, np.where(y_all[:m_g] < -tol, -1, 2))
+        arrays["predicted_b"][:] = np.where(y_all[m_g:] > tol, 1, np.where(y_all[m_g:] < -tol, -1, 2))
+        arrays["predicted_g"][:p.n_eq] = 0
+        code, objective = solve_stacked(p.H, p.c, p.A, p.b, p.G, p.h_lower, p.h, p.lb, p.ub, work)
+        l, u = solver._bounds(p)
+        np.testing.assert_array_equal(arrays["l"], l)
+        np.testing.assert_array_equal(arrays["u"], u)
+        np.testing.assert_array_equal(arrays["Cg"], np.concatenate([p.A, p.G]))
+        if code < 0:
+            continue
+        n_solved += 1
+        x, y = arrays["x"], arrays["y"]
+        b = ref.solve(p)
+        np.testing.assert_allclose(x, b.x, atol=1e-6)
+        assert p.kkt_residuals(x, y[:p.n_eq], y[p.n_eq:m_g], y[m_g:]).ok(1e-7)
+        assert objective == pytest.approx(0.5 * x @ p.H @ x + p.c @ x, rel=1e-12, abs=1e-12)
+        np.testing.assert_array_equal(arrays["predicted_g"], arrays["side_g"])  # the final set, kept
+        np.testing.assert_array_equal(arrays["predicted_b"], arrays["side_b"])
+        active = np.abs(y) > 1e-9
+        assert np.all(np.concatenate([arrays["side_g"], arrays["side_b"]])[active] != 2)
+    assert n_solved >= 0.9 * (len(problems) - 1)
+    p = problems[-1]
+    solver.solve(p)
+    kept = arrays["predicted_g"].copy(), arrays["predicted_b"].copy()
     for field, value in (("ub", -1.0), ("h_lower", np.nan), ("b", np.nan)):
         bad = QpProblem(**{k: getattr(p, k).copy() for k in ("H", "c", "A", "b", "G", "h", "h_lower", "lb", "ub")})
         getattr(bad, field)[1] = value  # ub below lb = -0.4, NaN lower bound, NaN equality
-        n, m_g = bad.n, bad.n_eq + bad.n_in
-        code, _ = solve_stacked(bad.H, bad.c, bad.A, bad.b, bad.G, bad.h_lower, bad.h, bad.lb, bad.ub,
-                                sides[0].copy(), sides[1].copy(), st.active_set_iterations,
-                                st.active_set_primal_tol, st.active_set_dual_tol, 1e-10, np.empty((m_g, n)),
-                                np.empty(m_g + n), np.empty(m_g + n), np.empty(m_g, dtype=np.int8),
-                                np.empty(n, dtype=np.int8), np.empty(n), np.empty(m_g + n))
+        code, _ = solve_stacked(bad.H, bad.c, bad.A, bad.b, bad.G, bad.h_lower, bad.h, bad.lb, bad.ub, work)
         assert code == BAD_BOUNDS, field
+        np.testing.assert_array_equal(arrays["predicted_g"], kept[0])  # the prediction survives
+        np.testing.assert_array_equal(arrays["predicted_b"], kept[1])
         # through the solver, predicted set in place: the one-call path never answers with the bad
         # bound clipped away (crossed: raises; NaN: the general path decides, a finite x or a raise)
-        solver._active, solver._active_shape = (sides[0].copy(), sides[1].copy()), solver._shape_of(bad)
+        solver.solve(p)
         n_fast = solver.n_active_set
         if field == "ub":
             with pytest.raises(NoSolutionFound, match="lower bound above upper bound"):
@@ -196,3 +199,22 @@ def test_one_call_path_equals_the_two_step_active_set_solve():
             except NoSolutionFound:
                 pass
         assert solver.n_active_set == n_fast
+
+
+def test_a_problem_without_box_takes_the_compiled_path():
+    """No box rows: the one-call path solves with an infinite box and returns no box multipliers."""
+    rng = np.random.default_rng(5)
+    n = 6
+    L = rng.normal(size=(n, n))
+    G = rng.normal(size=(4, n))
+    solver = OsqpSolver()
+    for k in range(5):
+        p = QpProblem(H=L @ L.T + np.eye(n), c=rng.normal(size=n) + 5.0, A=np.ones((1, n)), b=np.array([0.3]),
+                      G=G, h=np.full(4, 0.2))
+        sol = solver.solve(p)
+        assert k > 0 or sol.method == "osqp"  # the first solve has no prediction
+        assert sol.y_box is None and sol.y_in.shape == (4,)
+        assert sol.kkt().ok(1e-7 if sol.method == "active-set" else KKT_TOL)
+        ref = OsqpSolver(OSQP_ONLY).solve(p)
+        np.testing.assert_allclose(sol.x, ref.x, atol=1e-6)
+    assert solver.n_active_set >= 1
