@@ -57,7 +57,7 @@ import pinocchio as pin
 
 from kangaroo_wbc.errors import EstimationError, FrameNotFound, InputError, ModelError, suggest
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
-from kangaroo_wbc.model.compiled import all_finite, compiled
+from kangaroo_wbc.model.compiled import all_finite, buffers, compiled
 from kangaroo_wbc.model.so3 import quaternion_xyzw_into
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -191,21 +191,23 @@ class FloatingBaseEstimator:
         self._n_cols = np.array([len(x) for x in cols], dtype=np.int64)
         for i, x in enumerate(cols):
             self._sole_cols[i, :len(x)] = x
-        self._u = np.zeros((c, 3))  # u_i [m/s], base axes
         self._p_soles = np.zeros((c, 3))
-        self._gyro_n_buf = np.zeros(1, dtype=np.int64)  # gyro samples averaged into the bias
         self._params = np.zeros(len(_P))
         self._no_acc = np.zeros(3)
+        arrays = dict(R_base_imu=self.R_base_imu, gyro_bias=self.gyro_bias, gyro_n=np.zeros(1, dtype=np.int64),
+                      sole_cols=self._sole_cols, n_cols=self._n_cols, p_soles=self._p_soles, contact=self.contact,
+                      x=self.x, P=self.P, anchors=self.anchor_in_world, age=self._anchor_age, count=self._anchor_n,
+                      par=self._params, sole_in_base=self.sole_in_base, u=np.zeros((c, 3)), q_base=self.q_base,
+                      v_base=self.v_base)
+        #: the filter's state, tables and work arrays for :func:`_base_tick` (:data:`FloatingBaseBuffers`)
+        self._buffers = FloatingBaseBuffers.make(**arrays)
         # compile (or load) the kernel now, not in a tick: one call on scratch copies of the state,
         # with pinocchio's own arrays (their memory layout is part of the compiled signature)
         d = m.createData()
         pin.computeJointJacobians(m, d, pin.neutral(m))
-        c_ = np.zeros(c, dtype=np.bool_)
-        _base_tick(np.array([0.0, 0.0, 0.0, 1.0]), self.R_base_imu, np.zeros(3), np.zeros(3), self._gyro_n_buf.copy(),
-                   self._no_acc, False, d.J, self._sole_cols, self._n_cols, d.oMi[1].rotation, d.oMi[1].translation,
-                   self._p_soles.copy(), np.zeros(m.nv), c_, False, c_.copy(), np.zeros((2, 3)), np.eye(2),
-                   np.zeros((c, 3)), np.zeros(c), np.zeros(c, dtype=np.int64), self._params, np.empty((3, 3)),
-                   np.empty(3), np.zeros((c, 3)), np.zeros((c, 3)), np.zeros(7), np.zeros(6))
+        scratch = FloatingBaseBuffers.make(**{k: a.copy() for k, a in arrays.items()})
+        _base_tick(scratch, np.array([0.0, 0.0, 0.0, 1.0]), np.zeros(3), self._no_acc, d.J, d.oMi[1].rotation,
+                   d.oMi[1].translation, np.zeros(m.nv), np.zeros(c, dtype=np.bool_), np.empty((3, 3)), np.empty(3))
 
     # ------------------------------------------------------------------ helpers
     def _orientation(self, quat_imu_xyzw: np.ndarray) -> np.ndarray:
@@ -256,7 +258,7 @@ class FloatingBaseEstimator:
         self.R_world_base = np.eye(3) if orientation_imu_xyzw is None else self._orientation(orientation_imu_xyzw)
         self._sole_kinematics(np.zeros(self.model.nv), data)
         if contact is not None:
-            self.contact = np.asarray(contact, dtype=bool).copy()
+            self.contact[:] = np.asarray(contact, dtype=bool)
         soles_w = self.sole_in_base @ self.R_world_base.T  # R r_i, (c, 3)
         ground = self.config.ground_height_m or 0.0
         sel = self.contact if self.contact.any() else np.ones_like(self.contact)
@@ -265,7 +267,7 @@ class FloatingBaseEstimator:
         self.anchor_in_world[:] = self.x[0] + soles_w
         self._anchor_age[:] = np.inf
         s = self.config.initial_position_std
-        self.P = np.diag([s * s, self.config.leg_velocity_std ** 2])
+        self.P[:] = np.diag([s * s, self.config.leg_velocity_std ** 2])
         self.initialized = True
         self._write_outputs()
 
@@ -318,12 +320,10 @@ class FloatingBaseEstimator:
         par[_P_BIAS] = float(held and cfg.estimate_gyro_bias)
         par[_P_SNAP] = float(cfg.ground_height_m is not None)
         par[_P_GROUND] = cfg.ground_height_m or 0.0
+        par[_P_USE_ACC], par[_P_HELD] = float(use_acc), float(held)
         R = np.empty((3, 3))
         omega_b = np.empty(3)
-        ok = _base_tick(quat, self.R_base_imu, gyro, self.gyro_bias, self._gyro_n_buf, acc, use_acc, data.J,
-                        self._sole_cols, self._n_cols, oMb.rotation, oMb.translation, self._p_soles, v, contact,
-                        bool(held), self.contact, self.x, self.P, self.anchor_in_world, self._anchor_age,
-                        self._anchor_n, par, R, omega_b, self.sole_in_base, self._u, self.q_base, self.v_base)
+        ok = _base_tick(self._buffers, quat, gyro, acc, data.J, oMb.rotation, oMb.translation, v, contact, R, omega_b)
         if not ok:
             raise EstimationError(f"invalid IMU orientation quaternion {quat}")
         self.R_world_base = R
@@ -354,9 +354,19 @@ class FloatingBaseEstimator:
 
 
 # indices into the kernel's parameter vector
-_P = ("dt", "acc_var", "held_var", "leg_var", "foot_var", "window", "gravity", "bias", "snap", "ground")
-(_P_DT, _P_ACC_VAR, _P_HELD_VAR, _P_LEG_VAR, _P_FOOT_VAR, _P_WINDOW, _P_GRAVITY, _P_BIAS, _P_SNAP,
- _P_GROUND) = range(len(_P))
+_P = ("dt", "acc_var", "held_var", "leg_var", "foot_var", "window", "gravity", "bias", "snap", "ground", "use_acc",
+      "held")
+(_P_DT, _P_ACC_VAR, _P_HELD_VAR, _P_LEG_VAR, _P_FOOT_VAR, _P_WINDOW, _P_GRAVITY, _P_BIAS, _P_SNAP, _P_GROUND,
+ _P_USE_ACC, _P_HELD) = range(len(_P))
+
+#: The arrays of :func:`_base_tick` (the estimator's, written in place): the IMU mounting and the
+#: gyro bias (``gyro_n``: samples averaged), the soles' joint columns (``sole_cols``, ``n_cols``) and
+#: positions, the contact flags, the filter state ``x``, ``P``, the anchors (their ``age`` and sample
+#: ``count``), the parameters ``par`` (indices ``_P_*``), ``r_i`` (``sole_in_base``), ``u_i`` and the
+#: base state written for pinocchio (``q_base``, ``v_base``).
+FloatingBaseBuffers = buffers("FloatingBaseBuffers", (
+    "R_base_imu", "gyro_bias", "gyro_n", "sole_cols", "n_cols", "p_soles", "contact", "x", "P", "anchors", "age",
+    "count", "par", "sole_in_base", "u", "q_base", "v_base"))
 
 
 @compiled
@@ -373,12 +383,15 @@ def _write_base_state(x, R, omega_b, q_base, v_base):
 
 
 @compiled
-def _base_tick(quat, R_base_imu, gyro, gyro_bias, gyro_n, acc, use_acc, J, sole_cols, n_cols, Rb, pb, p_soles, v,
-               contact_in, held, contact, x, P, anchors, age, count, par, R, omega_b, sole_in_base, u, q_base,
-               v_base):
+def _base_tick(buf, quat, gyro, acc, J, Rb, pb, v, contact_in, R, omega_b):
     """One :meth:`FloatingBaseEstimator.update` after the input checks (compiled: the filter is a few
-    dozen scalars, far below the cost of as many numpy calls). Updates the state arrays in place;
-    False, with nothing changed, for a quaternion that is not finite or of norm < 0.5."""
+    dozen scalars, far below the cost of as many numpy calls). Updates the state arrays of ``buf`` in
+    place and writes ``R_world_base`` into ``R``, the base angular velocity into ``omega_b``; False,
+    with nothing changed, for a quaternion that is not finite or of norm < 0.5."""
+    R_base_imu, gyro_bias, gyro_n, par = buf.R_base_imu, buf.gyro_bias, buf.gyro_n, buf.par
+    sole_cols, n_cols, p_soles, sole_in_base, u = buf.sole_cols, buf.n_cols, buf.p_soles, buf.sole_in_base, buf.u
+    contact, x, P, anchors, age, count = buf.contact, buf.x, buf.P, buf.anchors, buf.age, buf.count
+    held = par[_P_HELD] > 0.0
     nq = math.sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2] + quat[3] * quat[3])
     if not (math.isfinite(nq) and nq >= 0.5):
         return False
@@ -428,7 +441,7 @@ def _base_tick(quat, R_base_imu, gyro, gyro_bias, gyro_n, acc, use_acc, J, sole_
         n += now
     # --- predict
     a = np.zeros(3)
-    if use_acc:
+    if par[_P_USE_ACC] > 0.0:
         for i in range(3):
             a[i] = R_base_imu[i, 0] * acc[0] + R_base_imu[i, 1] * acc[1] + R_base_imu[i, 2] * acc[2]
         a0, a1, a2 = a[0], a[1], a[2]
@@ -506,7 +519,7 @@ def _base_tick(quat, R_base_imu, gyro, gyro_bias, gyro_n, acc, use_acc, J, sole_
                 x[1, j] += k1 * y
             p00, p01, p11 = p00 - k0 * p00, p01 - k0 * p01, p11 - k1 * p01
     P[0, 0], P[0, 1], P[1, 0], P[1, 1] = p00, p01, p01, p11
-    _write_base_state(x, R, omega_b, q_base, v_base)
+    _write_base_state(x, R, omega_b, buf.q_base, buf.v_base)
     return True
 
 

@@ -41,7 +41,7 @@ from kangaroo_wbc.errors import EstimationError, InputError
 from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics
 from kangaroo_wbc.model.block_lu import factor_blocks, solve_blocks
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
-from kangaroo_wbc.model.compiled import all_finite, compiled
+from kangaroo_wbc.model.compiled import all_finite, buffers, compiled
 from kangaroo_wbc.model.fast_kinematics import closure_error_jacobian
 
 
@@ -103,43 +103,42 @@ class PassiveStateEstimator:
         #: (a caller that takes the full model from elsewhere, e.g. the controller's projected model).
         self.data = self.kin.data
         self.model_data = model_data
-        nv = self.model.nv
+        nv, n_u = self.model.nv, clm.n_u
         self.idx_q_a, self.idx_v_a, self.idx_v_u = clm.idx_q_a, clm.idx_v_a, clm.idx_v_u
         self.idx_v_base = clm.idx_v_base
         self._q = np.zeros(self.model.nq)
         self._q_sample = np.zeros(self.model.nq)
         self._v = np.zeros(nv)
-        self._v_step = np.zeros(nv)  # theta_dot*_{k+1} of eq. (40), times dt
-        self._rhs = np.zeros((2, clm.n_c))
         self._e = np.zeros(clm.n_c)
-        self._theta_dot_a_k = np.zeros(clm.n_a)
-        self._v_back = np.zeros(nv)  # -dt v, base excluded: from theta_{k+1} back to the sample
+        self._rhs = np.zeros((2, clm.n_c))
+        self._step = np.zeros(nv)  # dt theta_dot*_{k+1}, eq. (39)-(40)
+        self._step_back = np.zeros(nv)  # -dt v, base excluded: from theta_{k+1} back to the sample
         self._no_closures = np.zeros((0, 2))
         self.closure_error_norm = 0.0  # inf-norm of e_l(theta_k) [m or rad]
         self.steps = 0
         self.reprojections = 0
         self.reset(clm.q_ref if q0 is None else q0)
-        #: arguments of the one-call tick (:func:`_passive_tick`): the compiled closure kernel and
-        #: the block LU of ``J_lu``; None: the step-by-step path (no closures, no block structure)
-        self._fused: tuple | None = None
         kin, blu = self.kin, self.kin.block_lu
-        if kin.kernel is not None and blu is not None and clm.n_c:
-            self._fused = (kin.kernel.tree, kin.kernel.loops, blu.rows, blu.cols, blu.sizes, blu.LU, blu.piv,
-                           np.empty((clm.n_u, 2)), np.empty((clm.n_u, 2)))
-        # compile (or load) the kernels now, not in a tick: one call on scratch buffers
+        fused = bool(kin.kernel is not None and blu is not None and clm.n_c)
+        ints = np.zeros((0, 0), dtype=np.int64)
+        no_lu = dict(rows=ints, cols=ints, sizes=np.zeros(0, dtype=np.int64), LU=np.zeros((0, 0, 0)), piv=ints)
+        arrays = dict(q=self._q, v=self._v, e=self._e, idx_q_a=self.idx_q_a, idx_v_a=self.idx_v_a,
+                      idx_v_u=self.idx_v_u, idx_v_base=self.idx_v_base, theta_dot_a_k=np.zeros(clm.n_a),
+                      rhs=self._rhs, B=np.zeros((n_u, 2)), X=np.zeros((n_u, 2)), step=self._step,
+                      step_back=self._step_back, **({k: getattr(blu, k) for k in no_lu} if fused else no_lu))
+        #: the arrays of the compiled steps (:data:`PassiveStateBuffers`); the same object when the
+        #: one-call tick (:func:`_passive_tick`: the compiled closure kernel and a block LU of
+        #: ``J_lu``) is used, else None: the step-by-step path
+        self._buffers = PassiveStateBuffers.make(**arrays)
+        self._fused = self._buffers if fused else None
+        # compile (or load) the kernels now, not in a tick: one call each on scratch copies
+        scratch = PassiveStateBuffers.make(**{k: a.copy() for k, a in arrays.items()})
         e, _, J_la = self.kin.evaluate()
-        n_a = clm.n_a
-        _correction_rhs(np.zeros(n_a), np.zeros(n_a), self._q, self.idx_q_a, 1.0, 1.0, e, J_la, e.copy(),
-                        np.zeros(n_a), self._rhs.copy())
-        _velocities(np.zeros((clm.n_u, 2)), np.zeros(n_a), np.zeros(n_a), self.idx_v_a, self.idx_v_u,
-                    self.idx_v_base, 1e-3, np.zeros(nv), np.zeros(nv), np.zeros(nv))
-        if self._fused is not None:  # on the model's reference configuration, into scratch buffers
-            tree, loops, rows, cols, sizes, LU, piv, B, X = self._fused
-            kernel = kin.kernel
-            _passive_tick(self._q, tree, loops, True, True, kernel.e_l.copy(), kernel.J_l.copy(), clm.n_u, rows, cols,
-                          sizes, LU.copy(), piv.copy(), B, X, np.zeros(n_a), np.zeros(n_a), self.idx_q_a, 1.0, 1.0,
-                          np.zeros(clm.n_c), np.zeros(n_a), np.zeros((2, clm.n_c)), self.idx_v_a, self.idx_v_u,
-                          self.idx_v_base, 1e-3, np.zeros(nv), np.zeros(nv), np.zeros(nv))
+        z = np.zeros(clm.n_a)
+        _correction_rhs(scratch, z, z, 1.0, 1.0, e, J_la)
+        _velocities(scratch, np.zeros((n_u, 2)), z, 1e-3)
+        if fused:  # on the model's reference configuration (the closure terms there, as evaluate() wrote)
+            _passive_tick(scratch, kin.kernel.tree, kin.kernel.loops, True, True, z, z, 1.0, 1.0, 1e-3)
 
     # ------------------------------------------------------------------ state
     @property
@@ -216,37 +215,29 @@ class PassiveStateEstimator:
             raise EstimationError(f"dt_s = {dt} s outside (0, {cfg.max_dt_s}]")
         alpha = min(cfg.alpha, 1.0 / dt)
         beta = min(cfg.beta, 1.0 / dt)
-        q, v = self._q, self._v
-        theta_dot_a_k, rhs = self._theta_dot_a_k, self._rhs
-        step, step_back = self._v_step, self._v_back
-        if self._fused is not None:  # the steps below in one compiled call (same numbers, tested)
+        buf, q, step = self._buffers, self._q, self._step
+        if self._fused is not None:  # eq. (35)-(40) but the integration in one compiled call
             kin = self.kin
-            tree, loops, rows, cols, sizes, LU, piv, B, X = self._fused
             # what another user (the wrench model terms) evaluated or factorised at theta_k is reused
-            ok, self.closure_error_norm = _passive_tick(
-                q, tree, loops, not kin.evaluated, not kin.factorised, kin.kernel.e_l, kin.kernel.J_l, self.clm.n_u,
-                rows, cols, sizes, LU, piv, B, X, theta_a, theta_dot_a, self.idx_q_a, alpha, beta, self._e,
-                theta_dot_a_k, rhs, self.idx_v_a, self.idx_v_u, self.idx_v_base, dt, step, v, step_back)
+            ok, self.closure_error_norm = _passive_tick(buf, kin.kernel.tree, kin.kernel.loops, not kin.evaluated,
+                                                        not kin.factorised, theta_a, theta_dot_a, alpha, beta, dt)
             kin.mark_evaluated(bool(ok))  # e_l, J_l at theta_k; the factors of J_lu too if it is regular
             if not ok:
                 raise EstimationError("J_lu is singular: the estimate is at a kinematic singularity")
-        else:
-            # e_l, J_lu, J_la at theta_k (the data holds the full-model update at theta_k).
-            e, _, J_la = self.kin.evaluate()
-            self.closure_error_norm = _correction_rhs(theta_a, theta_dot_a, q, self.idx_q_a, alpha, beta, e, J_la,
-                                                      self._e, theta_dot_a_k, rhs)
+        else:  # the same steps with the closure terms and the LU of ClosureKinematics
+            e, _, J_la = self.kin.evaluate()  # e_l, J_lu, J_la at theta_k, eq. (2), (5)
+            self.closure_error_norm = _correction_rhs(buf, theta_a, theta_dot_a, alpha, beta, e, J_la)
             sol = self._no_closures
             if e.size:
-                sol = self.kin.solve(rhs.T)  # columns: eq. (38), eq. (35)
+                sol = self.kin.solve(self._rhs.T)  # J_lu^{-1} [right-hand sides of eq. (38), (35)]
                 if sol is None:
                     raise EstimationError("J_lu is singular: the estimate is at a kinematic singularity")
-            if not _velocities(np.ascontiguousarray(sol), theta_dot_a_k, theta_dot_a, self.idx_v_a, self.idx_v_u,
-                               self.idx_v_base, dt, step, v, step_back):
+            if not _velocities(buf, np.ascontiguousarray(sol), theta_dot_a, dt):
                 raise EstimationError("J_lu is singular: the estimate is at a kinematic singularity")
-        q[:] = pin.integrate(self.model, q, step)  # eq. (39)
+        q[:] = pin.integrate(self.model, q, step)  # eq. (39)-(40)
         if self.closure_error_norm > cfg.reproject_above:
             self._reproject()
-        self._q_sample[:] = pin.integrate(self.model, q, step_back)
+        self._q_sample[:] = pin.integrate(self.model, q, self._step_back)
         self.kin.update(q, self.model_data)  # full-model update at theta_{k+1}
         self.steps += 1
 
@@ -268,12 +259,45 @@ class PassiveStateEstimator:
         return self.clm.complete_acceleration(self._q, self._v, a_a, a_base)
 
 
+#: The arrays of :func:`_passive_tick` (the estimator's, written in place): the state ``q``, ``v``,
+#: the last ``e_l`` (``e``), the index tables, the work arrays of the tick (``theta_dot_a_k``, the
+#: right-hand sides ``rhs`` (2, n_c), ``B``, ``X`` (n_u, 2), ``step = dt theta_dot*_{k+1}``,
+#: ``step_back``) and the block LU of ``J_lu`` (``rows`` ... ``piv``, the estimator's
+#: :class:`~kangaroo_wbc.model.block_lu.BlockLU`; empty without one).
+PassiveStateBuffers = buffers("PassiveStateBuffers", (
+    "q", "v", "e", "idx_q_a", "idx_v_a", "idx_v_u", "idx_v_base", "theta_dot_a_k", "rhs", "rows", "cols", "sizes",
+    "LU", "piv", "B", "X", "step", "step_back"))
+
+
 @compiled
-def _correction_rhs(theta_a, theta_dot_a, q, idx_q_a, alpha, beta, e, J_la, e_out, theta_dot_a_k, rhs):
+def _passive_tick(buf, tree, loops, evaluate, factor, theta_a, theta_dot_a, alpha, beta, dt):
+    """One tick's compiled part, eq. (35)-(40) but the integration: ``e_l``, ``J_l = [J_lu, J_la]`` at
+    ``theta_k`` (unless ``evaluate`` is False: ``loops`` holds them), the right-hand sides, the
+    block LU of ``J_lu`` (unless ``factor`` is False: ``buf`` holds it), one solve for both and the
+    velocities. Returns ``(ok, inf-norm of e_l)``; not ok (a zero pivot, or factors or a solution
+    not finite: checked on the solution): nothing written after the right-hand sides."""
+    e_l, J_l, rhs, B, X = loops.e_l, loops.J_l, buf.rhs, buf.B, buf.X
+    n_u = X.shape[0]
+    if evaluate:  # e_l(theta_k) and J_l(theta_k), eq. (2), (5)
+        closure_error_jacobian(buf.q, tree, loops, True, e_l, J_l)
+    # theta_dot*_a,k (below eq. (38)); J_la theta_dot*_a,k + alpha e_l (eq. (38)), J_la theta_dot_bar_a (eq. (35))
+    norm = _correction_rhs(buf, theta_a, theta_dot_a, alpha, beta, e_l, J_l[:, n_u:])
+    if factor and not factor_blocks(J_l[:, :n_u], buf.rows, buf.cols, buf.sizes, buf.LU, buf.piv):
+        return False, norm
+    for r in range(n_u):
+        B[r, 0] = rhs[0, r]
+        B[r, 1] = rhs[1, r]
+    solve_blocks(buf.LU, buf.piv, buf.rows, buf.cols, buf.sizes, B, X, False)  # J_lu^{-1} B
+    return _velocities(buf, X, theta_dot_a, dt), norm  # eq. (35)-(36), (38)-(40)
+
+
+@compiled
+def _correction_rhs(buf, theta_a, theta_dot_a, alpha, beta, e, J_la):
     """Before the ``J_lu`` solve of a tick: ``theta_dot*_a,k = beta (theta_bar_a - theta_a,k) +
-    theta_dot_bar_a`` (eq. (38)), the right-hand sides ``rhs[0] = J_la theta_dot*_a,k + alpha e_l``
-    and ``rhs[1] = J_la theta_dot_bar_a`` (eq. (35)), ``e_out = e_l``; returns the inf-norm of
-    ``e_l`` (NaN if it holds one). Compiled: a dozen numpy calls on 12-element vectors otherwise."""
+    theta_dot_bar_a`` (below eq. (38)), the right-hand sides ``rhs[0] = J_la theta_dot*_a,k + alpha
+    e_l`` (eq. (38); the error dynamics of eq. (37)) and ``rhs[1] = J_la theta_dot_bar_a`` (eq. (35)),
+    ``buf.e = e_l``; returns the inf-norm of ``e_l`` (NaN if it holds one)."""
+    q, idx_q_a, e_out, theta_dot_a_k, rhs = buf.q, buf.idx_q_a, buf.e, buf.theta_dot_a_k, buf.rhs
     n_a = theta_a.shape[0]
     for i in range(n_a):
         theta_dot_a_k[i] = (theta_a[i] - q[idx_q_a[i]]) * beta + theta_dot_a[i]
@@ -295,33 +319,13 @@ def _correction_rhs(theta_a, theta_dot_a, q, idx_q_a, alpha, beta, e, J_la, e_ou
 
 
 @compiled
-def _passive_tick(q, tree, loops, evaluate, factor, e_l, J_l, n_u, rows, cols, sizes, LU, piv, B, X, theta_a,
-                  theta_dot_a, idx_q_a, alpha, beta, e_out, theta_dot_a_k, rhs, idx_v_a, idx_v_u, idx_v_base, dt, step,
-                  v, step_back):
-    """One tick's compiled part: ``e_l``, ``J_l = [J_lu, J_la]`` at ``q`` (``closure_error_jacobian``, unless
-    ``evaluate`` is False: already there), :func:`_correction_rhs`, the block LU of ``J_lu``
-    (``factor_blocks``, unless ``factor`` is False: ``LU``, ``piv`` hold it), the solve with both
-    right-hand sides and :func:`_velocities`. Returns ``(ok, inf-norm of e_l)``; not ok (a zero
-    pivot, or factors or a solution not finite: checked on the solution): nothing written after
-    the right-hand sides."""
-    if evaluate:
-        closure_error_jacobian(q, tree, loops, True, e_l, J_l)
-    norm = _correction_rhs(theta_a, theta_dot_a, q, idx_q_a, alpha, beta, e_l, J_l[:, n_u:], e_out, theta_dot_a_k,
-                           rhs)
-    if factor and not factor_blocks(J_l[:, :n_u], rows, cols, sizes, LU, piv):
-        return False, norm
-    for r in range(B.shape[0]):
-        B[r, 0] = rhs[0, r]
-        B[r, 1] = rhs[1, r]
-    solve_blocks(LU, piv, rows, cols, sizes, B, X, False)  # columns: eq. (38), eq. (35)
-    return _velocities(X, theta_dot_a_k, theta_dot_a, idx_v_a, idx_v_u, idx_v_base, dt, step, v, step_back), norm
-
-
-@compiled
-def _velocities(sol, theta_dot_a_k, theta_dot_a, idx_v_a, idx_v_u, idx_v_base, dt, step, v, step_back):
-    """After the solve (``sol = J_lu^{-1} rhs``, (n_u, 2)): the step ``dt theta_dot*_{k+1}`` of eq.
-    (39)-(40), the velocity of eq. (35)-(36) into ``v`` (base entries kept) and ``step_back = -dt v``
-    without the base. False, with nothing written, if ``sol`` is not finite."""
+def _velocities(buf, sol, theta_dot_a, dt):
+    """After the solve (``sol = J_lu^{-1} [rhs[0], rhs[1]]``, (n_u, 2)): the passive velocities
+    ``theta_dot*_u,k+1 = -sol[:, 0]`` (eq. (38)) and the step ``dt theta_dot*_{k+1}`` of eq. (39)-(40)
+    into ``buf.step``; the velocity of eq. (35)-(36) into ``buf.v`` (base entries kept) and
+    ``step_back = -dt v`` without the base. False, with nothing written, if ``sol`` is not finite."""
+    step, v, step_back, theta_dot_a_k = buf.step, buf.v, buf.step_back, buf.theta_dot_a_k
+    idx_v_a, idx_v_u, idx_v_base = buf.idx_v_a, buf.idx_v_u, buf.idx_v_base
     for i in range(sol.shape[0]):
         if not (math.isfinite(sol[i, 0]) and math.isfinite(sol[i, 1])):
             return False
