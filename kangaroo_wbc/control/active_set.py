@@ -362,4 +362,5 @@ def warm_up() -> None:
                   np.array([0.0]), np.array([1.0]), np.full(2, -np.inf), np.full(2, np.inf), work)
 
 
-__all__ = ["KktWork", "kkt_work", "solve_active_set", "solve_stacked", "warm_up", "NOT_OPTIMAL", "SINGULAR", "BAD_BOUNDS"]
+__all__ = ["KktWork", "kkt_work", "solve_active_set", "solve_stacked", "warm_up", "NOT_OPTIMAL", "SINGULAR",
+           "BAD_BOUNDS"]

@@ -43,7 +43,8 @@ from kangaroo_wbc.control.constraints import (
     StationaryContacts,
 )
 from kangaroo_wbc.control.contacts import ContactSpec, ContactTerms, DecisionLayout, wrench_map
-from kangaroo_wbc.control.qp import OsqpSettings, OsqpSolver, QpProblem, QpSolution
+from kangaroo_wbc.control.qp import OsqpSettings, QpProblem, QpSolution
+from kangaroo_wbc.control.qp_solvers import DEFAULT_SOLVER, make_solver
 from kangaroo_wbc.control.tasks import (
     AngularMomentumTask,
     ComTask,
@@ -123,6 +124,9 @@ class WbcSettings:
     #: entries): the forces ``tau_a`` then include the inertia feed-forward ``m_r theta_ddot_a``
     rotor_inertia: bool = True
     osqp: OsqpSettings = field(default_factory=OsqpSettings)
+    #: the QP solver by name (:mod:`kangaroo_wbc.control.qp_solvers`: ``active_set``, ``osqp``, ``daqp``,
+    #: ``proxsuite``); tolerances and limits from :attr:`osqp`
+    qp_solver: str = DEFAULT_SOLVER
 
 
 @dataclass
@@ -260,7 +264,7 @@ class WholeBodyController:
                              (np.empty(L.n_a), np.empty((C, 6)), np.empty((C, P, 3))))
         self._initialised = False
         self._active: tuple[str, ...] = tuple(names)
-        self.solver = OsqpSolver(s.osqp, structure=self._structure(q_nominal))
+        self.solver = make_solver(s.qp_solver, s.osqp, structure=self._structure(q_nominal))
         self.last_output: WbcOutput | None = None
 
     @staticmethod

@@ -1,0 +1,61 @@
+"""The QP-solver benchmark (:mod:`kangaroo_wbc.bench.qp_solvers`) and the solver facade
+(:mod:`kangaroo_wbc.control.qp_solvers`) on a few small QPs: every solver meets the KKT tolerance."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kangaroo_wbc.bench.qp_solvers import KKT_TOLERANCE, RecordingSolver, compare, fastest, table
+from kangaroo_wbc.control.qp import QpProblem
+from kangaroo_wbc.control.qp_solvers import DEFAULT_SOLVER, SOLVERS, make_solver, solve
+
+
+def _problems() -> list[QpProblem]:
+    """Three small QPs of one shape (equalities, two-sided rows, a box; rows active), drifting."""
+    rng = np.random.default_rng(2)
+    n, m_eq, m_in = 6, 1, 4
+    L = rng.normal(size=(n, n))
+    H = L @ L.T + 0.5 * np.eye(n)
+    A, G = rng.normal(size=(m_eq, n)), rng.normal(size=(m_in, n))
+    c0, c1 = 3.0 * rng.normal(size=n), rng.normal(size=n)
+    return [QpProblem(H=H, c=c0 + 0.1 * k * c1, A=A, b=np.array([0.1]), G=G, h=np.full(m_in, 0.3),
+                      h_lower=np.full(m_in, -0.3), lb=np.full(n, -0.25), ub=np.full(n, 0.25)) for k in range(3)]
+
+
+def test_every_solver_meets_the_kkt_tolerance_and_agrees():
+    problems = _problems()
+    res = compare(problems)
+    assert set(res) == set(SOLVERS)
+    for name, r in res.items():
+        assert r["failures"] == 0 and r["within_tolerance"], (name, r)
+        assert r["kkt_max"] <= KKT_TOLERANCE
+    assert fastest(res) in SOLVERS
+    assert "| daqp |" in table({"solvers": res})
+    ref = solve(problems[-1], "daqp")  # an exact active-set solver
+    assert np.count_nonzero(np.abs(np.concatenate([ref.y_in, ref.y_box])) > 1e-9) >= 1  # rows active
+    for name in SOLVERS:
+        sol = solve(problems[-1], solver=name)
+        np.testing.assert_allclose(sol.x, ref.x, atol=1e-3)
+        assert sol.kkt().ok(KKT_TOLERANCE), name
+
+
+def test_solvers_by_name_and_an_unknown_name():
+    assert DEFAULT_SOLVER in SOLVERS
+    assert make_solver("osqp").settings.active_set_prediction is False
+    assert make_solver("active_set").settings.active_set_prediction is True
+    with pytest.raises(ValueError, match="valid: active_set, osqp, daqp, proxsuite"):
+        make_solver("gurobi")
+    with pytest.raises(ValueError, match="unknown QP solver"):
+        solve(_problems()[0], solver="qpOASES")
+
+
+def test_the_recorder_keeps_copies_of_the_problems():
+    problems = _problems()
+    rec = RecordingSolver(make_solver("daqp"))
+    p = problems[0]
+    c = p.c.copy()
+    rec.solve(p)
+    p.c[:] = 0.0  # the owner writes its arrays in place: the record keeps what was solved
+    assert len(rec.problems) == 1
+    np.testing.assert_array_equal(rec.problems[0].c, c)
