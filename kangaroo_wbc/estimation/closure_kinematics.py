@@ -1,40 +1,10 @@
-"""Batched closure error and constraint Jacobian for the 1 kHz estimators (Kangaroo paper eq. (2)-(5)).
+"""The closure terms of one tick, shared by the 1 kHz estimators (Kangaroo paper eq. (2)-(5)).
 
-Same quantities as :meth:`ClosedLoopModel.error_and_jacobian`, computed from **one** call to
-``pinocchio.computeJointJacobians`` and a handful of batched numpy operations instead of one
-pinocchio call per frame, so that the estimators fit a 1 kHz budget in Python.
-
-Derivation. After ``computeJointJacobians``, ``data.J`` holds, column by column, the spatial
-motion of every joint axis in the world frame (``WORLD`` convention: linear part about the world
-origin). The world Jacobian of a frame is ``data.J`` restricted to the columns of its supporting
-joints, and its ``LOCAL_WORLD_ALIGNED`` linear part is ``J^lin - [p]_x J^ang``. For one loop with
-frames ``F_a``, ``F_u`` and the signed support mask ``S = mask_u - mask_a`` (columns shared by the
-two paths cancel), ``D = data.J * S`` and the core's Jacobian (see
-:mod:`kangaroo_wbc.model.closed_loop_model`) simplifies to
-
-.. math::
-
-    J_{pos} = R_a^T \\left(D^{lin} - [p_u]_\\times D^{ang}\\right), \\qquad
-    J_{rot} = J_{\\log_3}(R_a^T R_u)\\, R_u^T D^{ang}
-
-because ``J^v_u - J^v_a + [p_u - p_a]_x J^ω_a = D^lin - [p_u]_x D^ang``. Only the joint columns
-``[theta_u, theta_a]`` are formed (the closure error is a relative quantity and does not depend on
-the floating base), and per loop only the columns where ``S != 0`` (the joints of the loop); the
-fixed sparsity pattern is scattered into ``J_l`` with precomputed flat indices.
-
-Rotation rows follow the core's two definitions. A loop with several declared rotation
-directions uses ``log3(R_a^T R_u)`` and ``J_rot`` above. A **universal-joint cut** (exactly one
-declared rotation direction ``k``, the two others free) uses the exact row
-
-.. math::
-
-    e_k = s\\,(R_a^T R_u)_{ij}, \\qquad
-    J_k = -s\\,(R_a^T R_u)_{i,:}\\,[e_j]_\\times\\, R_u^T D^{ang}
-
-with ``i``, ``j`` the free axes and ``s = -epsilon_ijk`` (``e_k`` equals the rotation about ``k``
-to first order, and vanishes exactly for ``R_a^T R_u = R_i(a) R_j(b)``). ``log3`` would differ by a
-second-order term (about ``a b / 2``): with it the estimator converges to a configuration that the
-core, the controller and the simulator do not consider closed (the idle spin of the rods).
+:class:`ClosureKinematics` evaluates ``e_l``, ``J_lu``, ``J_la`` once per configuration with the
+model's compiled kernel (:mod:`kangaroo_wbc.model.fast_kinematics`; for a model whose joint types
+it does not support, the core's pinocchio path :meth:`ClosedLoopModel.error_and_jacobian`), and
+factorises ``J_lu`` once (block LU over the sub-mechanisms, else LAPACK) for every solve of that
+tick: the passive-state estimator's and the contact-wrench estimator's.
 """
 
 from __future__ import annotations
@@ -45,31 +15,13 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg import lapack
 
-from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel, universal_cut_indices
+from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
 
 if TYPE_CHECKING:
     from kangaroo_wbc.model.block_lu import BlockLU
 
 _gesv = lapack.dgesv
 _getrf, _getrs = lapack.dgetrf, lapack.dgetrs
-
-log3 = pin.log3
-Jlog3 = pin.Jlog3
-
-
-#: Linear map from ``w`` to the row-major flattened ``[w]_x``: ``[w]_x.ravel() = w @ SKEW_MAP``.
-SKEW_MAP = np.zeros((3, 9))
-SKEW_MAP[2, 1], SKEW_MAP[1, 2], SKEW_MAP[2, 3] = -1.0, 1.0, 1.0
-SKEW_MAP[0, 5], SKEW_MAP[1, 6], SKEW_MAP[0, 7] = -1.0, -1.0, 1.0
-
-#: ``[e_j]_x`` for the three unit vectors.
-_SKEW_E = np.array([[[0.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]],
-                    [[0.0, 0.0, 1.0], [0.0, 0.0, 0.0], [-1.0, 0.0, 0.0]],
-                    [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])
-
-
-#: ``(i, j, k, sign)`` of a universal-joint cut, None for other closures (the core's definition).
-universal_joint_indices = universal_cut_indices
 
 
 def lu_solve(A: np.ndarray, B: np.ndarray) -> np.ndarray | None:
@@ -80,7 +32,7 @@ def lu_solve(A: np.ndarray, B: np.ndarray) -> np.ndarray | None:
 
 
 class ClosureKinematics:
-    """Closure error ``e_l`` and Jacobian blocks ``J_lu``, ``J_la`` from pinocchio's data.
+    """Closure error ``e_l``, Jacobian blocks ``J_lu``, ``J_la`` and the LU of ``J_lu`` of one configuration.
 
     Args:
         clm: the closed-loop model.
@@ -100,75 +52,21 @@ class ClosureKinematics:
         self.clm = clm
         self.model = clm.model
         self.data = clm.model.createData() if data is None else data
-        m = self.model
-        closures = clm.closures
-        frame_ids = sorted({i for c in closures for i in (c.frame_a_id, c.frame_u_id)})
-        self.frame_ids = [int(i) for i in frame_ids]
-        slot = {fid: k for k, fid in enumerate(self.frame_ids)}
-        self.slot_a = np.array([slot[c.frame_a_id] for c in closures], dtype=int)
-        self.slot_u = np.array([slot[c.frame_u_id] for c in closures], dtype=int)
         #: joint columns formed: passive first, then actuated (the paper's theta = [theta_u, theta_a])
         self.cols = np.concatenate([clm.idx_v_u, clm.idx_v_a]).astype(int)
-        n = len(self.cols)
-        self.n_c = int(sum(len(c.rows) for c in closures))
+        self.n_c = clm.n_c
         self.n_u, self.n_a = clm.n_u, clm.n_a
-        K, F = len(closures), len(self.frame_ids)
-        mask = np.zeros((F, m.nv))
-        for k, fid in enumerate(self.frame_ids):
-            for j in m.supports[m.frames[fid].parentJoint]:
-                if j == 0:
-                    continue
-                jm = m.joints[j]
-                mask[k, jm.idx_v:jm.idx_v + jm.nv] = 1.0
-        signed = (mask[self.slot_u] - mask[self.slot_a])[:, self.cols]  # S = mask_u - mask_a, (K, n)
-        # Sparse structure: loop k only involves the columns where S != 0 (padded to W with sign 0).
-        involved = [np.flatnonzero(signed[k]) for k in range(K)]
-        W = max((len(c) for c in involved), default=0)
-        self._colpos = np.zeros((K, W), dtype=int)  # position in self.cols
-        self._sign = np.zeros((K, 1, W))
-        for k, cols_k in enumerate(involved):
-            self._colpos[k, :len(cols_k)] = cols_k
-            self._sign[k, 0, :len(cols_k)] = signed[k, cols_k]
-        self._gather = self.cols[self._colpos]  # model velocity index of every (k, j)
-        # Scatter of the kept rows of J6 (K, 6, W) into J_l (n_c, n); untouched entries stay 0.
-        src, dst, flat_rows, row = [], [], [], 0
-        for k, c in enumerate(closures):
-            for d in c.rows:
-                flat_rows.append(6 * k + int(d))
-                for j in range(len(involved[k])):
-                    src.append((k * 6 + int(d)) * W + j)
-                    dst.append(row * n + int(involved[k][j]))
-                row += 1
-        self.flat_rows = np.array(flat_rows, dtype=int)
-        self._src, self._dst = np.array(src, dtype=int), np.array(dst, dtype=int)
-        uj, ijk = [], []
-        for k, c in enumerate(closures):
-            idx = universal_joint_indices(c.spec.direction_indices)
-            if idx is not None and np.any(c.rows >= 3):
-                uj.append(k)
-                ijk.append(idx)
-        self.uj = np.array(uj, dtype=int)  # universal-joint cuts (exact row)
-        self._uj_ijk = np.array(ijk, dtype=int).reshape(-1, 4)
-        self._uj_n = np.arange(len(uj))
-        self.rot = np.array([k for k, c in enumerate(closures) if np.any(c.rows >= 3) and k not in uj],
-                            dtype=int)
-        self._H = np.zeros((F, 4, 4))
-        self._w = np.zeros((len(self.rot), 3))
-        self._Jlog = np.zeros((len(self.rot), 3, 3))
-        self._skew = np.zeros((K, 3, 3))
-        self._e6 = np.zeros((K, 6))
-        self._J6 = np.zeros((K, 6, W))
         self.e_l = np.zeros(self.n_c)
-        self.J_l = np.zeros((self.n_c, n))
-        self._q = np.zeros(m.nq)
+        self.J_l = np.zeros((self.n_c, len(self.cols)))
+        self._q = np.zeros(self.model.nq)
         self._evaluated = False
         self._lu = None
-        #: compiled path (same numbers), or None: then the numpy path below
+        #: the compiled closure kernel (columns ``cols``), or None: the core's pinocchio path
         self.kernel = None
         if clm.kernel is not None:
             from kangaroo_wbc.model.fast_kinematics import build_kernel
 
-            self.kernel = build_kernel(m, *clm.kernel_tables(), self.cols)
+            self.kernel = build_kernel(self.model, *clm.kernel_tables(), self.cols)
         #: block LU of J_lu (sub-mechanisms), or None: LAPACK on the dense matrix
         self.block_lu = clm.jlu_block_lu()
 
@@ -199,41 +97,11 @@ class ClosureKinematics:
                 self._evaluated = True
             e_l, J_l = self.kernel.e_l, self.kernel.J_l
             return e_l, J_l[:, :self.n_u], J_l[:, self.n_u:]
-        oMf = self.data.oMf
-        H = self._H
-        for k, fid in enumerate(self.frame_ids):
-            H[k] = oMf[fid].homogeneous
-        R, p = H[:, :3, :3], H[:, :3, 3]
-        Ra, Ru = R[self.slot_a], R[self.slot_u]
-        pu = p[self.slot_u]
-        RaT = Ra.transpose(0, 2, 1)
-        e6, J6 = self._e6, self._J6
-        np.einsum("kij,kj->ki", RaT, pu - p[self.slot_a], out=e6[:, :3])
-        # D_k = data.J[:, involved columns] * sign: (K, 6, W)
-        D = self.data.J[:, self._gather].transpose(1, 0, 2) * self._sign
-        S = self._skew
-        np.matmul(pu, SKEW_MAP, out=S.reshape(-1, 9))
-        np.matmul(RaT, D[:, :3] - np.matmul(S, D[:, 3:]), out=J6[:, :3])
-        if len(self.rot):
-            # pinocchio's log3/Jlog3 per loop (~1 µs each) beat a batched numpy version here.
-            r = self.rot
-            Rau = np.matmul(RaT[r], Ru[r])
-            w, Jlog = self._w, self._Jlog
-            for i in range(len(r)):
-                w[i] = log3(Rau[i])
-                Jlog[i] = Jlog3(Rau[i])
-            e6[r, 3:] = w
-            J6[r, 3:] = np.matmul(np.matmul(Jlog, Ru[r].transpose(0, 2, 1)), D[r, 3:])
-        if len(self.uj):
-            u, n_u = self.uj, self._uj_n
-            ui, uj_, uk, usign = self._uj_ijk.T
-            Rau = np.matmul(RaT[u], Ru[u])
-            e6[u, 3 + uk] = usign * Rau[n_u, ui, uj_]
-            # d/dt (R_au)_ij = -(R_au)_{i,:} [e_j]x omega_rel, omega_rel = R_u^T D_ang v
-            g = -usign[:, None] * np.einsum("nm,nml->nl", Rau[n_u, ui, :], _SKEW_E[uj_])
-            J6[u, 3 + uk] = np.einsum("nl,nlw->nw", g, np.matmul(Ru[u].transpose(0, 2, 1), D[u, 3:]))
-        self.e_l[:] = e6.reshape(-1)[self.flat_rows]
-        self.J_l.reshape(-1)[self._dst] = J6.reshape(-1)[self._src]
+        if not self._evaluated:
+            e_l, J_l = self.clm.error_and_jacobian(self._q)
+            self.e_l[:] = e_l
+            self.J_l[:] = J_l[:, self.cols]
+            self._evaluated = True
         return self.e_l, self.J_l[:, :self.n_u], self.J_l[:, self.n_u:]
 
     @property
@@ -291,4 +159,4 @@ class ClosureKinematics:
         return True
 
 
-__all__ = ["ClosureKinematics", "SKEW_MAP", "lu_solve", "universal_joint_indices"]
+__all__ = ["ClosureKinematics", "lu_solve"]

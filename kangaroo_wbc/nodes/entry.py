@@ -24,6 +24,9 @@ import sys
 
 #: Exit code when a node module is not installed.
 EXIT_NOT_INSTALLED = 1
+#: After its nodes are destroyed, a node process that has not exited after this [s] ends with
+#: its exit code (a stalled middleware teardown at interpreter exit: :mod:`kangaroo_wbc.ros.exit_guard`).
+FINALIZE_EXIT_AFTER_S = 5.0
 
 #: executable name -> module whose ``main()`` runs it (the keys are ``setup.py``'s NODES).
 NODE_MODULES = {
@@ -82,7 +85,12 @@ def run(executable: str) -> int:
             "installed in this version of kangaroo_wbc\n"
         )
         return EXIT_NOT_INSTALLED
-    return module.main()
+    code = module.main()
+    # the nodes are gone: bound the interpreter's finalisation
+    from kangaroo_wbc.ros import exit_guard
+
+    exit_guard.arm(FINALIZE_EXIT_AFTER_S, code, "interpreter finalisation")
+    return code
 
 
 def sim() -> int:

@@ -44,6 +44,7 @@ from rclpy.signals import SignalHandlerOptions
 from rclpy.time_source import TimeSource
 
 from kangaroo_wbc.errors import ConfigError
+from kangaroo_wbc.ros import exit_guard
 from kangaroo_wbc.ros.diagnostics import DiagnosticsPublisher, Level, ThrottledLogger
 from kangaroo_wbc.ros.params import ParameterBinding, bind_parameters, declare_parameters
 from kangaroo_wbc.ros.publication import (
@@ -64,7 +65,10 @@ SPIN_PERIOD_S = 0.05
 SHUTDOWN_FLUSH_S = 1.0
 #: A shutdown still running after this [s] writes every thread's stack to stderr (the node's log):
 #: a process that does not exit says where it waits.
-SHUTDOWN_STACKS_AFTER_S = 6.0
+SHUTDOWN_STACKS_AFTER_S = 7.0
+#: ... and after this [s] the process ends with its exit code (:mod:`kangaroo_wbc.ros.exit_guard`):
+#: the hooks and joins above take at most about 6 s.
+SHUTDOWN_EXIT_AFTER_S = 10.0
 #: Period [s, steady clock] of the ROS-graph check of the single-writer topics.
 WRITER_CHECK_PERIOD_S = 0.25
 
@@ -321,6 +325,8 @@ def run_nodes(
     except RCLError as exc:  # e.g. a parameter file that is not valid YAML, or missing
         sys.stderr.write(f"[FATAL] [kangaroo_wbc]: configuration error: {exc}\n")
         return EXIT_CONFIG_ERROR
+    exit_guard.prepare()  # compiled now, not when asked to stop
+    exit_code = EXIT_OK  # what a stalled teardown exits with
     stop = threading.Event()
     previous: dict[signal.Signals, Any] = {}
     if threading.current_thread() is threading.main_thread():
@@ -345,6 +351,7 @@ def run_nodes(
         while not stop.is_set() and context.ok():
             executor.spin_once(timeout_sec=SPIN_PERIOD_S)
         faulthandler.dump_traceback_later(SHUTDOWN_STACKS_AFTER_S)
+        exit_guard.arm(SHUTDOWN_EXIT_AFTER_S, EXIT_OK)
         for node in nodes:
             if isinstance(node, KangarooNode):
                 try:
@@ -357,11 +364,12 @@ def run_nodes(
         name = getattr(factory, "__name__", "kangaroo_wbc")
         source = f" (parameter files: {files})" if files else ""
         rclpy.logging.get_logger(name).fatal(f"configuration error: {exc}{source}")
-        return EXIT_CONFIG_ERROR
+        exit_code = EXIT_CONFIG_ERROR
+        return exit_code
     except (KeyboardInterrupt, ExternalShutdownException):
         return EXIT_OK
     finally:
-        faulthandler.dump_traceback_later(SHUTDOWN_STACKS_AFTER_S)  # restarted: this part too
+        exit_guard.arm(SHUTDOWN_EXIT_AFTER_S, exit_code)
         executor.shutdown(timeout_sec=1.0)
         stop_publication_thread()  # what it queued is published; then the publishers may go
         for node in nodes:
@@ -371,6 +379,7 @@ def run_nodes(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         faulthandler.cancel_dump_traceback_later()
+        exit_guard.disarm()
 
 
 def default_executor() -> Executor:
