@@ -83,7 +83,7 @@ from kangaroo_wbc.errors import ConfigError, EstimationError, FrameNotFound, Inp
 from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics, lu_solve
 from kangaroo_wbc.estimation.filters import ButterworthFilter
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
-from kangaroo_wbc.model.compiled import all_finite, compiled
+from kangaroo_wbc.model.compiled import all_finite, buffers, compiled
 from kangaroo_wbc.model.dynamics import projected_dynamics
 from kangaroo_wbc.model.fast_kinematics import frame_placements, local_frame_jacobians
 from kangaroo_wbc.model.small_dense import cholesky_in_place
@@ -307,7 +307,9 @@ class ContactWrenchEstimator:
         self._no_filter = np.zeros(0)
         self._empty = np.zeros(0)
         self._pm_checked = None  # the last projected model whose frames were checked
-        self._pm_index: tuple | None = None  # (projected model, its placement rows, its Jacobian rows of the soles)
+        self._pm_indexed = None  # the last projected model whose rows of the soles are in _sole_rows, _sole_users
+        self._sole_rows = np.zeros(c, dtype=np.int64)  # the soles' rows of its placements
+        self._sole_users = np.zeros(c, dtype=np.int64)  # the soles' rows of its frame Jacobians
         # sole placements from the closure kernel's joint placements (parent joint, fixed placement)
         frames = [self.model.frames[fid] for fid in self.frame_ids]
         self._sole_joint = np.array([f.parentJoint for f in frames], dtype=np.int64)
@@ -334,11 +336,14 @@ class ContactWrenchEstimator:
                                   np.zeros(6))
         frame_placements(np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros(1, dtype=np.int64), np.zeros((1, 3, 3)),
                          np.zeros((1, 3)), np.zeros((1, 3, 3)), np.zeros((1, 3)))
-        n_nu, one = clm.n_b + n_a, np.zeros(1, dtype=np.int64)
-        _projected_sole_terms(np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros((1, 6, n_nu)), one, one, clm.n_b,
-                              self.base_rows, np.zeros(nv), self._idx_a, self._idx_u, np.zeros((n_u, n_a)), True,
-                              np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros((n_a, 6)), np.zeros((6, 6)),
-                              np.zeros(n_a))
+        arrays = dict(rows=self._sole_rows, users=self._sole_users, idx_a=self._idx_a, idx_u=self._idx_u,
+                      sole_R=self._sole_R, sole_p=self._sole_p, J_cm_T=self.J_cm_T, J_cb_T=self.J_cb_T, g_pa=self.g_pa)
+        #: the arrays of :func:`_projected_sole_terms` (:data:`SoleTermBuffers`)
+        self._sole_terms = SoleTermBuffers.make(**arrays, n_b=clm.n_b, base_rows=self.base_rows)
+        scratch = SoleTermBuffers.make(**{k: a.copy() for k, a in arrays.items()}, n_b=clm.n_b,
+                                       base_rows=self.base_rows)
+        _projected_sole_terms(scratch, np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros((1, 6, clm.n_b + n_a)),
+                              np.zeros(nv), np.zeros((n_u, n_a)), True)
         if self.base_rows:
             _normal_equations_map(np.eye(n_a, 6 * c), np.eye(6, 6 * c), 1.0, self._P.copy())
         est = self.estimate
@@ -444,14 +449,13 @@ class ContactWrenchEstimator:
         m, n_b = self.model, self.clm.n_b
         velocity_terms = self.config.include_velocity_terms and v is not None
         # one compiled pass (same numbers as the estimator's own update, tested)
-        if self._pm_index is None or self._pm_index[0] is not pm:
-            users = np.array([pm.frame_index(s) for s in self.sole_frames], dtype=np.int64)
-            self._pm_index = (pm, 2 * pm.n_closures + users, users)
+        if self._pm_indexed is not pm:
+            self._sole_users[:] = [pm.frame_index(s) for s in self.sole_frames]
+            self._sole_rows[:] = 2 * pm.n_closures + self._sole_users
+            self._pm_indexed = pm
         g = pin.computeGeneralizedGravity(m, self.kin.data, q)
-        _projected_sole_terms(pm.frame_rotations, pm.frame_positions, pm.frame_jacobians_T, self._pm_index[1],
-                              self._pm_index[2], n_b, self.base_rows, g, self._idx_a, self._idx_u, pm.J_m,
-                              not velocity_terms, self._sole_R, self._sole_p,
-                              self.J_cm_T, self.J_cb_T, self.g_pa)
+        _projected_sole_terms(self._sole_terms, pm.frame_rotations, pm.frame_positions, pm.frame_jacobians_T, g,
+                              pm.J_m, not velocity_terms)
         if velocity_terms:
             self.g_pa[:] = pm.h_p[n_b:]
         self._base_terms_projected(g, v, pm)
@@ -644,13 +648,22 @@ class ContactWrenchEstimator:
                                       est.zmp_in_world))
 
 
+#: The arrays of :func:`_projected_sole_terms` (the estimator's, written in place): the soles' rows
+#: in the projected model's placements (``rows``) and frame Jacobians (``users``), the velocity
+#: indices of the actuated and passive joints, the outputs (sole placements, ``J_c,m^T``,
+#: ``J_c,b^T``, ``g_p,a``), the number of base velocities ``n_b`` and ``base_rows``.
+SoleTermBuffers = buffers("SoleTermBuffers", ("rows", "users", "idx_a", "idx_u", "sole_R", "sole_p", "J_cm_T",
+                                              "J_cb_T", "g_pa", "n_b", "base_rows"))
+
+
 @compiled
-def _projected_sole_terms(R_all, p_all, Jf_T, rows, users, n_b, base_rows, g, idx_a, idx_u, J_m, with_gravity,
-                          sole_R, sole_p, J_cm_T, J_cb_T, g_pa):
+def _projected_sole_terms(buf, R_all, p_all, Jf_T, g, J_m, with_gravity):
     """:meth:`ContactWrenchEstimator._model_terms_projected` (compiled): sole placements
     (``R_all[rows]``, ``p_all[rows]``), the sole-frame rows of ``J_c T`` (``Jf_T[users]``, world axes,
     turned by ``R^T``) into ``J_cm_T`` (actuated columns) and ``J_cb_T`` (base columns), and
     ``g_pa = g_a + J_m^T g_u`` when ``with_gravity``."""
+    rows, users, idx_a, idx_u, n_b, base_rows = buf.rows, buf.users, buf.idx_a, buf.idx_u, buf.n_b, buf.base_rows
+    sole_R, sole_p, J_cm_T, J_cb_T, g_pa = buf.sole_R, buf.sole_p, buf.J_cm_T, buf.J_cb_T, buf.g_pa
     n_nu = Jf_T.shape[2]
     for i in range(rows.shape[0]):
         s, u = rows[i], users[i]
