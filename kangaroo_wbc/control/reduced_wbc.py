@@ -57,6 +57,7 @@ from kangaroo_wbc.control.constraints import (
 )
 from kangaroo_wbc.control.contacts import ContactSpec, ContactTerms, DecisionLayout
 from kangaroo_wbc.control.qp import OsqpSolver, QpProblem
+from kangaroo_wbc.control.qp_solvers import make_solver
 from kangaroo_wbc.control.wbc import (
     ActuatorLimits,
     WbcOutput,
@@ -274,7 +275,7 @@ class ReducedWholeBodyController:
             self._cons1 = getattr(self, "_cons1", {})
             self._cons1[key] = (FloatingBaseDynamics(L1), StationaryContacts(L1, s.contact_velocity_gain),
                                 FrictionCones(L1, s.inner_pyramid), ContactForceBox(L1))
-            self._lqp1[key] = OsqpSolver(s.osqp)
+            self._lqp1[key] = make_solver(s.qp_solver, s.osqp)
         L1 = self._layout1[key]
         dyn, stat, cones, fbox = self._cons1[key]
         n = L1.n
@@ -326,7 +327,7 @@ class ReducedWholeBodyController:
                       swing_in_lqp1):
         full, pm, s = self.full, self.pm, self.settings
         if key not in self._lqp2:
-            self._lqp2[key] = OsqpSolver(s.osqp)
+            self._lqp2[key] = make_solver(s.qp_solver, s.osqp)
         n = uc.size
         # Weights divided by the centroid weight (same minimiser, residuals of order one).
         k = 1.0 / self.reduced.centroid_weight

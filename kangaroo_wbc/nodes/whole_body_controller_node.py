@@ -49,6 +49,7 @@ from kangaroo_wbc.components.control import ControlSettings, WholeBodyControl  #
 from kangaroo_wbc.components.samples import ActuatorCommand  # noqa: E402
 from kangaroo_wbc.control.behaviours import BEHAVIOURS  # noqa: E402
 from kangaroo_wbc.control.contacts import ContactSpec  # noqa: E402
+from kangaroo_wbc.control.qp_solvers import SOLVERS  # noqa: E402
 from kangaroo_wbc.control.reduced_wbc import ReducedWholeBodyController  # noqa: E402
 from kangaroo_wbc.control.supervisor import SafetySettings, WbcSupervisor  # noqa: E402
 from kangaroo_wbc.control.wbc import FrameReference, WbcSettings, WholeBodyController  # noqa: E402
@@ -117,6 +118,12 @@ class WholeBodyControllerParams:
         "QP formulation: full (one QP) or reduced (centroidal two-stage)",
         read_only=True,
         check=lambda s: None if s in ("full", "reduced") else "full or reduced",
+    )
+    qp_solver: str = parameter(
+        _W.qp_solver,
+        "QP solver: " + ", ".join(SOLVERS) + " (docs/performance.md, QP solvers)",
+        read_only=True,
+        check=lambda s: None if s in SOLVERS else " or ".join(SOLVERS),
     )
     friction_coefficient: float = parameter(
         0.8, "Coulomb friction coefficient [-]", bounds=(0.05, 2.0), read_only=True
