@@ -35,21 +35,22 @@ _EMPTY = np.zeros(0)
 
 
 @compiled
-def _apply(noise, theta_a, offset, theta_dot_a, force, lead, eff, linear, passive, quat_wxyz, gyro, gyro_bias, accel,
-           accel_bias, imu, out):
+def _apply(noise, theta_a, theta_dot_a, force, linear, passive, quat_wxyz, gyro, accel, screw, boot, out):
     """:meth:`SensorSuite.read` after the draw (compiled): ``noise`` the stacked channels' noise,
     ``out`` = [position, velocity, motor torque, passive encoders, (IMU quaternion x y z w, gyro,
-    accelerometer)]. Orientation noise right-multiplies by ``exp(noise / 2)``, then normalises."""
+    accelerometer)] (no IMU: empty ``quat_wxyz``), ``screw`` = [leads; efficiencies], ``boot`` =
+    [encoder offsets, gyro bias, accelerometer bias]. Orientation noise right-multiplies by
+    ``exp(noise / 2)``, then normalises."""
     n, n_p = theta_a.shape[0], passive.shape[0]
     for i in range(n):
-        out[i] = theta_a[i] + offset[i] + noise[i]
+        out[i] = theta_a[i] + boot[i] + noise[i]
         out[n + i] = theta_dot_a[i] + noise[n + i]
-        tau = force[i] * lead[i] / (2.0 * math.pi * eff[i]) if linear[i] else force[i]
+        tau = force[i] * screw[0, i] / (2.0 * math.pi * screw[1, i]) if linear[i] else force[i]
         out[2 * n + i] = tau + noise[2 * n + i]
     o = 3 * n
     for i in range(n_p):
         out[o + i] = passive[i] + noise[o + i]
-    if not imu:
+    if quat_wxyz.shape[0] == 0:
         return
     o += n_p
     w1, x1, y1, z1 = quat_wxyz[0], quat_wxyz[1], quat_wxyz[2], quat_wxyz[3]
@@ -67,8 +68,8 @@ def _apply(noise, theta_a, offset, theta_dot_a, force, lead, eff, linear, passiv
     nrm = math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
     out[o], out[o + 1], out[o + 2], out[o + 3] = qx / nrm, qy / nrm, qz / nrm, qw / nrm
     for i in range(3):
-        out[o + 4 + i] = gyro[i] + gyro_bias[i] + noise[o + 3 + i]
-        out[o + 7 + i] = accel[i] + accel_bias[i] + noise[o + 6 + i]
+        out[o + 4 + i] = gyro[i] + boot[n + i] + noise[o + 3 + i]
+        out[o + 7 + i] = accel[i] + boot[n + 3 + i] + noise[o + 6 + i]
 
 
 def _noise_plan(stds: tuple[float, ...], sizes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray | None, list]:
@@ -228,12 +229,12 @@ class SensorSuite:
         eff[np.isnan(eff)] = self.config.default_screw_efficiency
         if np.any(lead <= 0) or np.any(eff <= 0) or np.any(eff > 1):
             raise InputError(f"SensorSuite: screw leads must be > 0 and efficiencies in (0, 1], got {lead}, {eff}")
-        self.screw_lead_m, self.screw_efficiency = lead, eff
+        self._screw = np.array([lead, eff])  # one table for the compiled read
+        self.screw_lead_m, self.screw_efficiency = self._screw
         self.is_absolute = np.array([a in self.absolute_actuators for a in self.actuator_names], dtype=bool)
         self._revolute = np.zeros(n, dtype=bool)  # every actuator "revolute": efforts pass through
-        self.encoder_offset = np.zeros(n)
-        self.gyro_bias = np.zeros(3)
-        self.accel_bias = np.zeros(3)
+        self._boot = np.zeros(n + 6)  # the per-boot draws in one vector for the compiled read (views below)
+        self.encoder_offset, self.gyro_bias, self.accel_bias = self._boot[:n], self._boot[n:n + 3], self._boot[n + 3:]
         self._noise_plans: dict[tuple, tuple] = {}  # (stds, sizes) -> _noise_plan
 
     # ------------------------------------------------------------------ boot
@@ -242,9 +243,9 @@ class SensorSuite:
         c = self.config
         half = np.where(self.actuator_is_linear, c.encoder_offset_range_m, c.encoder_offset_range_rad)
         offset = rng.uniform(-1.0, 1.0, size=len(self.actuator_names)) * half
-        self.encoder_offset = np.where(self.is_absolute, 0.0, offset)
-        self.gyro_bias = rng.normal(0.0, c.gyro_bias_std, size=3) if c.gyro_bias_std > 0 else np.zeros(3)
-        self.accel_bias = rng.normal(0.0, c.accel_bias_std, size=3) if c.accel_bias_std > 0 else np.zeros(3)
+        self.encoder_offset[:] = np.where(self.is_absolute, 0.0, offset)
+        self.gyro_bias[:] = rng.normal(0.0, c.gyro_bias_std, size=3) if c.gyro_bias_std > 0 else 0.0
+        self.accel_bias[:] = rng.normal(0.0, c.accel_bias_std, size=3) if c.accel_bias_std > 0 else 0.0
 
     # ------------------------------------------------------------------ models
     def motor_torque(self, actuator_force: np.ndarray) -> np.ndarray:
@@ -310,9 +311,8 @@ class SensorSuite:
             if actuator_force.shape != (n,):
                 raise InputError(f"SensorSuite.read: {actuator_force.shape} motor torques for {n} actuators")
             linear = self._revolute
-        _apply(full, theta_a, self.encoder_offset, theta_dot_a, actuator_force, self.screw_lead_m,
-               self.screw_efficiency, linear, passive_positions, quat, gyro, self.gyro_bias, accel,
-               self.accel_bias, imu_ok, out)
+        _apply(full, theta_a, theta_dot_a, actuator_force, linear, passive_positions, quat, gyro, accel, self._screw,
+               self._boot, out)
         pos, vel, tau, passive = out[:n], out[n:2 * n], out[2 * n:3 * n], out[3 * n:3 * n + n_p]
         o = 3 * n + n_p
         imu = ImuReading(out[o:o + 4], out[o + 4:o + 7], out[o + 7:o + 10]) if imu_ok else None
