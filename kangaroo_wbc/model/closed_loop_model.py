@@ -425,7 +425,7 @@ class ClosedLoopModel:
             J = self.constraint_jacobian(q)[:, np.concatenate([self.idx_v_u, self.idx_v_a])]
             self._keep_rows(select_independent_rows(J))
             if attempt == 0:
-                q, info = self._newton(q, max_iter=100, tol=1e-12, least_squares=True)
+                q, info = self.newton(q, max_iter=100, tol=1e-12, least_squares=True)
                 if not (info.converged and self._declared_residual(q) <= ASSEMBLY_TOL):
                     q = self._assemble_or_raise(q0)
         self.constraint_rank = self.n_c
@@ -1063,26 +1063,28 @@ class ClosedLoopModel:
         return a
 
     # ------------------------------------------------------------------ closure FK
-    def _newton(self, q: np.ndarray, max_iter: int, tol: float,
-                least_squares: bool = False) -> tuple[np.ndarray, ClosureFkInfo]:
-        """Damped Newton on the passive coordinates, on the manifold (``pin.integrate``).
+    def newton(self, q: np.ndarray, max_iter: int, tol: float, least_squares: bool = False,
+               unknowns: np.ndarray | None = None) -> tuple[np.ndarray, ClosureFkInfo]:
+        """Damped Newton on the closure, on the manifold (``pin.integrate``): ``e_l = 0`` over the
+        velocity indices ``unknowns`` (default: the passive joints), the other coordinates held.
 
-        Each step solves ``J_lu dtheta_u = -e_l`` with a fresh ``J_lu`` (eq. (5)): by LU, or by
-        least squares when ``least_squares`` is set, when ``J_lu`` is not square or when its LU
-        has a pivot below ``SINGULAR_PIVOT`` (near a singularity). The step is halved until
-        ``||e_l||_2`` decreases (taken anyway once shorter than 1e-3 of the full step). Converged
-        when ``||e_l||_inf <= tol`` [m, rad]. The reference is closed with it
-        (:meth:`_select_rows`), and it finishes closure FK where the compiled chord iteration
-        cannot (:meth:`_fk_solve`).
+        Each step solves ``J_l[:, unknowns] dtheta = -e_l`` with a fresh Jacobian (eq. (5) for the
+        passive joints): by LU, or by least squares when ``least_squares`` is set, when the matrix
+        is not square or when its LU has a pivot below ``SINGULAR_PIVOT`` (near a singularity).
+        The step is halved until ``||e_l||_2`` decreases (taken anyway once shorter than 1e-3 of the
+        full step). Converged when ``||e_l||_inf <= tol`` [m, rad]. The reference is closed with it
+        (:meth:`_select_rows`), it finishes closure FK where the compiled chord iteration cannot
+        (:meth:`_fk_solve`), and the Kangaroo's serial twin solves its outputs-held closure with it.
         """
         m = self.model
+        unknowns = self.idx_v_u if unknowns is None else unknowns
         dv = np.zeros(m.nv)
         e, J = self._error_and_jacobian(q)
         err = float(np.max(np.abs(e))) if e.size else 0.0
         it = 0
         while err > tol and it < max_iter:
             it += 1
-            J_u = J[:, self.idx_v_u]
+            J_u = J[:, unknowns]
             step = None
             if not least_squares and J_u.shape[0] == J_u.shape[1]:
                 # LAPACK directly: scipy.linalg.lu_factor / lu_solve add ~30 µs of checks per call
@@ -1096,7 +1098,7 @@ class ClosedLoopModel:
             alpha = 1.0
             norm0 = float(np.linalg.norm(e))
             while True:
-                dv[self.idx_v_u] = alpha * step
+                dv[unknowns] = alpha * step
                 q_new = pin.integrate(m, q, dv)
                 e_new, J_new = self._error_and_jacobian(q_new)
                 if np.linalg.norm(e_new) < norm0 or alpha < 1e-3:
@@ -1118,7 +1120,7 @@ class ClosedLoopModel:
         it is refreshed at the current point. Near the previous solution (the 1 kHz case) this
         needs no Jacobian and two or three error evaluations. Where the chord iteration cannot
         finish (no compiled kernel, singular ``J_lu``, far from a solution), damped Newton
-        (:meth:`_newton`: a fresh ``J_lu`` per step, halved until the residual decreases)
+        (:meth:`newton`: a fresh ``J_lu`` per step, halved until the residual decreases)
         continues from its last point.
 
         Continuation: when some actuator is farther from its position in ``q_guess`` than
@@ -1158,7 +1160,7 @@ class ClosedLoopModel:
         """Closure FK from ``q`` (actuators already set): the compiled chord iteration, else damped
         Newton from where it stopped."""
         fast = self._compiled_chord(q, tol, max_iter)
-        return fast if fast is not None else self._newton(q, max_iter, tol)
+        return fast if fast is not None else self.newton(q, max_iter, tol)
 
     def _fk_continuation_steps(self, theta_from: np.ndarray, theta_to: np.ndarray,
                                max_step: float | np.ndarray | None) -> int:
@@ -1209,7 +1211,7 @@ class ClosedLoopModel:
     def _compiled_chord(self, q: np.ndarray, tol: float, max_iter: int) -> tuple[np.ndarray, ClosureFkInfo] | None:
         """Chord Newton in compiled code with ``J_lu^{-1}`` kept between calls; None when it cannot
         finish (no kernel, non-square or singular ``J_lu``, or no contraction even with a fresh
-        Jacobian: far from a solution, or ``max_iter`` steps), then :meth:`_newton` takes over from
+        Jacobian: far from a solution, or ``max_iter`` steps), then :meth:`newton` takes over from
         ``q`` (the last accepted point)."""
         from kangaroo_wbc.model.fast_kinematics import CHORD_CONVERGED, CHORD_STALLED
 

@@ -156,32 +156,9 @@ class SerialTwin:
         iterations = 0
         for k in range(1, n_steps + 1):
             q[self.idx_q_out_full] = start + (target - start) * (k / n_steps)
-            q, info = self._newton(q, tol, max_iter)
+            q, info = self.full.newton(q, max_iter, tol, unknowns=self.idx_v_unknown)
             iterations += info.iterations
             if not info.converged:
                 raise ClosureFkError(f"serial_to_full did not converge: residual {info.residual:.3e} after "
                                      f"{info.iterations} iterations (continuation step {k}/{n_steps})")
         return q, ClosureFkInfo(iterations, info.residual, True)
-
-    def _newton(self, q: np.ndarray, tol: float, max_iter: int) -> tuple[np.ndarray, ClosureFkInfo]:
-        """Damped Newton on ``[J_l,a  J_l,u']`` with the output joints held."""
-        fm = self.full.model
-        dv = np.zeros(fm.nv)
-        e, J = self.full.error_and_jacobian(q)
-        err = float(np.linalg.norm(e, np.inf))
-        it = 0
-        while err > tol and it < max_iter:
-            it += 1
-            step = -np.linalg.solve(J[:, self.idx_v_unknown], e)
-            alpha, norm0 = 1.0, float(np.linalg.norm(e))
-            while True:
-                dv[:] = 0.0
-                dv[self.idx_v_unknown] = alpha * step
-                q_new = pin.integrate(fm, q, dv)
-                e_new, J_new = self.full.error_and_jacobian(q_new)
-                if np.linalg.norm(e_new) < norm0 or alpha < 1e-3:
-                    break
-                alpha *= 0.5
-            q, e, J = q_new, e_new, J_new
-            err = float(np.linalg.norm(e, np.inf))
-        return q, ClosureFkInfo(it, err, err <= tol)
