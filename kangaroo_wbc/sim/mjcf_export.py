@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pinocchio as pin
 
 from kangaroo_wbc.errors import ConfigError, FrameNotFound, JointNotFound, ModelError, suggest
 from kangaroo_wbc.model.ball_screw import ENTRY_DEFAULTS
@@ -83,44 +84,14 @@ _ROBOT_CONTYPE, _ROBOT_CONAFFINITY = 0, 1
 # --------------------------------------------------------------------------------------------
 def rpy_to_matrix(rpy: Sequence[float] | np.ndarray) -> np.ndarray:
     """URDF roll-pitch-yaw [rad] to a rotation matrix, ``R = Rz(yaw) Ry(pitch) Rx(roll)``."""
-    r, p, y = (float(v) for v in rpy)
-    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
-    return np.array([
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr],
-    ])
+    return pin.rpy.rpyToMatrix(*(float(v) for v in rpy))
 
 
 def matrix_to_quat_wxyz(R: np.ndarray) -> np.ndarray:
     """Rotation matrix to a unit quaternion ``[w, x, y, z]`` with ``w >= 0`` (MuJoCo order)."""
-    m = np.asarray(R, dtype=float)
-    tr = m[0, 0] + m[1, 1] + m[2, 2]
-    if tr > 0.0:
-        s = math.sqrt(tr + 1.0) * 2.0
-        q = [0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s]
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        s = math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2]) * 2.0
-        q = [(m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s]
-    elif m[1, 1] > m[2, 2]:
-        s = math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2]) * 2.0
-        q = [(m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s]
-    else:
-        s = math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1]) * 2.0
-        q = [(m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s]
-    qa = np.array(q)
-    qa /= np.linalg.norm(qa)
-    return -qa if qa[0] < 0 else qa
-
-
-def exp3(w: np.ndarray) -> np.ndarray:
-    """Rotation matrix of the rotation vector ``w`` [rad] (Rodrigues; the inverse of ``pin.log3``)."""
-    w = np.asarray(w, dtype=float)
-    th = float(np.linalg.norm(w))
-    K = np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
-    if th < 1e-12:
-        return np.eye(3) + K
-    return np.eye(3) + math.sin(th) / th * K + (1.0 - math.cos(th)) / th**2 * K @ K
+    x, y, z, w = pin.Quaternion(np.asarray(R, dtype=float)).normalized().coeffs()
+    q = np.array([w, x, y, z])
+    return -q if q[0] < 0 else q
 
 
 #: Welded (fixed-joint) links lighter than this are exported without inertial [kg].
@@ -636,7 +607,7 @@ def export_mjcf(
         c = pl.spec
         la, lu = site_frames[c.frame_a], site_frames[c.frame_u]
         t_off = np.array(pl.offset_translation)
-        R_off = exp3(np.array(pl.offset_rotation))
+        R_off = pin.exp3(np.array(pl.offset_rotation, dtype=float))
         base = f"{c.name}"
         if pl.kind == "cut_body":
             cut_bodies[la].append(pl)
@@ -786,7 +757,7 @@ def export_mjcf(
         for pl in cut_bodies[link_name]:
             c = pl.spec
             cb = _sub(body, "body", {"name": f"{CUT_JOINT_PREFIX}{c.name}"})
-            _set_pose(cb, np.array(pl.offset_translation), exp3(np.array(pl.offset_rotation)))
+            _set_pose(cb, np.array(pl.offset_translation), pin.exp3(np.array(pl.offset_rotation, dtype=float)))
             for i, d in enumerate(("x", "y", "z")):
                 if d not in pl.fixed:
                     _sub(cb, "joint", {"name": f"{CUT_JOINT_PREFIX}{c.name}__{d}", "type": "slide",

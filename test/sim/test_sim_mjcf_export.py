@@ -13,7 +13,6 @@ from kangaroo_wbc.errors import FrameNotFound, JointNotFound, ModelError
 from kangaroo_wbc.model.closures import ClosureSpec
 from kangaroo_wbc.sim.mjcf_export import (
     classify_closure,
-    exp3,
     export_mjcf,
     matrix_to_quat_wxyz,
     rpy_to_matrix,
@@ -128,12 +127,15 @@ def test_classification_rules():
     assert shifted.kind == "connect" and shifted.offset_translation == (0.0, 0.0, 0.02)
 
 
-def test_rotation_helpers_are_consistent():
+def test_rotation_helpers_match_mujoco_and_the_urdf_convention():
     rng = np.random.default_rng(0)
     for _ in range(20):
-        R = rpy_to_matrix(rng.uniform(-3, 3, 3))
-        np.testing.assert_allclose(exp3(pin.log3(R)), R, atol=1e-12)
+        roll, pitch, yaw = rng.uniform(-3, 3, 3)
+        R = rpy_to_matrix((roll, pitch, yaw))
+        Rx, Ry, Rz = (pin.exp3(a * np.eye(3)[i]) for i, a in enumerate((roll, pitch, yaw)))
+        np.testing.assert_allclose(R, Rz @ Ry @ Rx, atol=1e-12)  # URDF: R = Rz(yaw) Ry(pitch) Rx(roll)
         q = matrix_to_quat_wxyz(R)
+        assert q[0] >= 0.0
         Rq = np.zeros(9)
         mujoco.mju_quat2Mat(Rq, q)
         np.testing.assert_allclose(Rq.reshape(3, 3), R, atol=1e-12)
