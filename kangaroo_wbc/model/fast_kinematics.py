@@ -355,8 +355,8 @@ def closure_velocity_bias(v, tree, loops):
     :func:`closure_error_jacobian` call). Writes into ``loops``: ``joint_velocity`` /
     ``joint_bias_acceleration`` (n, 6): per joint, world spatial velocity and ``Jdot v`` at the
     world origin (linear first); ``frame_velocity`` / ``frame_bias_acceleration`` (F, 6): the same
-    for the frames' bodies; ``bias_l``: the bias rows of the position and universal-joint rows
-    (log3 rows are not handled here).
+    for the frames' bodies; ``bias_l``: the bias rows (log3 rows: ``Jlog3 d/dt(R_u^T w_rel)``, exact
+    on the closure, where the derivative of ``Jlog3`` adds nothing).
     """
     parent, jtype, axis, axis2, idx_v, jnv = tree.parent, tree.jtype, tree.axis, tree.axis2, tree.idx_v, tree.jnv
     oRpre, oR, op, f_joint, fR, fp = tree.oRpre, tree.oR, tree.op, tree.f_joint, tree.R, tree.p
@@ -414,6 +414,9 @@ def closure_velocity_bias(v, tree, loops):
     pdd = np.empty((2, 3))
     w = np.empty(3)
     wd = np.empty(3)
+    Rau = np.empty((3, 3))
+    rot = np.empty(3)
+    Jl = np.empty((3, 3))
     for k in range(slot_a.shape[0]):
         for side in range(2):
             f = slot_a[k] if side == 0 else slot_u[k]
@@ -441,20 +444,36 @@ def closure_velocity_bias(v, tree, loops):
             r = rowmap[k, i]
             if r >= 0:
                 bias_out[r] = fR[a, 0, i] * x0 + fR[a, 1, i] * x1 + fR[a, 2, i] * x2
-        if rot_type[k] == ROT_UNIVERSAL:
+        rt = rot_type[k]
+        if rt == ROT_NONE:
+            continue
+        # relative angular velocity and its derivative in F_u: w = R_u^T (w_u - w_a),
+        # wd = R_u^T (alpha_u - alpha_a + w_u x w_a)
+        wu0, wu1, wu2 = fV[u, 3], fV[u, 4], fV[u, 5]
+        au0, au1, au2 = fA[u, 3], fA[u, 4], fA[u, 5]
+        c0, c1, c2 = _cross3(wu0, wu1, wu2, wa0, wa1, wa2)
+        r0, r1, r2 = wu0 - wa0, wu1 - wa1, wu2 - wa2
+        s0, s1, s2 = au0 - aa0 + c0, au1 - aa1 + c1, au2 - aa2 + c2
+        for i in range(3):
+            w[i] = fR[u, 0, i] * r0 + fR[u, 1, i] * r1 + fR[u, 2, i] * r2
+            wd[i] = fR[u, 0, i] * s0 + fR[u, 1, i] * s1 + fR[u, 2, i] * s2
+        if rt == ROT_LOG3:
+            # rows Jlog3(log3(R_au)) wd: exact on the closure (log3 = 0, where the derivative of
+            # Jlog3 contributes (1/2) w x w = 0), first order off it
+            for i in range(3):
+                for j in range(3):
+                    Rau[i, j] = fR[a, 0, i] * fR[u, 0, j] + fR[a, 1, i] * fR[u, 1, j] + fR[a, 2, i] * fR[u, 2, j]
+            th = log3_into(Rau, rot)
+            jlog3_into(rot, th, Jl)
+            for i in range(3):
+                r = rowmap[k, 3 + i]
+                if r >= 0:
+                    bias_out[r] = Jl[i, 0] * wd[0] + Jl[i, 1] * wd[1] + Jl[i, 2] * wd[2]
+        else:
             ui, uj, uk, sg = uj_ijks[k, 0], uj_ijks[k, 1], uj_ijks[k, 2], uj_ijks[k, 3]
             r = rowmap[k, 3 + uk]
             if r < 0:
                 continue
-            wu0, wu1, wu2 = fV[u, 3], fV[u, 4], fV[u, 5]
-            au0, au1, au2 = fA[u, 3], fA[u, 4], fA[u, 5]
-            c0, c1, c2 = _cross3(wu0, wu1, wu2, wa0, wa1, wa2)
-            r0, r1, r2 = wu0 - wa0, wu1 - wa1, wu2 - wa2
-            s0, s1, s2 = au0 - aa0 + c0, au1 - aa1 + c1, au2 - aa2 + c2
-            # w = R_u^T r, wd = R_u^T s
-            for i in range(3):
-                w[i] = fR[u, 0, i] * r0 + fR[u, 1, i] * r1 + fR[u, 2, i] * r2
-                wd[i] = fR[u, 0, i] * s0 + fR[u, 1, i] * s1 + fR[u, 2, i] * s2
             # M = Sw Sw + skew(wd); Sw Sw = w w^T - |w|^2 I; need (R_au M)[ui, uj]
             ww = w[0] * w[0] + w[1] * w[1] + w[2] * w[2]
             total = 0.0
@@ -714,8 +733,6 @@ class ClosureKernel:
         #: first), from the last :meth:`velocity_bias`
         self.frame_velocity, self.frame_bias_acceleration = np.zeros((F, 6)), np.zeros((F, 6))
         self.bias_l = np.zeros(self.n_c)
-        #: :meth:`velocity_bias` handles every loop (position and universal-joint rows, no log3)
-        self.bias_supported = not bool(np.any(self.rot_type == ROT_LOG3))
         # The kernels' buffer objects (every array above is updated in place, never rebound).
         #: the tree and its placement buffers (:data:`TreeBuffers`), for :func:`closure_error_jacobian`
         #: and kernels of other modules that fuse the closure pass with their own work
@@ -755,8 +772,7 @@ class ClosureKernel:
         q = pin.neutral(model)
         self.error_and_jacobian(q)
         self.error(q)
-        if self.bias_supported:
-            self.velocity_bias(q, np.zeros(model.nv))
+        self.velocity_bias(q, np.zeros(model.nv))
 
     def velocity_bias(self, q: np.ndarray, v: np.ndarray, placements_current: bool = False) -> np.ndarray:
         """Closure bias ``Jdot_l v`` [m/s², rad/s²] at ``(q, v)`` (kept rows); also fills
@@ -764,12 +780,7 @@ class ClosureKernel:
         world spatial velocity and ``Jdot v`` at the world origin, linear first.
         ``placements_current``: the last :meth:`placements` / :meth:`error_and_jacobian` call was at
         this same ``q`` (its placements are reused).
-
-        Raises:
-            ValueError: the model has log3 rotation rows (see :attr:`bias_supported`).
         """
-        if not self.bias_supported:
-            raise ValueError("velocity_bias: log3 rotation rows are not supported by the compiled path")
         if not placements_current:
             self.placements(q)
         closure_velocity_bias(v, self.tree, self.loops)

@@ -187,7 +187,7 @@ class ProjectedModel:
                         if np.any(np.asarray(c.rows) >= 3) and k not in set(self._uj.tolist())]
             kernel = build_kernel(m, self._fids, np.arange(K), K + np.arange(K), self._dmask[:, 0, :], self._rows,
                                   rot_log3, (self._uj, self._uj_ijk))
-            self._kernel = kernel if kernel is not None and kernel.bias_supported else None
+            self._kernel = kernel
         # Block LU of J_lu: its independent square blocks, from the loops' joint columns.
         blocks = block_structure(self._dmask[self._rows // 6, 0][:, clm.idx_v_u] != 0.0) if self.n_c else None
         if blocks is None:
