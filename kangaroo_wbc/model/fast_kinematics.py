@@ -5,9 +5,10 @@ conventions: position rows in ``F_a``, ``log3`` rotation rows, exact universal-j
 by one `numba <https://numba.pydata.org>`_-compiled function that walks the spanning tree itself
 instead of many pinocchio calls and per-frame Python accesses. The tree (parents, joint placements,
 axes) is read from the pinocchio model once; pinocchio stays the reference: the tests compare every
-output with the pinocchio path. Supported joints: revolute (``RX``/``RY``/``RZ``/unaligned),
-prismatic (``PX``/``PY``/``PZ``/unaligned) and the free flyer; :func:`build_kernel` returns None for
-other models, and callers then use the pinocchio path.
+output with the pinocchio path. Supported joints: revolute (``RX``/``RY``/``RZ``/unaligned, bounded
+or unbounded: URDF ``revolute`` and ``continuous``), prismatic (``PX``/``PY``/``PZ``/unaligned),
+universal, spherical and the free flyer; :func:`build_kernel` returns None for other models
+(planar, helical, composite joints), and callers then use the pinocchio path.
 
 For a joint ``i`` with world placement ``(R_i, p_i)`` and local axis ``a``, the world Jacobian
 column (spatial velocity at the world origin, pinocchio's ``WORLD`` convention) is
@@ -63,7 +64,8 @@ LoopBuffers = buffers("LoopBuffers", ("slot_a", "slot_u", "rot_type", "uj_ijks",
 #: iteration's buffers (``e``: closure error, ``q``: trial configuration).
 PassiveBuffers = buffers("PassiveBuffers", ("iq", "iu", "kind", "e", "q"))
 
-REVOLUTE, PRISMATIC, FREE_FLYER, SPHERICAL, UNIVERSAL = 0, 1, 2, 3, 4
+#: Joint types; an unbounded revolute joint (URDF ``continuous``) has ``q = (cos, sin)``.
+REVOLUTE, PRISMATIC, FREE_FLYER, SPHERICAL, UNIVERSAL, REVOLUTE_UNBOUNDED = 0, 1, 2, 3, 4, 5
 ROT_NONE, ROT_LOG3, ROT_UNIVERSAL = 0, 1, 2
 _AXES = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
 
@@ -72,13 +74,17 @@ def _joint_code(jm: Any) -> tuple[int, Any] | None:
     name = jm.shortname()
     if name in ("JointModelRX", "JointModelRY", "JointModelRZ"):
         return REVOLUTE, _AXES[name[-1]]
+    if name in ("JointModelRUBX", "JointModelRUBY", "JointModelRUBZ"):
+        return REVOLUTE_UNBOUNDED, _AXES[name[-1]]
     if name in ("JointModelPX", "JointModelPY", "JointModelPZ"):
         return PRISMATIC, _AXES[name[-1]]
-    if name in ("JointModelRevoluteUnaligned", "JointModelPrismaticUnaligned"):
+    kinds = {"JointModelRevoluteUnaligned": REVOLUTE, "JointModelPrismaticUnaligned": PRISMATIC,
+             "JointModelRevoluteUnboundedUnaligned": REVOLUTE_UNBOUNDED}
+    if name in kinds:
         axis = getattr(jm.extract(), "axis", None) if hasattr(jm, "extract") else getattr(jm, "axis", None)
         if axis is None:
             return None
-        return (REVOLUTE if "Revolute" in name else PRISMATIC), tuple(float(x) for x in axis)
+        return kinds[name], tuple(float(x) for x in axis)
     if name == "JointModelFreeFlyer":
         return FREE_FLYER, (0.0, 0.0, 0.0)
     if name == "JointModelSpherical":
@@ -173,6 +179,8 @@ def _placements(q, tree):
         iq = idx_q[jid]
         if t == REVOLUTE:
             _rotate_right(oR, jid, axis[jid, 0], axis[jid, 1], axis[jid, 2], q[iq])
+        elif t == REVOLUTE_UNBOUNDED:
+            _rotate_right(oR, jid, axis[jid, 0], axis[jid, 1], axis[jid, 2], math.atan2(q[iq + 1], q[iq]))
         elif t == PRISMATIC:
             d = q[iq]
             for i in range(3):
@@ -267,7 +275,7 @@ def closure_error_jacobian(q, tree, loops, want_jacobian, e_out, J_out):
             t = jtype[jid]
             dof = col_dof[k, c]
             # world column of the joint: (v, omega)
-            if t == REVOLUTE:
+            if t == REVOLUTE or t == REVOLUTE_UNBOUNDED:
                 o0, o1, o2 = _times_axis(oR, jid, axis)
                 pj0, pj1, pj2 = op[jid, 0], op[jid, 1], op[jid, 2]
                 v0, v1, v2 = pj1 * o2 - pj2 * o1, pj2 * o0 - pj0 * o2, pj0 * o1 - pj1 * o0
@@ -317,7 +325,7 @@ def closure_error_jacobian(q, tree, loops, want_jacobian, e_out, J_out):
 def _joint_column(jid, dof, jtype, axis, axis2, oRpre, oR, op):
     """World column of velocity ``dof`` of joint ``jid``: ``(v_O, omega)`` (spatial, world origin)."""
     t = jtype[jid]
-    if t == REVOLUTE:
+    if t == REVOLUTE or t == REVOLUTE_UNBOUNDED:
         o0, o1, o2 = _times_axis(oR, jid, axis)
         lin = False
     elif t == PRISMATIC:
@@ -563,7 +571,8 @@ def local_frame_jacobians(J, R, P, mask, out):
 @compiled
 def integrate_passive(q, dv_u, pj_iq, pj_iu, pj_kind, out):
     """``out = q (+) dv`` for the passive joints (``dv_u`` in ``idx_v_u`` order), as ``pin.integrate``:
-    1-DOF and universal joints add, spherical joints right-multiply ``exp(omega)``."""
+    1-DOF and universal joints add, unbounded revolute joints turn their ``(cos, sin)``, spherical
+    joints right-multiply ``exp(omega)``."""
     for i in range(q.shape[0]):
         out[i] = q[i]
     for n in range(pj_iq.shape[0]):
@@ -573,6 +582,9 @@ def integrate_passive(q, dv_u, pj_iq, pj_iu, pj_kind, out):
         elif kind == 2:
             out[iq] += dv_u[iu]
             out[iq + 1] += dv_u[iu + 1]
+        elif kind == 4:  # unbounded revolute: (cos, sin) of the angle
+            th = math.atan2(q[iq + 1], q[iq]) + dv_u[iu]
+            out[iq], out[iq + 1] = math.cos(th), math.sin(th)
         else:  # spherical: quaternion (x, y, z, w) times exp(omega / 2)
             wx, wy, wz = dv_u[iu], dv_u[iu + 1], dv_u[iu + 2]
             th = math.sqrt(wx * wx + wy * wy + wz * wz)
@@ -800,6 +812,8 @@ class ClosureKernel:
             t = self.jtype[j]
             if t in (REVOLUTE, PRISMATIC):
                 k = 1
+            elif t == REVOLUTE_UNBOUNDED:
+                k = 4
             elif t == UNIVERSAL:
                 k = 2
             elif t == SPHERICAL:

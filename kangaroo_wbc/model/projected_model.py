@@ -18,10 +18,10 @@ the same quantities for one tick with a fixed, small number of pinocchio calls a
 
 Every task quantity is then a projection: Jacobian ``J T`` and drift ``Jdot v + J k`` (eq. (65)).
 
-Rotation rows of the closures use the relative angular velocity ``R_u^T (ω_u - ω_a)`` instead of
-``J_log3(R_au) R_u^T (ω_u - ω_a)``: both are identical at a closed configuration (``R_au = I``,
-``J_log3 = I`` and its time derivative applied to ``ω_rel`` vanishes), which is where the WBC
-evaluates them (the estimator's closure FK keeps ``‖e_l‖∞`` at the 1e-10 level).
+``log3`` rotation rows of the closures are ``J_log3(R_au) R_u^T (ω_u - ω_a)``, as the core's; their
+bias drops the time derivative of ``J_log3``, which vanishes at a closed configuration (``R_au = I``,
+where it acts on ``ω_rel`` as ``½ ω_rel × ω_rel = 0``): that is where the WBC evaluates them (the
+estimator's closure FK keeps ``‖e_l‖∞`` at the 1e-10 level).
 """
 
 from __future__ import annotations
@@ -42,35 +42,14 @@ from kangaroo_wbc.model.block_lu import (
 from kangaroo_wbc.model.closed_loop_model import universal_cut_indices
 from kangaroo_wbc.model.compiled import all_finite, buffers, compiled
 from kangaroo_wbc.model.fast_kinematics import (
+    build_kernel,
     closure_error_jacobian,
     closure_velocity_bias,
     frame_terms,
 )
 
-#: Joint types whose motion subspace is constant in the joint frame (zero joint bias ``c_J``).
-CONSTANT_SUBSPACE_JOINTS = frozenset(
-    f"JointModel{n}" for n in ("RX", "RY", "RZ", "PX", "PY", "PZ", "RevoluteUnaligned", "PrismaticUnaligned",
-                               "RUBX", "RUBY", "RUBZ", "RevoluteUnboundedUnaligned", "FreeFlyer", "Spherical",
-                               "Translation", "HX", "HY", "HZ", "HelicalUnaligned"))
-
-
-#: ``[e_j]_×`` for the three unit vectors.
-_SKEW_E = np.array([[[0.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]],
-                    [[0.0, 0.0, 1.0], [0.0, 0.0, 0.0], [-1.0, 0.0, 0.0]],
-                    [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])
-
-
 #: ``(i, j, k, sign)`` of a universal-joint cut, None for other closures (the core's definition).
 universal_cut = universal_cut_indices
-
-
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise cross product of (N, 3) arrays (cheaper than ``np.cross`` for small N)."""
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
-    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
-    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
-    return out
 
 
 class ProjectedModel:
@@ -91,19 +70,16 @@ class ProjectedModel:
     * ``A_G`` (6, n_nu), ``h_G`` (6), ``A_G_drift`` (6): centroidal momentum matrix (eq. (33)),
       momentum [kg·m/s, kg·m²/s] and ``Adot_G v + A_G k``.
 
-    One path computes the closure terms: the compiled closure chain. Models it cannot serve take one
-    fallback, :meth:`_closure_terms` (pinocchio's joint Jacobians and their time variation, batched
-    numpy), with the same numbers (tested). They are the models with a loop whose rotation rows are
-    ``log3`` rows (a 6D closure that is not a universal-joint cut, e.g. the third-party
-    ``digit_like_2legs`` and ``5bar_linkage``: the compiled kernel has no bias ``Jdot_l v`` for
-    them), and those without a compiled closure kernel (:attr:`ClosedLoopModel.kernel` None: a joint
-    type it does not support, e.g. a URDF ``continuous`` or ``planar`` joint, or
-    ``KANGAROO_WBC_NO_JIT`` set). Both factorise ``J_lu`` by the same block LU (its independent
-    square blocks, the sub-mechanisms).
+    One path computes the closure terms: the compiled closure chain (:func:`_closure_chain`), with
+    ``J_lu`` factorised by blocks (its independent square blocks, the sub-mechanisms). The readable
+    references are :func:`kangaroo_wbc.model.projected_dynamics` (per-frame pinocchio calls) and
+    App. B written out in the tests.
 
     Raises:
-        ModelError: no closure, or ``J_lu`` structurally singular (a sub-mechanism with more
-            passive DOFs than closure rows, or fewer).
+        ModelError: no closure, a joint type the compiled closure kinematics does not support
+            (planar, helical, composite: :mod:`kangaroo_wbc.model.fast_kinematics`), or ``J_lu``
+            structurally singular (a sub-mechanism with more passive DOFs than closure rows, or
+            fewer).
     """
 
     def __init__(self, clm: ClosedLoopModel, frames: Sequence[str] = ()) -> None:
@@ -156,38 +132,17 @@ class ProjectedModel:
                     self._mask[r, jm.idx_v:jm.idx_v + jm.nv] = 1.0
         self._dmask = (self._mask[K:2 * K] - self._mask[:K])[:, None, :]  # relative Jacobian support
         self._umask = self._mask[2 * K:][:, None, :]
-        # Buffers of the fallback (:meth:`_closure_terms`).
-        # Joints with a configuration-dependent motion subspace contribute their bias c_J to the
-        # zero-acceleration body accelerations (data.dJ only holds the v x S part).
-        self._bias_joints = [j for j in range(1, m.njoints)
-                             if m.joints[j].shortname() not in CONSTANT_SUBSPACE_JOINTS]
-        self._bias_sel = np.zeros((2 * K + U, len(self._bias_joints)))
-        for r, fid in enumerate(self._fids):
-            sup = set(m.supports[m.frames[fid].parentJoint])
-            for i, j in enumerate(self._bias_joints):
-                self._bias_sel[r, i] = float(j in sup)
-        # Point transforms X(p) = [[I, -[p]x], [0, I]] for the points p_u (closures) and user frames,
-        # and the body-to-point map: closure bodies u and a both at p_u, user bodies at their origin.
-        self._X = np.zeros((K + U, 6, 6))
-        self._X[:, np.arange(6), np.arange(6)] = 1.0
-        self._body_point = np.concatenate([np.arange(K), np.arange(K), K + np.arange(U)]).astype(int)
-        self._Q = np.zeros((K, 6, 6))  # blockdiag(R_a^T, R_u^T)
-        self._JJ = np.zeros((12, m.nv))
-        # Skew-matrix stack for the point transforms as one 2D product: rows (3 per point) @ J^ω.
-        self._S2 = np.zeros((3 * (K + U), 3))
-        # Proxies into data.oMf / data.oMi / data.joints: read in place each tick, no lookups.
-        self._oMf = [self.data.oMf[i] for i in self._fids]
         # Compiled closure kinematics on the same frames (closure sides a, u, user frames):
-        # placements, J_l and the bias Jdot_l v (None: the fallback, class docstring).
-        self._kernel = None
-        if clm.kernel is not None:
-            from kangaroo_wbc.model.fast_kinematics import build_kernel
-
-            rot_log3 = [k for k, c in enumerate(clm.closures)
-                        if np.any(np.asarray(c.rows) >= 3) and k not in set(self._uj.tolist())]
-            kernel = build_kernel(m, self._fids, np.arange(K), K + np.arange(K), self._dmask[:, 0, :], self._rows,
-                                  rot_log3, (self._uj, self._uj_ijk))
-            self._kernel = kernel
+        # placements, J_l and the bias Jdot_l v.
+        rot_log3 = [k for k, c in enumerate(clm.closures)
+                    if np.any(np.asarray(c.rows) >= 3) and k not in set(self._uj.tolist())]
+        self._kernel = build_kernel(m, self._fids, np.arange(K), K + np.arange(K), self._dmask[:, 0, :], self._rows,
+                                    rot_log3, (self._uj, self._uj_ijk))
+        if self._kernel is None:
+            kinds = sorted({m.joints[j].shortname() for j in range(1, m.njoints)})
+            raise ModelError(f"the projected model needs the compiled closure kinematics, which do not support "
+                             f"one of the joint types {kinds} (supported: revolute, prismatic, universal, "
+                             "spherical, free flyer)")
         # Block LU of J_lu: its independent square blocks, from the loops' joint columns.
         blocks = block_structure(self._dmask[self._rows // 6, 0][:, clm.idx_v_u] != 0.0) if self.n_c else None
         if blocks is None:
@@ -198,8 +153,6 @@ class ProjectedModel:
         #: block (:meth:`update` raises ModelError below it: near a kinematic singularity); 0 only
         #: rejects an exactly singular ``J_lu``.
         self.min_pivot_ratio = 0.0
-        self._bias_c = [self.data.joints[j] for j in self._bias_joints]
-        self._bias_oMi = [self.data.oMi[j] for j in self._bias_joints]
         # Fixed parts of T.
         self.T = np.zeros((m.nv, self.n_nu))
         if self.n_b:
@@ -255,10 +208,7 @@ class ProjectedModel:
         self._updated = False  # until every term below is evaluated
         self.q[:] = q
         self.nu[:] = nu
-        if self._kernel is not None:
-            twist, drift = self._closure_chain(q, nu)  # k included
-        else:
-            twist, drift = self._closure_terms(q, nu)  # the fallback (class docstring), k included
+        twist, drift = self._closure_chain(q, nu)  # k included
         v = self.v
         # 3. Dynamics (App. B): M_p = T^T M T, h_p = T^T (h + M k).
         # full symmetric matrix (pinocchio >= 3 fills both triangles); the WORLD convention also
@@ -277,12 +227,8 @@ class ProjectedModel:
         self.M_p, self.h_p = M_p, h_p
         # 4. Centroidal quantities (eq. (33)).
         if self._free_flyer:
-            if self._kernel is not None:  # the root joint's placement, from the closure pass at this q
-                R_b, p_b = self._kernel.oR[1], self._kernel.op[1]
-            else:
-                oMb = data.oMi[1]
-                R_b, p_b = np.ascontiguousarray(oMb.rotation), np.ascontiguousarray(oMb.translation)
-            self._centroidal_from_base_rows(MT, h_Mk, R_b, p_b)
+            # the root joint's placement, from the closure pass at this q
+            self._centroidal_from_base_rows(MT, h_Mk, self._kernel.oR[1], self._kernel.op[1])
         else:
             Ag = pin.ccrba(m, data, q, v)
             self.h_G = np.concatenate([data.hg.linear, data.hg.angular])
@@ -337,20 +283,6 @@ class ProjectedModel:
         nu = np.asarray(nu, dtype=float)
         return nu.shape == self.nu.shape and nu.tobytes() == self.nu.tobytes()
 
-    def _mapping(self, J_l: np.ndarray, nu: np.ndarray) -> np.ndarray:
-        """Fallback: block LU of ``J_lu`` read in place from ``J_l``, ``J_m = -J_lu^{-1} J_la``
-        (eq. (7)) into ``T`` (one compiled pass), and ``v = T nu``."""
-        blu = self._block_lu
-        J_m = blu.factor_and_map(np.ascontiguousarray(J_l), self._idx_u, self._idx_a, self.T, self.n_b)
-        if J_m is None:
-            raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
-        if self.min_pivot_ratio > 0.0:
-            self._check_pivots(blu.pivot_ratios())
-        self.J_m = J_m
-        v = self.T @ nu
-        self.v[:] = v
-        return v
-
     def _check_pivots(self, ratios: np.ndarray) -> None:
         """ModelError naming the worst block of ``J_lu`` (one ratio per block of the block LU) if its
         pivot ratio is below ``min_pivot_ratio``."""
@@ -366,82 +298,11 @@ class ProjectedModel:
                          f"sub-mechanism of {len(joints)} passive joints ({shown}): near a kinematic singularity "
                          "(dead point)")
 
-    def _closure_terms(self, q: np.ndarray, nu: np.ndarray):
-        """The fallback of :func:`_closure_chain` (class docstring), with pinocchio and numpy:
-        placements, ``J_l``, ``J_m``, ``T``, ``v``, ``Jdot_l v``, ``k`` and the user-frame terms.
-
-        Returns the user frames' twists ``(v, w)`` and zero-acceleration classical accelerations
-        ``(a, alpha)`` (U, 6), world axes at their origins.
-        """
-        m, data, K = self.model, self.data, self.n_closures
-        # 1. Joint Jacobians (world, at the origin) and frame placements.
-        pin.computeJointJacobians(m, data, q)
-        pin.updateFramePlacements(m, data)
-        Hf = np.array([M.homogeneous for M in self._oMf])
-        self._R, self._p = Hf[:, :3, :3], Hf[:, :3, 3]
-        X = self._X
-        P = self._p[K:]  # p_u of the closures, then user frames
-        X[:, 0, 4], X[:, 0, 5] = P[:, 2], -P[:, 1]
-        X[:, 1, 3], X[:, 1, 5] = -P[:, 2], P[:, 0]
-        X[:, 2, 3], X[:, 2, 4] = P[:, 1], -P[:, 0]
-        J = data.J
-        # Jacobians of the body points (LOCAL_WORLD_ALIGNED, before masking): [J^v - [p]x J^ω; J^ω].
-        S2 = self._S2
-        S2[:] = X[:, :3, 3:].reshape(-1, 3)
-        XJ = np.empty((K + self.n_frames, 6, self.nv))
-        XJ[:, :3] = J[:3] + (S2 @ J[3:]).reshape(-1, 3, self.nv)
-        XJ[:, 3:] = J[3:]
-        # 2. Closure Jacobian (eq. (3)-(4), App. A): relative Jacobian at p_u, in F_a (position) / F_u (rotation).
-        if K:
-            Q = self._Q
-            Q[:, :3, :3] = self._R[:K].transpose(0, 2, 1)
-            Q[:, 3:, 3:] = self._R[K:2 * K].transpose(0, 2, 1)
-            if self._uj.size:
-                self._universal_rows(Q)
-            J_l = (Q @ (XJ[:K] * self._dmask)).reshape(6 * K, self.nv)[self._rows]
-        else:
-            J_l = np.zeros((0, self.nv))
-        self.J_l = J_l
-        self._Jf = XJ[K:] * self._umask
-        v = self._mapping(J_l, nu)
-        # 3. Body velocities and zero-acceleration accelerations at the points.
-        pin.computeJointJacobiansTimeVariation(m, data, q, v)
-        JJ = self._JJ
-        JJ[:6], JJ[6:] = data.J, data.dJ
-        S = (self._mask * v) @ JJ.T  # (2K + U, 12): [V0, A0] spatial at the world origin
-        if self._bias_joints:
-            S[:, 6:] += self._bias_sel @ self._joint_bias_world()
-        VA = X[self._body_point] @ S.reshape(-1, 2, 6).transpose(0, 2, 1)  # (2K+U, 6, 2) at the points
-        vel, w = VA[:, :3, 0], VA[:, 3:, 0]
-        alpha = VA[:, 3:, 1]
-        acc = VA[:, :3, 1] + _cross(w, vel)  # classical linear accelerations
-        # 4. Closure bias Jdot_l v (eq. (8), App. A eq. (52)-(57)).
-        if K:
-            wa, wu = w[:K], w[K:2 * K]
-            rel = vel[K:2 * K] - vel[:K]
-            cr = _cross(np.concatenate([wa, wu]), np.concatenate([rel, wa]))
-            b = np.empty((K, 6, 1))
-            b[:, :3, 0] = acc[K:2 * K] - acc[:K] - 2.0 * cr[:K]
-            b[:, 3:, 0] = alpha[K:2 * K] - alpha[:K] + cr[K:]
-            bias = (self._Q @ b)[:, :, 0]
-            if self._uj.size:  # second-order term of d²/dt² (sign R_au[i, j])
-                u, (i, j, k, sign) = self._uj, self._uj_ijk.T
-                w_rel = np.einsum("kji,kj->ki", self._R[K + u], wu[u] - wa[u])  # R_u^T (ω_u - ω_a)
-                Sw = _skew_batch(w_rel)
-                bias[u, 3 + k] += sign * (self._Rau @ Sw @ Sw)[np.arange(u.size), i, j]
-            self.bias_l = bias.reshape(-1)[self._rows]
-        else:
-            self.bias_l = np.zeros(0)
-        self.k[self._idx_u] = -self._block_lu.solve(self.bias_l)  # eq. (10)
-        users = slice(2 * K, None)  # user frames: (twist, Jdot v) linear first
-        return (np.concatenate([vel[users], w[users]], axis=1), np.concatenate([acc[users], alpha[users]], axis=1))
-
     def _closure_chain(self, q: np.ndarray, nu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Placements, ``J_l``, ``J_m``, ``T``, ``v``, ``Jdot_l v``, ``k`` and the user-frame terms
         in one compiled call (:func:`_closure_chain`); returns the user frames' twists and
-        zero-acceleration classical accelerations (U, 6), as :meth:`_closure_terms`."""
+        zero-acceleration classical accelerations (U, 6), world axes at their origins."""
         m, data, kernel, blu = self.model, self.data, self._kernel, self._block_lu
-        assert kernel is not None  # update() calls this only with the compiled kernel
         pin.computeJointJacobians(m, data, q)  # data.J of the user frames (only q needed)
         U = self.n_frames
         J_m = np.empty((self.n_u, self.n_a))
@@ -455,24 +316,6 @@ class ProjectedModel:
         self._R, self._p = kernel.R, kernel.p
         self.J_l, self.J_m, self.bias_l, self._Jf = kernel.J_l, J_m, kernel.bias_l.copy(), self._Jf_buf
         return twist, drift
-
-    def _universal_rows(self, Q: np.ndarray) -> None:
-        """Rotation row of each universal-joint cut: ``g^T R_u^T`` with
-        ``g = -sign (R_au[i, :] [e_j]_×)^T`` (derivative of ``sign R_au[i, j]``, ``R_au = R_a^T R_u``)."""
-        K = self.n_closures
-        u, (i, j, k, sign) = self._uj, self._uj_ijk.T
-        Ra, Ru = self._R[u], self._R[K + u]
-        self._Rau = Rau = Ra.transpose(0, 2, 1) @ Ru
-        g = -sign[:, None] * np.einsum("nm,nml->nl", Rau[np.arange(u.size), i, :], _SKEW_E[j])
-        Q[u, 3 + k, 3:] = np.einsum("nl,nml->nm", g, Ru)  # (R_u g)^T = g^T R_u^T
-
-    def _joint_bias_world(self) -> np.ndarray:
-        """Joint biases ``c_J`` (set by the last kinematics pass) as world spatial vectors at the origin."""
-        c = np.array([jd.c.vector for jd in self._bias_c])
-        H = np.array([M.homogeneous for M in self._bias_oMi])
-        ang = np.einsum("kij,kj->ki", H[:, :3, :3], c[:, 3:])
-        lin = np.einsum("kij,kj->ki", H[:, :3, :3], c[:, :3]) + _cross(H[:, :3, 3], ang)
-        return np.concatenate([lin, ang], axis=1)
 
     # ------------------------------------------------------------------ accessors
     def frame_index(self, name: str) -> int:
@@ -565,14 +408,6 @@ class ProjectedModel:
         v_dot = self.T @ nu_dot + self.k
         rhs = self.M[self._idx_u] @ v_dot + self.h[self._idx_u] - generalized_contact_force[self._idx_u]
         return self._block_lu.solve(rhs, transpose=True)
-
-
-def _skew_batch(w: np.ndarray) -> np.ndarray:
-    out = np.zeros((w.shape[0], 3, 3))
-    out[:, 0, 1], out[:, 0, 2] = -w[:, 2], w[:, 1]
-    out[:, 1, 0], out[:, 1, 2] = w[:, 2], -w[:, 0]
-    out[:, 2, 0], out[:, 2, 1] = -w[:, 1], w[:, 0]
-    return out
 
 
 #: A projected model's fixed structure and buffers for its kernels: the velocity indices of the base,

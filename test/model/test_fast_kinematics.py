@@ -171,3 +171,37 @@ def test_finiteness_checks_take_sequences_and_any_shape() -> None:
     assert not finite(wrench)
     assert not finite(np.zeros((4, 6))[:, 1] + np.array([0.0, 0.0, np.nan, 0.0]))  # non-contiguous source
     assert all_finite(np.zeros(3), np.ones(12)) and not all_finite(np.zeros(3), np.array([1.0, -np.inf]))
+
+
+def test_unbounded_revolute_joints_equal_the_pinocchio_path(mechanism_dir, tmp_path) -> None:
+    """URDF ``continuous`` joints (pinocchio's unbounded revolute, q = (cos, sin)): the compiled
+    error, Jacobian, bias and passive integration equal the pinocchio path."""
+    from kangaroo_wbc.model import ClosedLoopModel
+    from kangaroo_wbc.model.fast_kinematics import integrate_passive
+
+    urdf = (mechanism_dir / "four_bar.urdf").read_text()
+    for joint in ("coupler_joint", "rocker_joint"):
+        urdf = urdf.replace(f'<joint name="{joint}" type="revolute"', f'<joint name="{joint}" type="continuous"')
+    (tmp_path / "four_bar.urdf").write_text(urdf)
+    clm = ClosedLoopModel.from_files(tmp_path / "four_bar.urdf", mechanism_dir / "four_bar_closures.yaml")
+    kinds = {clm.model.joints[j].shortname() for j in range(1, clm.model.njoints)}
+    assert "JointModelRUBZ" in kinds and clm.kernel is not None
+    rng = np.random.default_rng(3)
+    for q in _configurations(clm, 4):
+        e_ref, J_ref, _ = clm._kinematics(q, None)
+        e, J = clm.kernel.error_and_jacobian(q)
+        np.testing.assert_allclose(e, e_ref, rtol=0, atol=TOL)
+        np.testing.assert_allclose(J, J_ref, rtol=0, atol=TOL)
+        v = rng.standard_normal(clm.model.nv)
+        _, _, bias_ref = clm._kinematics(q, v)
+        np.testing.assert_allclose(clm.kernel.velocity_bias(q, v), bias_ref, rtol=0, atol=1e-11)
+    k = clm.kernel
+    assert k.set_passive_joints(clm.model, clm.idx_v_u)
+    dv_u = 0.4 * rng.standard_normal(clm.n_u)
+    dv = np.zeros(clm.model.nv)
+    dv[clm.idx_v_u] = dv_u
+    out = np.zeros(clm.model.nq)
+    integrate_passive(clm.q_ref, dv_u, k.pj_iq, k.pj_iu, k.pj_kind, out)
+    np.testing.assert_allclose(out, pin.integrate(clm.model, clm.q_ref, dv), rtol=0, atol=1e-12)
+    q, info = clm.closure_fk(clm.q_ref[clm.idx_q_a] + 0.05)
+    assert info.converged and np.max(np.abs(clm.closure_error(q))) <= 1e-12
