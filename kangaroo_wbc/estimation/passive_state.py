@@ -299,7 +299,7 @@ def _correction_rhs(buf, theta_a, theta_dot_a, alpha, beta, e, J_la):
     ``buf.e = e_l``; returns the inf-norm of ``e_l`` (NaN if it holds one)."""
     q, idx_q_a, e_out, theta_dot_a_k, rhs = buf.q, buf.idx_q_a, buf.e, buf.theta_dot_a_k, buf.rhs
     n_a = theta_a.shape[0]
-    for i in range(n_a):
+    for i in range(n_a):  # below eq. (38)
         theta_dot_a_k[i] = (theta_a[i] - q[idx_q_a[i]]) * beta + theta_dot_a[i]
     norm = 0.0
     for r in range(e.shape[0]):
@@ -313,8 +313,8 @@ def _correction_rhs(buf, theta_a, theta_dot_a, alpha, beta, e, J_la):
         for j in range(n_a):
             s0 += J_la[r, j] * theta_dot_a_k[j]
             s1 += J_la[r, j] * theta_dot_a[j]
-        rhs[0, r] = s0 + alpha * er
-        rhs[1, r] = s1
+        rhs[0, r] = s0 + alpha * er  # eq. (38), with de_l/dt = -alpha e_l of eq. (37)
+        rhs[1, r] = s1  # eq. (35)
     return norm
 
 
@@ -331,10 +331,10 @@ def _velocities(buf, sol, theta_dot_a, dt):
             return False
     for i in range(step.shape[0]):
         step[i] = 0.0
-    for i in range(idx_v_a.shape[0]):
+    for i in range(idx_v_a.shape[0]):  # actuated: theta_dot*_a,k (eq. (39)-(40)), theta_dot_bar_a (eq. (36))
         step[idx_v_a[i]] = theta_dot_a_k[i] * dt
         v[idx_v_a[i]] = theta_dot_a[i]
-    for i in range(idx_v_u.shape[0]):
+    for i in range(idx_v_u.shape[0]):  # passive: theta_dot*_u,k+1 (eq. (38)), J_m theta_dot_bar_a (eq. (35))
         step[idx_v_u[i]] = -sol[i, 0] * dt
         v[idx_v_u[i]] = -sol[i, 1]
     for i in range(v.shape[0]):
