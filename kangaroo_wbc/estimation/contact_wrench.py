@@ -648,10 +648,8 @@ class ContactWrenchEstimator:
                                       est.zmp_in_world))
 
 
-#: The arrays of :func:`_projected_sole_terms` (the estimator's, written in place): the soles' rows
-#: in the projected model's placements (``rows``) and frame Jacobians (``users``), the velocity
-#: indices of the actuated and passive joints, the outputs (sole placements, ``J_c,m^T``,
-#: ``J_c,b^T``, ``g_p,a``), the number of base velocities ``n_b`` and ``base_rows``.
+#: The estimator's arrays of :func:`_projected_sole_terms`, written in place (``rows``, ``users``:
+#: the soles' rows in the projected model's placements and frame Jacobians).
 SoleTermBuffers = buffers("SoleTermBuffers", ("rows", "users", "idx_a", "idx_u", "sole_R", "sole_p", "J_cm_T",
                                               "J_cb_T", "g_pa", "n_b", "base_rows"))
 

@@ -359,11 +359,8 @@ _P = ("dt", "acc_var", "held_var", "leg_var", "foot_var", "window", "gravity", "
 (_P_DT, _P_ACC_VAR, _P_HELD_VAR, _P_LEG_VAR, _P_FOOT_VAR, _P_WINDOW, _P_GRAVITY, _P_BIAS, _P_SNAP, _P_GROUND,
  _P_USE_ACC, _P_HELD) = range(len(_P))
 
-#: The arrays of :func:`_base_tick` (the estimator's, written in place): the IMU mounting and the
-#: gyro bias (``gyro_n``: samples averaged), the soles' joint columns (``sole_cols``, ``n_cols``) and
-#: positions, the contact flags, the filter state ``x``, ``P``, the anchors (their ``age`` and sample
-#: ``count``), the parameters ``par`` (indices ``_P_*``), ``r_i`` (``sole_in_base``), ``u_i`` and the
-#: base state written for pinocchio (``q_base``, ``v_base``).
+#: The estimator's arrays of :func:`_base_tick`, written in place (``gyro_n``: gyro samples in the
+#: bias; ``age``, ``count``: of the anchors; ``par``: indexed by ``_P_*``; ``u``: ``u_i``).
 FloatingBaseBuffers = buffers("FloatingBaseBuffers", (
     "R_base_imu", "gyro_bias", "gyro_n", "sole_cols", "n_cols", "p_soles", "contact", "x", "P", "anchors", "age",
     "count", "par", "sole_in_base", "u", "q_base", "v_base"))
