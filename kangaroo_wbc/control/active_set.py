@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kangaroo_wbc.model.cholesky import cholesky_in_place
 from kangaroo_wbc.model.compiled import buffers, compiled
-from kangaroo_wbc.model.small_dense import cholesky_in_place
 
 INFINITY = 1e30  # OSQP's infinity: bounds beyond it are absent
 

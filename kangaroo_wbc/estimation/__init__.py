@@ -6,8 +6,10 @@
 * :mod:`.contact_wrench` — quasi-static sole wrenches, CoPs and ZMP, eq. (43)-(47);
 * :mod:`.filters` — per-sample Butterworth low-pass;
 * :mod:`.encoder_sanity` — jump and freeze checks of the actuator encoder stream;
-* :mod:`.stamp_order` — out-of-order stamps and restarted clocks of an input stream;
-* :mod:`.closure_kinematics` — batched closure error and Jacobian used by the 1 kHz loops.
+* :mod:`.stamp_order` — out-of-order stamps and restarted clocks of an input stream.
+
+The closure terms of a tick (``e_l``, ``J_l``, the LU of ``J_lu``) come from
+:class:`kangaroo_wbc.model.closure_kinematics.ClosureKinematics`.
 """
 
 from kangaroo_wbc.estimation.calibration import (
@@ -15,7 +17,6 @@ from kangaroo_wbc.estimation.calibration import (
     CalibrationResult,
     EncoderCalibrator,
 )
-from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics
 from kangaroo_wbc.estimation.contact_wrench import (
     ContactWrenchConfig,
     ContactWrenchEstimate,
@@ -37,7 +38,7 @@ from kangaroo_wbc.estimation.passive_state import PassiveStateConfig, PassiveSta
 from kangaroo_wbc.estimation.stamp_order import StampOrder, StampVerdict
 
 __all__ = [
-    "ButterworthFilter", "CalibrationConfig", "CalibrationResult", "ClosureKinematics", "ContactDetector",
+    "ButterworthFilter", "CalibrationConfig", "CalibrationResult", "ContactDetector",
     "ContactWrenchConfig", "ContactWrenchEstimate", "ContactWrenchEstimator", "EncoderCalibrator",
     "EncoderSanityChecker", "EncoderSanityConfig", "EncoderVerdict", "FloatingBaseConfig",
     "FloatingBaseEstimator", "PassiveStateConfig", "PassiveStateEstimator", "ScrewTransmission",

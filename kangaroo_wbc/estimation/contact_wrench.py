@@ -80,13 +80,13 @@ import numpy as np
 import pinocchio as pin
 
 from kangaroo_wbc.errors import ConfigError, EstimationError, FrameNotFound, InputError, suggest
-from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics, lu_solve
 from kangaroo_wbc.estimation.filters import ButterworthFilter
+from kangaroo_wbc.model.cholesky import cholesky_in_place
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
+from kangaroo_wbc.model.closure_kernel import frame_placements, local_frame_jacobians
+from kangaroo_wbc.model.closure_kinematics import ClosureKinematics, lu_solve
 from kangaroo_wbc.model.compiled import all_finite, buffers, compiled
 from kangaroo_wbc.model.dynamics import projected_dynamics
-from kangaroo_wbc.model.fast_kinematics import frame_placements, local_frame_jacobians
-from kangaroo_wbc.model.small_dense import cholesky_in_place
 
 if TYPE_CHECKING:
     from kangaroo_wbc.model.projected_model import ProjectedModel

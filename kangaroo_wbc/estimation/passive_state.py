@@ -38,11 +38,11 @@ import numpy as np
 import pinocchio as pin
 
 from kangaroo_wbc.errors import EstimationError, InputError
-from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics
 from kangaroo_wbc.model.block_lu import factor_blocks, solve_blocks
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
+from kangaroo_wbc.model.closure_kernel import closure_error_jacobian
+from kangaroo_wbc.model.closure_kinematics import ClosureKinematics
 from kangaroo_wbc.model.compiled import all_finite, buffers, compiled
-from kangaroo_wbc.model.fast_kinematics import closure_error_jacobian
 
 
 @dataclass

@@ -211,7 +211,7 @@ class ClosureFkInfo:
 
 
 class KernelTables(NamedTuple):
-    """Index tables of the closures, in the order :class:`~kangaroo_wbc.model.fast_kinematics.ClosureKernel`
+    """Index tables of the closures, in the order :class:`~kangaroo_wbc.model.closure_kernel.ClosureKernel`
     takes them after the model (see :meth:`ClosedLoopModel.kernel_tables`)."""
 
     #: frames of the closures (both sides), sorted; a closure's slots index this array
@@ -768,7 +768,7 @@ class ClosedLoopModel:
         self._q_last = None
 
     def kernel_tables(self) -> KernelTables:
-        """The index tables of the closures that :func:`~kangaroo_wbc.model.fast_kinematics.build_kernel`
+        """The index tables of the closures that :func:`~kangaroo_wbc.model.closure_kernel.build_kernel`
         takes after the model: ``build_kernel(model, *clm.kernel_tables(), columns)``."""
         return KernelTables(self._frame_ids, self._slot_a, self._slot_u, self._signed_mask, self._flat_rows,
                             self._rot_idx, (self._uj_idx, self._uj_ijk))
@@ -872,13 +872,13 @@ class ClosedLoopModel:
 
     @property
     def kernel(self):
-        """The compiled closure kinematics (:mod:`kangaroo_wbc.model.fast_kinematics`), or None.
+        """The compiled closure kinematics (:mod:`kangaroo_wbc.model.closure_kernel`), or None.
 
         None when a joint type is not supported or ``KANGAROO_WBC_NO_JIT`` is set; the pinocchio
         path is then used. Both give the same numbers (tested to 1e-12).
         """
         if not self._kernel_built:
-            from kangaroo_wbc.model.fast_kinematics import build_kernel
+            from kangaroo_wbc.model.closure_kernel import build_kernel
 
             self._kernel = None
             if self.closures and not os.environ.get("KANGAROO_WBC_NO_JIT"):
@@ -1213,7 +1213,7 @@ class ClosedLoopModel:
         finish (no kernel, non-square or singular ``J_lu``, or no contraction even with a fresh
         Jacobian: far from a solution, or ``max_iter`` steps), then :meth:`newton` takes over from
         ``q`` (the last accepted point)."""
-        from kangaroo_wbc.model.fast_kinematics import CHORD_CONVERGED, CHORD_STALLED
+        from kangaroo_wbc.model.closure_kernel import CHORD_CONVERGED, CHORD_STALLED
 
         k = self.kernel
         if k is None or self.n_c != self.n_u:

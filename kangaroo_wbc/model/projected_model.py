@@ -40,13 +40,13 @@ from kangaroo_wbc.model.block_lu import (
     solve_blocks,
 )
 from kangaroo_wbc.model.closed_loop_model import universal_cut_indices
-from kangaroo_wbc.model.compiled import all_finite, buffers, compiled
-from kangaroo_wbc.model.fast_kinematics import (
+from kangaroo_wbc.model.closure_kernel import (
     build_kernel,
     closure_error_jacobian,
     closure_velocity_bias,
     frame_terms,
 )
+from kangaroo_wbc.model.compiled import all_finite, buffers, compiled
 
 #: ``(i, j, k, sign)`` of a universal-joint cut, None for other closures (the core's definition).
 universal_cut = universal_cut_indices
@@ -77,7 +77,7 @@ class ProjectedModel:
 
     Raises:
         ModelError: no closure, a joint type the compiled closure kinematics does not support
-            (planar, helical, composite: :mod:`kangaroo_wbc.model.fast_kinematics`), or ``J_lu``
+            (planar, helical, composite: :mod:`kangaroo_wbc.model.closure_kernel`), or ``J_lu``
             structurally singular (a sub-mechanism with more passive DOFs than closure rows, or
             fewer).
     """

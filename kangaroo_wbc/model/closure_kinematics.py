@@ -1,7 +1,7 @@
 """The closure terms of one tick, shared by the 1 kHz estimators (Kangaroo paper eq. (2)-(5)).
 
 :class:`ClosureKinematics` evaluates ``e_l``, ``J_lu``, ``J_la`` once per configuration with the
-model's compiled kernel (:mod:`kangaroo_wbc.model.fast_kinematics`; for a model whose joint types
+model's compiled kernel (:mod:`kangaroo_wbc.model.closure_kernel`; for a model whose joint types
 it does not support, the core's pinocchio path :meth:`ClosedLoopModel.error_and_jacobian`), and
 factorises ``J_lu`` once (block LU over the sub-mechanisms, else LAPACK) for every solve of that
 tick: the passive-state estimator's and the contact-wrench estimator's.
@@ -64,7 +64,7 @@ class ClosureKinematics:
         #: the compiled closure kernel (columns ``cols``), or None: the core's pinocchio path
         self.kernel = None
         if clm.kernel is not None:
-            from kangaroo_wbc.model.fast_kinematics import build_kernel
+            from kangaroo_wbc.model.closure_kernel import build_kernel
 
             self.kernel = build_kernel(self.model, *clm.kernel_tables(), self.cols)
         #: block LU of J_lu (sub-mechanisms), or None: LAPACK on the dense matrix

@@ -1,4 +1,4 @@
-"""Unit tests of the compiled closure kinematics against pinocchio (kangaroo_wbc.model.fast_kinematics)."""
+"""Unit tests of the compiled closure kinematics against pinocchio (kangaroo_wbc.model.closure_kernel)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from kangaroo_wbc.model.fast_kinematics import ClosureKernel, build_kernel
+from kangaroo_wbc.model.closure_kernel import ClosureKernel, build_kernel
 from test.model.conftest import THIRD_PARTY, load
 from test.model.mechanisms import ALL
 
@@ -121,7 +121,7 @@ def test_compiled_chord_fk_matches_the_newton_fallback(name, mechanism_dir, monk
 
 def test_passive_integration_matches_pinocchio(mechanism_dir) -> None:
     """The compiled chord's integration of the passive joints equals pin.integrate (spherical too)."""
-    from kangaroo_wbc.model.fast_kinematics import integrate_passive
+    from kangaroo_wbc.model.closure_kernel import integrate_passive
 
     clm = load("digit_like_2legs", mechanism_dir)
     k = clm.kernel
@@ -177,7 +177,7 @@ def test_unbounded_revolute_joints_equal_the_pinocchio_path(mechanism_dir, tmp_p
     """URDF ``continuous`` joints (pinocchio's unbounded revolute, q = (cos, sin)): the compiled
     error, Jacobian, bias and passive integration equal the pinocchio path."""
     from kangaroo_wbc.model import ClosedLoopModel
-    from kangaroo_wbc.model.fast_kinematics import integrate_passive
+    from kangaroo_wbc.model.closure_kernel import integrate_passive
 
     urdf = (mechanism_dir / "four_bar.urdf").read_text()
     for joint in ("coupler_joint", "rocker_joint"):

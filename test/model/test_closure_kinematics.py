@@ -6,7 +6,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from kangaroo_wbc.estimation.closure_kinematics import ClosureKinematics, lu_solve
+from kangaroo_wbc.model.closure_kinematics import ClosureKinematics, lu_solve
 from test.estimation.conftest import DIGIT, closed_configuration, model
 
 MODELS = ["rrpr", "four_bar", "u2ups", DIGIT, "kangaroo"]
