@@ -8,6 +8,8 @@ A kernel is a function decorated with the package's :func:`~kangaroo_wbc.model.c
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +53,7 @@ def test_no_kernel_takes_more_than_twelve_arguments():
     assert not long, "kernels with more than 12 arguments (use a buffer object):\n" + "\n".join(long)
 
 
-_Pair = buffers("_PairBuffers", ["x", "out", "gain"])
+_PairBuffers = buffers("_PairBuffers", ["x", "out", "gain"])
 
 
 @compiled
@@ -64,7 +66,7 @@ def _scaled_copy(buf, offset):
 
 def test_a_buffer_object_shares_its_arrays_with_the_owner():
     x, out = np.arange(3.0), np.zeros(3)
-    buf = _Pair.make(x=x, out=out, gain=2.0)
+    buf = _PairBuffers.make(x=x, out=out, gain=2.0)
     assert _scaled_copy(buf, 1.0) == 3
     np.testing.assert_array_equal(out, [1.0, 3.0, 5.0])
     x[:] = [10.0, 20.0, 30.0]  # written in place by the owner: the kernel sees it
@@ -74,8 +76,24 @@ def test_a_buffer_object_shares_its_arrays_with_the_owner():
 
 def test_a_buffer_object_names_missing_and_unknown_fields():
     try:
-        _Pair.make(x=np.zeros(2), gain=1.0, typo=3)
+        _PairBuffers.make(x=np.zeros(2), gain=1.0, typo=3)
     except TypeError as exc:
         assert "missing fields ['out']" in str(exc) and "unknown fields ['typo']" in str(exc)
     else:
         raise AssertionError("TypeError expected")
+
+
+def test_a_kernel_taking_a_buffer_object_loads_from_the_disk_cache_in_a_new_process():
+    """The second process finds the kernel compiled by the first (numba's cache index must be able
+    to pickle the buffer type): otherwise every node compiles its kernels at start-up again."""
+    script = ("import numpy as np\n"
+              "from test.test_kernel_arguments import _PairBuffers, _scaled_copy\n"
+              "_scaled_copy(_PairBuffers.make(x=np.zeros(2), out=np.zeros(2), gain=1.0), 0.0)\n"
+              "print(sum(_scaled_copy.stats.cache_hits.values()), sum(_scaled_copy.stats.cache_misses.values()))\n")
+    root = PACKAGE.parent
+    runs = [subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120)
+            for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    hits, misses = (int(x) for x in runs[1].stdout.split())
+    assert (hits, misses) == (1, 0), runs[1].stdout

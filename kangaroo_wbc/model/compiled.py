@@ -49,15 +49,20 @@ def buffers(name: str, fields: Sequence[str]) -> type:
     inputs into its own arrays in place (never rebinds them) and reads the kernels' outputs there.
     Reading a field through the object from Python is slow (a compiled getter): keep the arrays.
 
-    Call it at module level: the class is registered under ``name`` in the caller's module, which
-    keeps the kernels that take it cacheable.
+    Call it at module level (``Name = buffers("Name", ...)``): the class and its numba type are put
+    in the caller's module under ``name`` and ``name + "Type"``, where pickle finds them. numba's
+    on-disk cache of a kernel that takes the object is written and read back only then; otherwise
+    every process compiles the kernel again at start-up (seconds per node).
     """
-    module = inspect.currentframe().f_back.f_globals["__name__"]
+    namespace = inspect.currentframe().f_back.f_globals
+    module = namespace["__name__"]
     typ = type(f"{name}Type", (_BufferType,), {"__module__": module, "__qualname__": f"{name}Type"})
     structref.register(typ)
+    namespace[f"{name}Type"] = typ
     cls = type(name, (structref.StructRefProxy,), {"__module__": module, "__qualname__": name,
                                                     "fields": tuple(fields), "make": classmethod(_make)})
     structref.define_proxy(cls, typ, list(fields))
+    namespace.setdefault(name, cls)
     return cls
 
 
