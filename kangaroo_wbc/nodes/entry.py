@@ -26,7 +26,7 @@ import sys
 EXIT_NOT_INSTALLED = 1
 #: After its nodes are destroyed, a node process that has not exited after this [s] ends with
 #: its exit code (a stalled middleware teardown at interpreter exit: :mod:`kangaroo_wbc.ros.exit_guard`).
-FINALIZE_EXIT_AFTER_S = 5.0
+FINALIZE_EXIT_AFTER_S = 3.0
 
 #: executable name -> module whose ``main()`` runs it (the keys are ``setup.py``'s NODES).
 NODE_MODULES = {

@@ -65,10 +65,11 @@ SPIN_PERIOD_S = 0.05
 SHUTDOWN_FLUSH_S = 1.0
 #: A shutdown still running after this [s] writes every thread's stack to stderr (the node's log):
 #: a process that does not exit says where it waits.
-SHUTDOWN_STACKS_AFTER_S = 7.0
+SHUTDOWN_STACKS_AFTER_S = 6.0
 #: ... and after this [s] the process ends with its exit code (:mod:`kangaroo_wbc.ros.exit_guard`):
-#: the hooks and joins above take at most about 6 s.
-SHUTDOWN_EXIT_AFTER_S = 10.0
+#: the node's own hooks and joins take at most about 5 s, and ``ros2 launch`` sends SIGKILL 10 s
+#: after its SIGINT (its default ``sigterm_timeout`` + ``sigkill_timeout``).
+SHUTDOWN_EXIT_AFTER_S = 8.0
 #: Period [s, steady clock] of the ROS-graph check of the single-writer topics.
 WRITER_CHECK_PERIOD_S = 0.25
 
