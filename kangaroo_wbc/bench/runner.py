@@ -7,7 +7,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from kangaroo_wbc.bench import core, peer_env, peers, stages
+from kangaroo_wbc.bench import core, peer_env, peers, qp_solvers, stages
 from kangaroo_wbc.bench.machine import machine_info
 from kangaroo_wbc.bench.workload import available_models, load_model, reachable_trajectory
 
@@ -103,6 +103,9 @@ def run(cfg: BenchConfig) -> dict:
             reasons[key] = reason
     report["stages_detail"] = stage_results.get("detail", {})
 
+    _log(cfg, "bench: QP solvers on the closed loop's QPs")
+    report["qp_solvers"] = qp_solver_block(0.5 if cfg.quick else 1.5)
+
     _log(cfg, "bench: node graph (composed and separate processes over DDS, realtime)")
     report["node_graph"] = node_graph(5.0 if cfg.quick else 20.0)
 
@@ -152,6 +155,17 @@ def run_peer(cfg: BenchConfig, peer_inputs: list[peers.PeerModelInput]) -> dict:
     block = peers.compare_with_peer(peer_inputs, pythons, cfg.peer_warmup, notes=missing)
     block["peer_env"] = env_entry
     return block
+
+
+def qp_solver_block(duration_s: float) -> dict:
+    """The ``qp_solvers`` block: every solver of the facade on the QPs the controller solved in
+    ``duration_s`` of the in-process closed loop (:mod:`kangaroo_wbc.bench.qp_solvers`); per solver
+    the median / p99 solve time [µs], failures and whether it met the KKT tolerance, the fastest
+    within it and the default."""
+    res = qp_solvers.run(duration_s)
+    keep = ("median_us", "p99_us", "failures", "kkt_max", "within_tolerance")
+    return {"solvers": {name: {k: r[k] for k in keep} for name, r in res["solvers"].items()},
+            "fastest": res["fastest"], "default": res["default"], "qps": res["meta"]["qps"]}
 
 
 def node_graph(duration_s: float) -> dict:

@@ -38,6 +38,12 @@ def _print_text(r: dict) -> None:
     for key in ("sim_rtf_all_nodes", "sim_rtf_all_nodes_lockstep"):
         rtf = r.get(key)
         print(f"{key:<32}{rtf if rtf is not None else 'null: ' + r['null_reasons'].get(key, '')}")
+    qp = r.get("qp_solvers")
+    if qp:
+        times = ", ".join(f"{n} {q['median_us']:.1f}" + ("" if q["within_tolerance"] else " (off tolerance)")
+                          for n, q in qp["solvers"].items())
+        print(f"QP solvers   median us on {qp['qps']} closed-loop QPs: {times}; fastest {qp['fastest']}, "
+              f"default {qp['default']}")
     peer = r.get("peer", {})
     line = f"peer         {peer.get('name')}: {peer.get('status')}; fk_speedup {peer.get('fk_speedup')}"
     if peer.get("fk_speedup") is not None:

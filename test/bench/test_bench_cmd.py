@@ -19,7 +19,7 @@ from kangaroo_wbc.cli import bench_cmd
 
 TOP_KEYS = ("machine", "config", "closure_fk_ms", "closure_fk_model", "rnea_ms", "crba_ms", "models",
             "estimator_step_ms", "wrench_step_ms", "wbc_step_ms_double", "wbc_step_ms_single", "pipeline_ms",
-            "sim_rtf_all_nodes", "sim_rtf_all_nodes_lockstep", "peer", "references_ms", "null_reasons")
+            "sim_rtf_all_nodes", "sim_rtf_all_nodes_lockstep", "qp_solvers", "peer", "references_ms", "null_reasons")
 MODEL_KEYS = ("closure_fk_ms", "error_and_jacobian_ms", "mapping_jacobian_ms", "rnea_ms", "crba_ms",
               "inverse_dynamics_ms", "projected_dynamics_ms")
 
@@ -84,6 +84,18 @@ def test_null_values_come_with_a_reason(report):
         # null only without the Kangaroo model, never because the closed loop failed
         reason = report["null_reasons"].get(key, "")
         assert (rtf is None and reason.startswith("needs the Kangaroo model")) or _positive_finite(rtf), (key, reason)
+
+
+def test_qp_solver_block_compares_every_solver_of_the_facade(report):
+    from kangaroo_wbc.control.qp_solvers import DEFAULT_SOLVER, SOLVERS
+
+    block = report["qp_solvers"]
+    assert block["qps"] > 0 and block["default"] == DEFAULT_SOLVER
+    assert set(block["solvers"]) == set(SOLVERS)
+    for name, r in block["solvers"].items():
+        assert _positive_finite(r["median_us"]) and r["p99_us"] >= r["median_us"], name
+    assert block["solvers"][DEFAULT_SOLVER]["within_tolerance"]
+    assert block["fastest"] in SOLVERS
 
 
 def test_peer_block_reports_a_status(report):
