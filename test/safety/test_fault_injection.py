@@ -262,8 +262,9 @@ def test_whole_body_controller_enters_safe_mode_on_bad_inputs_with_bounded_comma
         ros_harness.wait_for_message(
             "actuators/command", JointState, timeout_s=START_TIMEOUT_S, include_earlier=True
         )
-        # in control first: before that, a missing state is waited for (WARN), not a fault
-        diag.wait(wbc, OK, "behaviour")
+        # ready first (ready_ticks good ticks in control): before that, a missing or rejected state
+        # is waited for (WARN, a start-up without a state yet), not a fault
+        diag.wait(wbc, OK, "true", value="ready")
         faults = [
             (label, (n_, f), "safe mode")
             for label, n_, f, _ in name_faults(
