@@ -97,6 +97,10 @@ class Behaviour(ABC):
         """Whether the behaviour has completed (it keeps returning its final references)."""
         return False
 
+    def observe(self, com: np.ndarray, com_velocity: np.ndarray) -> None:  # noqa: B027 - optional hook
+        """The measured CoM [m] and its velocity [m/s] (world) of this tick, before :meth:`references`
+        (behaviours that plan from the measured state use it; the others ignore it)."""
+
     def _all_contacts(self) -> tuple[str, ...]:
         return tuple(self.state.soles)
 
@@ -308,12 +312,15 @@ def apply_gains(wbc, gains: Mapping[str, float]) -> dict[str, float]:
     return old
 
 
+# the locomotion behaviours build on this module's Behaviour (imported here, after it is defined)
+from kangaroo_wbc.control.locomotion import Walk  # noqa: E402
+
 BEHAVIOURS = {"stand": Stand, "squat": Squat, "sway": LateralSway, "weight_shift": WeightShift,
-              "push_recovery": PushRecovery}
+              "push_recovery": PushRecovery, "walk": Walk}
 
 
 def make_behaviour(name: str, **kwargs) -> Behaviour:
-    """Behaviour by name (``stand``, ``squat``, ``sway``, ``weight_shift``, ``push_recovery``)."""
+    """Behaviour by name (``stand``, ``squat``, ``sway``, ``weight_shift``, ``push_recovery``, ``walk``)."""
     if name not in BEHAVIOURS:
         raise InputError(f"unknown behaviour {name!r}; known: {sorted(BEHAVIOURS)}")
     return BEHAVIOURS[name](**kwargs)

@@ -19,6 +19,11 @@ name                    solver
                         updated in place and warm-started from the last solution
 ======================  ================================================================================
 
+A *fallback* solver (``make_solver(name, fallback=other)``; the controller's
+``WbcSettings.qp_fallback_solver``, ``daqp`` by default) takes a problem the first one gives up on
+(OSQP's iteration limit on a nearly infeasible QP at a hard contact switch): the tick keeps control
+instead of entering the safe mode; only when both fail does the caller see ``NoSolutionFound``.
+
 ``docs/performance.md`` ("QP solvers") compares them on the QPs recorded from the closed loop
 (:mod:`kangaroo_wbc.bench.qp_solvers`); the default is the fastest within the KKT tolerance.
 """
@@ -210,21 +215,49 @@ SOLVERS: dict[str, Callable[[OsqpSettings | None, QpProblem | None], object]] = 
 }
 
 
+class FallbackSolver:
+    """``primary``, and ``fallback`` on the problems ``primary`` raises :class:`NoSolutionFound` for
+    (both keep their own warm starts); :attr:`fallbacks` counts the problems the fallback solved."""
+
+    def __init__(self, primary, fallback) -> None:
+        self.primary, self.fallback = primary, fallback
+        self.fallbacks = 0
+
+    def solve(self, problem: QpProblem, validate: bool = True) -> QpSolution:
+        try:
+            return self.primary.solve(problem, validate=validate)
+        except NoSolutionFound as first:
+            try:
+                sol = self.fallback.solve(problem, validate=False)
+            except NoSolutionFound:
+                raise first from None
+            self.fallbacks += 1
+            return sol
+
+    def reset(self) -> None:
+        """Forget both solvers' warm starts."""
+        self.primary.reset()
+        self.fallback.reset()
+
+
 def make_solver(solver: str = DEFAULT_SOLVER, settings: OsqpSettings | None = None,
-                structure: QpProblem | None = None):
+                structure: QpProblem | None = None, fallback: str | None = None):
     """A solver object by name (see the module docstring), for a caller that solves one problem
     after another (it keeps its set-up problem and warm start): ``make_solver(name).solve(problem)``.
     ``settings``: tolerances and limits (the OSQP ones; the others take what applies);
-    ``structure``: the sparsity pattern (OSQP, see :class:`OsqpSolver`).
+    ``structure``: the sparsity pattern (OSQP, see :class:`OsqpSolver`); ``fallback``: the solver
+    for the problems the first one fails on (:class:`FallbackSolver`), None or the same name: none.
 
     Raises:
         ValueError: an unknown solver name (the message lists the valid names).
     """
-    try:
-        factory = SOLVERS[solver]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown QP solver {solver!r}; valid: {', '.join(SOLVERS)}") from None
-    return factory(settings, structure)
+    for name in (solver, fallback):
+        if name is not None and (not isinstance(name, str) or name not in SOLVERS):
+            raise ValueError(f"unknown QP solver {name!r}; valid: {', '.join(SOLVERS)}")
+    first = SOLVERS[solver](settings, structure)
+    if fallback is None or fallback == solver:
+        return first
+    return FallbackSolver(first, SOLVERS[fallback](settings, structure))
 
 
 def solve(problem: QpProblem, solver: str = DEFAULT_SOLVER, settings: OsqpSettings | None = None) -> QpSolution:
@@ -239,4 +272,4 @@ def solve(problem: QpProblem, solver: str = DEFAULT_SOLVER, settings: OsqpSettin
     return make_solver(solver, settings).solve(problem)
 
 
-__all__ = ["DEFAULT_SOLVER", "SOLVERS", "DaqpSolver", "ProxsuiteSolver", "make_solver", "solve"]
+__all__ = ["DEFAULT_SOLVER", "SOLVERS", "DaqpSolver", "FallbackSolver", "ProxsuiteSolver", "make_solver", "solve"]

@@ -193,6 +193,8 @@ class WbcSupervisor:
         try:
             if self._pending is not None:
                 self._start_pending(t, q, v)
+            pm = self._full.pm
+            self.behaviour.observe(pm.com, pm.com_velocity)
             ref = self.behaviour.references(t)
             self._merge(t, q, ref, measured_contacts, com_reference, foot_references)
             self.last_references = ref

@@ -127,6 +127,9 @@ class WbcSettings:
     #: the QP solver by name (:mod:`kangaroo_wbc.control.qp_solvers`: ``active_set``, ``osqp``, ``daqp``,
     #: ``proxsuite``); tolerances and limits from :attr:`osqp`
     qp_solver: str = DEFAULT_SOLVER
+    #: the solver for a QP :attr:`qp_solver` fails on (None: none), e.g. OSQP's iteration limit at a
+    #: hard contact switch of a walk (:class:`~kangaroo_wbc.control.qp_solvers.FallbackSolver`)
+    qp_fallback_solver: str | None = "daqp"
 
 
 @dataclass
@@ -264,7 +267,8 @@ class WholeBodyController:
                              (np.empty(L.n_a), np.empty((C, 6)), np.empty((C, P, 3))))
         self._initialised = False
         self._active: tuple[str, ...] = tuple(names)
-        self.solver = make_solver(s.qp_solver, s.osqp, structure=self._structure(q_nominal))
+        self.solver = make_solver(s.qp_solver, s.osqp, structure=self._structure(q_nominal),
+                                  fallback=s.qp_fallback_solver)
         self.last_output: WbcOutput | None = None
 
     @staticmethod

@@ -56,9 +56,11 @@ class LoopConfig:
     duration_s: float = 10.0
     seed: int = 0
     fall_height_m: float = 0.6  # base below this height: fallen (standing: 0.90 m)
-    push_force_n: float = 50.0  # lateral push of the "push" behaviour [N] (world +y, at the pelvis)
+    push_force_n: float = 50.0  # lateral push [N] (world +y, at the pelvis)
     push_duration_s: float = 0.1
     push_delay_s: float = 1.0  # after the behaviour starts
+    #: whether the push is applied (None: with the "push" behaviour only)
+    push: bool | None = None
     behaviour_options: dict = field(default_factory=dict)
     #: False: lockstep (each command drives the very next step). True: the simulator steps in a
     #: worker thread while the components compute; each command drives the step after.
@@ -335,9 +337,9 @@ class ClosedLoopRun:
 
     # ------------------------------------------------------------------ helpers
     def _push(self, t: float) -> None:
-        """The lateral push of the ``push`` behaviour, applied during the step after time ``t``."""
+        """The lateral push (``push``; the ``push`` behaviour's), applied during the step after time ``t``."""
         cfg, started = self.config, self.control.behaviour_started_s
-        if cfg.behaviour == "push" and started is not None:
+        if (cfg.behaviour == "push" if cfg.push is None else cfg.push) and started is not None:
             t_push = started + cfg.push_delay_s
             on = t_push <= t < t_push + cfg.push_duration_s
             self.sim.data.xfrc_applied[self._push_body, :3] = (0.0, cfg.push_force_n if on else 0.0, 0.0)
@@ -374,11 +376,14 @@ class ClosedLoopRun:
         v_true[3:6] = gt.base_angular_velocity_in_base
         truth_in_sole = [np.r_[gt.contacts[s].force_in_sole, gt.contacts[s].torque_in_sole] for s in self.soles]
         no_imu = np.full(3, np.nan)
+        behaviour = self.control.supervisor.behaviour
+        if hasattr(behaviour, "trace"):  # a walk: its command, ZMP / DCM plan and phase
+            self.log.add(walk=behaviour.trace())
         q, v = est.q, est.v
         self.log.add(t=t, com_true=dt_.com[0].copy(), com_est=self.wbc.pm.com.copy(),
                      com_ref=self.wbc.com_task.position.copy(), base_true=q_true[:3].copy(), base_est=q[:3].copy(),
                      zmp_est=out.zmp_in_world.copy(), zmp_valid=float(out.zmp_valid), zmp_true=zmp_true,
-                     support=_hull_contains(np.array(corners), out.zmp_in_world[:2]) if corners else 0.0,
+                     support_margin=_hull_margin(np.array(corners), out.zmp_in_world[:2]) if corners else -np.inf,
                      fz_est=out.wrench_sole_in_world[:, 2].copy(), fz_true=fz_true,
                      closure_error=self.estimation.passive.closure_error_norm,
                      passive_q_err=q[clm.idx_q_u] - q_true[clm.idx_q_u],
@@ -402,11 +407,12 @@ def standing_theta(clm: ClosedLoopModel) -> np.ndarray:
     return np.array([pose[n] for n in clm.actuated_joint_names])
 
 
-def _hull_contains(points: np.ndarray, p: np.ndarray) -> float:
-    """1.0 if the 2D point ``p`` lies in the convex hull of ``points`` (N, 2), else 0.0."""
+def _hull_margin(points: np.ndarray, p: np.ndarray) -> float:
+    """Signed distance [m] of the 2D point ``p`` inside the convex hull of ``points`` (N, 2): positive
+    inside (to the nearest edge), negative outside; -inf without a hull or a finite point."""
     if points.shape[0] < 3 or not np.all(np.isfinite(p)):
-        return 0.0
+        return -np.inf
     from scipy.spatial import ConvexHull
 
-    hull = ConvexHull(points)
-    return float(np.all(hull.equations[:, :2] @ p + hull.equations[:, 2] <= 1e-9))
+    hull = ConvexHull(points)  # unit outward normals: equations @ [p, 1] is the distance outside each edge
+    return float(-np.max(hull.equations[:, :2] @ p + hull.equations[:, 2]))

@@ -48,7 +48,7 @@ def summarize(run) -> dict:
         "formulation": getattr(run.wbc, "formulation", "full"),
         "com_rmse_m": _rmse(com_err[active]) if active.any() else _rmse(com_err[settled]),
         "com_max_error_m": float(np.max(np.linalg.norm(com_err[settled], axis=1))) if settled.any() else None,
-        "zmp_inside_support_ratio": float(np.mean(log.array("support")[valid])) if valid.any() else 0.0,
+        "zmp_inside_support_ratio": float(np.mean(log.array("support_margin")[valid] >= -1e-9)) if valid.any() else 0.0,
         "zmp_rmse_m": _rmse((zmp_est - zmp_true)[valid][:, :2]) if valid.any() else None,
         "fz_sum_over_mg": float(np.mean(fz_est[settled]) / mg) if settled.any() else None,
         "qp_failures": int(run.qp_failures),
@@ -68,4 +68,90 @@ def summarize(run) -> dict:
         "wall_time_s": round(run.wall_time_s, 3),
         "rtf": round(float(run.sim.time) / max(run.wall_time_s, 1e-9), 4),
         "pipelined": bool(run.config.pipelined),
+        **walking(run),
     }
+
+
+def walking(run) -> dict:
+    """Walking metrics when the run's behaviour logged a walk trace (:meth:`Walk.trace`), else ``{}``.
+
+    * ``distance_m``: horizontal distance of the true base from the walk's start to the end;
+      ``yaw_change_rad``: its unwrapped heading change; ``mean_speed_mps``: distance over the
+      time since the walk started;
+    * ``speed_tracking_rmse_mps`` / ``yaw_rate_tracking_rmse_radps``: the true base velocity in its
+      heading frame, averaged over one stride (two steps) as a walking speed is, vs the requested
+      command averaged likewise; from one stride after the first step on;
+    * ``footstep_error_m_mean`` / ``_max``: planned footstep (after step adjustment) vs where the
+      true sole stands 0.1 s after touchdown; ``steps``: touchdowns;
+    * ``dcm_rmse_m``: true DCM ``c + ċ/ω`` vs the plan's; ``zmp_margin_min_m`` / ``_median_m``:
+      distance of the estimated ZMP inside the true support polygon (negative: outside).
+    """
+    log = run.log
+    walk = log.array("walk")
+    behaviour = run.control.supervisor.behaviour
+    if walk.size == 0 or behaviour is None or not hasattr(behaviour, "touchdowns"):
+        return {}
+    from kangaroo_wbc.control.locomotion import Walk
+
+    t_all = log.array("t")
+    rows = log.array("behaviour") > 0.5
+    t, walk = t_all[rows], walk.reshape(-1, len(Walk.TRACE))
+    q = log.array("q_true").reshape(t_all.size, -1)[rows]
+    f = {name: walk[:, i] for i, name in enumerate(Walk.TRACE)}
+    moving = f["phase"] > 0
+    if not moving.any():
+        return {"distance_m": 0.0, "yaw_change_rad": 0.0, "steps": 0}
+    i0 = int(np.argmax(moving))
+    quat = q[:, 3:7]  # x y z w
+    yaw = np.unwrap(np.arctan2(2 * (quat[:, 3] * quat[:, 2] + quat[:, 0] * quat[:, 1]),
+                               1 - 2 * (quat[:, 1] ** 2 + quat[:, 2] ** 2)))
+    base = q[:, :2]
+    gait = behaviour.gait
+    dt = float(np.median(np.diff(t))) if t.size > 1 else run.dt
+    n = max(int(round(2 * gait.step_s / dt)), 1)
+    out = {"distance_m": float(np.linalg.norm(base[-1] - base[i0])), "yaw_change_rad": float(yaw[-1] - yaw[i0]),
+           "mean_speed_mps": float(np.linalg.norm(base[-1] - base[i0]) / max(t[-1] - t[i0], 1e-9)),
+           "steps": len(behaviour.touchdowns)}
+    start = i0 + int(round(gait.start_double_support_s / dt)) + n
+    if start < t.size:
+        k = np.arange(start, t.size)
+        d = (base[k] - base[k - n]) / (n * dt)
+        heading = 0.5 * (yaw[k] + yaw[k - n])
+        c, s = np.cos(heading), np.sin(heading)
+        v = np.column_stack([c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1]])
+        window = np.cumsum(np.vstack([np.zeros((1, 3)), walk[:, 3:6]]), axis=0)
+        request = (window[k + 1] - window[k + 1 - n]) / n
+        out["speed_tracking_rmse_mps"] = _rmse(v - request[:, :2])
+        out["yaw_rate_tracking_rmse_radps"] = _rmse(((yaw[k] - yaw[k - n]) / (n * dt) - request[:, 2])[:, None])
+    out.update(_footstep_errors(run, behaviour, t, q))
+    com = log.array("com_true").reshape(t_all.size, 3)[rows]
+    if t.size > 20:
+        com_v = np.gradient(com[:, :2], t, axis=0)
+        dcm = com[:, :2] + com_v / behaviour.omega
+        out["dcm_rmse_m"] = _rmse((dcm - walk[:, 8:10])[i0:])
+    margin = log.array("support_margin")[rows][i0:]
+    valid = ((log.array("zmp_valid") > 0.5) & (log.array("crane") < 0.5))[rows][i0:] & np.isfinite(margin)
+    if valid.any():
+        out["zmp_margin_min_m"] = float(np.min(margin[valid]))
+        out["zmp_margin_median_m"] = float(np.median(margin[valid]))
+    return out
+
+
+def _footstep_errors(run, behaviour, t: np.ndarray, q: np.ndarray) -> dict:
+    """Planned footsteps vs the true soles 0.1 s after each touchdown (:func:`walking`)."""
+    import pinocchio as pin
+
+    model = run.clm.model
+    data = model.createData()
+    frames = {c.name: c.frame for c in run.wbc.contacts}
+    errors = []
+    for tau, step, _ in behaviour.touchdowns:
+        i = int(np.searchsorted(t, behaviour.t0 + tau + 0.1))
+        if i >= t.size:
+            continue
+        pin.framesForwardKinematics(model, data, q[i])
+        sole = data.oMf[model.getFrameId(frames[step.side])].translation
+        errors.append(float(np.linalg.norm(sole[:2] - step.xy)))
+    if not errors:
+        return {}
+    return {"footstep_error_m_mean": float(np.mean(errors)), "footstep_error_m_max": float(np.max(errors))}
