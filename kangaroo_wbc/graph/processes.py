@@ -95,11 +95,12 @@ def _kill_group(p: subprocess.Popen) -> None:
         pass
 
 
-def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int) -> dict:
+def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int, controller: dict | None = None) -> dict:
     # the ground truth only feeds the fall detection here: 100 Hz (its contact wrenches cost most)
     sim = {"lockstep": lockstep, "realtime": True, "drop_ratio": float(drop_ratio), "seed": int(seed),
            "ground_truth_decimation": 10}
-    nodes = {"state_estimator": {}, "contact_wrench_estimator": {}, "whole_body_controller": {"behaviour": behaviour}}
+    nodes = {"state_estimator": {}, "contact_wrench_estimator": {}, "whole_body_controller": {"behaviour": behaviour,
+                                                                                      **(controller or {})}}
     return {"sim": {"ros__parameters": sim},  # the clock's source: on its own clock
             **{n: {"ros__parameters": {"use_sim_time": True, **p}} for n, p in nodes.items()}}
 
@@ -128,7 +129,8 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
               startup_timeout_s: float = 120.0, fall_height_m: float = 0.6,
               wall_timeout_s: float | None = None, monitor_period_s: float | None = None,
               start_delays_s: dict[str, float] | None = None, stop: Callable[[], bool] | None = None,
-              log_dir: Path | None = None, show_progress: bool = False) -> dict:
+              log_dir: Path | None = None, show_progress: bool = False,
+              controller_params: dict | None = None) -> dict:
     """Run the graph for ``duration_s`` once the controller is ready; returns the results dict.
 
     Args:
@@ -150,6 +152,7 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         log_dir: folder for the processes' logs and parameter file (created; default: a new
             temporary folder).
         show_progress: the earlier switch of the display: False only (a display is ``progress``).
+        controller_params: more ``whole_body_controller`` parameters (e.g. the walk's ``cmd_vel``).
 
     Raises:
         GraphStartError: a process died, the controller was not ready within ``startup_timeout_s``
@@ -177,7 +180,7 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         log_dir = Path(log_dir)
         log_dir.mkdir(parents=True, exist_ok=True)
     params_file = log_dir / "params.yaml"
-    params_file.write_text(yaml.safe_dump(_params(behaviour, lockstep, drop_ratio, seed), sort_keys=False))
+    params_file.write_text(yaml.safe_dump(_params(behaviour, lockstep, drop_ratio, seed, controller_params), sort_keys=False))
     delays = dict(start_delays_s or {})
     unknown = sorted(set(delays) - set(EXECUTABLES))
     if unknown or (delays and processes != "separate"):
@@ -284,6 +287,19 @@ def _com_rmse(truth: dict, targets: list) -> float | None:
         target = [np.interp(t, t_target, xyz[:, k]) for k in range(3)]  # targets come at 50 Hz
         errors.append(pin.centerOfMass(m, data, q) - target)
     return round(float(np.sqrt(np.mean(np.sum(np.square(errors), axis=1)))), 6) if errors else None
+
+
+def _base_motion(truth: dict) -> dict:
+    """``distance_m``: horizontal distance of the true base from the first ground truth after the
+    behaviour started to the last; ``yaw_change_rad``: its unwrapped heading change ({} without poses)."""
+    poses = [pose for _, (pose, _) in sorted(truth.items()) if pose is not None]
+    if len(poses) < 2:
+        return {}
+    xy = np.array([(p.position.x, p.position.y) for p in poses])
+    o = np.array([(p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w) for p in poses])
+    yaw = np.unwrap(np.arctan2(2 * (o[:, 3] * o[:, 2] + o[:, 0] * o[:, 1]), 1 - 2 * (o[:, 1] ** 2 + o[:, 2] ** 2)))
+    return {"distance_m": round(float(np.linalg.norm(xy[-1] - xy[0])), 4),
+            "yaw_change_rad": round(float(yaw[-1] - yaw[0]), 4)}
 
 
 def _median(values: list[float]) -> float | None:
@@ -472,6 +488,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
         node.destroy_node()
         context.try_shutdown()
     com_rmse = _com_rmse(truth, targets)
+    motion = _base_motion(truth)
     latency = np.asarray(st["latency"])
     fell = bool(st["min_height"] < fall_height_m) if np.isfinite(st["min_height"]) else None
     return {"startup_s": round(startup_s, 2), "duration_s": round(elapsed, 3), "sim_time_s": round(sim_span, 3),
@@ -482,7 +499,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
                                    "samples": int(latency.size)},
             "interrupted": interrupted,
             "fell": fell, "min_base_height_m": st["min_height"] if np.isfinite(st["min_height"]) else None,
-            "controller_stayed_ready": not st["ready_lost"], "com_rmse_m": com_rmse,
+            "controller_stayed_ready": not st["ready_lost"], "com_rmse_m": com_rmse, **motion,
             "min_base_height_whole_run_m": st.get("min_height_any"),
             "safe_mode_entries": st["safe_entries"], "safe_mode_reasons": st["safe_reasons"],
             "nodes": {n: {k: _median(v) for k, v in d.items()} for n, d in node_stats.items()},
