@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import sys
@@ -193,9 +194,9 @@ def output_file(text: str) -> Path:
 #: (``kangaroo_wbc.control.behaviours.BEHAVIOURS``, the ``behaviour`` parameter of the
 #: ``whole_body_controller`` node). ``push`` also pushes the pelvis (one-process loop only).
 BEHAVIOURS = {"stand": "stand", "squat": "squat", "sway": "sway", "single_support": "weight_shift",
-              "push": "push_recovery"}
+              "push": "push_recovery", "walk": "walk"}
 BEHAVIOURS_HELP = ("stand, squat, sway, single_support (the controller's weight_shift), push (the "
-                   "controller's push_recovery, plus a lateral push of the pelvis)")
+                   "controller's push_recovery, plus a lateral push of the pelvis), walk (at --cmd-vel)")
 
 
 def behaviour(text: str) -> str:
@@ -208,6 +209,30 @@ def behaviour(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} is the controller's name; on the command line it is "
                                          f"{cli_name!r} (choose from {', '.join(BEHAVIOURS)})")
     raise argparse.ArgumentTypeError(f"unknown behaviour {text!r} (choose from {', '.join(BEHAVIOURS)})")
+
+
+def velocity_command(text: str) -> tuple[float, float, float]:
+    """``vx,vy,wz`` [m/s, m/s, rad/s]: three finite numbers."""
+    parts = text.split(",")
+    try:
+        values = tuple(float(x) for x in parts)
+    except ValueError:
+        values = ()
+    if len(values) != 3 or not all(math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(f"expected vx,vy,wz (three numbers in m/s, m/s, rad/s), got {text!r}")
+    return values
+
+
+def push_spec(text: str) -> tuple[float, float]:
+    """``FORCE[N]@TIME[s]`` (e.g. ``40N@5s``, ``-40@5``): a sideways push [N] (world +y, at the pelvis)
+    ``TIME`` [s] after the behaviour starts; ``|FORCE| <= 1000``, ``TIME >= 0``."""
+    match = re.fullmatch(r"\s*([-+]?\d+(?:\.\d*)?)\s*N?\s*@\s*(\d+(?:\.\d*)?)\s*s?\s*", text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"expected FORCE@TIME such as 40N@5s, got {text!r}")
+    force, at = float(match.group(1)), float(match.group(2))
+    if abs(force) > 1000.0:
+        raise argparse.ArgumentTypeError(f"push force {force} N: at most 1000 N")
+    return force, at
 
 
 def add_behaviour_option(parser: argparse.ArgumentParser, default: str = "stand") -> None:

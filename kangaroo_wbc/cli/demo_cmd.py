@@ -32,7 +32,9 @@ from kangaroo_wbc.cli.common import (
     positive_int,
     prepare_output_folder,
     print_result,
+    push_spec,
     seed,
+    velocity_command,
 )
 from kangaroo_wbc.progress import Progress
 
@@ -45,7 +47,10 @@ DEFAULT_BAG_DECIMATION = 1
 _GRAPH = ("separate", "composed")
 _ONLY = (("sim_mode", "--sim-mode", _GRAPH), ("drop_ratio", "--drop-ratio", _GRAPH),
          ("startup_timeout", "--startup-timeout", _GRAPH), ("pipelined", "--pipelined", ("one",)),
-         ("bag_decimation", "--bag-decimation", ("one",)), ("ideal_actuators", "--ideal-actuators", ("one",)))
+         ("bag_decimation", "--bag-decimation", ("one",)), ("ideal_actuators", "--ideal-actuators", ("one",)),
+         ("push", "--push", ("one",)))
+#: the walk's command when --cmd-vel is not given [m/s, m/s, rad/s]
+DEFAULT_CMD_VEL = (0.3, 0.0, 0.0)
 
 
 def _writes(args: argparse.Namespace) -> bool:
@@ -60,6 +65,8 @@ def _validate_demo(args: argparse.Namespace) -> None:
         if value not in (None, False) and args.processes not in deployments:
             raise UsageError(f"kangaroo-wbc demo: error: {flag} applies to --processes {'|'.join(deployments)} "
                              f"only, not {args.processes}")
+    if args.cmd_vel is not None and args.behaviour != "walk":
+        raise UsageError(f"kangaroo-wbc demo: error: --cmd-vel applies to --behaviour walk only, not {args.behaviour}")
     if args.no_bag and args.bag_decimation is not None:
         raise UsageError("kangaroo-wbc demo: error: --bag-decimation with --no-bag: there is no bag")
     if args.processes in _GRAPH and args.behaviour == "push":
@@ -78,11 +85,21 @@ def _loop(args: argparse.Namespace, behaviour: str, stop: StopSignals):
     from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 
     robot = SimulatedRobotConfig(ideal_actuators=bool(getattr(args, "ideal_actuators", False)))
+    push = getattr(args, "push", None)
+    extra = {} if push is None else {"push": True, "push_force_n": push[0], "push_delay_s": push[1]}
     run = ClosedLoopRun(LoopConfig(behaviour=behaviour, duration_s=args.duration, seed=args.seed,
-                                   pipelined=bool(getattr(args, "pipelined", False)), robot=robot))
+                                   pipelined=bool(getattr(args, "pipelined", False)), robot=robot,
+                                   behaviour_options=_behaviour_options(args), **extra))
     summary = run.run(progress=Progress.from_args(args), stop=stop)
     summary["requested_duration_s"] = args.duration
     return summary, run
+
+
+def _behaviour_options(args: argparse.Namespace) -> dict:
+    """The behaviour's parameters from the command line (the walk's command)."""
+    if args.behaviour == "walk":
+        return {"cmd_vel": getattr(args, "cmd_vel", None) or DEFAULT_CMD_VEL}
+    return {}
 
 
 def _demo_graph(args: argparse.Namespace) -> int:
@@ -96,7 +113,8 @@ def _demo_graph(args: argparse.Namespace) -> int:
                                 drop_ratio=args.drop_ratio or 0.0, seed=args.seed,
                                 startup_timeout_s=args.startup_timeout or DEFAULT_STARTUP_TIMEOUT_S,
                                 progress=Progress.from_args(args), stop=stop,
-                                log_dir=None if out is None else out / "logs")
+                                log_dir=None if out is None else out / "logs",
+                                controller_params={k: list(v) for k, v in _behaviour_options(args).items()})
         except GraphStartError as exc:
             fail(f"kangaroo-wbc demo: error: {exc}", args.json)
             return stop.exit_code or 1
@@ -161,6 +179,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="closed-loop demo in the MuJoCo simulator (estimators + WBC in the loop)",
                        description=__doc__.split("\n\n", 1)[1])
     add_behaviour_option(p)
+    p.add_argument("--cmd-vel", type=velocity_command, default=None, metavar="VX,VY,WZ",
+                   help="walk: velocity command [m/s, m/s, rad/s], x forward, y left (default "
+                        f"{','.join(f'{v:g}' for v in DEFAULT_CMD_VEL)}); the node takes it as its cmd_vel parameter")
+    p.add_argument("--push", type=push_spec, default=None, metavar="FORCE@T",
+                   help="one: push the pelvis sideways (world +y) with FORCE [N] for 0.1 s, T [s] after the "
+                        "behaviour starts, e.g. 40N@5s (the push behaviour: 50N@1s by default)")
     p.add_argument("--duration", type=positive_float, default=10.0, metavar="S",
                    help="simulated time after boot [s], > 0 (separate/composed realtime: wall time) (default 10)")
     p.add_argument("--seed", type=seed, default=0, help="simulator seed: sensor noise, encoder offsets (default 0)")

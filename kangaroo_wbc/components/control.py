@@ -9,6 +9,11 @@ QP → forces, or the safe mode). The result is always a finite command.
 leaves the crane meanwhile); the behaviour selected before then (:meth:`WholeBodyControl.select`)
 starts at that moment, one selected later at the next tick.
 
+**Velocity command** (:meth:`WholeBodyControl.set_velocity_command`, ``cmd_vel`` in the node): it
+goes to a walking behaviour at every tick while younger than ``cmd_vel_timeout_s``; once it is older
+the walk is told to stop (zero command: it finishes its step and stands) with a WARN, until a new
+command arrives. Before the first command the walk keeps the command it was started with.
+
 **Ready handshake.** :attr:`WholeBodyControl.ready` becomes True after ``ready_ticks`` control-mode
 commands in a row (the estimator is calibrated, since states arrive, and the QP solves) and False
 when a latched safe mode is entered or the state stops (:meth:`WholeBodyControl.stale`: a restarted
@@ -44,6 +49,7 @@ class ControlSettings:
     reference_timeout_s: float = 0.5
     ready_ticks: int = 20
     behaviour_delay_s: float = 1.0  # from ready to the start-up behaviour [s] (stand meanwhile)
+    cmd_vel_timeout_s: float = 0.5  # a velocity command older than this stops the walk [s]
 
 
 class WholeBodyControl(Component):
@@ -71,6 +77,8 @@ class WholeBodyControl(Component):
         self._force_stamp = np.full(len(s.sole_frames), -np.inf)
         self._com_ref: tuple[float, np.ndarray] | None = None
         self._foot_ref: dict[str, tuple[float, FrameReference]] = {}
+        self._cmd_vel: tuple[float, np.ndarray] | None = None  # (stamp [s], (vx, vy, wz))
+        self._cmd_vel_stale = False
         self.ready = False
         self._ever_ready = False  # before the first ready, a missing state is waited for (WARN)
         self.ready_since_s: float | None = None  # node time at which the controller became ready
@@ -133,6 +141,37 @@ class WholeBodyControl(Component):
         """External pose reference of a swing sole, valid for ``reference_timeout_s``."""
         self._foot_ref[sole] = (now_s, reference)
 
+    def set_velocity_command(self, vx: float, vy: float, wz: float, now_s: float) -> None:
+        """Velocity command [m/s, m/s, rad/s] (x forward, y left, yaw rate) of a walking behaviour,
+        valid for ``cmd_vel_timeout_s`` from ``now_s`` (module docstring).
+
+        Raises:
+            InputError: a non-finite component (the command in use stays).
+        """
+        v = np.array([vx, vy, wz], dtype=float)
+        if not np.all(np.isfinite(v)):
+            raise InputError(f"cmd_vel must be finite, got {v.tolist()}")
+        self._cmd_vel = (now_s, v)
+
+    def _forward_velocity_command(self, now_s: float) -> None:
+        """The velocity command to a walking behaviour (module docstring)."""
+        behaviour = self.supervisor.behaviour
+        if self._cmd_vel is None or not hasattr(behaviour, "command"):
+            return
+        stamp, v = self._cmd_vel
+        stale = now_s - stamp > self.settings.cmd_vel_timeout_s
+        if stale != self._cmd_vel_stale:
+            self._cmd_vel_stale = stale
+            if stale:
+                self.event(Level.WARN, "cmd_vel", f"cmd_vel older than {self.settings.cmd_vel_timeout_s} s: "
+                           "the walk stops and stands")
+            else:
+                self.event(Level.OK, "cmd_vel", "cmd_vel fresh again: walking")
+        try:
+            behaviour.command(*(np.zeros(3) if stale else v))
+        except InputError as exc:  # the behaviour's own limits were checked when it was selected
+            self.event(Level.WARN, "cmd_vel", f"cmd_vel refused: {exc}")
+
     # ------------------------------------------------------------------ tick
     def prepare(self, q: np.ndarray, v: np.ndarray) -> bool:
         """Update the controller's model at ``(q, v)`` ahead of :meth:`step` (so that another
@@ -165,6 +204,7 @@ class WholeBodyControl(Component):
             self.supervisor.select(name, **params)
             self.behaviour_started_s = now_s
             self.event(Level.OK, "behaviour", f"behaviour {name} starts")
+        self._forward_velocity_command(now_s)
         cmd = self.supervisor.tick(now_s, q, v, measured, state_age_s, com, feet or None)
         for reference, bound in self.supervisor.governor.bounded.items():
             self.event(Level.WARN, f"bounded {reference}", f"{reference.split()[0]} bounded: {bound}")
@@ -240,6 +280,11 @@ class WholeBodyControl(Component):
                   "iterations_max": st.iterations_max, "step_mean_ms": 1e3 * t["total"] / max(t["n"], 1),
                   "step_max_ms": 1e3 * t["max"], "latched": bool(last.latched) if last else False,
                   "contacts": "measured" if self._wrenches_fresh else "planned"}
+        behaviour = sv.behaviour
+        if hasattr(behaviour, "velocity_command"):  # a walk: the command in use and the gait phase
+            values.update(cmd_vel=behaviour.velocity_command.round(3).tolist(), gait_phase=behaviour.phase,
+                          cmd_vel_source="topic" if self._cmd_vel is not None else "parameter",
+                          cmd_vel_stale=self._cmd_vel_stale)
         if self._wrenches_fresh is False and level == Level.OK:
             level, message = Level.WARN, f"{message}; contact wrenches stale: planned contacts"
         self.timing = {"n": 0, "total": 0.0, "max": 0.0}

@@ -50,12 +50,14 @@ class BehaviourState:
         base_rotation: base orientation (3, 3).
         soles: contact name → (rotation (3, 3), position (3,) [m]) of each sole frame.
         contacts: names of the soles in contact.
+        actuators: actuator name → position [m or rad], in the controller's actuator order.
     """
 
     com: np.ndarray
     base_rotation: np.ndarray
     soles: dict[str, tuple[np.ndarray, np.ndarray]]
     contacts: tuple[str, ...]
+    actuators: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_controller(cls, wbc) -> BehaviourState:
@@ -63,7 +65,9 @@ class BehaviourState:
         pm = wbc.pm
         R_base, _ = pm.placement(wbc.settings.base_frame)
         soles = {c.name: tuple(a.copy() for a in pm.placement(c.frame)) for c in wbc.contacts}
-        return cls(com=pm.com.copy(), base_rotation=R_base.copy(), soles=soles, contacts=tuple(wbc.active_contacts))
+        theta = pm.q[wbc.clm.idx_q_a]
+        return cls(com=pm.com.copy(), base_rotation=R_base.copy(), soles=soles, contacts=tuple(wbc.active_contacts),
+                   actuators=dict(zip(wbc.clm.actuated_joint_names, theta.tolist())))
 
 
 @dataclass
@@ -312,15 +316,16 @@ def apply_gains(wbc, gains: Mapping[str, float]) -> dict[str, float]:
     return old
 
 
-# the locomotion behaviours build on this module's Behaviour (imported here, after it is defined)
-from kangaroo_wbc.control.locomotion import Walk  # noqa: E402
-
 BEHAVIOURS = {"stand": Stand, "squat": Squat, "sway": LateralSway, "weight_shift": WeightShift,
-              "push_recovery": PushRecovery, "walk": Walk}
+              "push_recovery": PushRecovery}
+
+# the locomotion behaviours (walk, jump) build on Behaviour and add themselves to BEHAVIOURS when
+# their module is imported: here, after both are defined, so that either module may come first
+from kangaroo_wbc.control import locomotion  # noqa: E402,F401
 
 
 def make_behaviour(name: str, **kwargs) -> Behaviour:
-    """Behaviour by name (``stand``, ``squat``, ``sway``, ``weight_shift``, ``push_recovery``, ``walk``)."""
+    """Behaviour by name (``stand``, ``squat``, ``sway``, ``weight_shift``, ``push_recovery``, ``walk``, ``jump``)."""
     if name not in BEHAVIOURS:
         raise InputError(f"unknown behaviour {name!r}; known: {sorted(BEHAVIOURS)}")
     return BEHAVIOURS[name](**kwargs)

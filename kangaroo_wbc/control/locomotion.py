@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kangaroo_wbc.control.behaviours import Behaviour, min_jerk
+from kangaroo_wbc.control.behaviours import BEHAVIOURS, Behaviour, min_jerk
 from kangaroo_wbc.control.wbc import FrameReference, WbcReferences
 from kangaroo_wbc.errors import InputError
 
@@ -454,4 +454,162 @@ class Walk(Behaviour):
                                       twist=twist, acceleration=acc)
 
 
-__all__ = ["GaitSettings", "Footstep", "Walk", "next_footstep", "dcm_plan", "yaw_rotation", "yaw_of"]
+def quintic(start: tuple[float, float, float], end: tuple[float, float, float], duration: float,
+            t: float) -> tuple[float, float, float]:
+    """The quintic from ``start = (p, v, a)`` to ``end = (p, v, a)`` over ``duration`` [s] at time ``t``
+    (clipped to [0, duration]): position, velocity, acceleration."""
+    T = duration
+    p0, v0, a0 = start
+    p1, v1, a1 = end
+    # p(t) = p0 + v0 t + a0 t²/2 + c3 t³ + c4 t⁴ + c5 t⁵ meeting ``end`` at T
+    M = np.array([[T**3, T**4, T**5], [3 * T**2, 4 * T**3, 5 * T**4], [6 * T, 12 * T**2, 20 * T**3]])
+    rhs = np.array([p1 - p0 - v0 * T - 0.5 * a0 * T**2, v1 - v0 - a0 * T, a1 - a0])
+    c3, c4, c5 = np.linalg.solve(M, rhs)
+    t = min(max(t, 0.0), T)
+    return (p0 + v0 * t + 0.5 * a0 * t**2 + c3 * t**3 + c4 * t**4 + c5 * t**5,
+            v0 + a0 * t + 3 * c3 * t**2 + 4 * c4 * t**3 + 5 * c5 * t**4,
+            a0 + 6 * c3 * t + 12 * c4 * t**2 + 20 * c5 * t**3)
+
+
+@dataclass
+class Jump(Behaviour):
+    """In-place vertical jump driven by the leg-length actuators (the Kangaroo paper's Fig. 13).
+
+    The CoM moves vertically above the soles' middle with the base upright; the whole-body controller
+    distributes the motion over the leg actuators (the leg-length actuators take most of it; in the
+    model as built a vertical crouch also needs hip pitch, which turns the sole, and the ankle
+    actuators cancel that: docs/locomotion.md).
+
+    Phases (``phase``), CoM height ``z`` relative to standing ``z0``: ``crouch`` (down ``crouch_m``
+    in ``crouch_s``, min-jerk), ``hold`` (``hold_s``), ``push`` (quintic to the take-off state:
+    ``z0 + takeoff_height_m``, ``takeoff_velocity_mps`` up and ``-g``, so that the contact forces
+    vanish, in ``push_s``; the stroke-limit horizon shortens to ``push_stroke_horizon_s``: the legs
+    extend fast near their stroke end), ``flight`` (no contact; the CoM reference is ballistic, the
+    soles follow the same path so that the legs keep their take-off length; touchdown predicted at
+    ``2 v / g``), ``landing`` (both soles in contact; quintic from the measured CoM height and
+    velocity to ``landing_crouch_m`` below standing in ``landing_s``), ``recover`` (back to standing
+    in ``recover_s``, the ankle and hip hold released), ``done`` (stand).
+    """
+
+    name: str = "jump"
+    crouch_m: float = 0.08
+    crouch_s: float = 1.0
+    hold_s: float = 0.3
+    push_s: float = 0.15
+    takeoff_height_m: float = -0.01
+    takeoff_velocity_mps: float = 0.95
+    push_stroke_horizon_s: float = 0.01
+    landing_crouch_m: float = 0.05
+    landing_s: float = 0.6
+    recover_s: float = 1.5
+
+    PHASES = ("crouch", "hold", "push", "flight", "landing", "recover", "done")
+    TRACE = ("phase", "com_z_ref")
+
+    def __post_init__(self) -> None:
+        for name in ("crouch_s", "hold_s", "push_s", "landing_s", "recover_s", "takeoff_velocity_mps",
+                     "push_stroke_horizon_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise InputError(f"jump: {name} must be a positive finite number, got {value!r}")
+        if not (0.0 <= self.crouch_m <= 0.15 and 0.0 <= self.landing_crouch_m <= 0.15
+                and -self.crouch_m < self.takeoff_height_m <= 0.05 and self.takeoff_velocity_mps <= 2.0):
+            raise InputError("jump: crouch_m and landing_crouch_m must lie in [0, 0.15] m, takeoff_height_m in "
+                             "(-crouch_m, 0.05] m, takeoff_velocity_mps in (0, 2] m/s")
+
+    @property
+    def phase(self) -> str:
+        return self._phase
+
+    @property
+    def flight_time_planned_s(self) -> float:
+        """The predicted flight [s]: ``2 v / g``."""
+        return 2.0 * self.takeoff_velocity_mps / GRAVITY
+
+    def observe(self, com: np.ndarray, com_velocity: np.ndarray) -> None:
+        self._measured = (np.array(com, dtype=float), np.array(com_velocity, dtype=float))
+
+    def trace(self) -> np.ndarray:
+        """This tick's phase (index in :attr:`PHASES`) and CoM height reference [m]."""
+        return np.array([self.PHASES.index(self._phase), self._z])
+
+    def _on_start(self) -> None:
+        st = self.state
+        self._xy = np.mean([p for _, p in st.soles.values()], axis=0)[:2]
+        self._z0 = float(st.com[2])
+        self._z, self._phase = self._z0, "crouch"
+        self._measured: tuple[np.ndarray, np.ndarray] | None = None
+        self._takeoff: np.ndarray | None = None  # measured CoM at take-off
+        self._landed_at: float | None = None  # time of the touchdown [s since the start]
+        self._landing_from: tuple[float, float, float] | None = None
+        self._ends = dict(zip(("crouch", "hold", "push"), np.cumsum([self.crouch_s, self.hold_s, self.push_s])))
+
+    def finished(self, t: float) -> bool:
+        return self._landed_at is not None and t - self.t0 >= self._landed_at + self.landing_s + self.recover_s
+
+    def _touchdown(self, t_flight: float) -> bool:
+        """The CoM back at its take-off height and falling (the legs kept their take-off length), or the
+        flight twice as long as planned."""
+        if t_flight > 2.0 * self.flight_time_planned_s:
+            return True
+        if self._measured is None or self._takeoff is None or t_flight < 0.25 * self.flight_time_planned_s:
+            return False
+        com, com_v = self._measured
+        return bool(com[2] <= self._takeoff[2] and com_v[2] < 0.0)
+
+    def _references(self, tau: float) -> WbcReferences:
+        e, z0, g = self._ends, self._z0, GRAVITY
+        contacts, feet, horizon = self._all_contacts(), {}, self.push_stroke_horizon_s
+        z_to, v_to = z0 + self.takeoff_height_m, self.takeoff_velocity_mps
+        if tau < e["crouch"]:
+            s, ds, dds = min_jerk(tau / self.crouch_s)
+            d = -self.crouch_m
+            phase, horizon = "crouch", None
+            z, dz, ddz = z0 + s * d, ds * d / self.crouch_s, dds * d / self.crouch_s**2
+        elif tau < e["hold"]:
+            phase, horizon, (z, dz, ddz) = "hold", None, (z0 - self.crouch_m, 0.0, 0.0)
+        elif tau < e["push"]:
+            phase = "push"
+            z, dz, ddz = quintic((z0 - self.crouch_m, 0.0, 0.0), (z_to, v_to, -g), self.push_s, tau - e["hold"])
+        elif self._landed_at is None and not self._touchdown(tau - e["push"]):
+            phase, t = "flight", tau - e["push"]
+            z, dz, ddz = z_to + v_to * t - 0.5 * g * t * t, v_to - g * t, -g
+            contacts = ()
+            if self._takeoff is None:
+                self._takeoff = self._measured[0].copy() if self._measured is not None else self.state.com.copy()
+            com, com_v = self._measured if self._measured is not None else (self._takeoff, np.zeros(3))
+            shift = com - self._takeoff  # the soles keep their place under the CoM: legs at take-off length
+            for name, (R, p) in self.state.soles.items():
+                feet[name] = FrameReference(position=p + shift, rotation=R, twist=np.r_[com_v, 0.0, 0.0, 0.0])
+        else:
+            if self._landed_at is None:  # touchdown: from the measured CoM height and velocity
+                self._landed_at = tau
+                zm, vm = ((float(self._measured[0][2]), float(self._measured[1][2])) if self._measured is not None
+                          else (z_to, -v_to))
+                self._landing_from = (zm, vm, 0.0)
+            t = tau - self._landed_at
+            if t < self.landing_s:
+                phase = "landing"
+                z, dz, ddz = quintic(self._landing_from, (z0 - self.landing_crouch_m, 0.0, 0.0), self.landing_s, t)
+            else:
+                phase, horizon = "recover", None
+                s, ds, dds = min_jerk((t - self.landing_s) / self.recover_s)
+                d = self.landing_crouch_m
+                z, dz, ddz = z0 - d + s * d, ds * d / self.recover_s, dds * d / self.recover_s**2
+                if t >= self.landing_s + self.recover_s:
+                    phase = "done"
+        self._phase, self._z = phase, z
+        # the CoM moves over the soles' middle while crouching (the start-up stand centred it already)
+        s, ds, dds = min_jerk(tau / self.crouch_s)
+        c0, c1 = self.state.com[:2], self._xy
+        xy, dxy, ddxy = c0 + s * (c1 - c0), ds / self.crouch_s * (c1 - c0), dds / self.crouch_s**2 * (c1 - c0)
+        return WbcReferences(active_contacts=contacts, com_position=np.array([xy[0], xy[1], z]),
+                             com_velocity=np.array([dxy[0], dxy[1], dz]),
+                             com_acceleration=np.array([ddxy[0], ddxy[1], ddz]),
+                             base_rotation=self.state.base_rotation, foot_poses=feet, stroke_horizon_s=horizon)
+
+
+BEHAVIOURS.update(walk=Walk, jump=Jump)
+
+__all__ = ["GaitSettings", "Footstep", "Walk", "Jump", "next_footstep", "dcm_plan", "quintic", "yaw_rotation",
+           "yaw_of"]

@@ -154,6 +154,9 @@ class WbcReferences:
     base_angular_velocity: np.ndarray | None = None
     foot_poses: dict[str, FrameReference] = field(default_factory=dict)
     posture: np.ndarray | None = None
+    #: the stroke-limit horizon [s] of this tick (None: the settings'): a fast push (a jump's) may
+    #: extend the legs at speed closer to their stroke end
+    stroke_horizon_s: float | None = None
 
 
 @dataclass
@@ -226,10 +229,10 @@ class WholeBodyController:
         self.inequalities: list[Constraint] = [FrictionCones(L, s.inner_pyramid)]
         if s.enforce_force_limits:
             self.inequalities.append(ActuatorForceLimits(L, self.limits.force_min, self.limits.force_max))
-        self.boxes: list[Constraint] = [
-            ContactForceBox(L),
-            ActuatorStrokeLimits(L, clm.idx_q_a, self.limits.position_min, self.limits.position_max,
-                                 self.limits.velocity_max, s.stroke_horizon_s, s.acceleration_max)]
+        self._stroke_limits = ActuatorStrokeLimits(L, clm.idx_q_a, self.limits.position_min,
+                                                   self.limits.position_max, self.limits.velocity_max,
+                                                   s.stroke_horizon_s, s.acceleration_max)
+        self.boxes: list[Constraint] = [ContactForceBox(L), self._stroke_limits]
         # Preallocated problem data.
         n = L.n
         m_eq = sum(c.n_rows() for c in self.equalities)
@@ -338,6 +341,10 @@ class WholeBodyController:
             self.base_task.set_reference(ref.base_rotation, ref.base_angular_velocity)
         if ref.posture is not None:
             self.posture_task.set_reference(ref.posture)
+        horizon = self.settings.stroke_horizon_s if ref.stroke_horizon_s is None else ref.stroke_horizon_s
+        if not (np.isfinite(horizon) and horizon > 0):
+            raise InputError(f"stroke_horizon_s must be positive and finite, got {horizon}")
+        self._stroke_limits.horizon_s = float(horizon)
         for name, fr in ref.foot_poses.items():
             if name not in self.foot_tasks:
                 raise InputError(f"foot reference for unknown contact {name!r}; contacts are {list(self.foot_tasks)}")

@@ -180,7 +180,8 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         log_dir = Path(log_dir)
         log_dir.mkdir(parents=True, exist_ok=True)
     params_file = log_dir / "params.yaml"
-    params_file.write_text(yaml.safe_dump(_params(behaviour, lockstep, drop_ratio, seed, controller_params), sort_keys=False))
+    params = _params(behaviour, lockstep, drop_ratio, seed, controller_params)
+    params_file.write_text(yaml.safe_dump(params, sort_keys=False))
     delays = dict(start_delays_s or {})
     unknown = sorted(set(delays) - set(EXECUTABLES))
     if unknown or (delays and processes != "separate"):

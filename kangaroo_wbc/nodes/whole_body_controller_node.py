@@ -30,6 +30,7 @@ the next good state.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 
@@ -38,7 +39,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small matrices: BLAS threa
 from dataclasses import dataclass  # noqa: E402
 
 import numpy as np  # noqa: E402
-from geometry_msgs.msg import PointStamped, PoseStamped, WrenchStamped  # noqa: E402
+from geometry_msgs.msg import PointStamped, PoseStamped, Twist, WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.clock import Clock, ClockType  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
@@ -49,6 +50,7 @@ from kangaroo_wbc.components.control import ControlSettings, WholeBodyControl  #
 from kangaroo_wbc.components.samples import ActuatorCommand  # noqa: E402
 from kangaroo_wbc.control.behaviours import BEHAVIOURS  # noqa: E402
 from kangaroo_wbc.control.contacts import ContactSpec  # noqa: E402
+from kangaroo_wbc.control.locomotion import GaitSettings  # noqa: E402
 from kangaroo_wbc.control.qp_solvers import SOLVERS  # noqa: E402
 from kangaroo_wbc.control.reduced_wbc import ReducedWholeBodyController  # noqa: E402
 from kangaroo_wbc.control.supervisor import SafetySettings, WbcSupervisor  # noqa: E402
@@ -73,7 +75,7 @@ TIMING_LABELS = ("model", "build", "solve", "output", "total", "iterations")
 #: Period [s] of the joint_states watchdog (steady clock).
 WATCHDOG_PERIOD_S = 0.1
 # the defaults are the controller's, the supervisor's and the component's
-_W, _S, _C = WbcSettings(), SafetySettings(), ControlSettings()
+_W, _S, _C, _G = WbcSettings(), SafetySettings(), ControlSettings(), GaitSettings()
 
 
 def _check_behaviour(name: str) -> str | None:
@@ -176,7 +178,7 @@ class WholeBodyControllerParams:
     )
     behaviour: str = parameter(
         "stand",
-        "Running behaviour: stand, squat, sway, weight_shift, push_recovery",
+        "Running behaviour: stand, squat, sway, weight_shift, push_recovery, walk",
         check=_check_behaviour,
     )
     behaviour_delay_s: float = parameter(
@@ -196,6 +198,22 @@ class WholeBodyControllerParams:
     stance_sole: str = parameter("left_sole", "Stance sole of weight_shift")
     lift_height_m: float = parameter(
         0.05, "Swing sole lift of weight_shift [m]", bounds=(0.0, 0.3)
+    )
+    cmd_vel: list[float] = parameter(
+        [0.0, 0.0, 0.0],
+        "walk: velocity command [vx m/s, vy m/s, wz rad/s] until the cmd_vel topic gives one",
+        check=lambda v: None if len(v) == 3 and all(math.isfinite(x) for x in v) else "three finite numbers",
+    )
+    cmd_vel_timeout_s: float = parameter(
+        _C.cmd_vel_timeout_s, "walk: a cmd_vel older than this stops the walk (it stands) [s]", bounds=(0.01, 60.0)
+    )
+    walk_single_support_s: float = parameter(_G.single_support_s, "walk: single support [s]", bounds=(0.2, 2.0))
+    walk_double_support_s: float = parameter(_G.double_support_s, "walk: double support [s]", bounds=(0.05, 2.0))
+    walk_step_height_m: float = parameter(_G.step_height_m, "walk: swing sole lift [m]", bounds=(0.0, 0.2))
+    walk_max_forward_mps: float = parameter(_G.max_forward_mps, "walk: cmd_vel x limit [m/s]", bounds=(0.01, 1.0))
+    walk_max_lateral_mps: float = parameter(_G.max_lateral_mps, "walk: cmd_vel y limit [m/s]", bounds=(0.01, 0.5))
+    walk_max_yaw_rate_radps: float = parameter(
+        _G.max_yaw_rate_radps, "walk: cmd_vel yaw-rate limit [rad/s]", bounds=(0.01, 1.5)
     )
     use_measured_contacts: bool = parameter(
         _C.use_measured_contacts,
@@ -261,7 +279,8 @@ class WholeBodyControllerParams:
 _WBC = SharedFields(WbcSettings)
 _SAFETY = SharedFields(SafetySettings, names={"fallback": "safe_mode"})
 _CONTROL = SharedFields(ControlSettings)
-SHARED_FIELDS = (_WBC, _SAFETY, _CONTROL)
+_GAIT = SharedFields(GaitSettings, prefix="walk_")
+SHARED_FIELDS = (_WBC, _SAFETY, _CONTROL, _GAIT)
 
 
 class WholeBodyControllerNode(KangarooNode):
@@ -358,6 +377,9 @@ class WholeBodyControllerNode(KangarooNode):
                 qos.SENSOR_STATE,
             )
         sub(PointStamped, "wbc/com_reference", self._on_com_reference, qos.SENSOR_STATE)
+        # the walk's velocity command (teleop_twist_keyboard, a joystick's teleop_twist_joy, nav2...)
+        sub(Twist, "cmd_vel", self._on_cmd_vel, qos.SENSOR_STATE)
+        self.create_timer(1.0, self._check_cmd_vel_sources, clock=self._steady)
         for name in BEHAVIOURS:
             self.create_service(
                 Trigger,
@@ -394,6 +416,8 @@ class WholeBodyControllerNode(KangarooNode):
             return dict(ratio=p.sway_ratio, period_s=p.sway_period_s, cycles=p.behaviour_cycles)
         if name == "weight_shift":
             return dict(stance=p.stance_sole, lift_height_m=p.lift_height_m)
+        if name == "walk":
+            return dict(cmd_vel=tuple(p.cmd_vel), gait=_GAIT.build(p))
         return {}
 
     def _select(self, name: str) -> None:
@@ -445,6 +469,8 @@ class WholeBodyControllerNode(KangarooNode):
             "behaviour_cycles",
             "stance_sole",
             "lift_height_m",
+            "cmd_vel",
+            *(name for name in _GAIT.pairs(type(params)).values()),
         }
         if changed & behaviour_keys:
             try:
@@ -499,6 +525,19 @@ class WholeBodyControllerNode(KangarooNode):
 
     def _on_com_reference(self, msg: PointStamped) -> None:
         self.component.set_com_reference(vector3_msg_to_array(msg.point), self._now_s())
+
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        try:
+            self.component.set_velocity_command(msg.linear.x, msg.linear.y, msg.angular.z, self._now_s())
+        except InputError as exc:
+            self.throttled.warning("cmd_vel", f"cmd_vel skipped: {exc}")
+
+    def _check_cmd_vel_sources(self) -> None:
+        """Two cmd_vel publishers fight over the walk: say so (a twist_mux picks one)."""
+        n = self.count_publishers(self.resolve_topic_name("cmd_vel"))
+        if n > 1:
+            self.throttled.warning("cmd_vel sources", f"cmd_vel has {n} publishers: their commands interleave; "
+                                   "use one source (e.g. twist_mux)")
 
     def _on_foot_reference(self, sole: str, msg: PoseStamped) -> None:
         try:

@@ -377,14 +377,15 @@ class ClosedLoopRun:
         truth_in_sole = [np.r_[gt.contacts[s].force_in_sole, gt.contacts[s].torque_in_sole] for s in self.soles]
         no_imu = np.full(3, np.nan)
         behaviour = self.control.supervisor.behaviour
-        if hasattr(behaviour, "trace"):  # a walk: its command, ZMP / DCM plan and phase
-            self.log.add(walk=behaviour.trace())
+        if hasattr(behaviour, "trace"):  # a walk or a jump: its plan and phase
+            self.log.add(plan=behaviour.trace())
         q, v = est.q, est.v
         self.log.add(t=t, com_true=dt_.com[0].copy(), com_est=self.wbc.pm.com.copy(),
                      com_ref=self.wbc.com_task.position.copy(), base_true=q_true[:3].copy(), base_est=q[:3].copy(),
                      zmp_est=out.zmp_in_world.copy(), zmp_valid=float(out.zmp_valid), zmp_true=zmp_true,
                      support_margin=_hull_margin(np.array(corners), out.zmp_in_world[:2]) if corners else -np.inf,
                      fz_est=out.wrench_sole_in_world[:, 2].copy(), fz_true=fz_true,
+                     contact_true=np.array([float(gt.contacts[s].in_contact) for s in self.soles]),
                      closure_error=self.estimation.passive.closure_error_norm,
                      passive_q_err=q[clm.idx_q_u] - q_true[clm.idx_q_u],
                      passive_v_err=v[clm.idx_v_u] - v_true[clm.idx_v_u],

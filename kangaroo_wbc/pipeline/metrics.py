@@ -69,6 +69,7 @@ def summarize(run) -> dict:
         "rtf": round(float(run.sim.time) / max(run.wall_time_s, 1e-9), 4),
         "pipelined": bool(run.config.pipelined),
         **walking(run),
+        **jumping(run),
     }
 
 
@@ -87,11 +88,12 @@ def walking(run) -> dict:
       distance of the estimated ZMP inside the true support polygon (negative: outside).
     """
     log = run.log
-    walk = log.array("walk")
+    walk = log.array("plan")
     behaviour = run.control.supervisor.behaviour
-    if walk.size == 0 or behaviour is None or not hasattr(behaviour, "touchdowns"):
-        return {}
     from kangaroo_wbc.control.locomotion import Walk
+
+    if walk.size == 0 or not isinstance(behaviour, Walk):
+        return {}
 
     t_all = log.array("t")
     rows = log.array("behaviour") > 0.5
@@ -135,6 +137,59 @@ def walking(run) -> dict:
         out["zmp_margin_min_m"] = float(np.min(margin[valid]))
         out["zmp_margin_median_m"] = float(np.median(margin[valid]))
     return out
+
+
+def jumping(run) -> dict:
+    """Jump metrics when the run's behaviour is a :class:`~kangaroo_wbc.control.locomotion.Jump`, else ``{}``.
+
+    From the simulator's ground truth: ``flight_time_s`` (longest interval with both soles off the
+    ground), ``apex_height_gain_m`` (highest base from the push on, above the base at the jump's
+    start), ``takeoff_ankle_stroke_change_m`` (largest change of an ankle actuator's stroke from the
+    start of the push to lift-off), ``peak_actuator_force_ratio`` (largest commanded force over its
+    limit, from the push on), ``landing_peak_force_over_mg`` (largest total normal force after
+    touchdown over m·g); ``jump_completed``: the behaviour reached ``done``.
+    """
+    from kangaroo_wbc.control.locomotion import Jump
+
+    behaviour = run.control.supervisor.behaviour
+    log = run.log
+    plan = log.array("plan")
+    if plan.size == 0 or not isinstance(behaviour, Jump):
+        return {}
+    t_all = log.array("t")
+    rows = log.array("behaviour") > 0.5
+    t, plan = t_all[rows], plan.reshape(-1, len(Jump.TRACE))
+    phase = plan[:, 0].astype(int)
+    push = int(np.argmax(phase >= Jump.PHASES.index("push"))) if np.any(phase >= Jump.PHASES.index("push")) else None
+    if push is None:
+        return {"jump_completed": False}
+    q = log.array("q_true").reshape(t_all.size, -1)[rows]
+    airborne = ~np.any(log.array("contact_true").reshape(t_all.size, -1)[rows] > 0.5, axis=1)
+    airborne[:push] = False
+    dt = float(np.median(np.diff(t))) if t.size > 1 else run.dt
+    longest, run_len, liftoff = 0, 0, None
+    for i, a in enumerate(airborne):
+        run_len = run_len + 1 if a else 0
+        if a and liftoff is None:
+            liftoff = i
+        longest = max(longest, run_len)
+    clm = run.clm
+    theta = q[:, clm.idx_q_a]
+    ankles = [i for i, n in enumerate(clm.actuated_joint_names) if "ankle" in n]
+    end = liftoff if liftoff is not None else int(np.argmax(phase > Jump.PHASES.index("push")))
+    stroke = (float(np.max(np.abs(theta[push:end + 1, ankles] - theta[push, ankles]))) if ankles and end > push
+              else None)
+    tau = log.array("tau").reshape(t_all.size, -1)[rows][push:]
+    limit = np.asarray(run.wbc.limits.force_max, dtype=float)
+    fz = log.array("fz_true").reshape(t_all.size, -1)[rows].sum(axis=1)
+    after = (liftoff + longest) if liftoff is not None else push
+    return {"jump_completed": bool(phase[-1] == Jump.PHASES.index("done")),
+            "flight_time_s": round(longest * dt, 4),
+            "apex_height_gain_m": float(np.max(q[push:, 2]) - q[0, 2]),
+            "takeoff_ankle_stroke_change_m": stroke,
+            "peak_actuator_force_ratio": float(np.max(np.abs(tau) / limit)) if tau.size else None,
+            "landing_peak_force_over_mg": float(np.max(fz[after:]) / (run.clm.mass_kg * 9.81))
+            if after < fz.size else None}
 
 
 def _footstep_errors(run, behaviour, t: np.ndarray, q: np.ndarray) -> dict:
