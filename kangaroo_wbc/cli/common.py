@@ -194,9 +194,10 @@ def output_file(text: str) -> Path:
 #: (``kangaroo_wbc.control.behaviours.BEHAVIOURS``, the ``behaviour`` parameter of the
 #: ``whole_body_controller`` node). ``push`` also pushes the pelvis (one-process loop only).
 BEHAVIOURS = {"stand": "stand", "squat": "squat", "sway": "sway", "single_support": "weight_shift",
-              "push": "push_recovery", "walk": "walk"}
+              "push": "push_recovery", "walk": "walk", "jump": "jump"}
 BEHAVIOURS_HELP = ("stand, squat, sway, single_support (the controller's weight_shift), push (the "
-                   "controller's push_recovery, plus a lateral push of the pelvis), walk (at --cmd-vel)")
+                   "controller's push_recovery, plus a lateral push of the pelvis), walk (at --cmd-vel), "
+                   "jump (in place, then stand)")
 
 
 def behaviour(text: str) -> str:

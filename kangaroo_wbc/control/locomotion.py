@@ -219,6 +219,11 @@ class Walk(Behaviour):
         return list(self._steps)
 
     @property
+    def soles(self) -> dict[str, Footstep]:
+        """Where each sole stands (a swinging sole: where it lifted off)."""
+        return dict(self._feet)
+
+    @property
     def zmp_reference(self) -> np.ndarray:
         """The ZMP reference (x, y) [m] of the last tick."""
         return self._zmp.copy()

@@ -41,7 +41,13 @@ REJECTED = [
     (["demo", "--processes", "composed", "--behaviour", "push"], "--behaviour push"),
     (["demo", "--behaviour", "weight_shift"], "single_support"),
     (["demo", "--behaviour", "push_recovery"], "'push'"),
-    (["demo", "--behaviour", "walk"], "--behaviour"),
+    (["demo", "--behaviour", "run"], "--behaviour"),
+    (["demo", "--behaviour", "walk", "--cmd-vel", "0.3,0"], "--cmd-vel"),
+    (["demo", "--behaviour", "walk", "--cmd-vel", "nan,0,0"], "--cmd-vel"),
+    (["demo", "--behaviour", "stand", "--cmd-vel", "0.1,0,0"], "--cmd-vel"),
+    (["demo", "--behaviour", "walk", "--push", "40N"], "--push"),
+    (["demo", "--behaviour", "walk", "--push", "5000N@1s"], "--push"),
+    (["demo", "--processes", "separate", "--behaviour", "walk", "--push", "40N@1s"], "--push"),
     (["demo", "--out", "{file}"], "--out"),
     (["demo", "--out", "{file}/report"], "--out"),
     (["demo", "--out", "{full}"], "--out"),
@@ -120,6 +126,10 @@ def test_rejected_argument_with_json_ends_stdout_with_an_error_object(args, work
     (common.positive_int, {"1": 1, "40": 40}, ["0", "-3", "1.5", "x"]),
     (common.non_negative_int, {"0": 0, "7": 7}, ["-1", "2.0"]),
     (common.seed, {"0": 0, str(common.SEED_MAX): common.SEED_MAX}, ["-1", str(common.SEED_MAX + 1)]),
+    (common.velocity_command, {"0.3,0,0": (0.3, 0.0, 0.0), "-0.1,0.2,-0.5": (-0.1, 0.2, -0.5)},
+     ["0.3", "0.3,0", "0.3,0,0,0", "a,b,c", "inf,0,0", ""]),
+    (common.push_spec, {"40N@5s": (40.0, 5.0), "-40@5.5": (-40.0, 5.5), " 12.5 N @ 0 s ": (12.5, 0.0)},
+     ["40N", "@5s", "40N@-1s", "1001N@1s", "40N@x"]),
 ])
 def test_argument_types_accept_their_range_only(parse, good, bad):
     """Unit: every shared type returns the value in range and raises ArgumentTypeError outside."""

@@ -190,3 +190,31 @@ def test_a_planned_touchdown_is_not_vetoed_by_the_unloaded_sole_at_once(standing
     assert sv.last_references.active_contacts == ("left",)
     sv.tick(0.2 + TOUCHDOWN_GRACE_S, q, v, measured_contacts=["left", "right"])
     assert set(sv.last_references.active_contacts) == {"left", "right"}
+
+
+def test_velocity_command_reaches_the_walk_and_stops_it_when_stale(standing):
+    clm, q, v = standing
+    c = _control(clm, ready_ticks=1, behaviour_delay_s=0.0, cmd_vel_timeout_s=0.2)
+    c.select("walk", cmd_vel=(0.1, 0.0, 0.0))
+    c.step(0.0, q, v, 0.0)  # ready
+    c.step(DT, q, v, 0.0)  # the walk starts with its own command
+    walk = c.supervisor.behaviour
+    assert walk.name == "walk"
+    with pytest.raises(InputError, match="finite"):
+        c.set_velocity_command(float("inf"), 0.0, 0.0, 0.0)
+    c.set_velocity_command(0.3, 0.0, 0.2, 2 * DT)
+    c.drain_events()
+    for k in range(2, 100):
+        c.step(k * DT, q, v, 0.0)
+    # the topic's command (0.3, 0, 0.2), not the walk's own (0.1, 0, 0), at the gait's acceleration limits
+    assert walk.velocity_command == pytest.approx([0.5 * 0.098, 0.0, 1.0 * 0.098], abs=2e-3)
+    values = c.statuses()[0].values
+    assert values["cmd_vel_source"] == "topic" and values["cmd_vel_stale"] is False
+    for k in range(100, 1300):  # no new cmd_vel: after 0.2 s the walk is told to stop
+        c.step(k * DT, q, v, 0.0)
+    assert np.all(walk.velocity_command == 0.0)
+    events = c.drain_events()
+    assert [e.level for e in events if e.key == "cmd_vel"] == [Level.WARN]
+    c.set_velocity_command(0.2, 0.0, 0.0, 1.3)
+    c.step(1.3, q, v, 0.0)
+    assert [e.level for e in c.drain_events() if e.key == "cmd_vel"] == [Level.OK]
