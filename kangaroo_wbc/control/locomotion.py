@@ -219,6 +219,18 @@ class Walk(Behaviour):
         return list(self._steps)
 
     @property
+    def plan_count(self) -> int:
+        """How many plans were made (one per phase change): a new count means new footsteps."""
+        return self._plans
+
+    def footstep_boxes(self) -> list[tuple[Footstep, float, bool]]:
+        """For display: ``(footstep, floor height [m], planned)`` of the soles standing (``planned``
+        False; a swinging sole where it will land) and of the planned footsteps."""
+        z = self._floor_z
+        standing = [(f, z, False) for n, f in self._feet.items() if self._swing_to is None or n != self._swing_to.side]
+        return standing + [(f, z, True) for f in self._steps]
+
+    @property
     def soles(self) -> dict[str, Footstep]:
         """Where each sole stands (a swinging sole: where it lifted off)."""
         return dict(self._feet)
@@ -266,6 +278,7 @@ class Walk(Behaviour):
         self._swing_to: Footstep | None = None
         self._steps: list[Footstep] = []
         self._tau = 0.0
+        self._plans = 0
         #: each touchdown: (time since the start [s], its footstep, the step adjustment [m])
         self.touchdowns: list[tuple[float, Footstep, float]] = []
         self._plan(0.0)
@@ -363,6 +376,7 @@ class Walk(Behaviour):
     def _plan(self, tau: float) -> None:
         """ZMP knots from ``tau`` over the preview, and the DCM on a grid (module docstring)."""
         g = self.gait
+        self._plans += 1
         kt, kr = [tau], [self._zmp.copy()]
         if self._phase == "stand":
             kt.append(tau + g.double_support_s)
@@ -614,7 +628,23 @@ class Jump(Behaviour):
                              base_rotation=self.state.base_rotation, foot_poses=feet, stroke_horizon_s=horizon)
 
 
+def footstep_markers(boxes: list, contacts) -> list[tuple[np.ndarray, tuple, tuple]]:
+    """Display boxes of :meth:`Walk.footstep_boxes` (``/wbc/footsteps`` markers): ``(x y z qx qy qz qw,
+    rgba, size xyz)`` each, as large as the sole's corners span (``contacts``: the controller's
+    :class:`~kangaroo_wbc.control.contacts.ContactSpec`); soles standing grey, planned footsteps blue
+    (a left sole) or red, half transparent."""
+    size = {c.name: np.ptp(c.corners, axis=0) for c in contacts}
+    out = []
+    for step, z, planned in boxes:
+        lx, ly, _ = size.get(step.side, (0.2, 0.1, 0.0))
+        q = (0.0, 0.0, np.sin(step.yaw / 2), np.cos(step.yaw / 2))
+        colour = ((0.1, 0.3, 0.9, 0.6) if "left" in step.side else (0.9, 0.2, 0.1, 0.6)) if planned else (
+            0.5, 0.5, 0.5, 0.8)
+        out.append((np.array([step.x, step.y, z + 0.005, *q]), colour, (lx, ly, 0.01)))
+    return out
+
+
 BEHAVIOURS.update(walk=Walk, jump=Jump)
 
-__all__ = ["GaitSettings", "Footstep", "Walk", "Jump", "next_footstep", "dcm_plan", "quintic", "yaw_rotation",
-           "yaw_of"]
+__all__ = ["GaitSettings", "Footstep", "Walk", "Jump", "footstep_markers", "next_footstep", "dcm_plan", "quintic",
+           "yaw_rotation", "yaw_of"]

@@ -43,14 +43,20 @@ from geometry_msgs.msg import PointStamped, PoseStamped, Twist, WrenchStamped  #
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.clock import Clock, ClockType  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import Bool, Float64MultiArray, MultiArrayDimension  # noqa: E402
+from std_msgs.msg import (  # noqa: E402
+    Bool,
+    Float64MultiArray,
+    Header,  # noqa: E402
+    MultiArrayDimension,
+)
 from std_srvs.srv import Trigger  # noqa: E402
+from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
 from kangaroo_wbc.components.control import ControlSettings, WholeBodyControl  # noqa: E402
 from kangaroo_wbc.components.samples import ActuatorCommand  # noqa: E402
 from kangaroo_wbc.control.behaviours import BEHAVIOURS  # noqa: E402
 from kangaroo_wbc.control.contacts import ContactSpec  # noqa: E402
-from kangaroo_wbc.control.locomotion import GaitSettings  # noqa: E402
+from kangaroo_wbc.control.locomotion import GaitSettings, footstep_markers  # noqa: E402
 from kangaroo_wbc.control.qp_solvers import SOLVERS  # noqa: E402
 from kangaroo_wbc.control.reduced_wbc import ReducedWholeBodyController  # noqa: E402
 from kangaroo_wbc.control.supervisor import SafetySettings, WbcSupervisor  # noqa: E402
@@ -355,6 +361,8 @@ class WholeBodyControllerNode(KangarooNode):
         )
         self._pub_timing = pub(Float64MultiArray, "wbc/timing", qos.VISUALIZATION)
         self._pub_com = pub(PointStamped, "wbc/com_target", qos.VISUALIZATION)
+        self._pub_footsteps = pub(MarkerArray, "wbc/footsteps", qos.VISUALIZATION)
+        self._footstep_plan = 0  # the walk's plan count of the last footsteps published
         self._w_com = point_stamped_writer(p.odom_frame)
         self._pub_ready = pub(Bool, "wbc/ready", qos.LATCHED)
         self._publish_ready(False)
@@ -672,6 +680,26 @@ class WholeBodyControllerNode(KangarooNode):
         ref = self.component.supervisor.last_references
         if cmd.mode == "control" and ref is not None and ref.com_position is not None:
             self._pub_com.publish(self._w_com.write(stamp_s, point=ref.com_position))
+        self._publish_footsteps(stamp_s)
+
+    def _publish_footsteps(self, stamp_s: float) -> None:
+        """``wbc/footsteps``: a walk's soles and planned footsteps (boxes in the odometry frame), at
+        each new plan (:meth:`~kangaroo_wbc.control.locomotion.Walk.footstep_boxes`)."""
+        walk = self.component.supervisor.behaviour
+        if not hasattr(walk, "footstep_boxes") or walk.plan_count == self._footstep_plan:
+            return
+        self._footstep_plan = walk.plan_count
+        header = Header(stamp=seconds_to_time_msg(stamp_s), frame_id=self.params.odom_frame)
+        markers = [Marker(header=header, ns="footsteps", id=0, action=Marker.DELETEALL)]
+        for i, (spec, colour, size) in enumerate(footstep_markers(walk.footstep_boxes(), self.contacts), start=1):
+            m = Marker(header=header, ns="footsteps", id=i, type=Marker.CUBE, action=Marker.ADD)
+            m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(x) for x in spec[:3])
+            o = m.pose.orientation
+            o.x, o.y, o.z, o.w = (float(x) for x in spec[3:7])
+            m.scale.x, m.scale.y, m.scale.z = (float(x) for x in size)
+            m.color.r, m.color.g, m.color.b, m.color.a = colour
+            markers.append(m)
+        self._pub_footsteps.publish(MarkerArray(markers=markers))
 
     # ------------------------------------------------------------------ diagnostics / shutdown
     def diagnostic_statuses(self) -> list:

@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
+from kangaroo_wbc.control.locomotion import footstep_markers
 from kangaroo_wbc.model.link_poses import LinkPoses
 
 #: default rate of ``/tf`` [Hz] (simulated time)
@@ -118,10 +119,13 @@ class RunTopics:
         cols, statuses = self.columns, list(getattr(self.run, "status_log", []))
         t = cols.get("t", np.zeros(0))
         last_tf: float | None = None
+        footsteps = list(getattr(self.run, "footstep_log", []))
         for k in range(0, len(t), self.decimation):
             tk = float(t[k])
             while statuses and statuses[0][0] <= tk:
                 yield self.diagnostics(*statuses.pop(0))
+            while footsteps and footsteps[0][0] <= tk:
+                yield self.footsteps(*footsteps.pop(0))
             if last_tf is None or not last_tf <= tk < last_tf + self.tf_period_s - 1e-9:
                 last_tf = tk
                 yield from self.tf(k, tk)
@@ -182,6 +186,31 @@ class RunTopics:
                                   ("com_ref", "/wbc/com_target", True), ("com_true", "/sim/ground_truth/com", True)):
             if key in cols and shown and np.all(np.isfinite(cols[key][k])):
                 yield self._point(topic, stamp_ns, cols[key][k])
+
+    def footsteps(self, t: float, boxes: list) -> BagMessage:
+        """``/wbc/footsteps``: a walk's soles on the floor and its planned footsteps as boxes in
+        ``odom`` (:meth:`~kangaroo_wbc.control.locomotion.Walk.footstep_boxes`), as the node
+        publishes them at each new plan."""
+        T, stamp_ns = self.T, self.stamp_ns(t)
+        header = self._header(stamp_ns, "odom")
+
+        def marker(i, action, spec=np.r_[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0], colour=(0.0,) * 4, scale=(0.0,) * 3):
+            pose = T["geometry_msgs/msg/Pose"](position=self._vector(spec[:3], "Point"),
+                                               orientation=self._quaternion(spec[3:7]))
+            return T["visualization_msgs/msg/Marker"](
+                header=header, ns="footsteps", id=i, type=1, action=action, pose=pose, scale=self._vector(scale),
+                color=T["std_msgs/msg/ColorRGBA"](*colour), lifetime=T["builtin_interfaces/msg/Duration"](0, 0),
+                frame_locked=False, points=[], colors=[], texture_resource="",
+                texture=T["sensor_msgs/msg/CompressedImage"](self._header(stamp_ns, ""), "", np.zeros(0, np.uint8)),
+                uv_coordinates=[], text="", mesh_resource="",
+                mesh_file=T["visualization_msgs/msg/MeshFile"]("", np.zeros(0, np.uint8)),
+                mesh_use_embedded_materials=False)
+
+        markers = [marker(0, 3)]  # DELETEALL, then the boxes (ADD)
+        for i, (spec, colour, scale) in enumerate(footstep_markers(boxes, self.run.wbc.contacts), start=1):
+            markers.append(marker(i, 0, spec, colour, scale))
+        return BagMessage("/wbc/footsteps", "visualization_msgs/msg/MarkerArray", stamp_ns,
+                          T["visualization_msgs/msg/MarkerArray"](markers=markers))
 
     def diagnostics(self, t: float, by_node: dict) -> BagMessage:
         """``/diagnostics``: the components' statuses named ``"<node>: <check>"`` as the nodes name them."""

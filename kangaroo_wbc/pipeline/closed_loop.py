@@ -184,6 +184,11 @@ class ClosedLoopRun:
         self.wall_start_epoch_s: float | None = None
         #: the components' diagnostics each simulated second: (t [s], {node name: [Status]}) (for the bag)
         self.status_log: list[tuple[float, dict]] = []
+        #: a walk's footsteps at each new plan: (t [s], [(footstep, floor z, planned)]) (the bag's markers)
+        self.footstep_log: list[tuple[float, list]] = []
+        self._plan_count = 0
+        #: the width of the behaviour's plan trace (Walk.TRACE, Jump.TRACE; 0: none)
+        self._trace_width = len(getattr(BEHAVIOURS[behaviour], "TRACE", ()))
         self._worker: _StepWorker | None = None
         self._pending: ActuatorCommand | None = None  # pipelined: the command of the next step
         self._ready_sent = False
@@ -377,8 +382,11 @@ class ClosedLoopRun:
         truth_in_sole = [np.r_[gt.contacts[s].force_in_sole, gt.contacts[s].torque_in_sole] for s in self.soles]
         no_imu = np.full(3, np.nan)
         behaviour = self.control.supervisor.behaviour
-        if hasattr(behaviour, "trace"):  # a walk or a jump: its plan and phase
-            self.log.add(plan=behaviour.trace())
+        if self._trace_width:  # a walk or a jump: its plan and phase (NaN before it starts)
+            self.log.add(plan=behaviour.trace() if hasattr(behaviour, "trace") else np.full(self._trace_width, np.nan))
+        if hasattr(behaviour, "footstep_boxes") and behaviour.plan_count != self._plan_count:
+            self._plan_count = behaviour.plan_count
+            self.footstep_log.append((t, behaviour.footstep_boxes()))
         q, v = est.q, est.v
         self.log.add(t=t, com_true=dt_.com[0].copy(), com_est=self.wbc.pm.com.copy(),
                      com_ref=self.wbc.com_task.position.copy(), base_true=q_true[:3].copy(), base_est=q[:3].copy(),

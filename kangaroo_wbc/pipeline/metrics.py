@@ -97,7 +97,7 @@ def walking(run) -> dict:
 
     t_all = log.array("t")
     rows = log.array("behaviour") > 0.5
-    t, walk = t_all[rows], walk.reshape(-1, len(Walk.TRACE))
+    t, walk = t_all[rows], walk.reshape(t_all.size, len(Walk.TRACE))[rows]
     q = log.array("q_true").reshape(t_all.size, -1)[rows]
     f = {name: walk[:, i] for i, name in enumerate(Walk.TRACE)}
     moving = f["phase"] > 0
@@ -158,7 +158,7 @@ def jumping(run) -> dict:
         return {}
     t_all = log.array("t")
     rows = log.array("behaviour") > 0.5
-    t, plan = t_all[rows], plan.reshape(-1, len(Jump.TRACE))
+    t, plan = t_all[rows], plan.reshape(t_all.size, len(Jump.TRACE))[rows]
     phase = plan[:, 0].astype(int)
     push = int(np.argmax(phase >= Jump.PHASES.index("push"))) if np.any(phase >= Jump.PHASES.index("push")) else None
     if push is None:

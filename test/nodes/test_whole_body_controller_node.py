@@ -110,3 +110,62 @@ def _raw_joint_state(clm, position, stamp) -> JointState:
     msg.position = [float(x) for x in position]
     msg.velocity = [0.0] * len(position)
     return msg
+
+
+def _values(status) -> dict[str, str]:
+    return {kv.key: kv.value for kv in status.values}
+
+
+def test_walk_takes_cmd_vel_publishes_footsteps_and_stops_when_it_goes_stale(ros_harness):
+    """The controller walks at cmd_vel (geometry_msgs/Twist): the command reaches the walk, the plan's
+    footsteps come out as markers, and a silent cmd_vel stops the walk with a WARN."""
+    from geometry_msgs.msg import Twist
+    from visualization_msgs.msg import MarkerArray
+
+    from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo, standing_configuration
+
+    clm = load_kangaroo()
+    q = standing_configuration(clm)
+    m = clm.model
+    pos = np.array([q[m.joints[m.getJointId(n)].idx_q] for n in clm.joint_names])
+    node = ros_harness.start_node("whole_body_controller", params={
+        "use_measured_contacts": False, "max_state_age_s": 0.5, "behaviour": "walk", "behaviour_delay_s": 0.0,
+        "cmd_vel_timeout_s": 2.0})
+    ros_harness.wait_for_subscribers("joint_states", timeout_s=60.0)
+    footsteps = ros_harness.probe.recorder("/wbc/footsteps", MarkerArray)
+    state = {"run": True, "cmd": True}
+
+    def stream():  # the estimator's role (the robot standing still) and a teleop, as fast as they go
+        while state["run"]:
+            stamp = seconds_to_time_msg(time.time())
+            ros_harness.publish("estimation/base_odometry", arrays_to_odometry_msg(
+                q[:3], q[3:7], np.zeros(3), np.zeros(3), frame_id="odom", child_frame_id="base_link", stamp=stamp),
+                qos.SENSOR_STATE)
+            ros_harness.publish("joint_states", _raw_joint_state(clm, pos, stamp), qos.SENSOR_STATE)
+            if state["cmd"]:
+                twist = Twist()
+                twist.linear.x, twist.angular.z = 0.2, 0.1
+                ros_harness.publish("cmd_vel", twist)
+            time.sleep(DT)
+
+    thread = threading.Thread(target=stream, daemon=True)
+    thread.start()
+    try:
+        walking = ros_harness.wait_for_message(
+            "/diagnostics", DiagnosticArray, timeout_s=60.0,
+            predicate=lambda d: (s := _wbc_status(d)) is not None and _values(s).get("cmd_vel_source") == "topic"
+            and "0.1" in _values(s).get("cmd_vel", ""))
+        assert "walk" in _wbc_status(walking).message
+        markers = ros_harness.wait_for_message("/wbc/footsteps", MarkerArray, include_earlier=True, timeout_s=30.0)
+        assert markers.markers[0].action == markers.markers[0].DELETEALL
+        assert all(b.type == b.CUBE and b.header.frame_id == "odom" for b in markers.markers[1:])
+        state["cmd"] = False  # the teleop stops: the walk is told to stop, with a WARN
+        stale = ros_harness.wait_for_message(
+            "/diagnostics", DiagnosticArray, timeout_s=30.0,
+            predicate=lambda d: (s := _wbc_status(d)) is not None and _values(s).get("cmd_vel_stale") == "true")
+        assert _values(_wbc_status(stale))["cmd_vel_source"] == "topic"
+        assert len(footsteps.items) >= 1
+    finally:
+        state["run"] = False
+        thread.join(timeout=5.0)
+    assert ros_harness.stop(node) == 0

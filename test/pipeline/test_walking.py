@@ -40,8 +40,22 @@ def test_walk_plan_is_logged_for_the_report(walk_run):
 
     run, _ = walk_run
     plan = run.log.array("plan").reshape(-1, len(Walk.TRACE))
-    phases = set(plan[:, Walk.TRACE.index("phase")].astype(int))
+    assert plan.shape[0] == run.log.array("t").size  # one row a tick (NaN before the walk starts)
+    phase = plan[:, Walk.TRACE.index("phase")]
+    phases = set(phase[np.isfinite(phase)].astype(int))
     assert phases == {1, 2}  # double and single support (a non-zero command walks from the first tick)
+    # the bag carries the footsteps as markers, one array per new plan
+    from rosbags.typesys import Stores, get_typestore
+
+    from kangaroo_wbc.pipeline.bag_messages import RunTopics
+
+    markers = [m for m in RunTopics(run, get_typestore(Stores.ROS2_KILTED), decimation=10).messages()
+               if m.topic == "/wbc/footsteps"]
+    assert len(markers) == len(run.footstep_log) >= 10
+    boxes = markers[-1].message.markers
+    assert boxes[0].action == 3 and all(b.action == 0 and b.type == 1 for b in boxes[1:])
+    # the soles standing and the planned footsteps: 2 + 3 in double support, 1 + (landing + 3) in single
+    assert len(boxes) == 1 + 2 + run.control.supervisor.behaviour.gait.preview_steps
 
 
 @pytest.mark.slow
