@@ -3,6 +3,8 @@
     ros2 launch kangaroo_wbc kangaroo_wbc.launch.py                        # MuJoCo sim, 4 processes
     ros2 launch kangaroo_wbc kangaroo_wbc.launch.py deployment:=composed behaviour:=sway rviz:=true
     ros2 launch kangaroo_wbc kangaroo_wbc.launch.py backend:=hardware namespace:=kangaroo
+    ros2 launch kangaroo_wbc kangaroo_wbc.launch.py behaviour:=walk     # then drive it on cmd_vel
+    ros2 launch kangaroo_wbc kangaroo_wbc.launch.py behaviour:=walk cmd_vel:=0.2,0.0,0.0
 
 Arguments:
     backend       sim (the MuJoCo simulator node ``sim``), gazebo (``gazebo.launch.py``, untested;
@@ -15,8 +17,11 @@ Arguments:
                   the same nodes with the same names and all four parameter files).
     sim_mode      realtime (the simulator paces itself to the wall clock) or lockstep (one step per
                   ``actuators/command``; parameter ``lockstep`` of ``sim``).
-    behaviour     stand, squat, sway, weight_shift or push_recovery (parameter ``behaviour`` of
-                  ``whole_body_controller``; switchable at run time).
+    behaviour     stand, squat, sway, weight_shift, push_recovery, walk or jump (parameter
+                  ``behaviour`` of ``whole_body_controller``; switchable at run time).
+    cmd_vel       vx,vy,wz [m/s, m/s, rad/s]: the walk's command until the ``cmd_vel`` topic
+                  (geometry_msgs/Twist, e.g. from teleop_twist_keyboard) gives one (default empty:
+                  the parameter file's, zero).
     rviz          true/false (default false): start RViz with ``config/kangaroo.rviz``.
     namespace     pushed onto every node (topics are relative; ``/tf``, ``/clock`` and
                   ``/diagnostics`` stay global).
@@ -56,7 +61,7 @@ PACKAGE = 'kangaroo_wbc'
 BACKENDS = ['sim', 'gazebo', 'hardware']
 DEPLOYMENTS = ['separate', 'composed']
 SIM_MODES = ['realtime', 'lockstep']
-BEHAVIOURS = ['stand', 'squat', 'sway', 'weight_shift', 'push_recovery']
+BEHAVIOURS = ['stand', 'squat', 'sway', 'weight_shift', 'push_recovery', 'walk', 'jump']
 BOOLEANS = ['true', 'false']
 #: kangaroo_wbc node executables (setup.py) started for every backend, after the backend itself.
 PIPELINE = ['state_estimator', 'contact_wrench_estimator', 'whole_body_controller']
@@ -76,12 +81,23 @@ def package_share(name):
         return None
 
 
-def node_overrides(sim_mode, behaviour):
+def parse_cmd_vel(text):
+    """``vx,vy,wz`` → three floats; a malformed value stops the launch before anything starts."""
+    try:
+        values = [float(x) for x in text.split(',')]
+    except ValueError:
+        values = []
+    if len(values) != 3 or not all(v == v and abs(v) != float('inf') for v in values):
+        raise RuntimeError(f'cmd_vel:={text!r}: expected vx,vy,wz (three finite numbers); nothing was started')
+    return values
+
+
+def node_overrides(sim_mode, behaviour, cmd_vel=''):
     """Launch-argument parameters, per node: ``{node name: {parameter: value}}``."""
-    return {
-        'sim': {'lockstep': sim_mode == 'lockstep'},
-        'whole_body_controller': {'behaviour': behaviour},
-    }
+    controller = {'behaviour': behaviour}
+    if cmd_vel:
+        controller['cmd_vel'] = parse_cmd_vel(cmd_vel)
+    return {'sim': {'lockstep': sim_mode == 'lockstep'}, 'whole_body_controller': controller}
 
 
 def overrides_file(overrides):
@@ -149,7 +165,7 @@ def robot_model_nodes(share, backend, hosted):
 def launch_stack(context):
     """Every action of the stack, built once the arguments are known and the packages checked."""
     value = {name: LaunchConfiguration(name).perform(context)
-             for name in ('backend', 'deployment', 'sim_mode', 'behaviour', 'rviz', 'namespace',
+             for name in ('backend', 'deployment', 'sim_mode', 'behaviour', 'cmd_vel', 'rviz', 'namespace',
                           'use_sim_time')}
     backend, deployment = value['backend'], value['deployment']
     share = package_share(PACKAGE)
@@ -162,7 +178,7 @@ def launch_stack(context):
             raise RuntimeError(f'backend gazebo needs {", ".join(missing)} (not installed); '
                                'nothing was started')
     config = {name: f'{share}/config/{name}.yaml' for name in ['sim', *PIPELINE]}
-    overrides = node_overrides(value['sim_mode'], value['behaviour'])
+    overrides = node_overrides(value['sim_mode'], value['behaviour'], value['cmd_vel'])
     actions = []
 
     composed = deployment == 'composed'
@@ -222,6 +238,10 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'behaviour', default_value='stand', choices=BEHAVIOURS,
             description='Initial behaviour of the whole-body controller'),
+        DeclareLaunchArgument(
+            'cmd_vel', default_value='',
+            description='walk: vx,vy,wz [m/s, m/s, rad/s] until the cmd_vel topic gives a command '
+                        '(empty: the parameter file\'s)'),
         DeclareLaunchArgument(
             'rviz', default_value='false', choices=BOOLEANS,
             description='Start RViz with config/kangaroo.rviz (skipped if rviz2 is missing)'),

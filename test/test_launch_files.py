@@ -37,7 +37,8 @@ GAZEBO = LAUNCH / "gazebo.launch.py"
 RVIZ = REPO / "config" / "kangaroo.rviz"
 PACKAGE = "kangaroo_wbc"
 
-STACK_ARGUMENTS = {"backend", "deployment", "sim_mode", "behaviour", "rviz", "namespace", "use_sim_time"}
+STACK_ARGUMENTS = {"backend", "deployment", "sim_mode", "behaviour", "cmd_vel", "rviz", "namespace",
+                   "use_sim_time"}
 #: Node executables of the stack's core (a core process exiting shuts the launch down).
 CORE = {"sim", "state_estimator", "contact_wrench_estimator", "whole_body_controller"}
 GAZEBO_ARGUMENTS = {"world", "spawn_z"}
@@ -119,6 +120,7 @@ def test_stack_arguments() -> None:
     assert args["sim_mode"]["choices"] == ["realtime", "lockstep"]
     assert args["sim_mode"]["default_value"] == "realtime"
     assert args["behaviour"]["default_value"] == "stand"
+    assert args["cmd_vel"]["default_value"] == ""
     assert args["rviz"]["choices"] == ["true", "false"]
     assert args["rviz"]["default_value"] == "false"
     assert args["namespace"]["default_value"] == ""
@@ -196,7 +198,8 @@ def test_rviz_config_shows_the_contract() -> None:
     assert "rviz_default_plugins/TF" in by_class
     wrenches = {d["Topic"]["Value"] for d in by_class["rviz_default_plugins/Wrench"]}
     assert wrenches == {"contact/left_sole/wrench", "contact/right_sole/wrench"}
-    assert by_class["rviz_default_plugins/MarkerArray"][0]["Topic"]["Value"] == "contact/markers"
+    assert [d["Topic"]["Value"] for d in by_class["rviz_default_plugins/MarkerArray"]] == ["contact/markers",
+                                                                                          "wbc/footsteps"]
     assert by_class["rviz_default_plugins/PointStamped"][0]["Topic"]["Value"] == "zmp"
     # relative names only, so that a launch namespace applies
     assert all(not d["Topic"]["Value"].startswith("/") for d in displays if "Topic" in d)
@@ -308,6 +311,10 @@ def _files(started: Started) -> list[str]:
 def test_separate_deployment(launch_env, backend) -> None:
     started = _evaluate_stack({"backend": backend, "namespace": "kangaroo", "behaviour": "sway",
                                "sim_mode": "lockstep"})
+    walking = _evaluate_stack({"backend": backend, "behaviour": "walk", "cmd_vel": "0.3,0,0.1"})
+    wbc = next(s for s in _ours(walking) if s.executable == "whole_body_controller")
+    assert {k: v for p in wbc.parameters if isinstance(p, dict) for k, v in p.items()} == {
+        "behaviour": "walk", "cmd_vel": (0.3, 0.0, 0.1)}  # launch_ros turns lists into tuples
     core = [s for s in _ours(started) if s.executable in CORE]
     expected = (CORE if backend == "sim" else CORE - {"sim"})
     assert sorted(s.executable for s in core) == sorted(expected)

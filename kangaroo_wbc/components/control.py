@@ -240,6 +240,9 @@ class WholeBodyControl(Component):
         return cmd
 
     def _after(self, cmd: Command, now_s: float | None) -> None:
+        if cmd.mode == "hold":  # a QP failure right after control: the last command again
+            self.event(Level.WARN, "hold", f"last command held: {cmd.reason}")
+            return
         if cmd.mode == "control":
             self._good_ticks += 1
             if not self.ready and self._good_ticks >= self.settings.ready_ticks:

@@ -77,6 +77,11 @@ class Behaviour(ABC):
     name: str = "behaviour"
     state: BehaviourState | None = field(default=None, init=False, repr=False)
     t0: float = field(default=0.0, init=False)
+    #: whether sensing may drop a contact of the plan (a sole measured unloaded; the supervisor's
+    #: measured contacts). A gait plans every contact change itself: a sole it unloads before a
+    #: lift-off is still on the ground, and dropping it early on a lagging force estimate made the
+    #: walk fall in the real-time node graph.
+    measured_contact_veto = True
 
     def start(self, t: float, state: BehaviourState) -> None:
         """Start at time ``t`` [s] from ``state``."""

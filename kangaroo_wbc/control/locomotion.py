@@ -165,6 +165,7 @@ class Walk(Behaviour):
     """
 
     name: str = "walk"
+    measured_contact_veto = False  # the gait plans its contacts (Behaviour.measured_contact_veto)
     cmd_vel: tuple[float, float, float] = (0.0, 0.0, 0.0)
     gait: GaitSettings = field(default_factory=GaitSettings)
 
@@ -511,6 +512,7 @@ class Jump(Behaviour):
     """
 
     name: str = "jump"
+    measured_contact_veto = False  # the jump plans its contacts (Behaviour.measured_contact_veto)
     crouch_m: float = 0.08
     crouch_s: float = 1.0
     hold_s: float = 0.3

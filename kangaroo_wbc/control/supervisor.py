@@ -56,6 +56,10 @@ class SafetySettings:
         damping_n_s_per_m: damping ``d`` of the fallback [N·s/m].
         max_tilt_rad: base tilt (angle between base z and world z) that latches the safe mode [rad].
         stroke_margin_m: actuator beyond its stroke limit by more than this latches the safe mode [m].
+        qp_failure_hold_s: a QP failure within this long [s] of the last control command repeats that
+            command (mode ``hold``, as an actuator holds its last command) instead of the fallback:
+            an isolated failure at a hard contact switch, with the state a few milliseconds old in the
+            real-time node graph, then costs no damping tick under the robot's weight (0: never).
     """
 
     max_state_age_s: float = 0.05
@@ -63,8 +67,11 @@ class SafetySettings:
     damping_n_s_per_m: float = 200.0
     max_tilt_rad: float = 0.7
     stroke_margin_m: float = 0.005
+    qp_failure_hold_s: float = 0.02
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.qp_failure_hold_s <= 0.1:
+            raise InputError(f"qp_failure_hold_s must lie in [0, 0.1] s, got {self.qp_failure_hold_s}")
         if self.fallback not in ("damp", "zero"):
             raise InputError(f"fallback must be 'damp' or 'zero', got {self.fallback!r}")
 
@@ -122,6 +129,7 @@ class WbcSupervisor:
         self._latched = ""
         self.stats = SupervisorStats()
         self.last: Command | None = None
+        self._last_control: tuple[float, np.ndarray] | None = None  # (t [s], forces) of the last control tick
         #: the references given to the controller at the last control tick (replayed by benchmarks)
         self.last_references = None
         #: external references are bounded and rate-limited here (its ``bounded``: this tick's)
@@ -203,9 +211,12 @@ class WbcSupervisor:
         except NoSolutionFound as exc:
             self.stats.qp_failures += 1
             status = str(getattr(exc.result, "status", ""))
-            return self._safe(
-                v, f"{'QP infeasible' if 'infeasible' in status else 'QP solver failed'}: {exc}"
-            )
+            reason = f"{'QP infeasible' if 'infeasible' in status else 'QP solver failed'}: {exc}"
+            last = self._last_control
+            if last is not None and t - last[0] <= self.safety.qp_failure_hold_s:
+                self.last = Command(tau_a=last[1].copy(), mode="hold", reason=reason)
+                return self.last
+            return self._safe(v, reason)
         except ModelError as exc:
             self.stats.singular += 1
             return self._safe(v, f"singular configuration: {exc}")
@@ -220,6 +231,7 @@ class WbcSupervisor:
         self.stats.iterations_max = max(self.stats.iterations_max, out.qp.iterations)
         cmd = Command(tau_a=tau, mode="control", output=out)
         self.last = cmd
+        self._last_control = (t, tau)
         return cmd
 
     def stale(self, silent_s: float) -> Command:
@@ -260,7 +272,7 @@ class WbcSupervisor:
             first = not self._planned_since
             self._planned_since = {c: self._planned_since.get(c, -np.inf if first else t)
                                    for c in ref.active_contacts}
-        if ref.active_contacts is not None and measured is not None:
+        if ref.active_contacts is not None and measured is not None and self.behaviour.measured_contact_veto:
             measured = set(measured)
             kept = tuple(c for c in ref.active_contacts
                          if c in measured or t - self._planned_since[c] < TOUCHDOWN_GRACE_S)

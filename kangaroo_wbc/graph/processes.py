@@ -99,8 +99,13 @@ def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int, contro
     # the ground truth only feeds the fall detection here: 100 Hz (its contact wrenches cost most)
     sim = {"lockstep": lockstep, "realtime": True, "drop_ratio": float(drop_ratio), "seed": int(seed),
            "ground_truth_decimation": 10}
-    nodes = {"state_estimator": {}, "contact_wrench_estimator": {}, "whole_body_controller": {"behaviour": behaviour,
-                                                                                      **(controller or {})}}
+    # a numeric list is a double array to rcl only if every item is a float (``[0.3, 0, 0]`` is refused)
+    def numeric(v) -> bool:
+        return isinstance(v, list | tuple) and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
+
+    controller = {k: [float(x) for x in v] if numeric(v) else v for k, v in (controller or {}).items()}
+    nodes = {"state_estimator": {}, "contact_wrench_estimator": {},
+             "whole_body_controller": {"behaviour": behaviour, **controller}}
     return {"sim": {"ros__parameters": sim},  # the clock's source: on its own clock
             **{n: {"ros__parameters": {"use_sim_time": True, **p}} for n, p in nodes.items()}}
 

@@ -267,6 +267,11 @@ class WholeBodyControllerParams:
     max_tilt_rad: float = parameter(
         _S.max_tilt_rad, "Base tilt that latches the safe mode [rad]", bounds=(0.0, 3.2)
     )
+    qp_failure_hold_s: float = parameter(
+        _S.qp_failure_hold_s,
+        "A QP failure within this long of the last control command repeats that command [s]",
+        bounds=(0.0, 0.1),
+    )
     timing_rate_hz: float = parameter(
         50.0, "Largest rate of wbc/timing [Hz] (stamp-based)", bounds=(0.1, 10000.0)
     )

@@ -49,9 +49,123 @@ def write_report(out: Path, run, summary: dict) -> list[str]:
 
 
 def figures(run, summary: dict) -> dict[str, Figure]:
-    """The report's figures by PNG file name."""
-    return {"com_zmp.png": com_zmp_figure(run, summary), "wrenches.png": wrenches_figure(run),
-            "closure_calibration_timing.png": closure_calibration_timing_figure(run)}
+    """The report's figures by PNG file name (a walk adds ``walk.png``, a jump ``jump.png``)."""
+    out = {"com_zmp.png": com_zmp_figure(run, summary), "wrenches.png": wrenches_figure(run),
+           "closure_calibration_timing.png": closure_calibration_timing_figure(run)}
+    if "distance_m" in summary:
+        out["walk.png"] = walk_figure(run, summary)
+    if "flight_time_s" in summary:
+        out["jump.png"] = jump_figure(run, summary)
+    return out
+
+
+def walk_figure(run, summary: dict) -> Figure:
+    """A walk from above (planned footsteps, the true soles at each touchdown, base, CoM, DCM plan and
+    the estimated ZMP) and its speed: the true base velocity over a stride vs the command."""
+    from matplotlib.patches import Rectangle
+
+    from kangaroo_wbc.control.locomotion import Walk
+
+    log, walk = run.log, run.control.supervisor.behaviour
+    t = log.array("t")
+    plan = log.array("plan").reshape(t.size, len(Walk.TRACE))
+    f = {name: plan[:, i] for i, name in enumerate(Walk.TRACE)}
+    moving = np.isfinite(f["phase"]) & (f["phase"] > 0)
+    q = log.array("q_true").reshape(t.size, -1)
+    fig = Figure(figsize=(12, 6.5), layout="constrained")
+    top, (vx_ax, wz_ax) = fig.subfigures(1, 2, width_ratios=(1.3, 1.0)), (None, None)
+    ax = top[0].subplots()
+    size = {c.name: np.ptp(c.corners, axis=0) for c in run.wbc.contacts}
+    for k, (_, step, _) in enumerate(walk.touchdowns):
+        lx, ly = size[step.side][:2]
+        c, s_ = np.cos(step.yaw), np.sin(step.yaw)
+        corner = (step.x - c * lx / 2 + s_ * ly / 2, step.y - s_ * lx / 2 - c * ly / 2)
+        ax.add_patch(Rectangle(corner, lx, ly, angle=np.degrees(step.yaw), fill=False, lw=1.0,
+                               color=SOLE_COLOURS[0 if "left" in step.side else 1],
+                               label=f"footstep ({step.side})" if k < 2 else None))
+    com = _xyz(log, "com_true")
+    zmp = _xyz(log, "zmp_est")
+    valid = (log.array("zmp_valid") > 0.5) & moving
+    ax.plot(q[moving, 0], q[moving, 1], color="0.3", lw=1.0, label="base (true)")
+    ax.plot(com[moving, 0], com[moving, 1], color="tab:green", lw=1.6, label="CoM (true)")
+    ax.plot(f["dcm_x"][moving], f["dcm_y"][moving], color="tab:purple", ls=":", lw=1.2, label="DCM plan")
+    ax.plot(f["zmp_x"][moving], f["zmp_y"][moving], color="tab:orange", ls="--", lw=0.9, label="ZMP plan")
+    ax.scatter(zmp[valid, 0][::20], zmp[valid, 1][::20], s=2, color="tab:orange", alpha=0.4, label="ZMP estimated")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title(f"{summary.get('distance_m', 0):.2f} m in {summary.get('steps', 0)} steps, footstep error "
+                 f"{1e3 * summary.get('footstep_error_m_mean', float('nan')):.1f} mm (mean)", fontsize=9)
+    vx_ax, wz_ax = top[1].subplots(2, 1, sharex=True)
+    n = max(int(round(2 * walk.gait.step_s / max(run.dt, 1e-9))), 1)
+    if t.size > n:
+        quat = q[:, 3:7]
+        yaw = np.unwrap(np.arctan2(2 * (quat[:, 3] * quat[:, 2] + quat[:, 0] * quat[:, 1]),
+                                   1 - 2 * (quat[:, 1] ** 2 + quat[:, 2] ** 2)))
+        d = (q[n:, :2] - q[:-n, :2]) / (n * run.dt)
+        heading = 0.5 * (yaw[n:] + yaw[:-n])
+        vx = np.cos(heading) * d[:, 0] + np.sin(heading) * d[:, 1]
+        vx_ax.plot(t[n:], vx, color="tab:blue", **ESTIMATE_STYLE, label="base forward speed (true, over a stride)")
+        wz_ax.plot(t[n:], (yaw[n:] - yaw[:-n]) / (n * run.dt), color="tab:blue", **ESTIMATE_STYLE,
+                   label="base yaw rate (true, over a stride)")
+    vx_ax.plot(t, f["request_vx"], color="black", lw=1.0, ls="--", label="cmd_vel x")
+    vx_ax.plot(t, f["cmd_vx"], color="0.5", lw=1.0, ls=":", label="command in use (rate-limited)")
+    wz_ax.plot(t, f["request_wz"], color="black", lw=1.0, ls="--", label="cmd_vel yaw rate")
+    vx_ax.set_ylabel("forward speed [m/s]")
+    wz_ax.set_ylabel("yaw rate [rad/s]")
+    wz_ax.set_xlabel("time [s]")
+    for a in (vx_ax, wz_ax):
+        crane_phase(a, t, log.array("crane"), run.release_time_s, labelled=a is vx_ax)
+        a.legend(fontsize=7, loc="lower right")
+    vx_ax.set_title(f"speed tracking RMSE {summary.get('speed_tracking_rmse_mps', float('nan')):.3f} m/s",
+                    fontsize=9)
+    fig.suptitle("walk: footsteps, CoM / DCM / ZMP from above, and speed")
+    return fig
+
+
+def jump_figure(run, summary: dict) -> Figure:
+    """A jump: base height (true) with the phases, both soles' normal force (true) and the leg-length
+    and ankle actuators' strokes."""
+    from kangaroo_wbc.control.locomotion import Jump
+
+    log = run.log
+    t = log.array("t")
+    plan = log.array("plan").reshape(t.size, len(Jump.TRACE))
+    phase = plan[:, 0]
+    q = log.array("q_true").reshape(t.size, -1)
+    fig = Figure(figsize=(10, 7.5), layout="constrained")
+    axes = fig.subplots(3, 1, sharex=True)
+    axes[0].plot(t, q[:, 2], color="tab:blue", **ESTIMATE_STYLE, label="base height (true)")
+    base = log.array("base_est").reshape(-1, 3)
+    axes[0].plot(t, base[:, 2], color="tab:orange", lw=1.0, label="base height (estimated)")
+    for k, name in enumerate(Jump.PHASES):
+        on = phase == k
+        if on.any() and name not in ("done",):
+            axes[0].axvspan(t[on][0], t[on][-1], alpha=0.08 + 0.04 * (k % 2), color="tab:gray", lw=0)
+            axes[0].text(t[on][0], 1.0, name, transform=axes[0].get_xaxis_transform(), fontsize=7, va="top")
+    axes[0].set_ylabel("base height [m]")
+    axes[0].legend(fontsize=7, loc="lower right")
+    fz = _per_sole(log, "fz_true", len(run.soles))
+    for i, sole in enumerate(run.soles):
+        axes[1].plot(t, fz[:, i], color=SOLE_COLOURS[i % 2], lw=1.2, label=f"{sole} normal force (true)")
+    axes[1].axhline(run.clm.mass_kg * 9.81, color="tab:green", lw=0.9, ls="-.", label="m g")
+    axes[1].set_ylabel("normal force [N]")
+    axes[1].legend(fontsize=7, loc="upper right")
+    names = run.clm.actuated_joint_names
+    theta = q[:, run.clm.idx_q_a]
+    for i, n in enumerate(names):
+        if n.startswith("left_") and ("leg_length" in n or "ankle" in n):
+            axes[2].plot(t, 1e3 * theta[:, i], lw=1.2, label=n)
+    axes[2].set_ylabel("stroke [mm]")
+    axes[2].set_xlabel("time [s]")
+    axes[2].legend(fontsize=7, loc="upper right")
+    for a in axes:
+        crane_phase(a, t, log.array("crane"), run.release_time_s, labelled=a is axes[0])
+    fig.suptitle(f"jump: flight {summary.get('flight_time_s', 0):.3f} s, apex +"
+                 f"{1e3 * summary.get('apex_height_gain_m', 0):.1f} mm, ankle stroke change at take-off "
+                 f"{1e3 * (summary.get('takeoff_ankle_stroke_change_m') or float('nan')):.1f} mm")
+    return fig
 
 
 def com_zmp_figure(run, summary: dict) -> Figure:

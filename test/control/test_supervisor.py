@@ -75,6 +75,44 @@ def test_qp_failure_gives_safe_mode(digit_fb):
     np.testing.assert_array_equal(cmd.tau_a, 0.0)  # damping of a still robot
 
 
+class _FailingController:
+    """The controller, whose step raises NoSolutionFound while ``failing`` (a solver giving up)."""
+
+    def __init__(self, wbc: WholeBodyController) -> None:
+        self.wbc, self.failing = wbc, False
+
+    def __getattr__(self, name):
+        return getattr(self.wbc, name)
+
+    def step(self, *args, **kwargs):
+        from kangaroo_wbc.errors import NoSolutionFound
+
+        if self.failing:
+            raise NoSolutionFound("the solver gave up")
+        return self.wbc.step(*args, **kwargs)
+
+
+def test_qp_failure_right_after_control_holds_the_last_command(digit_fb):
+    """A QP failure within qp_failure_hold_s of a control tick repeats its forces (mode hold);
+    failures beyond that fall back to the safe mode."""
+    wbc = WholeBodyController(digit_fb, digit_contacts(), WbcSettings(base_frame="torso"), digit_limits(digit_fb))
+    controller = _FailingController(wbc)
+    sup = WbcSupervisor(controller, SafetySettings(qp_failure_hold_s=0.02))
+    q, v = _rest(digit_fb)
+    good = sup.tick(0.0, q, v)
+    assert good.mode == "control" and np.abs(good.tau_a).max() > 1.0
+    controller.failing = True
+    held = sup.tick(0.01, q, v)
+    assert held.mode == "hold" and sup.stats.qp_failures == 1 and "QP solver failed" in held.reason
+    np.testing.assert_array_equal(held.tau_a, good.tau_a)
+    late = sup.tick(0.03, q, v)  # 30 ms after the last control tick: the fallback
+    assert late.mode == "safe" and sup.stats.qp_failures == 2
+    controller.failing = False
+    assert sup.tick(0.04, q, v).mode == "control"
+    with pytest.raises(InputError, match="qp_failure_hold_s"):
+        SafetySettings(qp_failure_hold_s=1.0)
+
+
 def test_stale_restarts_the_behaviour_from_the_next_state(supervisor, digit_fb):
     """No state for a while (watchdog): safe, zero force; the behaviour restarts where the robot is."""
     q, v = _rest(digit_fb)

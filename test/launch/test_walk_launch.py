@@ -1,0 +1,172 @@
+"""launch_testing: the launched node graph walks from cmd_vel (backend sim, both deployments).
+
+Launches ``kangaroo_wbc.launch.py backend:=sim behaviour:=walk`` with ``deployment`` separate and
+composed (``launch_testing.parametrize``), publishes ``cmd_vel`` (``geometry_msgs/Twist``, 0.3 m/s
+forward, 20 Hz, as a teleop does) from the controller's first ``actuators/command`` on and checks
+over ``OBSERVE_S``:
+
+- the robot walks: the simulator's true base (``sim/ground_truth/base_odometry``) moves at least
+  ``MIN_DISTANCE_M`` forward and never drops below ``MIN_HEIGHT_M`` (it does not fall);
+- the controller publishes its footsteps (``wbc/footsteps``);
+- after the teleop stops, the walk stops: the base moves less than ``MAX_DRIFT_AFTER_STOP_M`` in
+  the last ``STOPPED_S`` of the run;
+- after shutdown every process exited with code 0.
+
+Run it like ``test_kangaroo_wbc_launch.py`` (launch_testing installed, kangaroo_wbc in an ament
+prefix); where launch_testing is not installed the module is skipped, with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import unittest
+
+import pytest
+
+pytest.importorskip("launch_testing", reason="launch_testing is not installed (pip ROS wheels); "
+                    "use a ROS 2 installation or scripts/launch_tools.sh (docs/install.md)")
+pytest.importorskip("launch_ros", reason="launch_ros is not installed")
+
+import launch_testing  # noqa: E402, I001 (launch/ of this repository is not the launch package)
+import launch_testing.actions  # noqa: E402
+import launch_testing.asserts  # noqa: E402
+import rclpy  # noqa: E402
+from ament_index_python.packages import get_package_share_directory  # noqa: E402
+from geometry_msgs.msg import Twist  # noqa: E402
+from launch import LaunchDescription  # noqa: E402
+from launch.actions import IncludeLaunchDescription  # noqa: E402
+from launch.events.process import ProcessExited  # noqa: E402
+from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.experimental import EventsExecutor  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from visualization_msgs.msg import MarkerArray  # noqa: E402
+
+from kangaroo_wbc.ros import qos  # noqa: E402
+
+PACKAGE = "kangaroo_wbc"
+STARTUP_TIMEOUT_S = 120.0
+#: wall time [s] with cmd_vel published, from the first actuators/command
+OBSERVE_S = 12.0
+#: then without cmd_vel [s]: the walk finishes its step and stands
+STOPPED_S = 6.0
+#: the walk starts 1 s after ready and runs at 0.3 m/s; separate processes run slower than real time
+MIN_DISTANCE_M = 1.0
+MIN_HEIGHT_M = 0.8
+MAX_DRIFT_AFTER_STOP_M = 0.05
+
+
+@pytest.mark.launch_test
+@launch_testing.parametrize("deployment", ["separate", "composed"])
+def generate_test_description(deployment):
+    launch_file = f"{get_package_share_directory(PACKAGE)}/launch/kangaroo_wbc.launch.py"
+    stack = IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(launch_file),
+        launch_arguments={"backend": "sim", "rviz": "false", "deployment": deployment, "behaviour": "walk"}.items())
+    return LaunchDescription([stack, launch_testing.actions.ReadyToTest()]), {}
+
+
+class Teleop:
+    """The test's node: publishes cmd_vel while ``driving``, records the base and the footsteps."""
+
+    def __init__(self) -> None:
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node("kangaroo_wbc_walk_test", context=self.context)
+        self.lock = threading.Lock()
+        self.first_command: float | None = None
+        self.base: list[tuple[float, float, float, float]] = []  # (wall, x, y, z)
+        self.footsteps = 0
+        self.driving = False
+        sub = self.node.create_subscription
+        sub(JointState, "/actuators/command", self._on_command, qos.SENSOR_BEST_EFFORT, raw=True)
+        sub(Odometry, "/sim/ground_truth/base_odometry", self._on_base, qos.SENSOR_BEST_EFFORT)
+        sub(MarkerArray, "/wbc/footsteps", self._on_footsteps, qos.VISUALIZATION)
+        self.cmd = self.node.create_publisher(Twist, "/cmd_vel", 10)
+        self.node.create_timer(0.05, self._publish)
+        self.executor = EventsExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self) -> None:
+        while not self.stop.is_set():
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def _on_command(self, raw: bytes) -> None:
+        if self.first_command is None:
+            self.first_command = time.monotonic()
+
+    def _on_base(self, msg: Odometry) -> None:
+        p = msg.pose.pose.position
+        with self.lock:
+            self.base.append((time.monotonic(), p.x, p.y, p.z))
+
+    def _on_footsteps(self, msg: MarkerArray) -> None:
+        with self.lock:
+            self.footsteps += 1
+
+    def _publish(self) -> None:
+        if self.driving:
+            twist = Twist()
+            twist.linear.x = 0.3
+            self.cmd.publish(twist)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5.0)
+        self.executor.shutdown(timeout_sec=1.0)
+        self.node.destroy_node()
+        self.context.try_shutdown()
+
+
+def _exited(proc_info) -> list[str]:
+    return [f"{event.process_name}: exit code {event.returncode}" for event in proc_info
+            if isinstance(event, ProcessExited)]
+
+
+class TestRobotWalks(unittest.TestCase):
+    def test_walks_from_cmd_vel_and_stops_without_it(self, proc_info) -> None:
+        teleop = Teleop()
+        try:
+            deadline = time.monotonic() + STARTUP_TIMEOUT_S
+            while teleop.first_command is None and time.monotonic() < deadline:
+                self.assertEqual(_exited(proc_info), [], "a process exited before the first command")
+                time.sleep(0.05)
+            self.assertIsNotNone(teleop.first_command, f"no actuators/command within {STARTUP_TIMEOUT_S} s")
+            t0 = teleop.first_command
+            teleop.driving = True
+            while time.monotonic() < t0 + OBSERVE_S:
+                self.assertEqual(_exited(proc_info), [], "a process exited while walking")
+                time.sleep(0.1)
+            teleop.driving = False
+            t1 = time.monotonic()
+            while time.monotonic() < t1 + STOPPED_S:
+                time.sleep(0.1)
+            with teleop.lock:
+                base = list(teleop.base)
+                footsteps = teleop.footsteps
+        finally:
+            teleop.close()
+        walked = [b for b in base if t0 <= b[0] <= t1]
+        stopped = [b for b in base if b[0] >= t1 + STOPPED_S / 2]
+        self.assertTrue(walked and stopped, "no ground truth received")
+        distance = walked[-1][1] - walked[0][1]
+        drift = math.hypot(stopped[-1][1] - stopped[0][1], stopped[-1][2] - stopped[0][2])
+        lowest = min(b[3] for b in base if b[0] >= t0)
+        text = (f"walked {distance:.3f} m forward in {OBSERVE_S} s (wall), lowest base {lowest:.3f} m, "
+                f"{footsteps} footstep arrays, moved {drift:.4f} m in the last {STOPPED_S / 2} s after cmd_vel stopped")
+        print(text)  # noqa: T201 - the numbers of the run, also on success
+        self.assertGreater(lowest, MIN_HEIGHT_M, f"the robot fell\n{text}")
+        self.assertGreater(distance, MIN_DISTANCE_M, f"the robot did not walk\n{text}")
+        self.assertGreater(footsteps, 5, f"no footsteps published\n{text}")
+        self.assertLess(drift, MAX_DRIFT_AFTER_STOP_M, f"the walk did not stop without cmd_vel\n{text}")
+
+
+@launch_testing.post_shutdown_test()
+class TestShutdown(unittest.TestCase):
+    def test_exit_codes(self, proc_info) -> None:
+        launch_testing.asserts.assertExitCodes(proc_info)
