@@ -196,7 +196,8 @@ class Walk(Behaviour):
 
     def observe(self, com: np.ndarray, com_velocity: np.ndarray) -> None:
         """The measured CoM [m] and CoM velocity [m/s] (world) of this tick: the step adjustment's DCM."""
-        self._measured_dcm = com[:2] + com_velocity[:2] / self._omega
+        w = self._omega
+        self._measured_dcm = (com[0] + com_velocity[0] / w, com[1] + com_velocity[1] / w)
 
     # ------------------------------------------------------------------ read-outs
     @property
@@ -239,7 +240,7 @@ class Walk(Behaviour):
     @property
     def zmp_reference(self) -> np.ndarray:
         """The ZMP reference (x, y) [m] of the last tick."""
-        return self._zmp.copy()
+        return np.array(self._zmp)
 
     #: :meth:`trace`'s fields
     TRACE = ("cmd_vx", "cmd_vy", "cmd_wz", "request_vx", "request_vy", "request_wz", "zmp_x", "zmp_y",
@@ -268,11 +269,12 @@ class Walk(Behaviour):
         self._yaw0 = 0.5 * (self._feet[n0].yaw + self._feet[n1].yaw)
         self._path = (float(mid[0]), float(mid[1]), self._yaw0)
         self._omega = math.sqrt(GRAVITY / max(float(st.com[2]) - self._floor_z, 0.1))
-        self._com = st.com[:2].copy()
+        self._com = (float(st.com[0]), float(st.com[1]))
         self._com_z = float(st.com[2])
-        self._zmp, self._xi = mid.copy(), st.com[:2].copy()
+        self._zmp, self._xi = (float(mid[0]), float(mid[1])), self._com
         self._cmd = np.zeros(3)
-        self._measured_dcm: np.ndarray | None = None
+        self._base: tuple[float, np.ndarray] = (math.nan, st.base_rotation)  # (yaw, base rotation reference)
+        self._measured_dcm: tuple[float, float] | None = None
         self._phase, self._start_t, self._end_t = "stand", 0.0, 0.0
         self._stance: str | None = None
         self._swing_from: Footstep | None = None
@@ -358,7 +360,7 @@ class Walk(Behaviour):
         g = self.gait
         if self._measured_dcm is None or g.step_adjustment_gain <= 0:
             return step
-        error = self._measured_dcm - self._sample(self._dcm, self._tau)
+        error = np.subtract(self._measured_dcm, self._sample(self._dcm, self._tau))
         shift = g.step_adjustment_gain * math.exp(self._omega * g.single_support_s) * error
         norm = float(np.linalg.norm(shift))
         if norm > g.max_step_adjustment_m:
@@ -378,7 +380,7 @@ class Walk(Behaviour):
         """ZMP knots from ``tau`` over the preview, and the DCM on a grid (module docstring)."""
         g = self.gait
         self._plans += 1
-        kt, kr = [tau], [self._zmp.copy()]
+        kt, kr = [tau], [np.array(self._zmp)]
         if self._phase == "stand":
             kt.append(tau + g.double_support_s)
             kr.append(0.5 * (self._feet[self._left].xy + self._feet[self._right].xy))
@@ -412,27 +414,26 @@ class Walk(Behaviour):
         self._grid0 = tau
         self._zmp_plan, self._dcm = zmp, dcm_plan(zmp, self._omega, g.plan_dt_s)
 
-    def _sample(self, plan: np.ndarray, tau: float) -> np.ndarray:
+    def _sample(self, plan: np.ndarray, tau: float) -> tuple[float, float]:
+        """A plan ((N, 2) on the grid) at ``tau``, linearly interpolated (scalars: cheaper per tick)."""
         x = (tau - self._grid0) / self.gait.plan_dt_s
         i = min(max(int(x), 0), plan.shape[0] - 2)
         f = min(max(x - i, 0.0), 1.0)
-        return plan[i] + f * (plan[i + 1] - plan[i])
+        x0, y0, x1, y1 = plan.item(i, 0), plan.item(i, 1), plan.item(i + 1, 0), plan.item(i + 1, 1)
+        return x0 + f * (x1 - x0), y0 + f * (y1 - y0)
 
     # ------------------------------------------------------------------ references
     def _references(self, tau: float) -> WbcReferences:
         g = self.gait
         dt = max(tau - self._tau, 0.0)
         self._tau = tau
-        step = np.array([g.max_linear_accel_mps2, g.max_linear_accel_mps2, g.max_yaw_accel_radps2]) * dt
-        self._cmd += np.clip(self._target - self._cmd, -step, step)
+        cmd, target = self._cmd, self._target
+        for k, rate in enumerate((g.max_linear_accel_mps2, g.max_linear_accel_mps2, g.max_yaw_accel_radps2)):
+            cmd[k] += min(max(target[k] - cmd[k], -rate * dt), rate * dt)
         self._advance(tau)
-        r = self._sample(self._zmp_plan, tau)
-        xi = self._sample(self._dcm, tau)
-        self._zmp, self._xi = r, xi
-        w = self._omega
-        self._com = xi + (self._com - xi) * math.exp(-w * dt)  # ċ = ω (ξ - c), ξ held over dt
-        com_v = w * (xi - self._com)
-        com_a = w * w * (self._com - r)
+        (rx, ry), (xx, xy) = self._zmp, self._xi = self._sample(self._zmp_plan, tau), self._sample(self._dcm, tau)
+        w, decay = self._omega, math.exp(-self._omega * dt)
+        cx, cy = self._com = (xx + (self._com[0] - xx) * decay, xy + (self._com[1] - xy) * decay)  # ċ = ω (ξ - c)
         feet = {}
         yaws = [self._feet[n].yaw for n in (self._left, self._right)]
         if self._phase == "single_support":
@@ -443,10 +444,12 @@ class Walk(Behaviour):
         else:
             contacts = (self._left, self._right)
         yaw = yaws[0] + 0.5 * _wrap(yaws[1] - yaws[0])
-        base = yaw_rotation(yaw - self._yaw0) @ self.state.base_rotation
-        return WbcReferences(active_contacts=contacts, com_position=np.array([*self._com, self._com_z]),
-                             com_velocity=np.array([*com_v, 0.0]), com_acceleration=np.array([*com_a, 0.0]),
-                             base_rotation=base, foot_poses=feet)
+        if yaw != self._base[0]:  # constant in double support
+            self._base = (yaw, yaw_rotation(yaw - self._yaw0) @ self.state.base_rotation)
+        return WbcReferences(active_contacts=contacts, com_position=np.array([cx, cy, self._com_z]),
+                             com_velocity=np.array([w * (xx - cx), w * (xy - cy), 0.0]),
+                             com_acceleration=np.array([w * w * (cx - rx), w * w * (cy - ry), 0.0]),
+                             base_rotation=self._base[1], foot_poses=feet)
 
     def _swing_reference(self, tau: float) -> tuple[str, FrameReference]:
         """The swing sole's pose, twist and acceleration: lift, move (middle 80 % of the swing), land."""
@@ -456,9 +459,8 @@ class Walk(Behaviour):
         s = (tau - self._start_t) / T
         m, dm, ddm = min_jerk((s - 0.1) / 0.8)
         dm, ddm = dm / (0.8 * T), ddm / (0.8 * T) ** 2
-        d = np.array([b.x - a.x, b.y - a.y, _wrap(b.yaw - a.yaw)])
-        xy, dxy, ddxy = a.xy + m * d[:2], dm * d[:2], ddm * d[:2]
-        self._swing_yaw = a.yaw + m * d[2]
+        dx, dy, dyaw = b.x - a.x, b.y - a.y, _wrap(b.yaw - a.yaw)
+        self._swing_yaw = a.yaw + m * dyaw
         h, depth = g.step_height_m, g.touchdown_depth_m
         if s < 0.5:
             z, dz, ddz = min_jerk(2 * s)
@@ -468,10 +470,9 @@ class Walk(Behaviour):
             z, dz, ddz = h - (h + depth) * z, -2 * (h + depth) * dz / T, -4 * (h + depth) * ddz / T**2
         R0 = self._sole_rotation0[b.side]
         R = yaw_rotation(self._swing_yaw - yaw_of(R0)) @ R0
-        twist = np.array([dxy[0], dxy[1], dz, 0.0, 0.0, dm * d[2]])
-        acc = np.array([ddxy[0], ddxy[1], ddz, 0.0, 0.0, ddm * d[2]])
-        return b.side, FrameReference(position=np.array([xy[0], xy[1], self._floor_z + z]), rotation=R,
-                                      twist=twist, acceleration=acc)
+        return b.side, FrameReference(position=np.array([a.x + m * dx, a.y + m * dy, self._floor_z + z]), rotation=R,
+                                      twist=np.array([dm * dx, dm * dy, dz, 0.0, 0.0, dm * dyaw]),
+                                      acceleration=np.array([ddm * dx, ddm * dy, ddz, 0.0, 0.0, ddm * dyaw]))
 
 
 def quintic(start: tuple[float, float, float], end: tuple[float, float, float], duration: float,
