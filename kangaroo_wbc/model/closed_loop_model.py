@@ -23,7 +23,7 @@ kept, minus the redundant rows found by :func:`select_independent_rows`.
 
 from __future__ import annotations
 
-import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
@@ -43,7 +43,6 @@ from kangaroo_wbc.errors import (
     suggest,
 )
 from kangaroo_wbc.model.closures import DIRECTIONS, ClosureFile, ClosureSpec, load_closure_file
-from kangaroo_wbc.model.so3 import exp3_batch, jlog3_batch, log3_batch, skew_batch
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -68,17 +67,6 @@ CHORD_CONTRACTION = 0.1
 SINGULAR_PIVOT = 1e-14
 
 
-def skew(w: np.ndarray) -> np.ndarray:
-    """Skew-symmetric matrix ``[w]x`` with ``[w]x y = w x y``."""
-    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
-
-
-#: ``[e_j]x`` for the three unit vectors.
-_SKEW_E = np.array([[[0.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]],
-                    [[0.0, 0.0, 1.0], [0.0, 0.0, 0.0], [-1.0, 0.0, 0.0]],
-                    [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])
-
-
 def universal_cut_indices(direction_indices) -> tuple[int, int, int, int] | None:
     """``(i, j, k, sign)`` of a universal-joint cut (exactly one declared rotation direction
     ``3 + k``), None for any other closure: free rotation axes ``i`` (first, fixed in ``F_a``) and
@@ -92,18 +80,6 @@ def universal_cut_indices(direction_indices) -> tuple[int, int, int, int] | None
     i, j = [a for a in range(3) if a != k]
     eps = 1 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1
     return i, j, k, -eps
-
-
-def _universal_indices(spec: ClosureSpec) -> tuple[int, int, int, int]:
-    idx = universal_cut_indices(spec.direction_indices)
-    if idx is None:
-        raise ValueError(f"closure {spec.name!r} is not a universal-joint cut")
-    return idx
-
-
-def _tmul(R: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``R_k^T x_k`` for batches ``R`` (K,3,3) and ``x`` (K,3)."""
-    return (np.swapaxes(R, 1, 2) @ x[:, :, None])[:, :, 0]
 
 
 def select_independent_rows(J: np.ndarray, rtol: float = RANK_RTOL) -> np.ndarray:
@@ -373,8 +349,14 @@ class ClosedLoopModel:
         slot = {fid: k for k, fid in enumerate(self._frame_ids)}
         self._slot_a = np.array([slot[c.frame_a_id] for c in self.closures], dtype=int)
         self._slot_u = np.array([slot[c.frame_u_id] for c in self.closures], dtype=int)
-        self._setup_frame_masks()
-        self._signed_mask = self._mask[self._slot_u] - self._mask[self._slot_a]
+        # per closure frame, a 0/1 mask of the velocity indices that move it (its support)
+        m = self.model
+        mask = np.zeros((len(self._frame_ids), m.nv))
+        for k, fid in enumerate(self._frame_ids):
+            for j in m.supports[int(m.frames[int(fid)].parentJoint)]:
+                if j:
+                    mask[k, m.joints[j].idx_v:m.joints[j].idx_v + m.joints[j].nv] = 1.0
+        self._signed_mask = mask[self._slot_u] - mask[self._slot_a]
 
     def _set_rows(self) -> None:
         """Flat index of each kept row into the (K*6) stacked full closure error."""
@@ -382,12 +364,12 @@ class ClosedLoopModel:
             [6 * k + c.rows for k, c in enumerate(self.closures)] + [np.zeros(0, dtype=int)]).astype(int)
         self.n_c = int(len(self._flat_rows))
         # universal-joint cuts: exactly one declared rotation direction k, the two others free
-        uj = [k for k, c in enumerate(self.closures)
-              if len([d for d in c.spec.direction_indices if d >= 3]) == 1 and np.any(c.rows >= 3)]
+        cuts = {k: universal_cut_indices(c.spec.direction_indices) for k, c in enumerate(self.closures)
+                if np.any(c.rows >= 3)}
+        uj = [k for k, ijk in cuts.items() if ijk is not None]
         self._uj_idx = np.array(uj, dtype=int)
-        self._rot_idx = np.array([k for k, c in enumerate(self.closures) if np.any(c.rows >= 3) and k not in uj],
-                                 dtype=int)
-        self._uj_ijk = np.array([_universal_indices(self.closures[k].spec) for k in uj], dtype=int).reshape(-1, 4)
+        self._rot_idx = np.array([k for k, ijk in cuts.items() if ijk is None], dtype=int)
+        self._uj_ijk = np.array([cuts[k] for k in uj], dtype=int).reshape(-1, 4)
         self.row_closure = np.concatenate(
             [np.full(len(c.rows), k) for k, c in enumerate(self.closures)] + [np.zeros(0, dtype=int)]).astype(int)
         self._kernel_built = False  # the compiled kernel follows the kept rows
@@ -453,22 +435,24 @@ class ClosedLoopModel:
             start += n
         self._set_rows()
 
-    def _declared_errors(self, q: np.ndarray) -> np.ndarray:
-        """Closure error on every declared direction, (K, 6) with zeros on undeclared ones."""
-        pin.framesForwardKinematics(self.model, self.data, q)
+    @contextmanager
+    def _all_declared_rows(self):
+        """Every declared row selected inside the block, the kept ones again after it."""
         rows = [c.rows for c in self.closures]
         self._set_declared_rows()
         try:
-            R, p = self._placements(q)
-            e = self._full_error(R, p)
+            yield
         finally:
             for c, r in zip(self.closures, rows):
                 c.rows = r
             self._set_rows()
-        mask = np.zeros((len(self.closures), 6), dtype=bool)
-        for k, c in enumerate(self.closures):
-            mask[k, list(c.spec.direction_indices)] = True
-        return np.where(mask, e, 0.0)
+
+    def _declared_errors(self, q: np.ndarray) -> np.ndarray:
+        """Closure error on every declared direction, (K, 6) with zeros on undeclared ones."""
+        e = np.zeros(6 * len(self.closures))
+        with self._all_declared_rows():
+            e[self._flat_rows] = self.kernel.error(q)
+        return e.reshape(-1, 6)
 
     def _declared_residual(self, q: np.ndarray) -> float:
         """``||e||_inf`` over every declared direction of every loop [m, rad]."""
@@ -498,11 +482,9 @@ class ClosedLoopModel:
         q0 = self.check_configuration(q0)
         q = q0.copy()
         cols = np.setdiff1d(np.arange(m.nv), self.idx_v_base)
-        rows = [c.rows for c in self.closures]
-        self._set_declared_rows()
-        try:
+        with self._all_declared_rows():
             it = 0
-            e, J, _ = self._kinematics(q, None)
+            e, J = self._error_and_jacobian(q)
             norm = float(np.linalg.norm(e))
             while it < max_iter:
                 err = float(np.max(np.abs(e))) if e.size else 0.0
@@ -520,7 +502,7 @@ class ClosedLoopModel:
                         dv = np.zeros(m.nv)
                         dv[cols] = alpha * step
                         q_new = pin.integrate(m, q, dv)
-                        e_new, J_new, _ = self._kinematics(q_new, None)
+                        e_new, J_new = self._error_and_jacobian(q_new)
                         n_new = float(np.linalg.norm(e_new))
                         # once closed, keep moving towards q0 while the loops stay closed
                         if n_new < norm or (err <= tol and float(np.max(np.abs(e_new))) <= tol):
@@ -532,10 +514,6 @@ class ClosedLoopModel:
                 if not accepted:
                     break
                 q, e, J, norm = q_new, e_new, J_new, n_new
-        finally:
-            for c, r in zip(self.closures, rows):
-                c.rows = r
-            self._set_rows()
         res = self._declared_residual(q)
         return q, ClosureFkInfo(it, res, res <= max(tol, ASSEMBLY_TOL))
 
@@ -782,107 +760,18 @@ class ClosedLoopModel:
         return np.asarray(q)[self.idx_q_a].copy()
 
     # ------------------------------------------------------------------ kinematics (eq. 2-10)
-    def _setup_frame_masks(self) -> None:
-        """Per closure frame, a 0/1 mask of the velocity indices that move it (its support)."""
-        m = self.model
-        # pinocchio's Jacobian time variation leaves out the motion-subspace derivative of joints
-        # whose subspace depends on their own configuration (e.g. universal joints): those models
-        # take the per-joint spatial accelerations instead.
-        constant_subspace = ("JointModelR", "JointModelP", "JointModelFreeFlyer", "JointModelSpherical",
-                             "JointModelPlanar", "JointModelTranslation")
-        self._dJ_exact = all(m.joints[j].shortname().startswith(constant_subspace)
-                             and m.joints[j].shortname() != "JointModelSphericalZYX"
-                             for j in range(1, m.njoints))
-        self._parent_joints = [int(m.frames[int(f)].parentJoint) for f in self._frame_ids]
-        self._frame_id_list = [int(f) for f in self._frame_ids]
-        self._mask = np.zeros((len(self._frame_ids), m.nv))
-        for k, fid in enumerate(self._frame_ids):
-            for j in m.supports[int(m.frames[int(fid)].parentJoint)]:
-                if j:
-                    jm = m.joints[j]
-                    self._mask[k, jm.idx_v:jm.idx_v + jm.nv] = 1.0
-
-    def _frame_state(self, q: np.ndarray | None, v: np.ndarray | None = None, data: pin.Data | None = None,
-                     update: bool = True):
-        """Placements of all closure frames and the joint Jacobians, in one pinocchio sweep.
-
-        Returns ``R`` (F,3,3), ``p`` (F,3), and with ``v`` the frames' world spatial velocities
-        ``V = (v_O, omega)`` and ``A = Jdot v`` (F,6). ``data.J`` holds the joint Jacobians in the
-        world frame (spatial velocity at the world origin); a frame's columns are those of its
-        support, so ``V_f = data.J (mask_f * v)``. With ``update=False`` the caller has already run
-        ``computeJointJacobians`` (or its time variation) and ``updateFramePlacements`` on ``data``.
-        """
-        m = self.model
-        d = self.data if data is None else data
-        if update:
-            if v is None:
-                pin.computeJointJacobians(m, d, q)
-            else:
-                pin.computeJointJacobiansTimeVariation(m, d, q, v)
-            pin.updateFramePlacements(m, d)
-        oMf = d.oMf
-        H = np.array([oMf[i].homogeneous for i in self._frame_id_list])
-        R, p = H[:, :3, :3], H[:, :3, 3]
-        if v is None:
-            return R, p, None, None
-        mv = (self._mask * v).T  # (nv, F)
-        V = (d.J @ mv).T
-        if self._dJ_exact:
-            A = (d.dJ @ mv).T
-        else:
-            pin.forwardKinematics(m, d, q, v, np.zeros(m.nv))
-            A = np.array([d.oMi[j].act(d.a[j]).vector for j in self._parent_joints])
-        return R, p, V, A
-
-    def evaluate_kinematics(self, data: pin.Data, q: np.ndarray | None = None,
-                            v: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """``(e_l, J_l, Jdot_l v)`` from a pinocchio ``data`` that already holds the full-model update.
-
-        For estimators and controllers that keep their own ``pin.Data``: call
-        ``computeJointJacobians`` (``computeJointJacobiansTimeVariation`` when ``v`` is given) and
-        ``updateFramePlacements`` on it first. The bias is None without ``v``.
-        """
-        if not self.closures:
-            return np.zeros(0), np.zeros((0, self.model.nv)), (None if v is None else np.zeros(0))
-        if v is not None and q is None and not self._dJ_exact:
-            raise InputError("evaluate_kinematics: this model has joints whose motion subspace depends on "
-                             "their configuration; pass q together with v")
-        return self._kinematics(q, v, data=data, update=False)
-
-    def _placements(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """World rotations (F,3,3) and positions (F,3) of the closure frames (FK must be done)."""
-        oMf = self.data.oMf
-        H = np.array([oMf[i].homogeneous for i in self._frame_id_list])
-        return H[:, :3, :3], H[:, :3, 3]
-
-    def _full_error(self, R: np.ndarray, p: np.ndarray) -> np.ndarray:
-        Ra, Ru = R[self._slot_a], R[self._slot_u]
-        d = p[self._slot_u] - p[self._slot_a]
-        e = np.zeros((len(self.closures), 6))
-        e[:, :3] = _tmul(Ra, d)
-        rot = self._rot_idx
-        if rot.size:
-            e[rot, 3:] = log3_batch(np.swapaxes(Ra[rot], 1, 2) @ Ru[rot])
-        uj = self._uj_idx
-        if uj.size:
-            i, j, k, sign = self._uj_ijk.T
-            Rau = np.swapaxes(Ra[uj], 1, 2) @ Ru[uj]
-            e[uj, 3 + k] = sign * Rau[np.arange(len(uj)), i, j]
-        return e
-
     @property
     def kernel(self):
-        """The compiled closure kinematics (:mod:`kangaroo_wbc.model.closure_kernel`), or None.
+        """The compiled closure kinematics of the kept rows (:mod:`kangaroo_wbc.model.closure_kernel`,
+        the one implementation of ``e_l``, ``J_l`` and ``Jdot_l v``), None without closures.
 
-        None when a joint type is not supported or ``KANGAROO_WBC_NO_JIT`` is set; the pinocchio
-        path is then used. Both give the same numbers (tested to 1e-12).
+        Raises:
+            ModelError: a joint type it does not support (planar, helical, composite).
         """
         if not self._kernel_built:
             from kangaroo_wbc.model.closure_kernel import build_kernel
 
-            self._kernel = None
-            if self.closures and not os.environ.get("KANGAROO_WBC_NO_JIT"):
-                self._kernel = build_kernel(self.model, *self.kernel_tables())
+            self._kernel = build_kernel(self.model, *self.kernel_tables()) if self.closures else None
             self._kernel_built = True
             self._fk_chord_ready = None
             if self._kernel is not None and self.n_c == self.n_u:  # compiles the chord iteration now
@@ -891,11 +780,11 @@ class ClosedLoopModel:
 
     def jlu_block_lu(self):
         """A :class:`~kangaroo_wbc.model.block_lu.BlockLU` for ``J_lu`` (its independent square blocks,
-        from the loops' joint columns), or None (no passive joints, ``KANGAROO_WBC_NO_JIT`` set, or coupled blocks
-        that are not square). A new object per call: each user keeps its own factors."""
+        from the loops' joint columns), or None (no passive joints, or coupled blocks that are not
+        square). A new object per call: each user keeps its own factors."""
         from kangaroo_wbc.model.block_lu import BlockLU, block_structure
 
-        if self.n_c == 0 or self.n_c != self.n_u or os.environ.get("KANGAROO_WBC_NO_JIT"):
+        if self.n_c == 0 or self.n_c != self.n_u:
             return None
         pattern = self._signed_mask[self.row_closure][:, self.idx_v_u] != 0.0
         blocks = block_structure(pattern)
@@ -904,117 +793,30 @@ class ClosedLoopModel:
     def closure_error(self, q: np.ndarray) -> np.ndarray:
         """Closure error ``e_l(theta)`` (eq. (2)) [m, rad], one entry per kept constraint row."""
         q = self.check_configuration(q)
-        if not self.closures:
-            return np.zeros(0)
-        if self.kernel is not None:
-            return self.kernel.error(q).copy()
-        pin.framesForwardKinematics(self.model, self.data, q)
-        R, p = self._placements(q)
-        return self._full_error(R, p).reshape(-1)[self._flat_rows]
+        return self.kernel.error(q).copy() if self.closures else np.zeros(0)
 
     def _error_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if self.kernel is not None:
-            e, J = self.kernel.error_and_jacobian(q)
-            return e.copy(), J.copy()
-        e, J, _ = self._kinematics(q, None)
-        return e, J
+        if not self.closures:
+            return np.zeros(0), np.zeros((0, self.model.nv))
+        e, J = self.kernel.error_and_jacobian(q)
+        return e.copy(), J.copy()
 
     def constraint_jacobian(self, q: np.ndarray) -> np.ndarray:
         """Constraint Jacobian ``J_l = d e_l / d theta`` (eq. (3)-(4), App. A eq. (51)), (n_c, nv)."""
-        q = self.check_configuration(q)
-        if not self.closures:
-            return np.zeros((0, self.model.nv))
-        return self._error_and_jacobian(q)[1]
+        return self._error_and_jacobian(self.check_configuration(q))[1]
 
     def error_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(e_l, J_l)`` in one pass (one forward-kinematics and Jacobian sweep)."""
-        q = self.check_configuration(q)
-        if not self.closures:
-            return np.zeros(0), np.zeros((0, self.model.nv))
-        return self._error_and_jacobian(q)
-
-    def kinematics(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(e_l, J_l, Jdot_l v)`` in one pinocchio sweep (the estimator's and controller's call)."""
-        q = self.check_configuration(q)
-        v = self.check_vector(v, self.model.nv, "velocity")
-        if not self.closures:
-            return np.zeros(0), np.zeros((0, self.model.nv)), np.zeros(0)
-        return self._kinematics(q, v)
+        return self._error_and_jacobian(self.check_configuration(q))
 
     def constraint_bias(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """Acceleration bias ``Jdot_l v`` (eq. (8); App. A-B eq. (52)-(57)), (n_c,).
-
-        Second time derivative of ``e_l`` along ``v`` with zero acceleration. With ``w = d_dot +
-        d x omega_a``: position part ``R_a^T (w_dot - omega_a x w)``; rotation part
-        ``dJlog3/dt omega_rel + Jlog3 R_u^T (omega_dot_u - omega_dot_a + omega_u x omega_a)`` with
-        ``omega_rel = R_u^T (omega_u - omega_a)``.
-        """
-        return self.kinematics(q, v)[2]
-
-    def _kinematics(self, q: np.ndarray | None, v: np.ndarray | None, data: pin.Data | None = None,
-                    update: bool = True):
-        """Shared body of the kinematic quantities; rotation terms only for loops with rotation rows."""
-        data = self.data if data is None else data
-        R, p, V, A = self._frame_state(q, v, data, update)
-        sa, su = self._slot_a, self._slot_u
-        K, nv = len(self.closures), self.model.nv
-        Ra, Ru = R[sa], R[su]
-        RaT = np.swapaxes(Ra, 1, 2)
-        d = p[su] - p[sa]
-        e = np.zeros((K, 6))
-        J = np.zeros((K, 6, nv))
-        e[:, :3] = (RaT @ d[:, :, None])[:, :, 0]
-        # D = data.J on the signed support mask_u - mask_a: columns shared by both paths cancel, and
-        # J_v,u - J_v,a + [d]x J_w,a = D_lin - [p_u]x D_ang (LOCAL_WORLD_ALIGNED Jacobians).
-        D = data.J[None, :, :] * self._signed_mask[:, None, :]
-        J[:, :3] = RaT @ (D[:, :3] - skew_batch(p[su]) @ D[:, 3:])
-        rot = self._rot_idx
-        if rot.size:
-            RuT_r = np.swapaxes(Ru[rot], 1, 2)
-            Rau = RaT[rot] @ Ru[rot]
-            r = log3_batch(Rau)
-            Jlog = jlog3_batch(r)
-            e[rot, 3:] = r
-            J[rot, 3:] = (Jlog @ RuT_r) @ D[rot, 3:]
-        uj = self._uj_idx
-        if uj.size:
-            ui, uj_j, uk, usign = self._uj_ijk.T
-            n_uj = np.arange(len(uj))
-            RuT_u = np.swapaxes(Ru[uj], 1, 2)
-            Rau_u = RaT[uj] @ Ru[uj]
-            e[uj, 3 + uk] = usign * Rau_u[n_uj, ui, uj_j]
-            # d/dt R_au[i, j] = -(R_au[i, :] [e_j]x) omega_rel, omega_rel = R_u^T D_ang v
-            g = -usign[:, None] * np.einsum("nm,nml->nl", Rau_u[n_uj, ui, :], _SKEW_E[uj_j])
-            J[uj, 3 + uk] = np.einsum("nl,nlv->nv", g, RuT_u @ D[uj, 3:])
-        rows = self._flat_rows
-        if v is None:
-            return e.reshape(-1)[rows], J.reshape(K * 6, nv)[rows], None
-        # bias: frame-origin velocities and classical accelerations from world spatial quantities
-        w_all, alpha_all = V[:, 3:], A[:, 3:]
-        pdot = V[:, :3] + np.cross(w_all, p)
-        pddot = A[:, :3] + np.cross(alpha_all, p) + np.cross(w_all, pdot)
-        wa, wu, wa_dot, wu_dot = w_all[sa], w_all[su], alpha_all[sa], alpha_all[su]
-        d_dot = pdot[su] - pdot[sa]
-        d_ddot = pddot[su] - pddot[sa]
-        w = d_dot + np.cross(d, wa)
-        w_dot = d_ddot + np.cross(d_dot, wa) + np.cross(d, wa_dot)
-        bias = np.zeros((K, 6))
-        bias[:, :3] = (RaT @ (w_dot - np.cross(wa, w))[:, :, None])[:, :, 0]
-        if rot.size:
-            w_rel = (RuT_r @ (wu - wa)[rot][:, :, None])[:, :, 0]
-            w_rel_dot = (RuT_r @ (wu_dot - wa_dot + np.cross(wu, wa))[rot][:, :, None])[:, :, 0]
-            h = 1e-6
-            dJlog = (jlog3_batch(log3_batch(Rau @ exp3_batch(h * w_rel)))
-                     - jlog3_batch(log3_batch(Rau @ exp3_batch(-h * w_rel)))) / (2 * h)
-            bias[rot, 3:] = (dJlog @ w_rel[:, :, None] + Jlog @ w_rel_dot[:, :, None])[:, :, 0]
-        if uj.size:
-            RuT_u = np.swapaxes(Ru[uj], 1, 2)
-            w_u = (RuT_u @ (wu - wa)[uj][:, :, None])[:, :, 0]
-            w_u_dot = (RuT_u @ (wu_dot - wa_dot + np.cross(wu, wa))[uj][:, :, None])[:, :, 0]
-            Sw = skew_batch(w_u)
-            second = Rau_u @ (Sw @ Sw + skew_batch(w_u_dot))
-            bias[uj, 3 + uk] = usign * second[n_uj, ui, uj_j]
-        return e.reshape(-1)[rows], J.reshape(K * 6, nv)[rows], bias.reshape(-1)[rows]
+        """Acceleration bias ``Jdot_l v`` (eq. (8); App. A-B eq. (52)-(57)), (n_c,): the second time
+        derivative of ``e_l`` along ``v`` with zero acceleration
+        (:func:`~kangaroo_wbc.model.closure_kernel.closure_velocity_bias`; its ``log3`` rows are
+        exact on the closure)."""
+        q = self.check_configuration(q)
+        v = self.check_vector(v, self.model.nv, "velocity")
+        return self.kernel.velocity_bias(q, v).copy() if self.closures else np.zeros(0)
 
     def split(self, J_l: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(J_lu, J_la)``: passive and actuated columns of ``J_l`` (eq. (5))."""
@@ -1216,7 +1018,7 @@ class ClosedLoopModel:
         from kangaroo_wbc.model.closure_kernel import CHORD_CONVERGED, CHORD_STALLED
 
         k = self.kernel
-        if k is None or self.n_c != self.n_u:
+        if self.n_c != self.n_u:
             return None
         if self._fk_chord_ready is None:
             self._fk_chord_ready = k.set_passive_joints(self.model, self.idx_v_u)
@@ -1303,4 +1105,4 @@ class ClosedLoopModel:
 
 
 __all__ = ["ClosedLoopModel", "Closure", "ClosureFkInfo", "KernelTables", "SubMechanism", "select_independent_rows",
-           "DIRECTIONS", "skew", "configuration_from_pose"]
+           "DIRECTIONS", "configuration_from_pose"]

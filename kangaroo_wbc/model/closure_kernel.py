@@ -5,10 +5,10 @@ conventions: position rows in ``F_a``, ``log3`` rotation rows, exact universal-j
 by one `numba <https://numba.pydata.org>`_-compiled function that walks the spanning tree itself
 instead of many pinocchio calls and per-frame Python accesses. The tree (parents, joint placements,
 axes) is read from the pinocchio model once; pinocchio stays the reference: the tests compare every
-output with the pinocchio path. Supported joints: revolute (``RX``/``RY``/``RZ``/unaligned, bounded
-or unbounded: URDF ``revolute`` and ``continuous``), prismatic (``PX``/``PY``/``PZ``/unaligned),
-universal, spherical and the free flyer; :func:`build_kernel` returns None for other models
-(planar, helical, composite joints), and callers then use the pinocchio path.
+output with pinocchio's frame Jacobians. Supported joints: revolute (``RX``/``RY``/``RZ``/unaligned,
+bounded or unbounded: URDF ``revolute`` and ``continuous``), prismatic (``PX``/``PY``/``PZ``/
+unaligned), universal, spherical and the free flyer; :func:`build_kernel` raises ModelError for
+other models (planar, helical, composite joints).
 
 For a joint ``i`` with world placement ``(R_i, p_i)`` and local axis ``a``, the world Jacobian
 column (spatial velocity at the world origin, pinocchio's ``WORLD`` convention) is
@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
+from kangaroo_wbc.errors import ModelError
 from kangaroo_wbc.model.compiled import buffers, compiled
 from kangaroo_wbc.model.so3 import jlog3_into, log3_into
 
@@ -678,7 +679,9 @@ class ClosureKernel:
                 code = (UNIVERSAL, axes[0])
                 self.axis2[j] = axes[1]
             if code is None:
-                raise ValueError(f"joint {model.names[j]!r} ({model.joints[j].shortname()}) is not supported")
+                raise ModelError(f"the compiled closure kinematics do not support joint {model.names[j]!r} "
+                                 f"({model.joints[j].shortname()}; supported: revolute, prismatic, universal, "
+                                 f"spherical, free flyer)")
             self.jtype[j], self.axis[j] = code[0], code[1]
             M = model.jointPlacements[j]
             self.R0[j], self.p0[j] = M.rotation, M.translation
@@ -845,13 +848,13 @@ class ClosureKernel:
 
 
 def build_kernel(model: pin.Model, frame_ids, slot_a, slot_u, signed_mask, flat_rows, rot_log3,
-                 universal, columns=None) -> ClosureKernel | None:
-    """A :class:`ClosureKernel`, or None when a joint type is not supported."""
-    try:
-        kernel = ClosureKernel(model, frame_ids, slot_a, slot_u, signed_mask, flat_rows, rot_log3, universal,
-                               columns)
-    except ValueError:
-        return None
+                 universal, columns=None) -> ClosureKernel:
+    """A :class:`ClosureKernel`, compiled (or loaded from numba's cache) now.
+
+    Raises:
+        ModelError: a joint type that is not supported (planar, helical, composite).
+    """
+    kernel = ClosureKernel(model, frame_ids, slot_a, slot_u, signed_mask, flat_rows, rot_log3, universal, columns)
     kernel.warm_up(model)
     return kernel
 

@@ -1,10 +1,9 @@
 """The closure terms of one tick, shared by the 1 kHz estimators (Kangaroo paper eq. (2)-(5)).
 
 :class:`ClosureKinematics` evaluates ``e_l``, ``J_lu``, ``J_la`` once per configuration with the
-model's compiled kernel (:mod:`kangaroo_wbc.model.closure_kernel`; for a model whose joint types
-it does not support, the core's pinocchio path :meth:`ClosedLoopModel.error_and_jacobian`), and
-factorises ``J_lu`` once (block LU over the sub-mechanisms, else LAPACK) for every solve of that
-tick: the passive-state estimator's and the contact-wrench estimator's.
+model's compiled kernel (:mod:`kangaroo_wbc.model.closure_kernel`), and factorises ``J_lu`` once
+(block LU over the sub-mechanisms, else LAPACK) for every solve of that tick: the passive-state
+estimator's and the contact-wrench estimator's.
 """
 
 from __future__ import annotations
@@ -61,7 +60,7 @@ class ClosureKinematics:
         self._q = np.zeros(self.model.nq)
         self._evaluated = False
         self._lu = None
-        #: the compiled closure kernel (columns ``cols``), or None: the core's pinocchio path
+        #: the compiled closure kernel (columns ``cols``), or None without closures
         self.kernel = None
         if clm.kernel is not None:
             from kangaroo_wbc.model.closure_kernel import build_kernel

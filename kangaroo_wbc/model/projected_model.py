@@ -138,11 +138,6 @@ class ProjectedModel:
                     if np.any(np.asarray(c.rows) >= 3) and k not in set(self._uj.tolist())]
         self._kernel = build_kernel(m, self._fids, np.arange(K), K + np.arange(K), self._dmask[:, 0, :], self._rows,
                                     rot_log3, (self._uj, self._uj_ijk))
-        if self._kernel is None:
-            kinds = sorted({m.joints[j].shortname() for j in range(1, m.njoints)})
-            raise ModelError(f"the projected model needs the compiled closure kinematics, which do not support "
-                             f"one of the joint types {kinds} (supported: revolute, prismatic, universal, "
-                             "spherical, free flyer)")
         # Block LU of J_lu: its independent square blocks, from the loops' joint columns.
         blocks = block_structure(self._dmask[self._rows // 6, 0][:, clm.idx_v_u] != 0.0) if self.n_c else None
         if blocks is None:
@@ -361,11 +356,8 @@ class ProjectedModel:
 
     def base_placement(self) -> tuple[np.ndarray, np.ndarray]:
         """``(R, p)`` of the base joint (joint 1) in the world [-, m] at the last update (from the
-        compiled closure pass when it ran, else from pinocchio's ``data.oMi``). Read only."""
-        if self._kernel is not None:
-            return self._kernel.oR[1], self._kernel.op[1]
-        oMb = self.data.oMi[1]
-        return oMb.rotation, oMb.translation
+        compiled closure pass). Read only."""
+        return self._kernel.oR[1], self._kernel.op[1]
 
     def placement(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """``(R, p)`` of a registered frame in the world [-, m]."""

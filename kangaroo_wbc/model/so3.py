@@ -1,11 +1,8 @@
-"""SO(3) maps: exp, log and the Jacobian of the log, per matrix (compiled) and batched.
+"""SO(3) maps: the log and its Jacobian (compiled), and the quaternion of a rotation matrix.
 
 :func:`log3_into` / :func:`log3` and :func:`jlog3_into` are the package's one compiled SO(3) log
-and its Jacobian, called by the closure kernels, the fused task kernels and the simulator;
-:func:`log3_batch` and :func:`jlog3_batch` apply them to stacks (shape (K, 3) / (K, 3, 3)), and
-:func:`exp3_batch` / :func:`skew_batch` evaluate all loop closures of a model in a few array
-operations instead of one pinocchio call per loop. The tests compare them with ``pin.exp3``,
-``pin.log3`` and ``pin.Jlog3``.
+and its Jacobian, called by the closure kernels, the fused task kernels and the simulator. The
+tests compare them with ``pin.log3`` and ``pin.Jlog3``.
 
 .. math::
 
@@ -28,15 +25,6 @@ import numpy as np
 from kangaroo_wbc.model.compiled import compiled
 
 SMALL_ANGLE = 1e-4
-
-
-def skew_batch(w: np.ndarray) -> np.ndarray:
-    """``[w_k]x`` for ``w`` of shape (K, 3) → (K, 3, 3)."""
-    out = np.zeros(w.shape[:-1] + (3, 3))
-    out[..., 0, 1], out[..., 0, 2] = -w[..., 2], w[..., 1]
-    out[..., 1, 0], out[..., 1, 2] = w[..., 2], -w[..., 0]
-    out[..., 2, 0], out[..., 2, 1] = -w[..., 1], w[..., 0]
-    return out
 
 
 @compiled
@@ -96,7 +84,6 @@ def orientation_error(R_ref, R):
     return log3(M)
 
 
-
 @compiled
 def jlog3_into(w, th, J):
     """Right Jacobian of the log map (pinocchio's ``Jlog3``) at the rotation vector ``w`` of angle
@@ -115,46 +102,6 @@ def jlog3_into(w, th, J):
             for k in range(3):
                 s2 += S[i, k] * S[k, j]
             J[i, j] = (1.0 if i == j else 0.0) + 0.5 * S[i, j] + b * s2
-
-
-@compiled
-def _log3_rows(R, out):
-    for k in range(R.shape[0]):
-        log3_into(R[k], out[k])
-
-
-@compiled
-def _jlog3_rows(r, out):
-    for k in range(r.shape[0]):
-        th = math.sqrt(r[k, 0] * r[k, 0] + r[k, 1] * r[k, 1] + r[k, 2] * r[k, 2])
-        jlog3_into(r[k], th, out[k])
-
-
-def log3_batch(R: np.ndarray) -> np.ndarray:
-    """Rotation vectors of rotation matrices ``R`` (..., 3, 3) → (..., 3), :func:`log3_into` per matrix."""
-    R = np.ascontiguousarray(R, dtype=float)
-    out = np.empty(R.shape[:-1])
-    _log3_rows(R.reshape(-1, 3, 3), out.reshape(-1, 3))
-    return out
-
-
-def exp3_batch(r: np.ndarray) -> np.ndarray:
-    """Rotation matrices of rotation vectors ``r`` (K, 3) → (K, 3, 3) (Rodrigues)."""
-    theta = np.linalg.norm(r, axis=-1)
-    small = theta < SMALL_ANGLE
-    th = np.where(small, 1.0, theta)
-    a = np.where(small, 1.0 - theta**2 / 6.0, np.sin(th) / th)
-    b = np.where(small, 0.5 - theta**2 / 24.0, (1.0 - np.cos(th)) / th**2)
-    S = skew_batch(r)
-    return np.eye(3) + a[..., None, None] * S + b[..., None, None] * (S @ S)
-
-
-def jlog3_batch(r: np.ndarray) -> np.ndarray:
-    """Right Jacobian of the log map at rotation vectors ``r`` (..., 3) → (..., 3, 3), :func:`jlog3_into` per vector."""
-    r = np.ascontiguousarray(r, dtype=float)
-    out = np.empty(r.shape + (3,))
-    _jlog3_rows(r.reshape(-1, 3), out.reshape(-1, 3, 3))
-    return out
 
 
 def quaternion_xyzw_from_matrix(R: np.ndarray) -> np.ndarray:

@@ -21,6 +21,7 @@ from kangaroo_wbc.model import (
 )
 from kangaroo_wbc.model.projected_model import ProjectedModel
 from test.control.conftest import EXACT_TOL, random_state
+from test.model.closure_oracle import closure_kinematics
 from test.model.conftest import third_party_paths
 from test.model.mechanisms import u2ups
 
@@ -46,7 +47,7 @@ def projected_oracle(clm: ClosedLoopModel, q: np.ndarray, nu: np.ndarray, frames
     """
     m, data = clm.model, clm.model.createData()
     n_b, n_a = clm.n_b, clm.n_a
-    J_l = clm.kinematics(q, np.zeros(m.nv))[1]
+    J_l = closure_kinematics(clm, q)[1]
     J_lu, J_la = J_l[:, clm.idx_v_u], J_l[:, clm.idx_v_a]
     J_m = -np.linalg.solve(J_lu, J_la)
     T = np.zeros((m.nv, n_b + n_a))
@@ -54,7 +55,7 @@ def projected_oracle(clm: ClosedLoopModel, q: np.ndarray, nu: np.ndarray, frames
     T[clm.idx_v_a, n_b + np.arange(n_a)] = 1.0
     T[clm.idx_v_u, n_b:] = J_m
     v = T @ nu
-    bias_l = clm.kinematics(q, v)[2]
+    bias_l = closure_kinematics(clm, q, v)[2]
     k = np.zeros(m.nv)
     k[clm.idx_v_u] = -np.linalg.solve(J_lu, bias_l)
     M = pin.crba(m, data, q)

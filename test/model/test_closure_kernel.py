@@ -6,7 +6,9 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+from kangaroo_wbc.errors import ModelError
 from kangaroo_wbc.model.closure_kernel import ClosureKernel, build_kernel
+from test.model.closure_oracle import closure_kinematics
 from test.model.conftest import THIRD_PARTY, load
 from test.model.mechanisms import ALL
 
@@ -27,9 +29,8 @@ def _configurations(clm, n: int, seed: int = 0):
 @pytest.mark.parametrize("floating_base", [False, True])
 def test_kernel_equals_pinocchio_path(name, floating_base, mechanism_dir) -> None:
     clm = load(name, mechanism_dir, floating_base)
-    assert clm.kernel is not None, "every bundled mechanism has supported joints"
     for q in _configurations(clm, 5):
-        e_ref, J_ref, _ = clm._kinematics(q, None)  # the pinocchio path
+        e_ref, J_ref, _ = closure_kinematics(clm, q)  # pinocchio, loop by loop
         e, J = clm.kernel.error_and_jacobian(q)
         np.testing.assert_allclose(e, e_ref, rtol=0, atol=TOL)
         np.testing.assert_allclose(J, J_ref, rtol=0, atol=TOL)
@@ -42,7 +43,7 @@ def test_kernel_on_kangaroo_and_placements_equal_pinocchio() -> None:
     clm = load_kangaroo(floating_base=True)
     data = clm.model.createData()
     for q in _configurations(clm, 3, seed=1):
-        e_ref, J_ref, _ = clm._kinematics(q, None)
+        e_ref, J_ref, _ = closure_kinematics(clm, q)
         e, J = clm.kernel.error_and_jacobian(q)
         np.testing.assert_allclose(e, e_ref, rtol=0, atol=TOL)
         np.testing.assert_allclose(J, J_ref, rtol=0, atol=TOL)
@@ -58,7 +59,7 @@ def test_column_selection_matches_full_jacobian(mechanism_dir) -> None:
     cols = np.concatenate([clm.idx_v_u, clm.idx_v_a])
     k = build_kernel(clm.model, *clm.kernel_tables(), cols)
     q = next(_configurations(clm, 0))
-    _, J_ref, _ = clm._kinematics(q, None)
+    _, J_ref, _ = closure_kinematics(clm, q)
     np.testing.assert_allclose(k.error_and_jacobian(q)[1], J_ref[:, cols], rtol=0, atol=TOL)
 
 
@@ -89,27 +90,26 @@ def test_log3_rotation_rows_against_pinocchio_and_finite_differences(name, mecha
         np.testing.assert_allclose(J @ dv, fd, rtol=0, atol=FD_TOL)
 
 
-def test_unsupported_joint_gives_no_kernel() -> None:
+def test_unsupported_joint_is_refused() -> None:
     model = pin.Model()
     j = model.addJoint(0, pin.JointModelPlanar(), pin.SE3.Identity(), "planar")
     model.appendBodyToJoint(j, pin.Inertia.Random(), pin.SE3.Identity())
     f = model.addFrame(pin.Frame("tip", j, 0, pin.SE3.Identity(), pin.FrameType.OP_FRAME))
-    kernel = build_kernel(model, [f, f], [0], [1], np.ones((1, model.nv)), np.arange(3), [],
-                          (np.zeros(0, dtype=int), np.zeros((0, 4), dtype=int)))
-    assert kernel is None
+    with pytest.raises(ModelError, match="'planar' .*JointModelPlanar"):
+        build_kernel(model, [f, f], [0], [1], np.ones((1, model.nv)), np.arange(3), [],
+                     (np.zeros(0, dtype=int), np.zeros((0, 4), dtype=int)))
 
 
 @pytest.mark.parametrize("name", ["u2ups", "digit_like_2legs"])
 def test_compiled_chord_fk_matches_the_newton_fallback(name, mechanism_dir, monkeypatch) -> None:
-    """Closure FK with the compiled chord iteration and with its fallback, damped Newton (no kernel:
-    every solve is Newton's), give the same closed configuration, along a trajectory and after a
-    large jump."""
+    """Closure FK with the compiled chord iteration and with its fallback, damped Newton (the chord
+    iteration disabled: every solve is Newton's), give the same closed configuration, along a
+    trajectory and after a large jump."""
     from kangaroo_wbc.bench.workload import reachable_trajectory
 
     fast = load(name, mechanism_dir)
-    monkeypatch.setenv("KANGAROO_WBC_NO_JIT", "1")
     slow = load(name, mechanism_dir)
-    assert fast.kernel is not None and slow.kernel is None
+    monkeypatch.setattr(slow, "_compiled_chord", lambda q, tol, max_iter: None)
     traj, _ = reachable_trajectory(fast, 60, 1000.0)
     for k in list(range(0, 60, 3)) + [0]:  # small steps, then a jump back to the start
         q_f, info_f = fast.closure_fk(traj.theta_a[k])
@@ -155,7 +155,7 @@ def test_velocity_bias_equals_pinocchio_path(name, mechanism_dir) -> None:
     rng = np.random.default_rng(6)
     for q in _configurations(clm, 3, seed=7):
         v = rng.standard_normal(clm.model.nv)
-        _, _, bias_ref = clm._kinematics(q, v)
+        _, _, bias_ref = closure_kinematics(clm, q, v)
         np.testing.assert_allclose(kernel.velocity_bias(q, v), bias_ref[keep], rtol=0, atol=1e-11)
 
 
@@ -188,12 +188,12 @@ def test_unbounded_revolute_joints_equal_the_pinocchio_path(mechanism_dir, tmp_p
     assert "JointModelRUBZ" in kinds and clm.kernel is not None
     rng = np.random.default_rng(3)
     for q in _configurations(clm, 4):
-        e_ref, J_ref, _ = clm._kinematics(q, None)
+        e_ref, J_ref, _ = closure_kinematics(clm, q)
         e, J = clm.kernel.error_and_jacobian(q)
         np.testing.assert_allclose(e, e_ref, rtol=0, atol=TOL)
         np.testing.assert_allclose(J, J_ref, rtol=0, atol=TOL)
         v = rng.standard_normal(clm.model.nv)
-        _, _, bias_ref = clm._kinematics(q, v)
+        _, _, bias_ref = closure_kinematics(clm, q, v)
         np.testing.assert_allclose(clm.kernel.velocity_bias(q, v), bias_ref, rtol=0, atol=1e-11)
     k = clm.kernel
     assert k.set_passive_joints(clm.model, clm.idx_v_u)
