@@ -21,30 +21,33 @@ from kangaroo_wbc.model.compiled import buffers, compiled
 BlockFactors = buffers("BlockFactors", ("rows", "cols", "sizes", "LU", "piv"))
 
 
+def independent_blocks(pattern: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Independent blocks ``(rows, cols)`` of a matrix with nonzero ``pattern``: the connected
+    components of the graph of its rows and columns (a nonzero entry joins its row and column),
+    ordered by their first row; components without a row come last."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    pattern = np.asarray(pattern, dtype=bool)
+    n_r, n_c = pattern.shape
+    graph = np.zeros((n_r + n_c, n_r + n_c), dtype=bool)
+    graph[:n_r, n_r:] = pattern
+    graph[n_r:, :n_r] = pattern.T
+    k, label = connected_components(csr_matrix(graph), directed=False)
+    return [(np.flatnonzero(label[:n_r] == i), np.flatnonzero(label[n_r:] == i)) for i in range(k)]
+
+
 def block_structure(pattern: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
     """Independent square blocks ``(rows, cols)`` of a square matrix with nonzero ``pattern``.
 
     None when a connected component is not square (then the matrix is singular or needs the
     dense factorisation).
     """
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
-
     pattern = np.asarray(pattern, dtype=bool)
-    n_r, n_c = pattern.shape
-    if n_r != n_c:
+    if pattern.shape[0] != pattern.shape[1]:
         return None
-    graph = np.zeros((n_r + n_c, n_r + n_c), dtype=bool)
-    graph[:n_r, n_r:] = pattern
-    graph[n_r:, :n_r] = pattern.T
-    k, label = connected_components(csr_matrix(graph), directed=False)
-    blocks = []
-    for i in range(k):
-        rows, cols = np.flatnonzero(label[:n_r] == i), np.flatnonzero(label[n_r:] == i)
-        if rows.size != cols.size:
-            return None
-        blocks.append((rows, cols))
-    return blocks
+    blocks = independent_blocks(pattern)
+    return None if any(rows.size != cols.size for rows, cols in blocks) else blocks
 
 
 @compiled
@@ -324,4 +327,5 @@ class BlockLU:
         return X if B.ndim == 2 else X[:, 0]
 
 
-__all__ = ["BlockFactors", "BlockLU", "block_structure", "factor_blocks", "factor_blocks_and_map", "solve_blocks"]
+__all__ = ["BlockFactors", "BlockLU", "block_structure", "factor_blocks", "factor_blocks_and_map", "independent_blocks",
+           "solve_blocks"]

@@ -18,18 +18,12 @@ from kangaroo_wbc.sim.sensors import (
     force_from_motor_torque,
     motor_torque_from_force,
 )
-from kangaroo_wbc.sim.simulator import (
-    ClosedChainSim,
-    CommandReport,
-    ContactWrench,
-    GroundTruth,
-    core_closure_solver,
-)
+from kangaroo_wbc.sim.simulator import ClosedChainSim, CommandReport, ContactWrench, GroundTruth
 
 __all__ = [
     "BaselinePd", "hold_position", "model_gravity_compensation",
     "classify_closure", "export_mjcf", "parse_urdf",
     "ImuReading", "SensorConfig", "SensorReadings", "SensorSuite",
     "force_from_motor_torque", "motor_torque_from_force",
-    "ClosedChainSim", "CommandReport", "ContactWrench", "GroundTruth", "core_closure_solver",
+    "ClosedChainSim", "CommandReport", "ContactWrench", "GroundTruth",
 ]

@@ -21,16 +21,16 @@ import math
 import sys
 import threading
 import time as _time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import mujoco
 import numpy as np
 
 from kangaroo_wbc.errors import ClosureFkError, InputError, JointNotFound, ModelError, suggest
 from kangaroo_wbc.model.ball_screw import BallScrewActuators
+from kangaroo_wbc.model.block_lu import independent_blocks
 from kangaroo_wbc.model.compiled import all_finite, compiled
 from kangaroo_wbc.model.so3 import log3
 from kangaroo_wbc.sim.actuator import ActuatorDrives
@@ -200,9 +200,6 @@ class ClosedChainSim:
         initial_actuator_positions: true actuator positions at reset [m] or [rad] (array in actuator
             order or name → value; default: 0 clipped into each joint range).
         q_guess: name → value initial guesses of passive joints for the closure solve.
-        closure_solver: optional callable ``(theta_a: dict, q_guess: dict) -> dict`` returning all
-            joint positions by name (e.g. built on ``ClosedLoopModel.closure_fk``); the built-in
-            Newton iteration polishes its result on the MuJoCo model.
         floor_clearance_m: floating base only: height of the lowest sole point above the floor at
             reset [m].
         ideal_actuators: True: the commanded force acts on the joint as is and the motor torque
@@ -222,7 +219,6 @@ class ClosedChainSim:
         sensor_config: SensorConfig | None = None,
         initial_actuator_positions: Sequence[float] | Mapping[str, float] | None = None,
         q_guess: Mapping[str, float] | None = None,
-        closure_solver: Callable[[dict[str, float], dict[str, float]], dict[str, float]] | None = None,
         floor_clearance_m: float = 0.0,
         ideal_actuators: bool = False,
     ) -> None:
@@ -257,7 +253,6 @@ class ClosedChainSim:
                                       else m.actuator_ctrlrange[i, 1] for i in range(m.nu)])
         self._init_actuators(leads, effs, bool(ideal_actuators))
         self._q_guess = dict(q_guess or {})
-        self._closure_solver = closure_solver
         self._floor_clearance = float(floor_clearance_m)
         self._initial_theta = self._theta_from(initial_actuator_positions)
         self._wall_time = 0.0
@@ -394,37 +389,19 @@ class ClosedChainSim:
         passive = set(self._solve_dofs.tolist())
         n = len(self._equalities)
         weld_row = {int(e): 3 * n + 3 * k for k, e in enumerate(self._weld_idx)}
-        cols = []
-        for q in self._equalities:
+        moved = np.zeros((n, m.nv), dtype=bool)  # equality i, passive DOF moving its residual
+        for i, q in enumerate(self._equalities):
             moving = anc[int(m.site_bodyid[q.site1])] ^ anc[int(m.site_bodyid[q.site2])]
-            cols.append(moving & passive)
-        parent = list(range(n))
-
-        def find(i: int) -> int:
-            while parent[i] != i:
-                parent[i] = parent[parent[i]]
-                i = parent[i]
-            return i
-
-        owner: dict[int, int] = {}
-        for i, c in enumerate(cols):
-            for dof in c:
-                if dof in owner:
-                    parent[find(i)] = find(owner[dof])
-                else:
-                    owner[dof] = i
-        groups: dict[int, list[int]] = {}
-        for i in range(n):
-            groups.setdefault(find(i), []).append(i)
+            moved[i, sorted(moving & passive)] = True
         self._blocks: list[tuple[np.ndarray, np.ndarray]] = []
-        for members in groups.values():
+        for members, block_cols in independent_blocks(moved):
             rows = []
             for i in members:
                 rows += [3 * i, 3 * i + 1, 3 * i + 2]
                 if i in weld_row:
                     rows += [weld_row[i], weld_row[i] + 1, weld_row[i] + 2]
-            block_cols = sorted(set().union(*(cols[i] for i in members)))
-            self._blocks.append((np.array(rows, dtype=int), np.array(block_cols, dtype=int)))
+            if rows:  # DOFs of no equality form blocks of their own
+                self._blocks.append((np.array(rows, dtype=int), block_cols))
 
     def _init_soles(self) -> None:
         m = self.model
@@ -524,11 +501,6 @@ class ClosedChainSim:
             if n not in self._joint_id:
                 raise JointNotFound(f"q_guess: unknown joint {n!r}." + suggest(n, self.joint_names))
             d.qpos[m.jnt_qposadr[self._joint_id[n]]] = float(v)
-        if self._closure_solver is not None:
-            q = self._closure_solver(dict(zip(self.actuator_names, theta)), self.joint_positions_by_name())
-            for n, v in q.items():
-                if n in self._joint_id:
-                    d.qpos[m.jnt_qposadr[self._joint_id[n]]] = float(v)
         info = self.solve_closure()
         if not info.converged:
             raise ClosureFkError(f"initial closure solve did not converge (residual {info.residual:.3e} m) "
@@ -958,7 +930,7 @@ class ClosedChainSim:
 
         Computed on the MuJoCo model from the equality Jacobian ``J = [J_a  J_u]`` (the floating base
         held), block by independent sub-mechanism: ``J_m = -J_u^+ J_a``; rows are the passive and
-        cut-body DOFs (see :attr:`passive_dofs`).
+        cut-body DOFs.
         """
         J = self._residual_jacobian()
         row_of = {int(d): i for i, d in enumerate(self._solve_dofs)}
@@ -970,11 +942,6 @@ class ClosedChainSim:
             sol = np.linalg.lstsq(Jb[:, cols], Jb[:, self._act_dadr], rcond=1e-10)[0]
             J_m[[row_of[int(c)] for c in cols]] = -sol
         return J_m
-
-    @property
-    def passive_dofs(self) -> np.ndarray:
-        """MuJoCo DOF indices of the passive (and cut-body) joints, rows of :meth:`mapping_jacobian`."""
-        return self._solve_dofs.copy()
 
     def actuator_bias_forces(self) -> np.ndarray:
         """Actuator forces balancing MuJoCo's bias forces (gravity + Coriolis) with the base held.
@@ -998,27 +965,3 @@ class ClosedChainSim:
             tau -= Jb[:, self._act_dadr].T @ (Ju @ z)
         return tau
 
-
-def core_closure_solver(clm: Any) -> Callable[[dict[str, float], dict[str, float]], dict[str, float]]:
-    """A ``closure_solver`` for :class:`ClosedChainSim` built on ``ClosedLoopModel.closure_fk``.
-
-    Joint values travel by URDF name; joints with more than one coordinate (spherical replacements)
-    and locked joints keep the model's reference value.
-    """
-    m = clm.model
-    slots = {}
-    for name in clm.joint_names:
-        jm = m.joints[m.getJointId(name)]
-        if jm.nq == 1:
-            slots[name] = int(jm.idx_q)
-
-    def solve(theta_by_name: dict[str, float], q_guess_by_name: dict[str, float]) -> dict[str, float]:
-        q = np.array(clm.q_ref, dtype=float)
-        for n, v in q_guess_by_name.items():
-            if n in slots:
-                q[slots[n]] = v
-        theta = np.array([theta_by_name[n] for n in clm.actuated_joint_names])
-        q, _ = clm.closure_fk(theta, q_guess=q)
-        return {n: float(q[i]) for n, i in slots.items()}
-
-    return solve
