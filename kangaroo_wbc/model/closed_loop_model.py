@@ -260,12 +260,10 @@ class ClosedLoopModel:
         if not urdf_path.is_file():
             raise ModelError(f"{urdf_path}: URDF file not found")
         from kangaroo_wbc.model.importers import (
-            FIXED,
-            freeze_joints,
             joint_replacements,
             load_mjcf,
             mimic_joints,
-            replace_joints,
+            spanning_tree,
         )
 
         if urdf_path.suffix.lower() == ".xml" and closures_path is None:
@@ -281,20 +279,7 @@ class ClosedLoopModel:
             raise ModelError(f"{urdf_path}: URDF <mimic> joints are not supported ({pairs}): a mimic "
                              f"coupling is not a loop closure, and loading the joint as independent "
                              f"would change the mechanism; model the coupling as a loop, or remove it")
-        try:
-            if floating_base:
-                model = pin.buildModelFromUrdf(str(urdf_path), pin.JointModelFreeFlyer())
-            else:
-                model = pin.buildModelFromUrdf(str(urdf_path))
-        except (RuntimeError, ValueError) as exc:
-            raise ModelError(f"{urdf_path}: pinocchio could not parse the URDF: {exc}") from exc
-        replacements = joint_replacements(closure_file)
-        fixed = [n for n, kind in replacements.items() if kind.upper() == FIXED]
-        replacements = {n: kind for n, kind in replacements.items() if kind.upper() != FIXED}
-        if replacements:
-            model = replace_joints(model, replacements, closure_file.source)
-        if fixed:
-            model = freeze_joints(model, fixed, closure_file.source)
+        model = spanning_tree(urdf_path, joint_replacements(closure_file), closure_file.source, floating_base)
         q_ref = None if reference is None else configuration_from_pose(model, reference)
         return cls(model, closure_file, q_ref=q_ref, source=str(urdf_path))
 

@@ -22,14 +22,14 @@ import pinocchio as pin
 from kangaroo_wbc.errors import ConfigError, ModelError, suggest
 from kangaroo_wbc.model.closures import DIRECTIONS, ClosureFile, ClosureSpec
 
-_SUBSTITUTES = {
-    "SPHERICAL": lambda: pin.JointModelSpherical(),
-    "UJOINT_XY": lambda: pin.JointModelUniversal(np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])),
-    "UJOINT_YX": lambda: pin.JointModelUniversal(np.array([0.0, 1.0, 0.0]), np.array([1.0, 0.0, 0.0])),
-    "UJOINT_XZ": lambda: pin.JointModelUniversal(np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])),
-    "UJOINT_ZX": lambda: pin.JointModelUniversal(np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0])),
-    "UJOINT_YZ": lambda: pin.JointModelUniversal(np.array([0.0, 1.0, 0.0]), np.array([0.0, 0.0, 1.0])),
-    "UJOINT_ZY": lambda: pin.JointModelUniversal(np.array([0.0, 0.0, 1.0]), np.array([0.0, 1.0, 0.0])),
+#: ``joint_type`` of the extended-URDF YAML that welds a joint at its neutral value.
+FIXED = "FIXED"
+
+#: The ``joint_type`` values of the extended-URDF YAML: a ball joint (no axes), a universal joint
+#: about the listed axes of the joint frame (outermost first), or ``FIXED`` (no joint).
+REPLACEMENT_AXES: dict[str, tuple[int, ...] | None] = {
+    "SPHERICAL": (), "UJOINT_XY": (0, 1), "UJOINT_YX": (1, 0), "UJOINT_XZ": (0, 2),
+    "UJOINT_ZX": (2, 0), "UJOINT_YZ": (1, 2), "UJOINT_ZY": (2, 1), FIXED: None,
 }
 
 
@@ -43,9 +43,9 @@ def replace_joints(model: pin.Model, replacements: dict[str, str], source: str =
     for n, kind in replacements.items():
         if n not in names:
             raise ConfigError(f"{source}: joint_name: unknown joint {n!r}." + suggest(n, names[1:]))
-        if kind.upper() not in _SUBSTITUTES:
+        if REPLACEMENT_AXES.get(kind.upper()) is None:
             raise ConfigError(f"{source}: joint_type: unsupported {kind!r} for joint {n!r}; valid: "
-                              f"{sorted(_SUBSTITUTES) + [FIXED]}")
+                              f"{sorted(REPLACEMENT_AXES)}")
     new = pin.Model()
     new.name = model.name
     new.gravity = model.gravity
@@ -55,7 +55,8 @@ def replace_joints(model: pin.Model, replacements: dict[str, str], source: str =
         jm = model.joints[j]
         name = names[j]
         if name in replacements:
-            sub = _SUBSTITUTES[replacements[name].upper()]()
+            axes = REPLACEMENT_AXES[replacements[name].upper()]
+            sub = pin.JointModelUniversal(*np.eye(3)[list(axes)]) if axes else pin.JointModelSpherical()
             jid = new.addJoint(int(model.parents[j]), sub, model.jointPlacements[j], name)
         else:
             sl_q = slice(jm.idx_q, jm.idx_q + jm.nq)
@@ -80,10 +81,6 @@ def joint_replacements(closure_file: ClosureFile) -> dict[str, str]:
     return {str(n): str(t) for n, t in zip(names, types)}
 
 
-#: ``joint_type`` of the extended-URDF YAML that welds a joint at its neutral value.
-FIXED = "FIXED"
-
-
 def freeze_joints(model: pin.Model, names: list[str], source: str = "<memory>") -> pin.Model:
     """Weld the named joints at their neutral value (``joint_type: FIXED``).
 
@@ -96,6 +93,27 @@ def freeze_joints(model: pin.Model, names: list[str], source: str = "<memory>") 
             raise ConfigError(f"{source}: joint_name: unknown joint {n!r}." + suggest(n, valid))
     ids = [int(model.getJointId(n)) for n in names]
     return pin.buildReducedModel(model, ids, pin.neutral(model))
+
+
+def spanning_tree(urdf_path: str | Path, replacements: dict[str, str], source: str,
+                  floating_base: bool = False) -> pin.Model:
+    """The pinocchio model of a URDF spanning tree (a free-flyer root if ``floating_base``) with the
+    extended-URDF ``replacements`` (joint name -> ``joint_type``) applied: :func:`replace_joints`,
+    then :func:`freeze_joints` for the ``FIXED`` ones (errors name ``source``)."""
+    try:
+        if floating_base:
+            model = pin.buildModelFromUrdf(str(urdf_path), pin.JointModelFreeFlyer())
+        else:
+            model = pin.buildModelFromUrdf(str(urdf_path))
+    except (RuntimeError, ValueError) as exc:
+        raise ModelError(f"{urdf_path}: pinocchio could not parse the URDF: {exc}") from exc
+    substituted = {n: kind for n, kind in replacements.items() if kind.upper() != FIXED}
+    if substituted:
+        model = replace_joints(model, substituted, source)
+    fixed = [n for n, kind in replacements.items() if kind.upper() == FIXED]
+    if fixed:
+        model = freeze_joints(model, fixed, source)
+    return model
 
 
 def mimic_joints(urdf_path: str | Path) -> dict[str, str]:

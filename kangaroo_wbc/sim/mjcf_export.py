@@ -56,6 +56,7 @@ import pinocchio as pin
 from kangaroo_wbc.errors import ConfigError, FrameNotFound, JointNotFound, ModelError, suggest
 from kangaroo_wbc.model.ball_screw import ENTRY_DEFAULTS
 from kangaroo_wbc.model.closures import DIRECTIONS, ClosureFile, ClosureSpec, load_closure_file
+from kangaroo_wbc.model.importers import REPLACEMENT_AXES, joint_replacements, spanning_tree
 
 #: Prefix of every metadata entry written in ``<custom>``.
 META_PREFIX = "kwbc:"
@@ -65,14 +66,6 @@ BALL_SCREW_KEYS = tuple(k for k in ENTRY_DEFAULTS if k not in ("screw_lead_m", "
 CUT_JOINT_PREFIX = "cut__"
 #: Name of the free joint of a floating-base export.
 FLOATING_JOINT_NAME = "floating_base"
-
-#: Joints that an extended-URDF closure file marks as standing for spherical / universal joints:
-#: ball joint (no axes) or hinges about the listed axes of the joint frame, outermost first.
-#: ``FIXED``: no joint (the child body welded to its parent at the neutral position).
-_REPLACEMENT_AXES: dict[str, tuple[int, ...] | None] = {
-    "SPHERICAL": (), "UJOINT_XY": (0, 1), "UJOINT_YX": (1, 0), "UJOINT_XZ": (0, 2),
-    "UJOINT_ZX": (2, 0), "UJOINT_YZ": (1, 2), "UJOINT_ZY": (2, 1), "FIXED": None,
-}
 
 # Collision bits: floor ↔ robot only.
 _FLOOR_CONTYPE, _FLOOR_CONAFFINITY = 1, 0
@@ -341,20 +334,7 @@ class ClosurePlan:
 def _structural_constants(urdf_path: str, specs: list[ClosureSpec], replacements: Mapping[str, str],
                           n_samples: int = 8, tol: float = 1e-9) -> list[dict[str, float]]:
     """For each loop, the components of ``e`` that are equal on random tree configurations."""
-    import pinocchio as pin
-
-    from kangaroo_wbc.model.importers import FIXED, freeze_joints, replace_joints
-
-    try:
-        model = pin.buildModelFromUrdf(urdf_path)
-    except (RuntimeError, ValueError) as exc:
-        raise ModelError(f"{urdf_path}: pinocchio could not parse the URDF: {exc}") from exc
-    substituted = {n: k for n, k in replacements.items() if k.upper() != FIXED}
-    if substituted:
-        model = replace_joints(model, substituted, urdf_path)
-    welded = [n for n, k in replacements.items() if k.upper() == FIXED]
-    if welded:
-        model = freeze_joints(model, welded, urdf_path)
+    model = spanning_tree(urdf_path, dict(replacements), urdf_path)
     data = model.createData()
     frame_names = [f.name for f in model.frames]
     ids = []
@@ -589,15 +569,13 @@ def export_mjcf(
         site_frames.setdefault(fr, resolve(fr, "extra_frames"))
 
     # ---- closures ------------------------------------------------------------------------------
-    from kangaroo_wbc.model.importers import joint_replacements
-
     replaced = joint_replacements(cf)
     for n, kind in replaced.items():
         if n not in jbn or jbn[n].type not in ("revolute", "continuous"):
             raise JointNotFound(f"{cf.source}: joint_name: {n!r} is not a revolute URDF joint."
                                 + suggest(n, movable))
-        if kind.upper() not in _REPLACEMENT_AXES:
-            raise ConfigError(f"{cf.source}: joint_type: unsupported {kind!r}; valid: {sorted(_REPLACEMENT_AXES)}")
+        if kind.upper() not in REPLACEMENT_AXES:
+            raise ConfigError(f"{cf.source}: joint_type: unsupported {kind!r}; valid: {sorted(REPLACEMENT_AXES)}")
     structural = _structural_constants(str(urdf_path), cf.closures, replaced) if cf.closures else []
     plans = [classify_closure(c, s) for c, s in zip(cf.closures, structural)]
     extra_sites: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] = {ln: [] for ln in tree.links}
@@ -692,7 +670,7 @@ def export_mjcf(
         else:
             _set_pose(body, joint.xyz, joint.R)
             if joint.name in replaced:
-                axes = _REPLACEMENT_AXES[replaced[joint.name].upper()]
+                axes = REPLACEMENT_AXES[replaced[joint.name].upper()]
                 if axes == ():
                     _sub(body, "joint", {"name": joint.name, "type": "ball"})
                 for a in axes or ():
@@ -718,7 +696,7 @@ def export_mjcf(
             elif joint.type == "floating":
                 _sub(body, "freejoint", {"name": joint.name})
         welded = joint is None and not floating_base or joint is not None and (
-            joint.type == "fixed" or _REPLACEMENT_AXES.get(replaced.get(joint.name, "").upper(), ()) is None)
+            joint.type == "fixed" or REPLACEMENT_AXES.get(replaced.get(joint.name, "").upper(), ()) is None)
         if link.has_inertial and link.mass > (MIN_WELDED_MASS_KG if welded else 0.0):
             I = _regularised_inertia(link.inertia)
             _sub(body, "inertial", {"pos": _vec(link.com), "mass": link.mass,
