@@ -19,79 +19,35 @@ started later still receives the last value.
 
 from __future__ import annotations
 
-from rclpy.qos import (
-    DurabilityPolicy,
-    HistoryPolicy,
-    QoSProfile,
-    ReliabilityPolicy,
-)
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from kangaroo_wbc.errors import ConfigError, suggest
 
+
+def _profile(depth: int, best_effort: bool = False, latched: bool = False) -> QoSProfile:
+    """Keep-last ``depth``; reliable unless ``best_effort``; volatile unless ``latched`` (transient local)."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
+                      reliability=ReliabilityPolicy.BEST_EFFORT if best_effort else ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE)
+
+
 #: 1 kHz sensor/state streams, publishers and default subscribers.
-SENSOR_STATE = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST,
-    depth=10,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.VOLATILE,
-)
-
+SENSOR_STATE = _profile(10)
 #: Subscriber-side option for the same streams: newest sample wins, never blocks the writer.
-SENSOR_BEST_EFFORT = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST,
-    depth=10,
-    reliability=ReliabilityPolicy.BEST_EFFORT,
-    durability=DurabilityPolicy.VOLATILE,
-)
-
+SENSOR_BEST_EFFORT = _profile(10, best_effort=True)
 #: Subscriber side of the 1 kHz streams in the pipeline nodes: the newest sample only, never a
 #: backlog (a tick that overran skips to the latest state instead of working through old ones).
-SENSOR_LATEST = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST,
-    depth=1,
-    reliability=ReliabilityPolicy.BEST_EFFORT,
-    durability=DurabilityPolicy.VOLATILE,
-)
-
+SENSOR_LATEST = _profile(1, best_effort=True)
 #: ``actuators/command``: only the newest command matters.
-COMMAND = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST,
-    depth=1,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.VOLATILE,
-)
-
+COMMAND = _profile(1)
 #: Latched results (``estimation/calibration``, ``robot_description``): late joiners get the last one.
-LATCHED = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST,
-    depth=1,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.TRANSIENT_LOCAL,
-)
-
+LATCHED = _profile(1, latched=True)
 #: Low-rate outputs for people and tools (markers, contact wrenches for RViz, timing, ZMP).
-VISUALIZATION = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST,
-    depth=10,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.VOLATILE,
-)
-
+VISUALIZATION = _profile(10)
 #: ``/diagnostics`` (same as diagnostic_updater's default).
-DIAGNOSTICS = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST,
-    depth=10,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.VOLATILE,
-)
-
+DIAGNOSTICS = _profile(10)
 #: ``/tf`` (same as tf2_ros.TransformBroadcaster's default).
-TF = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST,
-    depth=100,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.VOLATILE,
-)
+TF = _profile(100)
 
 PROFILES: dict[str, QoSProfile] = {
     "sensor_state": SENSOR_STATE,
