@@ -22,6 +22,7 @@ import pinocchio as pin
 from kangaroo_wbc.bench.timing import Timing, time_calls
 from kangaroo_wbc.bench.workload import Trajectory
 from kangaroo_wbc.model import ClosedLoopModel, inverse_dynamics, projected_dynamics
+from kangaroo_wbc.model.dynamics import rigid_constraint_models
 
 #: Convergence tolerance of the closure FK in the benchmark [m, rad] (inf-norm of ``e_l``).
 FK_TOL = 1e-12
@@ -41,27 +42,6 @@ class CoreResult:
             out[f"{k}_ms"] = t.as_dict()
             out[f"{k}_ms"].update(self.extra.get(k, {}))
         return out
-
-
-def _pin_constraints(clm: ClosedLoopModel):
-    """The loops as pinocchio rigid constraints (3D for ``xyz`` loops, 6D for full ones), or ``None``."""
-    models = pin.StdVec_RigidConstraintModel()
-    datas = pin.StdVec_RigidConstraintData()
-    m = clm.model
-    for c in clm.closures:
-        dirs = tuple(c.spec.directions)
-        if dirs == ("x", "y", "z"):
-            kind = pin.ContactType.CONTACT_3D
-        elif len(dirs) == 6:
-            kind = pin.ContactType.CONTACT_6D
-        else:
-            return None
-        fa, fu = m.frames[c.frame_a_id], m.frames[c.frame_u_id]
-        cm = pin.RigidConstraintModel(kind, m, int(fa.parentJoint), fa.placement, int(fu.parentJoint),
-                                      fu.placement, pin.ReferenceFrame.LOCAL)
-        models.append(cm)
-        datas.append(cm.createData())
-    return models, datas
 
 
 def bench_model(clm: ClosedLoopModel, traj: Trajectory, states: list[np.ndarray], warmup: int) -> CoreResult:
@@ -103,9 +83,16 @@ def bench_model(clm: ClosedLoopModel, traj: Trajectory, states: list[np.ndarray]
                                                       warmup, keep_outputs=False)
 
     # --- pinocchio's proximal constrained forward dynamics, fed with our ID torques
-    cons = _pin_constraints(clm)
-    if cons is not None:
-        cms, cds = cons
+    try:
+        constraints = rigid_constraint_models(clm)
+    except ValueError:  # loops pinocchio's constraints cannot express: no comparison
+        constraints = None
+    if constraints is not None:
+        cms = pin.StdVec_RigidConstraintModel()
+        cds = pin.StdVec_RigidConstraintData()
+        for cm in constraints:
+            cms.append(cm)
+            cds.append(cm.createData())
         pdata = m.createData()
         pin.initConstraintDynamics(m, pdata, cms, cds)
         prox = pin.ProximalSettings(1e-12, 1e-10, 50)

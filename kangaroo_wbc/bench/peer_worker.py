@@ -109,28 +109,6 @@ def _import_toolbox() -> tuple[dict, dict]:
     return mods, info
 
 
-def _constraint_models(clm) -> list:
-    m = clm.model
-    out = []
-    for c in clm.closures:
-        if c.spec.name in clm.added_closures:
-            continue  # a ball joint's free spin held by our model; the toolbox lets it spin
-        dirs = tuple(c.spec.directions)
-        if dirs == ("x", "y", "z"):
-            kind = pin.ContactType.CONTACT_3D
-        elif len(dirs) == 6:
-            kind = pin.ContactType.CONTACT_6D
-        else:
-            raise ValueError(f"closure {c.spec.name!r} constrains {list(dirs)}: pinocchio's RigidConstraintModel "
-                             "(the toolbox's loop model) has only 3D (xyz) and 6D constraints")
-        fa, fu = m.frames[c.frame_a_id], m.frames[c.frame_u_id]
-        cm = pin.RigidConstraintModel(kind, m, int(fa.parentJoint), fa.placement, int(fu.parentJoint),
-                                      fu.placement, pin.ReferenceFrame.LOCAL)
-        cm.name = c.spec.name
-        out.append(cm)
-    return out
-
-
 def _quiet(fn, *args, **kwargs):
     """Call a toolbox function with its progress prints sent to a buffer (returned too)."""
     buf = io.StringIO()
@@ -165,6 +143,8 @@ def _run_proximal(mods, clm, thetas, q0, warmup):
         raise Unavailable(f"pinocchio {pin.__version__} has no ContactCholeskyDecomposition (renamed in "
                           "pinocchio 4); the toolbox's proximal solver needs pinocchio 3 (the bench's peer "
                           "environment, or --peer-python)")
+    from kangaroo_wbc.model.dynamics import rigid_constraint_models as loops
+
     mnt, fj = mods["mounting"], mods["freeze_joints"]
     m = clm.model
     act = mods["actuation_model"].ActuationModel(m, clm.actuated_joint_names)
@@ -177,7 +157,7 @@ def _run_proximal(mods, clm, thetas, q0, warmup):
         q_ref = q_prec.copy()
         q_ref[clm.idx_q_a] = theta
         t0 = time.perf_counter()
-        (rm, rcms, _, _, _), _ = _quiet(fj.freezeJoints, m, _constraint_models(clm), act, pin.GeometryModel(),
+        (rm, rcms, _, _, _), _ = _quiet(fj.freezeJoints, m, loops(clm, skip_added=True), act, pin.GeometryModel(),
                                         pin.GeometryModel(), lock, q_ref)
         rd = rm.createData()
         rcds = [cm.createData() for cm in rcms]
@@ -250,6 +230,7 @@ def _run_jacobian(mods, clm, cms, states, warmup):
 def run(request: dict) -> dict:
     """Run the requested peer methods on each model; see the module docstring."""
     from kangaroo_wbc.model import ClosedLoopModel
+    from kangaroo_wbc.model.dynamics import rigid_constraint_models
 
     mods, info = _import_toolbox()
     answer: dict = {"info": info, "models": {}}
@@ -260,7 +241,7 @@ def run(request: dict) -> dict:
         answer["models"][name] = res
         try:
             clm = ClosedLoopModel.from_files(spec["urdf"], spec["closures"], floating_base=False)
-            cms = _constraint_models(clm)
+            cms = rigid_constraint_models(clm, skip_added=True)
         except Exception as exc:  # noqa: BLE001 - reported to the parent as the model's status
             res["error"] = f"{type(exc).__name__}: {exc}"
             continue

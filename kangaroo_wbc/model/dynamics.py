@@ -245,3 +245,30 @@ def centroidal_momentum_matrix(clm: ClosedLoopModel, q: np.ndarray, projected: b
         T[clm.idx_v_u, n_b:] = clm.mapping_jacobian(q)
         A = A @ T
     return A
+
+
+def rigid_constraint_models(clm: ClosedLoopModel, skip_added: bool = False) -> list:
+    """The loops as pinocchio ``RigidConstraintModel``s between the parent joints of their two frames
+    (``LOCAL``; 3D for ``xyz`` loops, 6D for full ones, named after the loop). ``skip_added``:
+    without the closures the model added to hold free ball-joint spins
+    (:attr:`ClosedLoopModel.added_closures`).
+
+    Raises:
+        ValueError: a loop declaring another direction subset.
+    """
+    m = clm.model
+    out = []
+    for c in clm.closures:
+        if skip_added and c.spec.name in clm.added_closures:
+            continue
+        dirs = tuple(c.spec.directions)
+        if dirs != ("x", "y", "z") and len(dirs) != 6:
+            raise ValueError(f"closure {c.spec.name!r} constrains {list(dirs)}: pinocchio's RigidConstraintModel "
+                             "has only 3D (xyz) and 6D constraints")
+        kind = pin.ContactType.CONTACT_3D if len(dirs) == 3 else pin.ContactType.CONTACT_6D
+        fa, fu = m.frames[c.frame_a_id], m.frames[c.frame_u_id]
+        cm = pin.RigidConstraintModel(kind, m, int(fa.parentJoint), fa.placement, int(fu.parentJoint),
+                                      fu.placement, pin.ReferenceFrame.LOCAL)
+        cm.name = c.spec.name
+        out.append(cm)
+    return out
