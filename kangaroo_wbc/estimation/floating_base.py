@@ -166,8 +166,6 @@ class FloatingBaseEstimator:
                              f"joint), it moves with joint {m.names[imu.parentJoint]!r}")
         self.imu_frame = imu_frame
         self.R_base_imu = imu.placement.rotation.copy()
-        self.p_base_imu = imu.placement.translation.copy()
-        self.idx_v_joints = np.arange(6, m.nv)
         c = len(self.sole_ids)
         self.contact = np.ones(c, dtype=bool)
         self.anchor_in_world = np.zeros((c, 3))

@@ -240,11 +240,6 @@ def soak_graph(minutes: float, *, processes: str = "separate", sim_mode: str = "
             "latency_p99_drift": drift, "ok": ok}
 
 
-def run_separate(**kwargs) -> dict:
-    """:func:`run_graph` with four processes."""
-    return run_graph(processes="separate", **kwargs)
-
-
 def rss_mb(pid: int) -> float | None:
     """Resident memory [MB] of process ``pid`` (Linux ``/proc``), None if unknown."""
     try:

@@ -266,10 +266,6 @@ class BallScrewActuators:
         """Eq. (47): ``tau_bar = tau_m 2 pi eta / L`` [N] (torques of revolute actuators pass)."""
         return self._paper_gain * motor_torque_nm
 
-    def paper_torque(self, force_n: np.ndarray) -> np.ndarray:
-        """Inverse of :meth:`paper_force` [N·m]."""
-        return np.asarray(force_n, dtype=float) / self._paper_gain
-
     def direction(self, velocity_m_s: np.ndarray) -> np.ndarray:
         """Smooth direction of motion ``s = tanh(x_dot / v_s)`` [-]."""
         return np.tanh(np.asarray(velocity_m_s, dtype=float) / self.stiction_velocity_m_s)

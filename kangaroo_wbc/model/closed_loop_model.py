@@ -736,10 +736,6 @@ class ClosedLoopModel:
         return KernelTables(self._frame_ids, self._slot_a, self._slot_u, self._signed_mask, self._flat_rows,
                             self._rot_idx, (self._uj_idx, self._uj_ijk))
 
-    def neutral(self) -> np.ndarray:
-        """pinocchio's neutral configuration of the spanning tree (generally not closed)."""
-        return pin.neutral(self.model)
-
     def actuator_positions(self, q: np.ndarray) -> np.ndarray:
         """Actuated joint positions ``theta_a`` [m or rad] read from ``q``."""
         return np.asarray(q)[self.idx_q_a].copy()
