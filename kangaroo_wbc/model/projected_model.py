@@ -39,7 +39,6 @@ from kangaroo_wbc.model.block_lu import (
     factor_blocks_and_map,
     solve_blocks,
 )
-from kangaroo_wbc.model.closed_loop_model import universal_cut_indices
 from kangaroo_wbc.model.closure_kernel import (
     build_kernel,
     closure_error_jacobian,
@@ -47,9 +46,6 @@ from kangaroo_wbc.model.closure_kernel import (
     frame_terms,
 )
 from kangaroo_wbc.model.compiled import all_finite, buffers, compiled
-
-#: ``(i, j, k, sign)`` of a universal-joint cut, None for other closures (the core's definition).
-universal_cut = universal_cut_indices
 
 
 class ProjectedModel:
@@ -112,15 +108,10 @@ class ProjectedModel:
                 + [int(m.getFrameId(n)) for n in self.frame_names])
         self._fids = [int(i) for i in fids]
         self._index = {n: i for i, n in enumerate(self.frame_names)}
-        self._rows = np.concatenate([6 * k + np.asarray(c.rows, dtype=int) for k, c in enumerate(clm.closures)]
-                                    + [np.zeros(0, dtype=int)]).astype(int)
+        # the model's kept rows, log3 rotation rows and universal-joint cuts
+        tables = clm.kernel_tables()
+        self._rows = tables.flat_rows
         self.n_c = int(self._rows.size)
-        # Universal-joint cuts: their rotation row is d/dt (sign R_au[i, j]), not a fixed axis of F_u.
-        uj = [(k, universal_cut(c.spec.direction_indices)) for k, c in enumerate(clm.closures)
-              if np.any(np.asarray(c.rows) >= 3)]
-        uj = [(k, ijk) for k, ijk in uj if ijk is not None]
-        self._uj = np.array([k for k, _ in uj], dtype=int)
-        self._uj_ijk = np.array([ijk for _, ijk in uj], dtype=int).reshape(-1, 4)
         if self.n_c != self.n_u:
             raise ModelError(f"{self.n_c} closure rows for {self.n_u} passive DOFs: J_lu is not square")
         # Support masks (one row per body: closure sides a, u, user frames).
@@ -134,10 +125,8 @@ class ProjectedModel:
         self._umask = self._mask[2 * K:][:, None, :]
         # Compiled closure kinematics on the same frames (closure sides a, u, user frames):
         # placements, J_l and the bias Jdot_l v.
-        rot_log3 = [k for k, c in enumerate(clm.closures)
-                    if np.any(np.asarray(c.rows) >= 3) and k not in set(self._uj.tolist())]
         self._kernel = build_kernel(m, self._fids, np.arange(K), K + np.arange(K), self._dmask[:, 0, :], self._rows,
-                                    rot_log3, (self._uj, self._uj_ijk))
+                                    tables.rot_log3, tables.universal)
         # Block LU of J_lu: its independent square blocks, from the loops' joint columns.
         blocks = block_structure(self._dmask[self._rows // 6, 0][:, clm.idx_v_u] != 0.0) if self.n_c else None
         if blocks is None:
@@ -557,4 +546,4 @@ def _project_on_T(M, h, Jf, J_m, pm, MT, M_p, h_Mk, h_p, Jf_T, Jf_k):
                     s += J[nz_v[q]] * nz_w[q]
                 Jf_T[f, r, n_b + c] = s
 
-__all__ = ["ProjectedModel", "universal_cut"]
+__all__ = ["ProjectedModel"]
