@@ -1,8 +1,8 @@
 """launch_testing: the launched node graph walks from cmd_vel (backend sim, composed deployment).
 
-Launches ``kangaroo_wbc.launch.py backend:=sim behaviour:=walk deployment:=composed``, publishes ``cmd_vel`` (``geometry_msgs/Twist``, 0.3 m/s
-forward, 20 Hz, as a teleop does) from the controller's first ``actuators/command`` on and checks
-over ``OBSERVE_S``:
+Launches ``kangaroo_wbc.launch.py backend:=sim behaviour:=walk deployment:=composed``, publishes
+``cmd_vel`` (``geometry_msgs/Twist``, 0.3 m/s forward, 20 Hz, as a teleop does) from the
+controller's first ``actuators/command`` on and checks over ``OBSERVE_S``:
 
 - the robot walks: the simulator's true base (``sim/ground_truth/base_odometry``) moves at least
   ``MIN_DISTANCE_M`` forward and never drops below ``MIN_HEIGHT_M`` (it does not fall);
