@@ -29,7 +29,6 @@ from kangaroo_wbc.estimation.contact_wrench import (
     ContactWrenchConfig,
     ContactWrenchEstimate,
     ContactWrenchEstimator,
-    ScrewTransmission,
 )
 from kangaroo_wbc.estimation.stamp_order import StampOrder, StampVerdict
 from kangaroo_wbc.model import ClosedLoopModel
@@ -53,14 +52,15 @@ class ContactWrenchEstimation(Component):
 
     Args:
         clm: the closed-loop model.
-        transmission: ball-screw leads and efficiencies (eq. (47)).
+        transmission: the actuators' ball screws (eq. (47):
+            :func:`~kangaroo_wbc.estimation.contact_wrench.paper_screws`).
         estimator_config: :class:`~kangaroo_wbc.estimation.contact_wrench.ContactWrenchConfig`.
         settings: :class:`ContactWrenchSettings`.
-        compensation: the actuator model's compensations (None: eq. (47) alone); the ball-screw
-            parameters are the closure file's, with ``transmission``'s leads and efficiencies.
+        compensation: the actuator model's compensations (None: eq. (47) alone) on
+            ``transmission``'s ball-screw model.
     """
 
-    def __init__(self, clm: ClosedLoopModel, transmission: ScrewTransmission,
+    def __init__(self, clm: ClosedLoopModel, transmission: BallScrewActuators,
                  estimator_config: ContactWrenchConfig | None = None,
                  settings: ContactWrenchSettings | None = None,
                  compensation: ActuatorCompensation | None = None) -> None:
@@ -70,12 +70,7 @@ class ContactWrenchEstimation(Component):
         self.estimator = ContactWrenchEstimator(clm, list(s.sole_frames), transmission, estimator_config)
         self.forces: ActuatorForceEstimator | None = None
         if compensation is not None:
-            screws = {n: {"screw_lead_m": float(lead), "screw_efficiency": float(eta)}
-                      for n, lead, eta, lin in zip(transmission.actuator_names, transmission.screw_lead_m,
-                                                   transmission.screw_efficiency, transmission.is_linear) if lin}
-            actuators = BallScrewActuators.from_model(clm, default_screw_lead_m=1.0, default_screw_efficiency=1.0,
-                                                      overrides=screws)
-            self.forces = ActuatorForceEstimator(actuators, compensation)
+            self.forces = ActuatorForceEstimator(self.estimator.transmission, compensation)
         self._idx_v_a = np.asarray(clm.idx_v_a)
         self._order = {t: StampOrder(s.clock_restart_samples) for t in (STATE, ODOMETRY, TORQUE)}
         self._q, self._v = clm.q_ref.copy(), np.zeros(clm.model.nv)

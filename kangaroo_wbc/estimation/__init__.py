@@ -21,7 +21,7 @@ from kangaroo_wbc.estimation.contact_wrench import (
     ContactWrenchConfig,
     ContactWrenchEstimate,
     ContactWrenchEstimator,
-    ScrewTransmission,
+    paper_screws,
 )
 from kangaroo_wbc.estimation.encoder_sanity import (
     EncoderSanityChecker,
@@ -41,6 +41,6 @@ __all__ = [
     "ButterworthFilter", "CalibrationConfig", "CalibrationResult", "ContactDetector",
     "ContactWrenchConfig", "ContactWrenchEstimate", "ContactWrenchEstimator", "EncoderCalibrator",
     "EncoderSanityChecker", "EncoderSanityConfig", "EncoderVerdict", "FloatingBaseConfig",
-    "FloatingBaseEstimator", "PassiveStateConfig", "PassiveStateEstimator", "ScrewTransmission",
-    "StampOrder", "StampVerdict",
+    "FloatingBaseEstimator", "PassiveStateConfig", "PassiveStateEstimator", "StampOrder",
+    "StampVerdict", "paper_screws",
 ]

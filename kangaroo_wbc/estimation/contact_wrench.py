@@ -1,7 +1,8 @@
 """Contact wrenches, centres of pressure and ZMP (Kangaroo paper, Section VI-B, eq. (43)-(47)).
 
 **Actuator forces** from the measured motor torques, eq. (47): ``tau_bar = tau_m 2 pi eta / L``
-with the screw lead ``L`` [m] and efficiency ``eta`` per actuator (:class:`ScrewTransmission`).
+with the screw lead ``L`` [m] and efficiency ``eta`` per actuator
+(:meth:`~kangaroo_wbc.model.ball_screw.BallScrewActuators.paper_force`).
 
 **Wrenches.** Sign convention of the model (:mod:`kangaroo_wbc.model.dynamics`):
 ``M v_dot + h = S_a^T tau_a + J_l^T lambda + sum_i J_{c,i}^T f_i`` with ``f_i`` the wrench the
@@ -79,8 +80,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pinocchio as pin
 
-from kangaroo_wbc.errors import ConfigError, EstimationError, FrameNotFound, InputError, suggest
+from kangaroo_wbc.errors import EstimationError, FrameNotFound, InputError, suggest
 from kangaroo_wbc.estimation.filters import ButterworthFilter
+from kangaroo_wbc.model.ball_screw import BallScrewActuators
 from kangaroo_wbc.model.cholesky import cholesky_in_place
 from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
 from kangaroo_wbc.model.closure_kernel import frame_placements, local_frame_jacobians
@@ -97,73 +99,14 @@ PAPER_LEAD_LEG_LENGTH_M = 0.1
 PAPER_LEAD_HIP_ANKLE_M = 0.05
 
 
-@dataclass
-class ScrewTransmission:
-    """Motor torque → axial force of ball-screw actuators, eq. (47).
-
-    Attributes:
-        actuator_names: actuated joints (order of every array).
-        screw_lead_m: lead ``L`` per actuator [m].
-        screw_efficiency: efficiency ``eta`` per actuator [-].
-        is_linear: False for revolute actuators, whose effort is already a joint torque [N·m].
-    """
-
-    actuator_names: list[str]
-    screw_lead_m: np.ndarray
-    screw_efficiency: np.ndarray
-    is_linear: np.ndarray
-
-    def __post_init__(self) -> None:
-        n = len(self.actuator_names)
-        self.screw_lead_m = np.asarray(self.screw_lead_m, dtype=float)
-        self.screw_efficiency = np.asarray(self.screw_efficiency, dtype=float)
-        self.is_linear = np.asarray(self.is_linear, dtype=bool)
-        if not (self.screw_lead_m.shape == self.screw_efficiency.shape == self.is_linear.shape == (n,)):
-            raise InputError("ScrewTransmission: one lead, efficiency and type per actuator")
-        lin = self.is_linear
-        if np.any(~(self.screw_lead_m[lin] > 0)) or np.any(~((self.screw_efficiency[lin] > 0)
-                                                            & (self.screw_efficiency[lin] <= 1))):
-            raise InputError(f"ScrewTransmission: leads must be > 0 [m] and efficiencies in (0, 1]; got "
-                             f"{self.screw_lead_m}, {self.screw_efficiency}")
-        gain = np.ones(n)
-        gain[lin] = 2.0 * math.pi * self.screw_efficiency[lin] / self.screw_lead_m[lin]
-        self.gain = gain  # [N / (N·m)], 1 for revolute actuators
-
-    @classmethod
-    def from_model(cls, clm: ClosedLoopModel, default_screw_lead_m: float = PAPER_LEAD_HIP_ANKLE_M,
-                   default_screw_efficiency: float = PAPER_SCREW_EFFICIENCY,
-                   overrides: Mapping[str, Mapping[str, float]] | None = None) -> ScrewTransmission:
-        """Per-actuator parameters: defaults < the closure file's ``actuators`` entries < ``overrides``.
-
-        ``overrides`` maps an actuator name to ``{"screw_lead_m": ..., "screw_efficiency": ...}``.
-        """
-        m = clm.model
-        names = list(clm.actuated_joint_names)
-        lead = np.full(len(names), float(default_screw_lead_m))
-        eff = np.full(len(names), float(default_screw_efficiency))
-        prismatic = ("JointModelPX", "JointModelPY", "JointModelPZ", "JointModelPrismaticUnaligned")
-        linear = np.array([m.joints[m.getJointId(n)].shortname() in prismatic for n in names], dtype=bool)
-        sources = [(clm.closure_file.actuators or {}, clm.closure_file.source), (overrides or {}, "overrides")]
-        for table, where in sources:
-            for name, entry in table.items():
-                if name not in names:
-                    raise ConfigError(f"{where}: actuators: unknown actuator {name!r}." + suggest(name, names))
-                i = names.index(name)
-                if not isinstance(entry, Mapping):
-                    raise ConfigError(f"{where}: actuators.{name}: expected a mapping, got {entry!r}")
-                if entry.get("screw_lead_m") is not None:
-                    lead[i] = float(entry["screw_lead_m"])
-                if entry.get("screw_efficiency") is not None:
-                    eff[i] = float(entry["screw_efficiency"])
-        return cls(names, lead, eff, linear)
-
-    def force(self, motor_torque_nm: np.ndarray) -> np.ndarray:
-        """Axial forces ``tau_bar = tau_m 2 pi eta / L`` [N] (eq. (47)); torques pass through."""
-        return self.gain * motor_torque_nm
-
-    def motor_torque(self, force_n: np.ndarray) -> np.ndarray:
-        """Inverse of :meth:`force`: motor torques [N·m] producing ``force_n`` [N]."""
-        return np.asarray(force_n, dtype=float) / self.gain
+def paper_screws(clm: ClosedLoopModel, default_screw_lead_m: float = PAPER_LEAD_HIP_ANKLE_M,
+                 default_screw_efficiency: float = PAPER_SCREW_EFFICIENCY,
+                 overrides: Mapping[str, Mapping[str, float]] | None = None) -> BallScrewActuators:
+    """The actuators' ball screws: the closure file's ``actuators`` entries, ``overrides`` (actuator
+    name → ``{"screw_lead_m": ..., "screw_efficiency": ...}``) on top, the paper's lead and
+    efficiency where neither gives one (:meth:`BallScrewActuators.from_model`)."""
+    return BallScrewActuators.from_model(clm, default_screw_lead_m=default_screw_lead_m,
+                                         default_screw_efficiency=default_screw_efficiency, overrides=overrides)
 
 
 @dataclass
@@ -247,12 +190,14 @@ class ContactWrenchEstimator:
     Args:
         clm: the closed-loop model (floating or fixed base).
         sole_frames: contact frames (z axis = sole normal, origin on the sole surface).
-        transmission: motor torque → force map (default: :meth:`ScrewTransmission.from_model`).
+        transmission: the actuators' ball screws, motor torque → force by eq. (47)
+            (:attr:`~kangaroo_wbc.model.ball_screw.BallScrewActuators.paper_gain`; default:
+            :func:`paper_screws`).
         config: filter and threshold parameters.
     """
 
     def __init__(self, clm: ClosedLoopModel, sole_frames: Sequence[str],
-                 transmission: ScrewTransmission | None = None,
+                 transmission: BallScrewActuators | None = None,
                  config: ContactWrenchConfig | None = None) -> None:
         self.clm = clm
         self.model = clm.model
@@ -266,8 +211,8 @@ class ContactWrenchEstimator:
             if not self.model.existFrame(s):
                 raise FrameNotFound(f"unknown sole frame {s!r}." + suggest(s, names))
             self.frame_ids.append(int(self.model.getFrameId(s)))
-        self.transmission = transmission or ScrewTransmission.from_model(clm)
-        if self.transmission.actuator_names != list(clm.actuated_joint_names):
+        self.transmission = transmission or paper_screws(clm)
+        if self.transmission.names != list(clm.actuated_joint_names):
             raise InputError("ContactWrenchEstimator: transmission actuators differ from the model's")
         self.kin = ClosureKinematics(clm)
         self.data = self.kin.data  # own pinocchio data, updated at every call
@@ -614,7 +559,7 @@ class ContactWrenchEstimator:
         if motor_torque is None:
             tau_bar[:] = x
         else:
-            np.multiply(self.transmission.gain, x, out=tau_bar)  # eq. (47): ScrewTransmission.force
+            np.multiply(self.transmission.paper_gain, x, out=tau_bar)  # eq. (47): BallScrewActuators.paper_force
         c = self.n_soles
         filt = self.config.filter_enabled
         cols = 2 if filt else 1
@@ -848,5 +793,5 @@ def _cop_zmp(W, R, p, f_min, W_world, cop_valid, cop_sole, cop_world, total, zmp
     return False
 
 
-__all__ = ["ContactWrenchConfig", "ContactWrenchEstimate", "ContactWrenchEstimator", "ScrewTransmission",
+__all__ = ["ContactWrenchConfig", "ContactWrenchEstimate", "ContactWrenchEstimator", "paper_screws",
            "PAPER_LEAD_HIP_ANKLE_M", "PAPER_LEAD_LEG_LENGTH_M", "PAPER_SCREW_EFFICIENCY"]

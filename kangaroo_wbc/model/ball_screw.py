@@ -1,11 +1,14 @@
 """Ball-screw actuator model: motor torque ↔ axial force, with losses and rotor inertia.
 
-One implementation, used by the simulator's actuators (:mod:`kangaroo_wbc.sim.actuator`), by the
-estimators' compensations (:mod:`kangaroo_wbc.estimation.actuator_force`) and by the command path
-(the drive's force → motor-torque conversion). Robot-agnostic; the Kangaroo's numbers come from
+One implementation, used by the simulator's actuators (:mod:`kangaroo_wbc.sim.actuator`) and
+sensors (:mod:`kangaroo_wbc.sim.sensors`, through :func:`paper_gain`), by the contact-wrench
+estimator (:mod:`kangaroo_wbc.estimation.contact_wrench`, eq. (47)), by the estimators'
+compensations (:mod:`kangaroo_wbc.estimation.actuator_force`) and by the command path (the drive's
+force → motor-torque conversion). Robot-agnostic; the Kangaroo's numbers come from
 its parameter file through the closure file's ``actuators`` entries (:meth:`BallScrewActuators.from_entries`).
 
-**Ideal screw** (eq. (47) of the Kangaroo paper): ``tau_bar = tau_m 2 pi eta / L``.
+**Ideal screw** (eq. (47) of the Kangaroo paper): ``tau_bar = tau_m 2 pi eta / L``, the gain
+:func:`paper_gain` (:meth:`BallScrewActuators.paper_force`; its inverse divides by the gain).
 
 **Driving and back-driving.** A ball screw transmits power ``P_m = tau_m omega_m`` (motor side,
 ``omega_m = 2 pi x_dot / L``) into ``F x_dot`` with efficiency ``eta`` when the motor drives the load
@@ -45,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kangaroo_wbc.errors import ConfigError, InputError
+from kangaroo_wbc.errors import ConfigError, InputError, suggest
 from kangaroo_wbc.model.compiled import compiled
 
 #: Entries of a closure file's ``actuators`` mapping read here, with their defaults (the ideal screw:
@@ -65,6 +68,15 @@ ENTRY_DEFAULTS: dict[str, float] = {
     "current_bandwidth_hz": math.inf,  # (sim) [Hz] current loop
     "encoder_counts_per_rev": 0.0,  # (sim) motor encoder counts per revolution (0: not quantised)
 }
+
+
+def paper_gain(is_linear: np.ndarray, screw_lead_m: np.ndarray, screw_efficiency: np.ndarray) -> np.ndarray:
+    """Eq. (47): the motor torque → axial force gain ``2 pi eta / L`` [N/(N·m)] per actuator, evaluated
+    as ``(2 pi / L) eta``; 1 for revolute actuators (``is_linear`` False), whose effort is already
+    the joint torque. Inputs broadcast to one entry per actuator."""
+    lin = np.asarray(is_linear, dtype=bool)
+    k = np.where(lin, 2.0 * math.pi / np.where(lin, screw_lead_m, 1.0), 1.0)
+    return np.where(lin, k * np.asarray(screw_efficiency, dtype=float), 1.0)
 
 
 #: Columns of :attr:`BallScrewActuators.params` (one row per actuator), read by the compiled model.
@@ -186,10 +198,11 @@ class BallScrewActuators:
         self.reflected_inertia_kg = np.where(lin, self.rotor_inertia_kgm2 * k * k, self.rotor_inertia_kgm2)
         #: motor torque limit [N·m]: the driving force limit through the ideal screw
         self.max_motor_torque_nm = np.where(lin, self.max_force_n / (k * np.where(lin, eta, 1.0)), self.max_force_n)
-        self._paper_gain = np.where(lin, k * eta, 1.0)
+        #: eq. (47)'s gain ``2 pi eta / L`` [N/(N·m)] (1 for revolute actuators), :func:`paper_gain`
+        self.paper_gain = paper_gain(lin, self.screw_lead_m, eta)
         #: the per-actuator parameters of the compiled model, one row each (columns ``_LIN`` ...)
         self.params = np.ascontiguousarray(np.column_stack([
-            lin.astype(float), k, self.mean_efficiency, self.efficiency_switch, self._paper_gain,
+            lin.astype(float), k, self.mean_efficiency, self.efficiency_switch, self.paper_gain,
             self.coulomb_friction_n, self.viscous_friction_n_s_per_m, self.stiction_velocity_m_s,
             self.reflected_inertia_kg]))
         self._no_acceleration = np.zeros(len(self.names))  # read-only zeros: "no inertia term"
@@ -240,7 +253,7 @@ class BallScrewActuators:
         for table, where in ((cf.actuators or {}, cf.source), (overrides or {}, "overrides")):
             for name, entry in table.items():
                 if name not in names:
-                    raise ConfigError(f"{where}: actuators: unknown actuator {name!r}")
+                    raise ConfigError(f"{where}: actuators: unknown actuator {name!r}." + suggest(name, names))
                 if not isinstance(entry, Mapping):
                     raise ConfigError(f"{where}: actuators.{name}: expected a mapping, got {entry!r}")
                 entries.setdefault(name, {}).update(entry)
@@ -264,7 +277,7 @@ class BallScrewActuators:
     # ------------------------------------------------------------------ the model
     def paper_force(self, motor_torque_nm: np.ndarray) -> np.ndarray:
         """Eq. (47): ``tau_bar = tau_m 2 pi eta / L`` [N] (torques of revolute actuators pass)."""
-        return self._paper_gain * motor_torque_nm
+        return self.paper_gain * motor_torque_nm
 
     def direction(self, velocity_m_s: np.ndarray) -> np.ndarray:
         """Smooth direction of motion ``s = tanh(x_dot / v_s)`` [-]."""
@@ -335,4 +348,4 @@ class BallScrewActuators:
         return np.where(counts > 0, per_rev / np.where(counts > 0, counts, 1.0), 0.0)
 
 
-__all__ = ["BallScrewActuators", "ENTRY_DEFAULTS"]
+__all__ = ["BallScrewActuators", "ENTRY_DEFAULTS", "paper_gain"]

@@ -29,7 +29,7 @@ from kangaroo_wbc.estimation.contact_wrench import (
     PAPER_SCREW_EFFICIENCY,
     ContactWrenchConfig,
     ContactWrenchEstimate,
-    ScrewTransmission,
+    paper_screws,
 )
 from kangaroo_wbc.nodes import load_model, urdf_dir_parameter
 from kangaroo_wbc.ros import qos
@@ -120,7 +120,7 @@ class ContactWrenchNode(KangarooNode):
         self.clm = clm = clm or load_model(p.urdf_dir)
         m = clm.model
         try:  # per-actuator leads and efficiencies: the closure file's actuators table
-            transmission = ScrewTransmission.from_model(clm, p.default_screw_lead_m, p.default_screw_efficiency)
+            transmission = paper_screws(clm, p.default_screw_lead_m, p.default_screw_efficiency)
             self.component = ContactWrenchEstimation(
                 clm, transmission,
                 _ESTIMATOR.build(p), _SETTINGS.build(p), _compensation(p))

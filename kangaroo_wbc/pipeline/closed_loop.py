@@ -38,7 +38,7 @@ from kangaroo_wbc.control.contacts import ContactSpec
 from kangaroo_wbc.control.supervisor import WbcSupervisor
 from kangaroo_wbc.control.wbc import WbcSettings, WholeBodyController
 from kangaroo_wbc.errors import InputError
-from kangaroo_wbc.estimation import ScrewTransmission
+from kangaroo_wbc.estimation import paper_screws
 from kangaroo_wbc.estimation.actuator_force import ActuatorCompensation
 from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.robots.kangaroo.robot import SOLES, load_kangaroo, standing_actuator_positions
@@ -158,7 +158,7 @@ class ClosedLoopRun:
         self.estimation = StateEstimation(clm, cfg.estimation)
         compensation = cfg.wrench_compensation or (ActuatorCompensation.paper() if self.sim.ideal_actuators
                                                    else ActuatorCompensation(sample_rate_hz=1.0 / self.dt))
-        self.wrench = ContactWrenchEstimation(clm, ScrewTransmission.from_model(clm),
+        self.wrench = ContactWrenchEstimation(clm, paper_screws(clm),
                                               settings=ContactWrenchSettings(sole_frames=tuple(self.soles)),
                                               compensation=compensation)
         self.wbc = WholeBodyController(clm, contact_specs(clm), wbc_settings or WbcSettings(base_frame="base_link"))

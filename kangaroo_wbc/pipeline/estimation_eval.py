@@ -21,7 +21,7 @@ import numpy as np
 
 from kangaroo_wbc.components.contact_wrench import ContactWrenchEstimation, ContactWrenchSettings
 from kangaroo_wbc.components.simulated_robot import SimulatedRobotConfig
-from kangaroo_wbc.estimation import ScrewTransmission
+from kangaroo_wbc.estimation import paper_screws
 from kangaroo_wbc.estimation.actuator_force import ActuatorCompensation
 from kangaroo_wbc.estimation.contact_wrench import ContactWrenchConfig
 
@@ -65,7 +65,7 @@ class ShadowEstimators:
             cfg = ContactWrenchConfig(sample_rate_hz=rate, base_row_weight=weight)
             compensation = None if comp == _NONE else replace(comp, sample_rate_hz=rate)
             self.estimators[name] = ContactWrenchEstimation(
-                run.clm, ScrewTransmission.from_model(run.clm), cfg,
+                run.clm, paper_screws(run.clm), cfg,
                 ContactWrenchSettings(sole_frames=tuple(run.soles)), compensation=compensation)
         self.records = {name: _Record() for name in self.estimators}
         self._logged = 0

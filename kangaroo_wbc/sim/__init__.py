@@ -15,8 +15,6 @@ from kangaroo_wbc.sim.sensors import (
     SensorConfig,
     SensorReadings,
     SensorSuite,
-    force_from_motor_torque,
-    motor_torque_from_force,
 )
 from kangaroo_wbc.sim.simulator import ClosedChainSim, CommandReport, ContactWrench, GroundTruth
 
@@ -24,6 +22,5 @@ __all__ = [
     "BaselinePd", "hold_position", "model_gravity_compensation",
     "classify_closure", "export_mjcf", "parse_urdf",
     "ImuReading", "SensorConfig", "SensorReadings", "SensorSuite",
-    "force_from_motor_torque", "motor_torque_from_force",
     "ClosedChainSim", "CommandReport", "ContactWrench", "GroundTruth",
 ]

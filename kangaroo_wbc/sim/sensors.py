@@ -13,7 +13,8 @@ What the hardware gives, and therefore what the simulator reports (``docs/sim.md
              \\quad\\Longleftrightarrow\\quad
              \\tau_m = \\bar\\tau \\frac{L}{2 \\pi \\eta}
 
-  with ``L`` the screw lead [m] and ``eta`` the screw efficiency, plus Gaussian noise;
+  with ``L`` the screw lead [m] and ``eta`` the screw efficiency (the force divided by
+  :func:`~kangaroo_wbc.model.ball_screw.paper_gain`), plus Gaussian noise;
 * absolute encoders on the passive joints listed in ``absolute_encoders`` [rad];
 * IMU: orientation quaternion (``x, y, z, w``), angular velocity and linear acceleration (specific
   force, gravity included) in the IMU frame, with white noise and a per-boot constant bias.
@@ -29,24 +30,25 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kangaroo_wbc.errors import InputError
+from kangaroo_wbc.model.ball_screw import paper_gain
 from kangaroo_wbc.model.compiled import compiled
 
 _EMPTY = np.zeros(0)
 
 
 @compiled
-def _apply(noise, theta_a, theta_dot_a, force, linear, passive, quat_wxyz, gyro, accel, screw, boot, out):
+def _apply(noise, theta_a, theta_dot_a, force, gain, passive, quat_wxyz, gyro, accel, boot, out):
     """:meth:`SensorSuite.read` after the draw (compiled): ``noise`` the stacked channels' noise,
     ``out`` = [position, velocity, motor torque, passive encoders, (IMU quaternion x y z w, gyro,
-    accelerometer)] (no IMU: empty ``quat_wxyz``), ``screw`` = [leads; efficiencies], ``boot`` =
+    accelerometer)] (no IMU: empty ``quat_wxyz``), ``gain`` the eq. (47) gains (the motor torque is
+    ``force / gain``; ones: ``force`` passes), ``boot`` =
     [encoder offsets, gyro bias, accelerometer bias]. Orientation noise right-multiplies by
     ``exp(noise / 2)``, then normalises."""
     n, n_p = theta_a.shape[0], passive.shape[0]
     for i in range(n):
         out[i] = theta_a[i] + boot[i] + noise[i]
         out[n + i] = theta_dot_a[i] + noise[n + i]
-        tau = force[i] * screw[0, i] / (2.0 * math.pi * screw[1, i]) if linear[i] else force[i]
-        out[2 * n + i] = tau + noise[2 * n + i]
+        out[2 * n + i] = force[i] / gain[i] + noise[2 * n + i]
     o = 3 * n
     for i in range(n_p):
         out[o + i] = passive[i] + noise[o + i]
@@ -85,24 +87,6 @@ def _noise_plan(stds: tuple[float, ...], sizes: tuple[int, ...]) -> tuple[np.nda
         return scale, None, bounds
     noisy = np.concatenate([np.arange(a, b) for (a, b), std in zip(bounds, stds) if std > 0] or [np.zeros(0, int)])
     return scale, noisy.astype(np.int64), bounds
-
-
-def motor_torque_from_force(force_n: np.ndarray | float, screw_lead_m: np.ndarray | float,
-                            screw_efficiency: np.ndarray | float) -> np.ndarray:
-    """Motor torque [N·m] that produces the axial force ``force_n`` [N] (inverse of eq. (47)).
-
-    .. math::  \\tau_m = \\bar\\tau \\, L / (2 \\pi \\eta)
-    """
-    return np.asarray(force_n, dtype=float) * np.asarray(screw_lead_m) / (2.0 * math.pi * np.asarray(screw_efficiency))
-
-
-def force_from_motor_torque(tau_m: np.ndarray | float, screw_lead_m: np.ndarray | float,
-                            screw_efficiency: np.ndarray | float) -> np.ndarray:
-    """Axial actuator force [N] from the motor torque ``tau_m`` [N·m], eq. (47) of the Kangaroo paper.
-
-    .. math::  \\bar\\tau = \\tau_m \\, 2 \\pi \\eta / L
-    """
-    return np.asarray(tau_m, dtype=float) * 2.0 * math.pi * np.asarray(screw_efficiency) / np.asarray(screw_lead_m)
 
 
 @dataclass
@@ -229,10 +213,12 @@ class SensorSuite:
         eff[np.isnan(eff)] = self.config.default_screw_efficiency
         if np.any(lead <= 0) or np.any(eff <= 0) or np.any(eff > 1):
             raise InputError(f"SensorSuite: screw leads must be > 0 and efficiencies in (0, 1], got {lead}, {eff}")
-        self._screw = np.array([lead, eff])  # one table for the compiled read
-        self.screw_lead_m, self.screw_efficiency = self._screw
+        self.screw_lead_m, self.screw_efficiency = lead, eff
+        #: eq. (47)'s motor torque → force gains, :func:`~kangaroo_wbc.model.ball_screw.paper_gain`
+        #: (1 for revolute actuators)
+        self.paper_gain = paper_gain(self.actuator_is_linear, lead, eff)
         self.is_absolute = np.array([a in self.absolute_actuators for a in self.actuator_names], dtype=bool)
-        self._revolute = np.zeros(n, dtype=bool)  # every actuator "revolute": efforts pass through
+        self._pass = np.ones(n)  # gains of efforts that pass through (the drives' motor torques)
         self._boot = np.zeros(n + 6)  # the per-boot draws in one vector for the compiled read (views below)
         self.encoder_offset, self.gyro_bias, self.accel_bias = self._boot[:n], self._boot[n:n + 3], self._boot[n + 3:]
         self._noise_plans: dict[tuple, tuple] = {}  # (stds, sizes) -> _noise_plan
@@ -248,18 +234,6 @@ class SensorSuite:
         self.accel_bias[:] = rng.normal(0.0, c.accel_bias_std, size=3) if c.accel_bias_std > 0 else 0.0
 
     # ------------------------------------------------------------------ models
-    def motor_torque(self, actuator_force: np.ndarray) -> np.ndarray:
-        """Noise-free motor torque [N·m] of the applied actuator forces [N] (torques for revolute)."""
-        force = np.asarray(actuator_force, dtype=float)
-        # motor_torque_from_force's operations, in its order (the same numbers), on arrays
-        tau_m = force * self.screw_lead_m / (2.0 * math.pi * self.screw_efficiency)
-        return tau_m if self.actuator_is_linear.all() else np.where(self.actuator_is_linear, tau_m, force)
-
-    def actuator_force(self, motor_torque: np.ndarray) -> np.ndarray:
-        """Axial forces [N] from motor torques [N·m], eq. (47) (identity for revolute actuators)."""
-        f = force_from_motor_torque(motor_torque, self.screw_lead_m, self.screw_efficiency)
-        return np.where(self.actuator_is_linear, f, np.asarray(motor_torque, dtype=float))
-
     def read(self, rng: np.random.Generator, time: float, theta_a: np.ndarray, theta_dot_a: np.ndarray,
              actuator_force: np.ndarray, passive_positions: np.ndarray,
              imu_quat_wxyz: np.ndarray | None, imu_gyro: np.ndarray | None,
@@ -305,14 +279,13 @@ class SensorSuite:
                              f"{[x.shape for x in (quat, gyro, accel)]}; expected {n} actuators, {n_p} passive "
                              f"encoders, IMU (4,), (3,), (3,)")
         theta_a, theta_dot_a, actuator_force, passive_positions = arrays
-        linear = self.actuator_is_linear
+        gain = self.paper_gain
         if motor_torque is not None:  # the drives' reading, passed through (no screw conversion)
             actuator_force = np.asarray(motor_torque, dtype=float)
             if actuator_force.shape != (n,):
                 raise InputError(f"SensorSuite.read: {actuator_force.shape} motor torques for {n} actuators")
-            linear = self._revolute
-        _apply(full, theta_a, theta_dot_a, actuator_force, linear, passive_positions, quat, gyro, accel, self._screw,
-               self._boot, out)
+            gain = self._pass
+        _apply(full, theta_a, theta_dot_a, actuator_force, gain, passive_positions, quat, gyro, accel, self._boot, out)
         pos, vel, tau, passive = out[:n], out[n:2 * n], out[2 * n:3 * n], out[3 * n:3 * n + n_p]
         o = 3 * n + n_p
         imu = ImuReading(out[o:o + 4], out[o + 4:o + 7], out[o + 7:o + 10]) if imu_ok else None

@@ -17,7 +17,7 @@ from kangaroo_wbc.errors import EstimationError, FrameNotFound, InputError
 from kangaroo_wbc.estimation.contact_wrench import (
     ContactWrenchConfig,
     ContactWrenchEstimator,
-    ScrewTransmission,
+    paper_screws,
 )
 from kangaroo_wbc.model import projected_dynamics
 from test.estimation.conftest import (
@@ -150,14 +150,15 @@ def test_motor_torque_conversion_eq47(mechanism_dir):
     """tau_bar = tau_m 2 pi eta / L: with the paper's hip/ankle lead (0.05 m) and eta = 0.95,
     1 N·m of motor torque is 2 pi 0.95 / 0.05 = 119.38 N."""
     clm = model("u2ups", mechanism_dir, False)
-    tr = ScrewTransmission.from_model(clm)
-    np.testing.assert_allclose(tr.force(np.ones(2)), 2 * math.pi * 0.95 / 0.05)
-    tr = ScrewTransmission.from_model(clm, overrides={"left_actuator": {"screw_lead_m": 0.1}})
-    np.testing.assert_allclose(tr.force(np.ones(2)), [2 * math.pi * 0.95 / 0.1, 2 * math.pi * 0.95 / 0.05])
-    np.testing.assert_allclose(tr.motor_torque(tr.force(np.array([0.3, -2.0]))), [0.3, -2.0])
-    digit = ScrewTransmission.from_model(model(DIGIT, mechanism_dir, True))
+    tr = paper_screws(clm)
+    np.testing.assert_allclose(tr.paper_force(np.ones(2)), 2 * math.pi * 0.95 / 0.05)
+    tr = paper_screws(clm, overrides={"left_actuator": {"screw_lead_m": 0.1}})
+    np.testing.assert_allclose(tr.paper_force(np.ones(2)), [2 * math.pi * 0.95 / 0.1, 2 * math.pi * 0.95 / 0.05])
+    np.testing.assert_allclose(tr.torque_from_force(tr.paper_force(np.array([0.3, -2.0])), 0.0, switch=False,
+                                                    friction=False), [0.3, -2.0])
+    digit = paper_screws(model(DIGIT, mechanism_dir, True))
     assert not digit.is_linear.any()  # revolute actuators: the effort is the joint torque
-    np.testing.assert_allclose(digit.force(np.arange(12.0)), np.arange(12.0))
+    np.testing.assert_allclose(digit.paper_force(np.arange(12.0)), np.arange(12.0))
 
 
 def test_motor_torque_input_matches_force_input(mechanism_dir):
@@ -166,7 +167,7 @@ def test_motor_torque_input_matches_force_input(mechanism_dir):
     est = ContactWrenchEstimator(clm, DIGIT_SOLES, config=RAW)
     tau = np.random.default_rng(0).normal(0.0, 5.0, clm.n_a)
     a = est.update(q, actuator_force=tau).wrench_sole_in_sole_raw.copy()
-    b = est.update(q, motor_torque=est.transmission.motor_torque(tau)).wrench_sole_in_sole_raw
+    b = est.update(q, motor_torque=tau / est.transmission.paper_gain).wrench_sole_in_sole_raw
     np.testing.assert_allclose(a, b, atol=1e-12)
 
 

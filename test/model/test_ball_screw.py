@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kangaroo_wbc.errors import InputError
-from kangaroo_wbc.model.ball_screw import BallScrewActuators
+from kangaroo_wbc.model.ball_screw import BallScrewActuators, paper_gain
 
 LEAD_M = 0.05
 ETA, ETA_BACK = 0.9, 0.8
@@ -36,6 +36,27 @@ def test_switch_gives_eta_driving_and_one_over_eta_prime_back_driven() -> None:
     still = a.force_from_torque(tau, np.zeros(3))
     assert still[0] / k == pytest.approx(0.5 * (ETA + 1 / ETA_BACK))
     assert np.allclose(a.force_from_torque(tau, np.zeros(3), switch=False, friction=False), a.paper_force(tau))
+
+
+def test_paper_gain_is_eq47_of_the_former_copies() -> None:
+    """Eq. (47) has one implementation, :func:`paper_gain`. The readable forms it replaced (the
+    contact-wrench estimator's ``2 pi eta / L``, the simulated sensors' ``tau 2 pi eta / L`` and
+    ``F L / (2 pi eta)``) agree to round-off (at most 1 ulp per operation), and bit for bit on the
+    gain for the Kangaroo's screws (leads 0.05 and 0.1 m, eta 0.95) and the simulator's default
+    (0.005 m, 0.9); revolute actuators pass their torque."""
+    lead = np.array([0.05, 0.1, 0.005, 0.004, 0.02, 1.0])
+    eta = np.array([0.95, 0.95, 0.9, 0.8, 0.98, 1.0])
+    lin = np.array([True, True, True, True, True, False])
+    g = paper_gain(lin, lead, eta)
+    np.testing.assert_array_equal(g[:3], 2.0 * math.pi * eta[:3] / lead[:3])
+    np.testing.assert_allclose(g[:5], 2.0 * math.pi * eta[:5] / lead[:5], rtol=4e-16, atol=0.0)
+    assert g[5] == 1.0
+    tau = np.random.default_rng(0).normal(0.0, 3.0, (1000, 6))
+    np.testing.assert_allclose((g * tau)[:, :5], tau[:, :5] * 2.0 * math.pi * eta[:5] / lead[:5], rtol=8e-16)
+    np.testing.assert_allclose((tau / g)[:, :5], tau[:, :5] * lead[:5] / (2.0 * math.pi * eta[:5]), rtol=8e-16)
+    a = BallScrewActuators([f"a{i}" for i in range(6)], lin, lead, eta, np.nan, 0.0, 0.0, 0.0, 1e-3, np.inf)
+    np.testing.assert_array_equal(a.paper_gain, g)
+    np.testing.assert_array_equal(a.paper_force(tau), g * tau)
 
 
 def test_power_flow_back_driven_loses_one_minus_eta_prime() -> None:

@@ -118,9 +118,9 @@ def test_state_estimator_calibrates_and_publishes(ros_harness, standing):
 
 def test_contact_wrench_estimator_recovers_the_ground_wrench(ros_harness, standing):
     clm, q, f, tau = standing
-    from kangaroo_wbc.estimation.contact_wrench import ScrewTransmission
+    from kangaroo_wbc.estimation.contact_wrench import paper_screws
 
-    motor_torque = ScrewTransmission.from_model(clm).motor_torque(tau)
+    motor_torque = tau / paper_screws(clm).paper_gain  # eq. (47) inverse
     m = clm.model
     joints = JointIndexMap(clm.joint_names)
     pos = np.array([q[m.joints[m.getJointId(n)].idx_q] for n in clm.joint_names])

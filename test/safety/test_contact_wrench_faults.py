@@ -61,7 +61,7 @@ class Inputs:
     def __init__(self, harness) -> None:
         import pinocchio as pin
 
-        from kangaroo_wbc.estimation.contact_wrench import ScrewTransmission
+        from kangaroo_wbc.estimation.contact_wrench import paper_screws
         from kangaroo_wbc.model import projected_dynamics
         from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo, standing_configuration
 
@@ -75,7 +75,7 @@ class Inputs:
         self.q = q
         self.act_names, self.joint_names = list(clm.actuated_joint_names), list(clm.joint_names)
         self.theta = q[clm.idx_q_a]
-        self.effort = ScrewTransmission.from_model(clm).motor_torque(tau)
+        self.effort = tau / paper_screws(clm).paper_gain  # eq. (47) inverse
         self.positions = np.array([q[m.joints[m.getJointId(n)].idx_q] for n in self.joint_names])
         self.act_map, self.joint_map = (
             JointIndexMap(self.act_names),

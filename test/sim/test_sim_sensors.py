@@ -8,12 +8,7 @@ import numpy as np
 import pytest
 
 from kangaroo_wbc.errors import InputError
-from kangaroo_wbc.sim.sensors import (
-    SensorConfig,
-    SensorSuite,
-    force_from_motor_torque,
-    motor_torque_from_force,
-)
+from kangaroo_wbc.sim.sensors import SensorConfig, SensorSuite
 from kangaroo_wbc.sim.simulator import ClosedChainSim
 
 N_SAMPLES = 20000
@@ -32,17 +27,18 @@ def _read(s: SensorSuite, rng: np.random.Generator, force=(0.0, 0.0, 0.0)):
 
 
 def test_eq47_round_trip_and_value():
-    # tau_m = F L / (2 pi eta): 1000 N through a 5 mm lead at 90 % efficiency
-    assert motor_torque_from_force(1000.0, 0.005, 0.9) == pytest.approx(1000 * 0.005 / (2 * math.pi * 0.9))
-    # paper values: lead 0.1 m (leg length), eta 0.95
-    f = np.array([-2500.0, 0.0, 1234.5])
-    tau = motor_torque_from_force(f, 0.1, 0.95)
-    np.testing.assert_allclose(force_from_motor_torque(tau, 0.1, 0.95), f, rtol=1e-14)
+    # tau_m = F L / (2 pi eta): 1000 N through a 5 mm lead at 90 % efficiency; the second actuator
+    # takes the default lead (NaN) and eta 0.95
     s = _suite(SensorConfig.noiseless())
-    np.testing.assert_allclose(s.actuator_force(s.motor_torque(f)), f, rtol=1e-14)
+    f = np.array([1000.0, -2500.0, 1234.5])
+    tau = _read(s, np.random.default_rng(0), f).motor_torque
+    lead = SensorConfig().default_screw_lead_m
+    np.testing.assert_allclose(tau[:2], [1000 * 0.005 / (2 * math.pi * 0.9), -2500 * lead / (2 * math.pi * 0.95)],
+                               rtol=1e-15)
+    np.testing.assert_allclose(tau[:2] * 2 * math.pi * np.array([0.9, 0.95]) / [0.005, lead], f[:2], rtol=1e-14)
     # revolute actuators report their torque unchanged; NaN parameters take the defaults
-    assert s.motor_torque(f)[2] == f[2]
-    assert s.screw_lead_m[1] == SensorConfig().default_screw_lead_m
+    assert tau[2] == f[2]
+    assert s.screw_lead_m[1] == lead
 
 
 def test_relative_encoders_get_a_new_offset_each_boot():
@@ -141,7 +137,7 @@ def test_noise_channels_match_one_draw_per_noisy_channel():
         np.testing.assert_array_equal(r.passive_encoder_position, passive)
         np.testing.assert_array_equal(r.imu.linear_acceleration_imu_in_imu, np.array([0.0, 0.0, 9.81]) + acc)
         np.testing.assert_array_equal(r.imu.angular_velocity_imu_in_imu, np.zeros(3))
-        expected_tau = motor_torque_from_force(force, s.screw_lead_m, s.screw_efficiency)
+        expected_tau = force / (2.0 * math.pi / s.screw_lead_m * s.screw_efficiency)  # eq. (47) inverse
         expected_tau[2] = force[2]  # revolute: its joint torque
         np.testing.assert_array_equal(r.motor_torque, expected_tau)
 
@@ -178,7 +174,7 @@ def test_readings_are_the_numpy_expressions_bit_for_bit():
             (cfg.gyro_noise_std, 3), (cfg.accel_noise_std, 3))]
         np.testing.assert_array_equal(r.actuator_position, theta + s.encoder_offset + noise[0])
         np.testing.assert_array_equal(r.actuator_velocity, theta_dot + noise[1])
-        tau = np.where(s.actuator_is_linear, force * s.screw_lead_m / (2.0 * math.pi * s.screw_efficiency), force)
+        tau = np.where(s.actuator_is_linear, force / (2.0 * math.pi / s.screw_lead_m * s.screw_efficiency), force)
         np.testing.assert_array_equal(r.motor_torque, tau + noise[2])
         np.testing.assert_array_equal(r.passive_encoder_position, passive + noise[3])
         np.testing.assert_array_equal(r.imu.orientation_xyzw, _quat_times_exp_half(quat, noise[4]))
