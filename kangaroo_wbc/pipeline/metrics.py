@@ -87,17 +87,13 @@ def walking(run) -> dict:
     * ``dcm_rmse_m``: true DCM ``c + ċ/ω`` vs the plan's; ``zmp_margin_min_m`` / ``_median_m``:
       distance of the estimated ZMP inside the true support polygon (negative: outside).
     """
-    log = run.log
-    walk = log.array("plan")
-    behaviour = run.control.supervisor.behaviour
     from kangaroo_wbc.control.locomotion import Walk
 
-    if walk.size == 0 or not isinstance(behaviour, Walk):
+    trace = _behaviour_trace(run, Walk)
+    if trace is None:
         return {}
-
-    t_all = log.array("t")
-    rows = log.array("behaviour") > 0.5
-    t, walk = t_all[rows], walk.reshape(t_all.size, len(Walk.TRACE))[rows]
+    behaviour, t_all, rows, t, walk = trace
+    log = run.log
     q = log.array("q_true").reshape(t_all.size, -1)[rows]
     f = {name: walk[:, i] for i, name in enumerate(Walk.TRACE)}
     moving = f["phase"] > 0
@@ -151,14 +147,11 @@ def jumping(run) -> dict:
     """
     from kangaroo_wbc.control.locomotion import Jump
 
-    behaviour = run.control.supervisor.behaviour
-    log = run.log
-    plan = log.array("plan")
-    if plan.size == 0 or not isinstance(behaviour, Jump):
+    trace = _behaviour_trace(run, Jump)
+    if trace is None:
         return {}
-    t_all = log.array("t")
-    rows = log.array("behaviour") > 0.5
-    t, plan = t_all[rows], plan.reshape(t_all.size, len(Jump.TRACE))[rows]
+    _, t_all, rows, t, plan = trace
+    log = run.log
     phase = plan[:, 0].astype(int)
     push = int(np.argmax(phase >= Jump.PHASES.index("push"))) if np.any(phase >= Jump.PHASES.index("push")) else None
     if push is None:
@@ -190,6 +183,19 @@ def jumping(run) -> dict:
             "peak_actuator_force_ratio": float(np.max(np.abs(tau) / limit)) if tau.size else None,
             "landing_peak_force_over_mg": float(np.max(fz[after:]) / (run.clm.mass_kg * 9.81))
             if after < fz.size else None}
+
+
+def _behaviour_trace(run, cls) -> tuple | None:
+    """The logged trace of the run's behaviour if it is a ``cls`` (None otherwise, or without a
+    trace): the behaviour, the log's times, the rows it ran (``behaviour`` flag), their times and
+    its trace there (``cls.TRACE`` columns)."""
+    behaviour = run.control.supervisor.behaviour
+    plan = run.log.array("plan")
+    if plan.size == 0 or not isinstance(behaviour, cls):
+        return None
+    t_all = run.log.array("t")
+    rows = run.log.array("behaviour") > 0.5
+    return behaviour, t_all, rows, t_all[rows], plan.reshape(t_all.size, len(cls.TRACE))[rows]
 
 
 def _footstep_errors(run, behaviour, t: np.ndarray, q: np.ndarray) -> dict:
