@@ -79,6 +79,12 @@ def paper_gain(is_linear: np.ndarray, screw_lead_m: np.ndarray, screw_efficiency
     return np.where(lin, k * np.asarray(screw_efficiency, dtype=float), 1.0)
 
 
+def reflected_inertia(rotor_inertia_kgm2: np.ndarray | float, screw_lead_m: np.ndarray | float) -> np.ndarray:
+    """A rotor inertia [kg·m²] reflected through the screw, ``m_r = J_r (2 pi / L)^2`` [kg]."""
+    k = 2.0 * math.pi / np.asarray(screw_lead_m, dtype=float)
+    return rotor_inertia_kgm2 * k * k
+
+
 #: Columns of :attr:`BallScrewActuators.params` (one row per actuator), read by the compiled model.
 _LIN, _K, _ETA_M, _DELTA, _PAPER, _FC, _B, _VS, _MR = range(9)
 
@@ -195,7 +201,9 @@ class BallScrewActuators:
         self.mean_efficiency = np.where(switch, 0.5 * (eta + 1.0 / eta_b), np.where(lin, eta, 1.0))
         self.efficiency_switch = np.where(switch, 0.5 * (1.0 / eta_b - eta), 0.0)
         #: ``m_r = J_r (2 pi / L)^2`` [kg]
-        self.reflected_inertia_kg = np.where(lin, self.rotor_inertia_kgm2 * k * k, self.rotor_inertia_kgm2)
+        self.reflected_inertia_kg = np.where(lin, reflected_inertia(self.rotor_inertia_kgm2,
+                                                                    np.where(lin, self.screw_lead_m, 1.0)),
+                                             self.rotor_inertia_kgm2)
         #: motor torque limit [N·m]: the driving force limit through the ideal screw
         self.max_motor_torque_nm = np.where(lin, self.max_force_n / (k * np.where(lin, eta, 1.0)), self.max_force_n)
         #: eq. (47)'s gain ``2 pi eta / L`` [N/(N·m)] (1 for revolute actuators), :func:`paper_gain`
@@ -348,4 +356,4 @@ class BallScrewActuators:
         return np.where(counts > 0, per_rev / np.where(counts > 0, counts, 1.0), 0.0)
 
 
-__all__ = ["BallScrewActuators", "ENTRY_DEFAULTS", "paper_gain"]
+__all__ = ["BallScrewActuators", "ENTRY_DEFAULTS", "paper_gain", "reflected_inertia"]

@@ -54,7 +54,7 @@ import numpy as np
 import pinocchio as pin
 
 from kangaroo_wbc.errors import ConfigError, FrameNotFound, JointNotFound, ModelError, suggest
-from kangaroo_wbc.model.ball_screw import ENTRY_DEFAULTS
+from kangaroo_wbc.model.ball_screw import ENTRY_DEFAULTS, reflected_inertia
 from kangaroo_wbc.model.closures import DIRECTIONS, ClosureFile, ClosureSpec, load_closure_file
 from kangaroo_wbc.model.importers import REPLACEMENT_AXES, joint_replacements, spanning_tree
 
@@ -431,14 +431,12 @@ def _set_pose(el: ET.Element, xyz: np.ndarray, R: np.ndarray) -> None:
 
 
 def _actuator_armature(params: Mapping[str, Any], linear: bool, default: float) -> float:
-    """Armature of an actuated joint: given, or the reflected rotor inertia of a ball screw.
-
-    .. math::  m_{refl} = J_{rotor} (2 \\pi / L)^2   [kg]
-    """
+    """Armature of an actuated joint: given, or the reflected rotor inertia of a ball screw
+    (:func:`~kangaroo_wbc.model.ball_screw.reflected_inertia`, ``J_r (2 pi / L)^2`` [kg])."""
     if "armature" in params:
         return float(params["armature"])
     if linear and "rotor_inertia_kgm2" in params and "screw_lead_m" in params:
-        return float(params["rotor_inertia_kgm2"]) * (2.0 * math.pi / float(params["screw_lead_m"])) ** 2
+        return float(reflected_inertia(float(params["rotor_inertia_kgm2"]), float(params["screw_lead_m"])))
     return float(default)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kangaroo_wbc.errors import InputError
-from kangaroo_wbc.model.ball_screw import BallScrewActuators, paper_gain
+from kangaroo_wbc.model.ball_screw import BallScrewActuators, paper_gain, reflected_inertia
 
 LEAD_M = 0.05
 ETA, ETA_BACK = 0.9, 0.8
@@ -57,6 +57,18 @@ def test_paper_gain_is_eq47_of_the_former_copies() -> None:
     a = BallScrewActuators([f"a{i}" for i in range(6)], lin, lead, eta, np.nan, 0.0, 0.0, 0.0, 1e-3, np.inf)
     np.testing.assert_array_equal(a.paper_gain, g)
     np.testing.assert_array_equal(a.paper_force(tau), g * tau)
+
+
+def test_reflected_inertia_is_the_rotor_through_the_screw() -> None:
+    """``m_r = J_r (2 pi / L)^2``: the actuators' and the MJCF armature's one implementation; the
+    exporter's former ``J_r (2 pi / L) ** 2`` to round-off, bit for bit for the Kangaroo's rotor
+    (3e-5 kg·m², leads 0.05 and 0.1 m)."""
+    assert reflected_inertia(3e-5, 0.05) == 3e-5 * (2.0 * math.pi / 0.05) ** 2
+    assert reflected_inertia(3e-5, 0.1) == 3e-5 * (2.0 * math.pi / 0.1) ** 2
+    lead, rotor = np.array([0.005, 0.004, 0.05]), np.array([3e-5, 1.2e-5, 4e-5])
+    np.testing.assert_allclose(reflected_inertia(rotor, lead), rotor * (2.0 * math.pi / lead) ** 2, rtol=4e-16)
+    a = BallScrewActuators(["a", "b", "r"], [True, True, False], lead, 0.9, np.nan, rotor, 0.0, 0.0, 1e-3, np.inf)
+    np.testing.assert_array_equal(a.reflected_inertia_kg, [*reflected_inertia(rotor[:2], lead[:2]), rotor[2]])
 
 
 def test_power_flow_back_driven_loses_one_minus_eta_prime() -> None:
