@@ -279,6 +279,7 @@ class Walk(Behaviour):
         self._stance: str | None = None
         self._swing_from: Footstep | None = None
         self._swing_to: Footstep | None = None
+        self._planned_to: Footstep | None = None  # the swing's footstep before the step adjustment
         self._steps: list[Footstep] = []
         self._tau = 0.0
         self._plans = 0
@@ -315,8 +316,9 @@ class Walk(Behaviour):
             elif self._phase == "double_support":
                 swing = self._other(self._stance)
                 self._swing_from = self._feet[swing]
-                self._swing_to = self._adjusted(self._upcoming(self._stance, self._feet, self._path)[0][0])
-                self._path = self._upcoming(self._stance, self._feet, self._path)[1][0]
+                steps, paths = self._upcoming(self._stance, self._feet, self._path)
+                self._planned_to, self._path = steps[0], paths[0]
+                self._swing_to = self._adjusted(steps[0])
                 self._phase, self._start_t = "single_support", self._end_t
                 self._end_t = self._start_t + g.single_support_s
             else:  # touchdown
@@ -356,7 +358,6 @@ class Walk(Behaviour):
 
     def _adjusted(self, step: Footstep) -> Footstep:
         """``step`` moved by the DCM step adjustment (module docstring)."""
-        self._planned_to = step
         g = self.gait
         if self._measured_dcm is None or g.step_adjustment_gain <= 0:
             return step
