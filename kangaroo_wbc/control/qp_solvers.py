@@ -46,6 +46,14 @@ _SOLVED = int(osqp.SolverStatus.OSQP_SOLVED)
 _UNSOLVED = int(osqp.SolverStatus.OSQP_UNSOLVED)
 
 
+def _begin(problem: QpProblem, validate: bool) -> tuple[float, tuple[int, int, int, bool]]:
+    """A dense solver's first step: the problem checked (``validate``), the start time, and the shape
+    ``(n, m_eq, m_in, has_box)`` its set-up is kept for."""
+    if validate:
+        problem.validate()
+    return time.perf_counter(), (problem.n, problem.n_eq, problem.n_in, problem.has_box)
+
+
 class DaqpSolver:
     """DAQP (dense dual active-set) on a :class:`QpProblem`: the box as DAQP's simple bounds, the
     rows ``[A; G]`` as its general constraints (equalities marked), set up once per shape, then
@@ -72,12 +80,8 @@ class DaqpSolver:
         self._shape = None
 
     def solve(self, problem: QpProblem, check_pattern: bool = True, validate: bool = True) -> QpSolution:
-        if validate:
-            problem.validate()
-        t0 = time.perf_counter()
-        n, m_eq, m_in = problem.n, problem.n_eq, problem.n_in
-        has_box = problem.has_box
-        shape = (n, m_eq, m_in, has_box)
+        t0, shape = _begin(problem, validate)
+        n, m_eq, m_in, has_box = shape
         C = np.concatenate([problem.A, problem.G], axis=0)
         lower, upper = [problem.b, problem.h_lower], [problem.b, problem.h]
         if has_box:
@@ -148,12 +152,8 @@ class ProxsuiteSolver:
         self._shape = None
 
     def solve(self, problem: QpProblem, check_pattern: bool = True, validate: bool = True) -> QpSolution:
-        if validate:
-            problem.validate()
-        t0 = time.perf_counter()
-        n, m_eq, m_in = problem.n, problem.n_eq, problem.n_in
-        has_box = problem.has_box
-        shape = (n, m_eq, m_in, has_box)
+        t0, shape = _begin(problem, validate)
+        n, m_eq, m_in, has_box = shape
         lo = np.clip(problem.h_lower, -OSQP_INFTY, OSQP_INFTY)
         hi = np.clip(problem.h, -OSQP_INFTY, OSQP_INFTY)
         box = tuple(np.clip(v, -OSQP_INFTY, OSQP_INFTY) for v in problem.box()) if has_box else ()
