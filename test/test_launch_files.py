@@ -389,6 +389,13 @@ def test_missing_gazebo_starts_nothing(launch_env) -> None:
         _evaluate_stack({"backend": "gazebo"})
 
 
+@pytest.mark.parametrize("text", ["0.3,0", "fast,0,0", "nan,0,0", "0.3,0,inf"])
+def test_malformed_cmd_vel_starts_nothing(launch_env, text) -> None:
+    """cmd_vel:= that is not three finite numbers: one clear error before any process is built."""
+    with pytest.raises(RuntimeError, match="expected vx,vy,wz"):
+        _evaluate_stack({"behaviour": "walk", "cmd_vel": text})
+
+
 # --------------------------------------------------------------------------------------------
 # launch_testing: the whole stack with the simulator
 

@@ -26,6 +26,7 @@ construction: ``v = T nu`` and ``v_dot = T nu_dot + k``.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -341,10 +342,10 @@ class WholeBodyController:
             self.base_task.set_reference(ref.base_rotation, ref.base_angular_velocity)
         if ref.posture is not None:
             self.posture_task.set_reference(ref.posture)
-        horizon = self.settings.stroke_horizon_s if ref.stroke_horizon_s is None else ref.stroke_horizon_s
-        if not (np.isfinite(horizon) and horizon > 0):
+        horizon = ref.stroke_horizon_s
+        if horizon is not None and not (math.isfinite(horizon) and horizon > 0):
             raise InputError(f"stroke_horizon_s must be positive and finite, got {horizon}")
-        self._stroke_limits.horizon_s = float(horizon)
+        self._stroke_limits.horizon_s = self.settings.stroke_horizon_s if horizon is None else float(horizon)
         for name, fr in ref.foot_poses.items():
             if name not in self.foot_tasks:
                 raise InputError(f"foot reference for unknown contact {name!r}; contacts are {list(self.foot_tasks)}")

@@ -106,6 +106,9 @@ def test_non_finite_state_raises_input_error(u2ups_fb):
         wbc.step(q, np.zeros_like(v))
     with pytest.raises(InputError):
         wbc.step(u2ups_fb.q_ref, np.zeros_like(v), active_contacts=("no_such_contact",))
+    for horizon in (float("nan"), 0.0, -0.01):  # a behaviour's stroke-limit horizon
+        with pytest.raises(InputError, match="stroke_horizon_s"):
+            wbc.step(u2ups_fb.q_ref, np.zeros_like(v), references=WbcReferences(stroke_horizon_s=horizon))
 
 
 def test_unsupportable_weight_raises_no_solution_found(digit_fb):
