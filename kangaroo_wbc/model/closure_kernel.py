@@ -69,37 +69,28 @@ PassiveBuffers = buffers("PassiveBuffers", ("iq", "iu", "kind", "e", "q"))
 REVOLUTE, PRISMATIC, FREE_FLYER, SPHERICAL, UNIVERSAL, REVOLUTE_UNBOUNDED = 0, 1, 2, 3, 4, 5
 ROT_NONE, ROT_LOG3, ROT_UNIVERSAL = 0, 1, 2
 _AXES = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
+_NO_AXIS = (0.0, 0.0, 0.0)
+#: pinocchio's joints about or along a coordinate axis, by name without the axis letter
+_AXIS_JOINTS = {"JointModelR": REVOLUTE, "JointModelRUB": REVOLUTE_UNBOUNDED, "JointModelP": PRISMATIC}
+_UNALIGNED_JOINTS = {"JointModelRevoluteUnaligned": REVOLUTE, "JointModelPrismaticUnaligned": PRISMATIC,
+                     "JointModelRevoluteUnboundedUnaligned": REVOLUTE_UNBOUNDED}
 
 
-def _joint_code(jm: Any) -> tuple[int, Any] | None:
+def _joint_code(jm: Any) -> tuple[int, Any, Any] | None:
+    """``(type, axis, second axis)`` of a pinocchio joint for the kernels; None if not supported."""
     name = jm.shortname()
-    if name in ("JointModelRX", "JointModelRY", "JointModelRZ"):
-        return REVOLUTE, _AXES[name[-1]]
-    if name in ("JointModelRUBX", "JointModelRUBY", "JointModelRUBZ"):
-        return REVOLUTE_UNBOUNDED, _AXES[name[-1]]
-    if name in ("JointModelPX", "JointModelPY", "JointModelPZ"):
-        return PRISMATIC, _AXES[name[-1]]
-    kinds = {"JointModelRevoluteUnaligned": REVOLUTE, "JointModelPrismaticUnaligned": PRISMATIC,
-             "JointModelRevoluteUnboundedUnaligned": REVOLUTE_UNBOUNDED}
-    if name in kinds:
-        axis = getattr(jm.extract(), "axis", None) if hasattr(jm, "extract") else getattr(jm, "axis", None)
-        if axis is None:
-            return None
-        return kinds[name], tuple(float(x) for x in axis)
+    if name[:-1] in _AXIS_JOINTS and name[-1] in _AXES:
+        return _AXIS_JOINTS[name[:-1]], _AXES[name[-1]], _NO_AXIS
+    if name in _UNALIGNED_JOINTS:
+        return _UNALIGNED_JOINTS[name], tuple(jm.extract().axis), _NO_AXIS
+    if name == "JointModelUniversal":
+        u = jm.extract()
+        return UNIVERSAL, tuple(u.axis1), tuple(u.axis2)
     if name == "JointModelFreeFlyer":
-        return FREE_FLYER, (0.0, 0.0, 0.0)
+        return FREE_FLYER, _NO_AXIS, _NO_AXIS
     if name == "JointModelSpherical":
-        return SPHERICAL, (0.0, 0.0, 0.0)
+        return SPHERICAL, _NO_AXIS, _NO_AXIS
     return None
-
-
-def _universal_axes(jm) -> tuple[np.ndarray, np.ndarray] | None:
-    if jm.shortname() != "JointModelUniversal" or not hasattr(jm, "extract"):
-        return None
-    u = jm.extract()
-    if not (hasattr(u, "axis1") and hasattr(u, "axis2")):
-        return None
-    return np.asarray(u.axis1, dtype=float), np.asarray(u.axis2, dtype=float)
 
 
 # ---------------------------------------------------------------------- compiled functions
@@ -504,6 +495,9 @@ def closure_velocity_bias(v, tree, loops):
             bias_out[r] = sg * total
 
 
+#: The joint types :func:`integrate_passive` integrates, and its code for each.
+_INTEGRATION_KIND = {REVOLUTE: 1, PRISMATIC: 1, UNIVERSAL: 2, SPHERICAL: 3, REVOLUTE_UNBOUNDED: 4}
+
 #: Status codes of :func:`_chord_fk`.
 CHORD_CONVERGED, CHORD_STALLED, CHORD_MAX_ITER = 0, 1, 2
 
@@ -674,15 +668,11 @@ class ClosureKernel:
         self.R0[0] = np.eye(3)
         for j in range(1, n):
             code = _joint_code(model.joints[j])
-            axes = _universal_axes(model.joints[j])
-            if axes is not None:
-                code = (UNIVERSAL, axes[0])
-                self.axis2[j] = axes[1]
             if code is None:
                 raise ModelError(f"the compiled closure kinematics do not support joint {model.names[j]!r} "
                                  f"({model.joints[j].shortname()}; supported: revolute, prismatic, universal, "
                                  f"spherical, free flyer)")
-            self.jtype[j], self.axis[j] = code[0], code[1]
+            self.jtype[j], self.axis[j], self.axis2[j] = code
             M = model.jointPlacements[j]
             self.R0[j], self.p0[j] = M.rotation, M.translation
             self.idx_q[j], self.idx_v[j] = model.joints[j].idx_q, model.joints[j].idx_v
@@ -789,15 +779,12 @@ class ClosureKernel:
         self.error(q)
         self.velocity_bias(q, np.zeros(model.nv))
 
-    def velocity_bias(self, q: np.ndarray, v: np.ndarray, placements_current: bool = False) -> np.ndarray:
+    def velocity_bias(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Closure bias ``Jdot_l v`` [m/s², rad/s²] at ``(q, v)`` (kept rows); also fills
         :attr:`frame_velocity` and :attr:`frame_bias_acceleration` (F, 6): the frames' bodies'
         world spatial velocity and ``Jdot v`` at the world origin, linear first.
-        ``placements_current``: the last :meth:`placements` / :meth:`error_and_jacobian` call was at
-        this same ``q`` (its placements are reused).
         """
-        if not placements_current:
-            self.placements(q)
+        self.placements(q)
         closure_velocity_bias(v, self.tree, self.loops)
         return self.bias_l
 
@@ -812,16 +799,8 @@ class ClosureKernel:
                 continue
             if any(jm.idx_v + d not in pos or pos[jm.idx_v + d] != pos[jm.idx_v] + d for d in range(jm.nv)):
                 return False
-            t = self.jtype[j]
-            if t in (REVOLUTE, PRISMATIC):
-                k = 1
-            elif t == REVOLUTE_UNBOUNDED:
-                k = 4
-            elif t == UNIVERSAL:
-                k = 2
-            elif t == SPHERICAL:
-                k = 3
-            else:
+            k = _INTEGRATION_KIND.get(int(self.jtype[j]))
+            if k is None:
                 return False
             iq.append(jm.idx_q)
             iu.append(pos[jm.idx_v])
