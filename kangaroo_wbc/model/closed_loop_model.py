@@ -146,6 +146,15 @@ def configuration_from_pose(model: pin.Model, pose: str | Path | dict) -> np.nda
     return q
 
 
+def support_mask(model: pin.Model, frame_ids) -> np.ndarray:
+    """(len(frame_ids), nv): 1 on the velocity indices that move each frame (its support), else 0."""
+    mask = np.zeros((len(frame_ids), model.nv))
+    for k, fid in enumerate(frame_ids):
+        for j in model.supports[int(model.frames[int(fid)].parentJoint)][1:]:
+            mask[k, model.joints[j].idx_v:model.joints[j].idx_v + model.joints[j].nv] = 1.0
+    return mask
+
+
 @dataclass
 class Closure:
     """A loop closure resolved against a pinocchio model."""
@@ -334,13 +343,7 @@ class ClosedLoopModel:
         slot = {fid: k for k, fid in enumerate(self._frame_ids)}
         self._slot_a = np.array([slot[c.frame_a_id] for c in self.closures], dtype=int)
         self._slot_u = np.array([slot[c.frame_u_id] for c in self.closures], dtype=int)
-        # per closure frame, a 0/1 mask of the velocity indices that move it (its support)
-        m = self.model
-        mask = np.zeros((len(self._frame_ids), m.nv))
-        for k, fid in enumerate(self._frame_ids):
-            for j in m.supports[int(m.frames[int(fid)].parentJoint)]:
-                if j:
-                    mask[k, m.joints[j].idx_v:m.joints[j].idx_v + m.joints[j].nv] = 1.0
+        mask = support_mask(self.model, self._frame_ids)
         self._signed_mask = mask[self._slot_u] - mask[self._slot_a]
 
     def _set_rows(self) -> None:
@@ -705,12 +708,7 @@ class ClosedLoopModel:
     # ------------------------------------------------------------------ helpers
     def check_configuration(self, q: np.ndarray) -> np.ndarray:
         """Return ``q`` as a float array after checking its size and finiteness."""
-        q = np.asarray(q, dtype=float)
-        if q.shape != (self.model.nq,):
-            raise InputError(f"configuration has shape {q.shape}, expected ({self.model.nq},)")
-        if not np.all(np.isfinite(q)):
-            raise InputError("configuration contains non-finite values")
-        return q
+        return self.check_vector(q, self.model.nq, "configuration")
 
     def check_vector(self, x: np.ndarray, n: int, what: str) -> np.ndarray:
         """Return ``x`` as a float array after checking that it has shape ``(n,)`` and is finite.

@@ -109,19 +109,29 @@ class ProjectedDynamics:
 
     def actuated_forces(self, nu_dot: np.ndarray, f: np.ndarray | None = None) -> np.ndarray:
         """Actuated forces for accelerations and contact forces (eq. (69), (29))."""
-        rows = self.actuated_rows
-        tau = self.M[rows] @ nu_dot + self.h[rows]
-        if f is not None and f.size:
-            tau -= self.J_c[:, rows].T @ f
-        return tau
+        return self._rows(self.actuated_rows, nu_dot, f)
 
     def base_residual(self, nu_dot: np.ndarray, f: np.ndarray | None = None) -> np.ndarray:
         """Residual of the floating-base rows (eq. (62)); zero for a dynamically consistent pair."""
-        rows = self.base_rows
+        return self._rows(self.base_rows, nu_dot, f)
+
+    def _rows(self, rows: slice, nu_dot: np.ndarray, f: np.ndarray | None) -> np.ndarray:
+        """``M nu_dot + h - J_c^T f`` on ``rows``."""
         r = self.M[rows] @ nu_dot + self.h[rows]
         if f is not None and f.size:
             r -= self.J_c[:, rows].T @ f
         return r
+
+
+def velocity_generator(clm: ClosedLoopModel, J_m: np.ndarray | float, base: bool = True) -> np.ndarray:
+    """``T`` of ``v = T nu`` (App. B), (nv, n_b + n_a): the identity on the base (unless ``base`` is
+    False: then ``nu`` is ``theta_dot_a`` alone) and actuated rows, ``J_m`` (eq. (7)) on the passive rows."""
+    n_b = clm.n_b if base else 0
+    T = np.zeros((clm.model.nv, n_b + clm.n_a))
+    T[clm.idx_v_base[:n_b], np.arange(n_b)] = 1.0
+    T[clm.idx_v_a, n_b + np.arange(clm.n_a)] = 1.0
+    T[clm.idx_v_u, n_b:] = J_m
+    return T
 
 
 def _frame_id(clm: ClosedLoopModel, name: str) -> int:
@@ -152,12 +162,7 @@ def projected_dynamics(clm: ClosedLoopModel, q: np.ndarray, v: np.ndarray,
     J_lu, J_la = clm.split(J_l)
     J_m = -np.linalg.solve(J_lu, J_la)
     bias_l = clm.constraint_bias(q, v)
-    n_b, n_a = clm.n_b, clm.n_a
-    T = np.zeros((m.nv, n_b + n_a))
-    if n_b:
-        T[clm.idx_v_base, np.arange(n_b)] = 1.0
-    T[clm.idx_v_a, n_b + np.arange(n_a)] = 1.0
-    T[clm.idx_v_u, n_b:] = J_m
+    T = velocity_generator(clm, J_m)
     k = np.zeros(m.nv)
     k[clm.idx_v_u] = -np.linalg.solve(J_lu, bias_l)
     M = pin.crba(m, data, q)
@@ -180,7 +185,7 @@ def projected_dynamics(clm: ClosedLoopModel, q: np.ndarray, v: np.ndarray,
     J_c_full = np.vstack(rows_J) if rows_J else np.zeros((0, m.nv))
     gamma = np.concatenate(rows_g) if rows_g else np.zeros(0)
     return ProjectedDynamics(M=Mp, h=hp, T=T, k=k, J_c=J_c_full @ T, gamma_c=gamma, J_c_full=J_c_full,
-                             J_m=J_m, n_b=n_b, n_a=n_a)
+                             J_m=J_m, n_b=clm.n_b, n_a=clm.n_a)
 
 
 def lagrange_multipliers(clm: ClosedLoopModel, q: np.ndarray, v: np.ndarray, pd: ProjectedDynamics,
@@ -214,10 +219,7 @@ def equivalent_cartesian_inertia(clm: ClosedLoopModel, q: np.ndarray, frame: str
     M = pin.crba(m, data, q)
     M = np.triu(M) + np.triu(M, 1).T
     if projected and clm.n_u:
-        J_m = clm.mapping_jacobian(q)
-        T = np.zeros((m.nv, clm.n_a))
-        T[clm.idx_v_a, np.arange(clm.n_a)] = 1.0
-        T[clm.idx_v_u] = J_m
+        T = velocity_generator(clm, clm.mapping_jacobian(q), base=False)
         M = T.T @ M @ T
         J = J @ T
     elif clm.floating_base:
@@ -237,13 +239,7 @@ def centroidal_momentum_matrix(clm: ClosedLoopModel, q: np.ndarray, projected: b
     q = clm.check_configuration(q)
     A = pin.computeCentroidalMap(m, data, q).copy()
     if projected and clm.n_u:
-        n_b = clm.n_b
-        T = np.zeros((m.nv, n_b + clm.n_a))
-        if n_b:
-            T[clm.idx_v_base, np.arange(n_b)] = 1.0
-        T[clm.idx_v_a, n_b + np.arange(clm.n_a)] = 1.0
-        T[clm.idx_v_u, n_b:] = clm.mapping_jacobian(q)
-        A = A @ T
+        A = A @ velocity_generator(clm, clm.mapping_jacobian(q))
     return A
 
 

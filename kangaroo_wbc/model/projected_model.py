@@ -33,12 +33,8 @@ import pinocchio as pin
 
 from kangaroo_wbc.errors import FrameNotFound, InputError, ModelError, suggest
 from kangaroo_wbc.model import ClosedLoopModel, ProjectedDynamics
-from kangaroo_wbc.model.block_lu import (
-    BlockLU,
-    block_structure,
-    factor_blocks_and_map,
-    solve_blocks,
-)
+from kangaroo_wbc.model.block_lu import factor_blocks_and_map, solve_blocks
+from kangaroo_wbc.model.closed_loop_model import support_mask
 from kangaroo_wbc.model.closure_kernel import (
     build_kernel,
     closure_error_jacobian,
@@ -46,6 +42,7 @@ from kangaroo_wbc.model.closure_kernel import (
     frame_terms,
 )
 from kangaroo_wbc.model.compiled import all_finite, buffers, compiled
+from kangaroo_wbc.model.dynamics import velocity_generator
 
 
 class ProjectedModel:
@@ -61,7 +58,11 @@ class ProjectedModel:
     * ``T`` (nv, n_nu), ``k`` (nv), ``J_m`` (n_u, n_a), ``J_l`` (n_c, nv), ``bias_l`` (n_c);
     * ``M`` (nv, nv), ``h`` (nv) of the spanning tree; ``M_p`` (n_nu, n_nu), ``h_p`` (n_nu);
     * per frame: :meth:`placement`, :meth:`jacobian` (6, n_nu), :meth:`drift` (6), :meth:`twist` (6),
-      all linear-first in world axes at the frame origin (``LOCAL_WORLD_ALIGNED``);
+      all linear-first in world axes at the frame origin (``LOCAL_WORLD_ALIGNED``); stacked over the
+      registered frames (rows :meth:`frame_index`, read only): ``frame_jacobians_T`` (U, 6, n_nu),
+      ``frame_drifts`` (U, 6), ``frame_twists`` (U, 6);
+    * ``frame_rotations`` (2 K + U, 3, 3), ``frame_positions`` (2 K + U, 3) [m]: closure sides ``a``
+      (K), ``u`` (K), then the registered frames (U); read only (the kernel's buffers);
     * ``com`` (3), ``com_velocity`` (3), ``J_com`` (3, n_nu), ``com_drift`` (3) [m, m/s, m/s²];
     * ``A_G`` (6, n_nu), ``h_G`` (6), ``A_G_drift`` (6): centroidal momentum matrix (eq. (33)),
       momentum [kg·m/s, kg·m²/s] and ``Adot_G v + A_G k``.
@@ -110,38 +111,23 @@ class ProjectedModel:
         self._index = {n: i for i, n in enumerate(self.frame_names)}
         # the model's kept rows, log3 rotation rows and universal-joint cuts
         tables = clm.kernel_tables()
-        self._rows = tables.flat_rows
-        self.n_c = int(self._rows.size)
+        self.n_c = int(tables.flat_rows.size)
         if self.n_c != self.n_u:
             raise ModelError(f"{self.n_c} closure rows for {self.n_u} passive DOFs: J_lu is not square")
-        # Support masks (one row per body: closure sides a, u, user frames).
-        self._mask = np.zeros((2 * K + U, m.nv))
-        for r, fid in enumerate(self._fids):
-            for j in m.supports[m.frames[fid].parentJoint]:
-                if j > 0:
-                    jm = m.joints[j]
-                    self._mask[r, jm.idx_v:jm.idx_v + jm.nv] = 1.0
-        self._dmask = (self._mask[K:2 * K] - self._mask[:K])[:, None, :]  # relative Jacobian support
-        self._umask = self._mask[2 * K:][:, None, :]
         # Compiled closure kinematics on the same frames (closure sides a, u, user frames):
         # placements, J_l and the bias Jdot_l v.
-        self._kernel = build_kernel(m, self._fids, np.arange(K), K + np.arange(K), self._dmask[:, 0, :], self._rows,
-                                    tables.rot_log3, tables.universal)
+        self._kernel = build_kernel(m, self._fids, np.arange(K), K + np.arange(K), tables.signed_mask,
+                                    tables.flat_rows, tables.rot_log3, tables.universal)
         # Block LU of J_lu: its independent square blocks, from the loops' joint columns.
-        blocks = block_structure(self._dmask[self._rows // 6, 0][:, clm.idx_v_u] != 0.0) if self.n_c else None
-        if blocks is None:
+        self._block_lu = clm.jlu_block_lu()
+        if self._block_lu is None:
             raise ModelError("J_lu has no square block structure: no closure, or a sub-mechanism whose passive "
                              "DOFs and closure rows differ in number (structurally singular)")
-        self._block_lu = BlockLU(blocks, self.n_u)
         #: Smallest accepted LU pivot ratio ``min |u_kk| / max |u_kk|`` of ``J_lu`` per independent
         #: block (:meth:`update` raises ModelError below it: near a kinematic singularity); 0 only
         #: rejects an exactly singular ``J_lu``.
         self.min_pivot_ratio = 0.0
-        # Fixed parts of T.
-        self.T = np.zeros((m.nv, self.n_nu))
-        if self.n_b:
-            self.T[clm.idx_v_base, np.arange(self.n_b)] = 1.0
-        self.T[clm.idx_v_a, self.n_b + np.arange(self.n_a)] = 1.0
+        self.T = velocity_generator(clm, 0.0)  # its passive rows J_m are written at each update
         self._idx_u, self._idx_a, self._idx_b = clm.idx_v_u, clm.idx_v_a, clm.idx_v_base
         # compile (or load) the factor-and-map kernel now
         blu, warm = self._block_lu, np.zeros((clm.n_c, m.nv))
@@ -160,7 +146,7 @@ class ProjectedModel:
         self._buffers = ProjectionBuffers.make(
             **index, n_b=self.n_b, T=self.T, cols_in=np.ascontiguousarray(index["idx_u"][blu.cols]), v=self.v,
             k=self.k, B=np.empty((blu.n, 1)), X=np.empty((blu.n, 1)),
-            frame_mask=np.ascontiguousarray(self._umask[:, 0, :]), Jf=self._Jf_buf, u0=2 * K)
+            frame_mask=support_mask(m, self._fids[2 * K:]), Jf=self._Jf_buf, u0=2 * K)
         # compile (or load) the projection kernel now, with pinocchio's own mass-matrix array
         M0 = pin.crba(m, m.createData(), pin.neutral(m), pin.Convention.WORLD)
         _project_on_T(M0, np.zeros(nv), np.zeros((U, 6, nv)), np.zeros((self.n_u, self.n_a)), self._buffers,
@@ -224,9 +210,9 @@ class ProjectedModel:
             self.com_velocity = self.h_G[:3] / self.mass
             self.com_drift = self.A_G_drift[:3] / self.mass
         # User frames: projected Jacobians, drifts (Jdot v + J k), twists.
-        self._Jf_T = Jf_T
-        self._drift = drift + Jf_k
-        self._twist = twist
+        self.frame_jacobians_T = Jf_T
+        self.frame_drifts = drift + Jf_k
+        self.frame_twists = twist
         self._updated = True
 
     def _centroidal_from_base_rows(self, MT: np.ndarray, h_Mk: np.ndarray, R: np.ndarray, p: np.ndarray) -> None:
@@ -297,7 +283,7 @@ class ProjectedModel:
             raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
         if self.min_pivot_ratio > 0.0:
             self._check_pivots(blu.pivot_ratios())
-        self._R, self._p = kernel.R, kernel.p
+        self.frame_rotations, self.frame_positions = kernel.R, kernel.p
         self.J_l, self.J_m, self.bias_l, self._Jf = kernel.J_l, J_m, kernel.bias_l.copy(), self._Jf_buf
         return twist, drift
 
@@ -316,33 +302,6 @@ class ProjectedModel:
             raise FrameNotFound(f"frame {name!r} was not registered with this ProjectedModel."
                                 + suggest(name, self.frame_names)) from None
 
-    @property
-    def frame_rotations(self) -> np.ndarray:
-        """World rotations (2 K + U, 3, 3) of the last update: closure sides ``a`` (K), ``u`` (K),
-        then the registered frames (U). Read only (the model's buffer)."""
-        return self._R
-
-    @property
-    def frame_positions(self) -> np.ndarray:
-        """World positions (2 K + U, 3) [m] of the last update, rows as :attr:`frame_rotations`."""
-        return self._p
-
-    @property
-    def frame_jacobians_T(self) -> np.ndarray:
-        """Projected Jacobians ``J_f T`` (U, 6, n_nu) of the registered frames (rows of
-        :meth:`jacobian`), last update. Read only."""
-        return self._Jf_T
-
-    @property
-    def frame_drifts(self) -> np.ndarray:
-        """Drifts (U, 6) of the registered frames (rows of :meth:`drift`), last update. Read only."""
-        return self._drift
-
-    @property
-    def frame_twists(self) -> np.ndarray:
-        """Twists (U, 6) of the registered frames (rows of :meth:`twist`), last update. Read only."""
-        return self._twist
-
     def base_placement(self) -> tuple[np.ndarray, np.ndarray]:
         """``(R, p)`` of the base joint (joint 1) in the world [-, m] at the last update (from the
         compiled closure pass). Read only."""
@@ -351,19 +310,19 @@ class ProjectedModel:
     def placement(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """``(R, p)`` of a registered frame in the world [-, m]."""
         s = 2 * self.n_closures + self.frame_index(name)
-        return self._R[s], self._p[s]
+        return self.frame_rotations[s], self.frame_positions[s]
 
     def jacobian(self, name: str) -> np.ndarray:
         """Projected frame Jacobian ``J_f T`` (6, n_nu), linear rows first, world axes."""
-        return self._Jf_T[self.frame_index(name)]
+        return self.frame_jacobians_T[self.frame_index(name)]
 
     def drift(self, name: str) -> np.ndarray:
         """Frame acceleration at ``nu_dot = 0``: ``Jdot_f v + J_f k`` (6,), classical, world axes."""
-        return self._drift[self.frame_index(name)]
+        return self.frame_drifts[self.frame_index(name)]
 
     def twist(self, name: str) -> np.ndarray:
         """Frame velocity ``(v, ω)`` (6,) [m/s, rad/s], world axes at the frame origin."""
-        return self._twist[self.frame_index(name)]
+        return self.frame_twists[self.frame_index(name)]
 
     def full_jacobian(self, name: str) -> np.ndarray:
         """Frame Jacobian in full coordinates (6, nv), ``LOCAL_WORLD_ALIGNED``."""
