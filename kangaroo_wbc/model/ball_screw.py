@@ -34,8 +34,8 @@ which gives ``F = eta y`` when driving (``y`` and ``x_dot`` of one sign, ``|x_do
            \\qquad (:meth:`BallScrewActuators.force_from_torque`)
 
 and :meth:`BallScrewActuators.torque_from_force` is its exact inverse. The power balance
-``y x_dot = F x_dot + m_r x_ddot x_dot + P_loss`` holds with :meth:`BallScrewActuators.power_loss`
-``>= 0`` outside the stiction zone.
+``y x_dot = F x_dot + m_r x_ddot x_dot + P_loss`` holds with a loss ``P_loss >= 0`` outside the
+stiction zone.
 
 Revolute actuators (``is_linear`` False) pass torques through unchanged.
 """
@@ -269,27 +269,10 @@ class BallScrewActuators:
                                 default_screw_efficiency=default_screw_efficiency,
                                 source=f"{clm.closure_file.source}: actuators")
 
-    def ideal(self) -> BallScrewActuators:
-        """The same screws as eq. (47) sees them: no switch, friction or inertia."""
-        n = len(self.names)
-        return BallScrewActuators(list(self.names), self.is_linear, self.screw_lead_m, self.efficiency,
-                                  np.full(n, np.nan), np.zeros(n), np.zeros(n), np.zeros(n),
-                                  self.stiction_velocity_m_s, self.max_force_n, {})
-
-    @property
-    def has_losses(self) -> bool:
-        """True if the model differs from eq. (47) at some velocity (switch, friction or inertia)."""
-        return bool(np.any(self.efficiency_switch > 0) or np.any(self.coulomb_friction_n > 0)
-                    or np.any(self.viscous_friction_n_s_per_m > 0) or np.any(self.reflected_inertia_kg > 0))
-
     # ------------------------------------------------------------------ the model
     def paper_force(self, motor_torque_nm: np.ndarray) -> np.ndarray:
         """Eq. (47): ``tau_bar = tau_m 2 pi eta / L`` [N] (torques of revolute actuators pass)."""
         return self.paper_gain * motor_torque_nm
-
-    def direction(self, velocity_m_s: np.ndarray) -> np.ndarray:
-        """Smooth direction of motion ``s = tanh(x_dot / v_s)`` [-]."""
-        return np.tanh(np.asarray(velocity_m_s, dtype=float) / self.stiction_velocity_m_s)
 
     def friction_force(self, velocity_m_s: np.ndarray, motor_torque_nm: np.ndarray | None = None) -> np.ndarray:
         """Losses as a force opposing the motion [N]: ``(Delta |y| + F_c) s + b x_dot``; the
@@ -298,7 +281,8 @@ class BallScrewActuators:
         mu = self.coulomb_friction_n
         if motor_torque_nm is not None:
             mu = mu + self.efficiency_switch * np.abs(self.torque_to_force * motor_torque_nm)
-        return np.where(self.is_linear, mu * self.direction(v) + self.viscous_friction_n_s_per_m * v, 0.0)
+        s = np.tanh(v / self.stiction_velocity_m_s)
+        return np.where(self.is_linear, mu * s + self.viscous_friction_n_s_per_m * v, 0.0)
 
     def _map(self, x, v, a, switch: bool, friction: bool, inverse: bool) -> np.ndarray:
         """The compiled model over inputs that broadcast to ``(..., n_actuators)`` (``a`` None: no
@@ -340,14 +324,6 @@ class BallScrewActuators:
         deliver, ``y = S / (eta_m - Delta s sign(S))`` (``sign(y) = sign(S)``, both denominators
         positive since ``eta_m - Delta = eta``). Compiled: :func:`screw_torque` per actuator."""
         return self._map(force_n, velocity_m_s, acceleration_m_s2, switch, friction, True)
-
-    def power_loss(self, motor_torque_nm: np.ndarray, velocity_m_s: np.ndarray) -> np.ndarray:
-        """Power dissipated in the screw and the bearings [W]: motor power ``y x_dot`` minus the
-        power into the linkage and the rotor, ``(F + m_r x_ddot) x_dot``."""
-        tau = np.asarray(motor_torque_nm, dtype=float)
-        v = np.asarray(velocity_m_s, dtype=float)
-        y = self.torque_to_force * tau
-        return np.where(self.is_linear, (y - self.force_from_torque(tau, v)) * v, 0.0)
 
     def encoder_step(self) -> np.ndarray:
         """Position quantum of the motor encoder [m] (or [rad]); 0 where not quantised."""

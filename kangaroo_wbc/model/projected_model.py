@@ -32,7 +32,7 @@ import numpy as np
 import pinocchio as pin
 
 from kangaroo_wbc.errors import FrameNotFound, InputError, ModelError, suggest
-from kangaroo_wbc.model import ClosedLoopModel, ProjectedDynamics
+from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.model.block_lu import factor_blocks_and_map, solve_blocks
 from kangaroo_wbc.model.closed_loop_model import support_mask
 from kangaroo_wbc.model.closure_kernel import (
@@ -327,17 +327,6 @@ class ProjectedModel:
     def full_jacobian(self, name: str) -> np.ndarray:
         """Frame Jacobian in full coordinates (6, nv), ``LOCAL_WORLD_ALIGNED``."""
         return self._Jf[self.frame_index(name)]
-
-    def dynamics(self, contact_frames: Sequence[str] = ()) -> ProjectedDynamics:
-        """The core :class:`ProjectedDynamics` (6D contact rows at the given frames, world axes)."""
-        if contact_frames:
-            J_c_full = np.vstack([self.full_jacobian(n) for n in contact_frames])
-            J_c = np.vstack([self.jacobian(n) for n in contact_frames])
-            gamma = np.concatenate([self.drift(n) for n in contact_frames])
-        else:
-            J_c_full, J_c, gamma = np.zeros((0, self.nv)), np.zeros((0, self.n_nu)), np.zeros(0)
-        return ProjectedDynamics(M=self.M_p, h=self.h_p, T=self.T.copy(), k=self.k.copy(), J_c=J_c,
-                                 gamma_c=gamma, J_c_full=J_c_full, J_m=self.J_m, n_b=self.n_b, n_a=self.n_a)
 
     def lagrange_multipliers(self, nu_dot: np.ndarray, generalized_contact_force: np.ndarray) -> np.ndarray:
         """Closure forces ``lambda`` (eq. (28)) from the passive rows of the tree dynamics.
