@@ -124,28 +124,17 @@ def parse_native(doc: dict[str, Any], path: str) -> ClosureFile:
         if name in names:
             raise _err(path, f"{key}.name", f"duplicated loop name {name!r}")
         names.add(name)
-        closures.append(
-            ClosureSpec(
-                name=name,
-                submechanism=str(item.get("submechanism", name)),
-                frame_a=str(item["frame_a"]),
-                frame_u=str(item["frame_u"]),
-                directions=_parse_directions(item["directions"], path, f"{key}.directions"),
-            )
-        )
+        directions = _parse_directions(item["directions"], path, f"{key}.directions")
+        closures.append(ClosureSpec(name, str(item.get("submechanism", name)), str(item["frame_a"]),
+                                    str(item["frame_u"]), directions))
     actuators = doc.get("actuators", {}) or {}
     if not isinstance(actuators, dict):
         raise _err(path, "actuators", "expected a mapping actuator name -> parameters")
-    known = {"format", "actuated_joints", "closures", "absolute_encoders", "absolute_actuators", "actuators"}
-    return ClosureFile(
-        closures=closures,
-        actuated_joints=actuated,
-        absolute_encoders=_as_str_list(doc.get("absolute_encoders", []) or [], path, "absolute_encoders"),
-        absolute_actuators=_as_str_list(doc.get("absolute_actuators", []) or [], path, "absolute_actuators"),
-        actuators=actuators,
-        source=path,
-        extra={k: v for k, v in doc.items() if k not in known},
-    )
+    absolute = {key: _as_str_list(doc.get(key) or [], path, key)
+                for key in ("absolute_encoders", "absolute_actuators")}
+    known = {"format", "actuated_joints", "closures", "actuators", *absolute}
+    return ClosureFile(closures, actuated, **absolute, actuators=actuators, source=path,
+                       extra={k: v for k, v in doc.items() if k not in known})
 
 
 def parse_extended_urdf(doc: dict[str, Any], path: str) -> ClosureFile:
@@ -174,13 +163,8 @@ def parse_extended_urdf(doc: dict[str, Any], path: str) -> ClosureFile:
         dirs = EXTENDED_URDF_TYPES[kind_l]
         closures.append(ClosureSpec(f"loop{i + 1}", f"loop{i + 1}", str(pair[0]), str(pair[1]), dirs))
     extra = {k: v for k, v in doc.items() if k not in ("closed_loop", "type", "name_mot")}
-    return ClosureFile(
-        closures=closures,
-        actuated_joints=_as_str_list(doc["name_mot"], path, "name_mot"),
-        source=path,
-        extra=extra,
-        lock_idle_joints=True,
-    )
+    return ClosureFile(closures, _as_str_list(doc["name_mot"], path, "name_mot"), source=path, extra=extra,
+                       lock_idle_joints=True)
 
 
 def load_closure_file(path: str | Path) -> ClosureFile:

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -100,11 +101,9 @@ def spanning_tree(urdf_path: str | Path, replacements: dict[str, str], source: s
     """The pinocchio model of a URDF spanning tree (a free-flyer root if ``floating_base``) with the
     extended-URDF ``replacements`` (joint name -> ``joint_type``) applied: :func:`replace_joints`,
     then :func:`freeze_joints` for the ``FIXED`` ones (errors name ``source``)."""
+    root = (pin.JointModelFreeFlyer(),) if floating_base else ()
     try:
-        if floating_base:
-            model = pin.buildModelFromUrdf(str(urdf_path), pin.JointModelFreeFlyer())
-        else:
-            model = pin.buildModelFromUrdf(str(urdf_path))
+        model = pin.buildModelFromUrdf(str(urdf_path), *root)
     except (RuntimeError, ValueError) as exc:
         raise ModelError(f"{urdf_path}: pinocchio could not parse the URDF: {exc}") from exc
     substituted = {n: kind for n, kind in replacements.items() if kind.upper() != FIXED}
@@ -118,8 +117,6 @@ def spanning_tree(urdf_path: str | Path, replacements: dict[str, str], source: s
 
 def mimic_joints(urdf_path: str | Path) -> dict[str, str]:
     """``{follower: leader}`` for the joints of a URDF that carry a ``<mimic joint=...>`` element."""
-    import xml.etree.ElementTree as ET
-
     try:
         root = ET.parse(str(urdf_path)).getroot()
     except (ET.ParseError, OSError):
@@ -132,23 +129,19 @@ def mimic_joints(urdf_path: str | Path) -> dict[str, str]:
     return out
 
 
-def load_mjcf(mjcf_path: str | Path, actuated_joints: list[str] | None = None,
-              floating_base: bool = False) -> tuple[pin.Model, ClosureFile]:
+def load_mjcf(mjcf_path: str | Path, floating_base: bool = False) -> tuple[pin.Model, ClosureFile]:
     """Read an MJCF file with pinocchio's parser; ``equality/connect`` → 3D closures.
 
     Pinocchio returns one rigid constraint model per equality; each becomes a closure between two
     frames added at the constraint anchors (``<name>_a`` on the first body, ``<name>_u`` on the
-    second). Actuated joints default to the joints driven by the MJCF ``actuator`` section.
+    second). The actuated joints are those driven by the MJCF ``actuator`` section.
     """
     path = Path(mjcf_path)
     if not path.is_file():
         raise ModelError(f"{path}: MJCF file not found")
+    root = (pin.JointModelFreeFlyer(), "root_joint") if floating_base else ()
     try:
-        if floating_base:
-            model, constraints = pin.buildModelAndLegacyConstraintsFromMJCF(
-                str(path), pin.JointModelFreeFlyer(), "root_joint")
-        else:
-            model, constraints = pin.buildModelAndLegacyConstraintsFromMJCF(str(path))
+        model, constraints = pin.buildModelAndLegacyConstraintsFromMJCF(str(path), *root)
     except (RuntimeError, ValueError) as exc:
         raise ModelError(f"{path}: pinocchio could not parse the MJCF: {exc}") from exc
     closures = []
@@ -158,17 +151,6 @@ def load_mjcf(mjcf_path: str | Path, actuated_joints: list[str] | None = None,
         model.addFrame(pin.Frame(f"{cname}_u", int(cm.joint2_id), cm.joint2_placement, pin.FrameType.OP_FRAME))
         dirs = DIRECTIONS[:3] if cm.type == pin.ContactType.CONTACT_3D else DIRECTIONS
         closures.append(ClosureSpec(cname, cname, f"{cname}_a", f"{cname}_u", dirs))
-    if actuated_joints is None:
-        actuated_joints = _mjcf_actuated_joints(path)
-    return model, ClosureFile(closures=closures, actuated_joints=list(actuated_joints), source=str(path),
-                              lock_idle_joints=True)
-
-
-def _mjcf_actuated_joints(path: Path) -> list[str]:
-    import xml.etree.ElementTree as ET
-
-    root = ET.parse(path).getroot()
-    act = root.find("actuator")
-    if act is None:
-        return []
-    return [str(el.get("joint")) for el in act if el.get("joint")]
+    act = ET.parse(path).getroot().find("actuator")
+    actuated = [] if act is None else [str(el.get("joint")) for el in act if el.get("joint")]
+    return model, ClosureFile(closures=closures, actuated_joints=actuated, source=str(path), lock_idle_joints=True)
