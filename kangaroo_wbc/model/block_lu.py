@@ -163,9 +163,7 @@ def solve_blocks(LU, piv, rows, cols, sizes, B, X, transpose):
                 for i in range(m):
                     X[dst[i], c] = 0.0
                 continue
-            if (
-                not transpose
-            ):  # P A = L U: L U x = P b, b from the block rows, x to the block columns
+            if not transpose:  # P A = L U: L U x = P b, b from the block rows, x to the block columns
                 for i in range(m):
                     y[i] = B[rows[b, i], c]
                 _block_solve(LU, piv, b, m, y)

@@ -30,8 +30,8 @@ from typing import NamedTuple
 
 import numpy as np
 import pinocchio as pin
+import scipy.linalg
 import yaml
-from scipy.linalg import lapack
 
 from kangaroo_wbc.errors import (
     ClosureFkError,
@@ -58,7 +58,7 @@ ASSEMBLY_TOL = 1e-9
 STRUCTURAL_ZERO = 1e-9
 
 
-_getrf, _getrs = lapack.dgetrf, lapack.dgetrs
+_getrf, _getrs = scipy.linalg.lapack.dgetrf, scipy.linalg.lapack.dgetrs
 
 #: A chord step (reused ``J_lu^{-1}``) is kept only if it shrinks the residual at least this much.
 CHORD_CONTRACTION = 0.1
@@ -88,8 +88,6 @@ def select_independent_rows(J: np.ndarray, rtol: float = RANK_RTOL) -> np.ndarra
     Rank-revealing QR with column pivoting on ``J^T``: the pivot order ranks the rows of ``J``;
     the rank is the number of ``|R_ii| > rtol * |R_00|``.
     """
-    import scipy.linalg
-
     if J.shape[0] == 0:
         return np.zeros(0, dtype=int)
     _, R, piv = scipy.linalg.qr(J.T, mode="economic", pivoting=True)
@@ -277,18 +275,17 @@ class ClosedLoopModel:
 
         if urdf_path.suffix.lower() == ".xml" and closures_path is None:
             model, closure_file = load_mjcf(urdf_path, floating_base=floating_base)
-            q_ref = None if reference is None else configuration_from_pose(model, reference)
-            return cls(model, closure_file, q_ref=q_ref, source=str(urdf_path))
-        if closures_path is None:
+        elif closures_path is None:
             raise ModelError(f"{urdf_path}: a closure file is required for a URDF spanning tree")
-        closure_file = load_closure_file(closures_path)
-        mimic = mimic_joints(urdf_path)
-        if mimic:
-            pairs = ", ".join(f"{f!r} mimics {lead!r}" for f, lead in mimic.items())
-            raise ModelError(f"{urdf_path}: URDF <mimic> joints are not supported ({pairs}): a mimic "
-                             f"coupling is not a loop closure, and loading the joint as independent "
-                             f"would change the mechanism; model the coupling as a loop, or remove it")
-        model = spanning_tree(urdf_path, joint_replacements(closure_file), closure_file.source, floating_base)
+        else:
+            closure_file = load_closure_file(closures_path)
+            mimic = mimic_joints(urdf_path)
+            if mimic:
+                pairs = ", ".join(f"{f!r} mimics {lead!r}" for f, lead in mimic.items())
+                raise ModelError(f"{urdf_path}: URDF <mimic> joints are not supported ({pairs}): a mimic "
+                                 f"coupling is not a loop closure, and loading the joint as independent "
+                                 f"would change the mechanism; model the coupling as a loop, or remove it")
+            model = spanning_tree(urdf_path, joint_replacements(closure_file), closure_file.source, floating_base)
         q_ref = None if reference is None else configuration_from_pose(model, reference)
         return cls(model, closure_file, q_ref=q_ref, source=str(urdf_path))
 
@@ -326,6 +323,11 @@ class ClosedLoopModel:
         self.n_a = len(self.idx_v_a)
         self.n_u = len(self.idx_v_u)
         self.n_b = len(self.idx_v_base)
+        # closure FK's default continuation step: an eighth of each actuator's position range (no
+        # limit where the range is unbounded)
+        span = m.upperPositionLimit[self.idx_q_a] - m.lowerPositionLimit[self.idx_q_a]
+        self._fk_default_step = np.where(np.isfinite(span) & (span > 0.0), 0.125 * span, np.inf)
+        self._fk_default_step_min2 = float(self._fk_default_step.min()) ** 2 if self.n_a else np.inf
 
     def _resolve_frames(self, cf: ClosureFile) -> None:
         frame_names = [f.name for f in self.model.frames]
@@ -358,8 +360,7 @@ class ClosedLoopModel:
         self._uj_idx = np.array(uj, dtype=int)
         self._rot_idx = np.array([k for k, ijk in cuts.items() if ijk is None], dtype=int)
         self._uj_ijk = np.array([cuts[k] for k in uj], dtype=int).reshape(-1, 4)
-        self.row_closure = np.concatenate(
-            [np.full(len(c.rows), k) for k, c in enumerate(self.closures)] + [np.zeros(0, dtype=int)]).astype(int)
+        self.row_closure = np.repeat(np.arange(len(self.closures)), [len(c.rows) for c in self.closures])
         self._kernel_built = False  # the compiled kernel follows the kept rows
         self._fk_jinv: np.ndarray | None = None  # J_lu^{-1} kept between calls by the compiled chord iteration
         self._fk_chord_ready: bool | None = None
@@ -527,8 +528,6 @@ class ClosedLoopModel:
         picks the joints whose locking makes the remaining ``J_lu`` square and invertible; they keep
         their reference value and are reported in ``locked_joints``.
         """
-        import scipy.linalg
-
         J_lu = self.constraint_jacobian(q)[:, self.idx_v_u]
         _, sv, Vt = np.linalg.svd(J_lu)
         rank = int(np.sum(sv > RANK_RTOL * sv[0])) if sv.size else 0
@@ -681,10 +680,7 @@ class ClosedLoopModel:
         the ankle's rods) is counted once, where it is first constrained.
         """
         J = np.abs(self.constraint_jacobian(self.q_ref))
-        names: list[str] = []
-        for c in self.closures:
-            if c.spec.submechanism not in names:
-                names.append(c.spec.submechanism)
+        names = dict.fromkeys(c.spec.submechanism for c in self.closures)
         self.submechanisms: dict[str, SubMechanism] = {}
         m = self.model
         claimed: set[str] = set()
@@ -927,14 +923,13 @@ class ClosedLoopModel:
         else:
             q[self.idx_q_a] = theta_a
             q, info = self._fk_solve(q, tol, max_iter)
-        if not info.converged:
-            if raise_on_failure:
-                raise ClosureFkError(
-                    f"closure FK did not converge in {info.iterations} iterations: residual "
-                    f"{info.residual:.3e} > {tol:.1e} (actuators {np.array2string(theta_a, precision=4)}; "
-                    f"unreachable input or singular J_lu)")
-            return q, info
-        self._q_last = q.copy()
+        if info.converged:
+            self._q_last = q.copy()
+        elif raise_on_failure:
+            raise ClosureFkError(
+                f"closure FK did not converge in {info.iterations} iterations: residual "
+                f"{info.residual:.3e} > {tol:.1e} (actuators {np.array2string(theta_a, precision=4)}; "
+                f"unreachable input or singular J_lu)")
         return q, info
 
     def _fk_solve(self, q: np.ndarray, tol: float, max_iter: int) -> tuple[np.ndarray, ClosureFkInfo]:
@@ -948,16 +943,9 @@ class ClosedLoopModel:
         """Number of equal continuation steps from ``theta_from`` to ``theta_to`` (1: solve directly)."""
         d = theta_to - theta_from
         if max_step is None:
-            limit = getattr(self, "_fk_default_step", None)
-            if limit is None:
-                # an eighth of each actuator's position range; no limit where the range is unbounded
-                span = (self.model.upperPositionLimit[self.idx_q_a]
-                        - self.model.lowerPositionLimit[self.idx_q_a])
-                limit = np.where(np.isfinite(span) & (span > 0.0), 0.125 * span, np.inf)
-                self._fk_default_step = limit
-                self._fk_default_step_min2 = float(limit.min()) ** 2 if limit.size else np.inf
             if d.dot(d) <= self._fk_default_step_min2:
                 return 1  # the small-step case (warm start from a nearby solution)
+            limit = self._fk_default_step
         else:
             try:
                 limit = np.broadcast_to(np.asarray(max_step, dtype=float), d.shape)

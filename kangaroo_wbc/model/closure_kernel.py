@@ -741,17 +741,9 @@ class ClosureKernel:
         # The kernels' buffer objects (every array above is updated in place, never rebound).
         #: the tree and its placement buffers (:data:`TreeBuffers`), for :func:`closure_error_jacobian`
         #: and kernels of other modules that fuse the closure pass with their own work
-        self.tree = TreeBuffers.make(
-            parent=self.parent, jtype=self.jtype, axis=self.axis, axis2=self.axis2, R0=self.R0, p0=self.p0,
-            idx_q=self.idx_q, idx_v=self.idx_v, jnv=self.jnv, oRpre=self.oRpre, oR=self.oR, op=self.op,
-            f_joint=self.f_joint, f_R=self.f_R, f_p=self.f_p, R=self.R, p=self.p)
+        self.tree = TreeBuffers.make(**{f: getattr(self, f) for f in TreeBuffers.fields})
         #: the loops' rows and the bias buffers (:data:`LoopBuffers`)
-        self.loops = LoopBuffers.make(
-            slot_a=self.slot_a, slot_u=self.slot_u, rot_type=self.rot_type, uj_ijks=self.uj_ijks,
-            rowmap=self.rowmap, col_joint=self.col_joint, col_dof=self.col_dof, col_sign=self.col_sign,
-            col_out=self.col_out, e_l=self.e_l, J_l=self.J_l, joint_velocity=self.joint_velocity,
-            joint_bias_acceleration=self.joint_bias_acceleration, frame_velocity=self.frame_velocity,
-            frame_bias_acceleration=self.frame_bias_acceleration, bias_l=self.bias_l)
+        self.loops = LoopBuffers.make(**{f: getattr(self, f) for f in LoopBuffers.fields})
 
     def _run(self, q: np.ndarray, jacobian: bool) -> None:
         closure_error_jacobian(q, self.tree, self.loops, jacobian, self.e_l, self.J_l if jacobian else self._J_dummy)
