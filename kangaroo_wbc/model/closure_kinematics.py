@@ -88,13 +88,20 @@ class ClosureKinematics:
         ``e_l`` [m, rad] is ordered as :meth:`ClosedLoopModel.closure_error`; ``J_lu`` (n_c, n_u)
         and ``J_la`` (n_c, n_a) are views into one buffer.
         """
-        if self.kernel is None:  # no closure: empty blocks
+        if self.n_c == 0:
             return self.e_l, self.J_l[:, :self.n_u], self.J_l[:, self.n_u:]
+        if self.kernel is not None:
+            if not self._evaluated:
+                self.kernel.error_and_jacobian(self._q)
+                self._evaluated = True
+            e_l, J_l = self.kernel.e_l, self.kernel.J_l
+            return e_l, J_l[:, :self.n_u], J_l[:, self.n_u:]
         if not self._evaluated:
-            self.kernel.error_and_jacobian(self._q)
+            e_l, J_l = self.clm.error_and_jacobian(self._q)
+            self.e_l[:] = e_l
+            self.J_l[:] = J_l[:, self.cols]
             self._evaluated = True
-        J_l = self.kernel.J_l
-        return self.kernel.e_l, J_l[:, :self.n_u], J_l[:, self.n_u:]
+        return self.e_l, self.J_l[:, :self.n_u], self.J_l[:, self.n_u:]
 
     @property
     def evaluated(self) -> bool:
