@@ -102,16 +102,9 @@ class ContactSpec:
         **kwargs,
     ) -> ContactSpec:
         """Rectangular sole of ``length_m`` (x) by ``width_m`` (y) centred at ``center_m`` in the sole frame."""
-        cx, cy, cz = center_m
-        hx, hy = 0.5 * length_m, 0.5 * width_m
-        corners = np.array(
-            [
-                [cx + hx, cy + hy, cz],
-                [cx + hx, cy - hy, cz],
-                [cx - hx, cy + hy, cz],
-                [cx - hx, cy - hy, cz],
-            ]
-        )
+        half = np.array([0.5 * length_m, 0.5 * width_m, 0.0])
+        signs = np.array([[1, 1, 0], [1, -1, 0], [-1, 1, 0], [-1, -1, 0]])
+        corners = np.asarray(center_m, dtype=float).reshape(3) + signs * half
         return cls(name=name, frame=frame, corners=corners, **kwargs)
 
     @classmethod
@@ -169,60 +162,26 @@ def _wrench_map_into(R, corners, W):
 
 @dataclass(frozen=True)
 class DecisionLayout:
-    """Index layout of the decision vector ``x = [v_dot_base, theta_ddot_a, f_1, ..., f_K]``."""
+    """Index layout of the decision vector ``x = [v_dot_base, theta_ddot_a, f_1, ..., f_K]``.
+
+    Computed once (the layout is immutable; they are read every tick): the sizes ``n_nu``, ``n_f``,
+    ``n``, the slices ``nu``, ``actuated`` and ``forces`` of ``x``, and the ``contact_names``.
+    """
 
     n_b: int
     n_a: int
     contacts: tuple[ContactSpec, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        # The layout is immutable: its sizes and slices are computed once (read every tick).
         n_nu = self.n_b + self.n_a
         slices, start = {}, n_nu
         for c in self.contacts:
             slices[c.name] = slice(start, start + 3 * c.n_points)
             start += 3 * c.n_points
-        object.__setattr__(self, "_sizes", (n_nu, start - n_nu, start))
-        object.__setattr__(self, "_slices", slices)
-        object.__setattr__(self, "_names", tuple(c.name for c in self.contacts))
-
-    @property
-    def n_nu(self) -> int:
-        return self._sizes[0]
-
-    @property
-    def n_f(self) -> int:
-        return self._sizes[1]
-
-    @property
-    def n(self) -> int:
-        return self._sizes[2]
-
-    @property
-    def nu(self) -> slice:
-        return slice(0, self._sizes[0])
-
-    @property
-    def base(self) -> slice:
-        return slice(0, self.n_b)
-
-    @property
-    def actuated(self) -> slice:
-        return slice(self.n_b, self._sizes[0])
-
-    @property
-    def forces(self) -> slice:
-        return slice(self._sizes[0], self._sizes[2])
-
-    @property
-    def contact_names(self) -> tuple[str, ...]:
-        return self._names
-
-    def contact(self, name: str) -> ContactSpec:
-        for c in self.contacts:
-            if c.name == name:
-                return c
-        raise InputError(f"unknown contact {name!r}; contacts are {list(self.contact_names)}")
+        derived = dict(n_nu=n_nu, n_f=start - n_nu, n=start, nu=slice(0, n_nu), actuated=slice(self.n_b, n_nu),
+                       forces=slice(n_nu, start), contact_names=tuple(c.name for c in self.contacts), _slices=slices)
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
 
     def force_slice(self, name: str) -> slice:
         """Slice of ``x`` holding the corner forces of contact ``name`` (3P entries)."""
@@ -230,14 +189,6 @@ class DecisionLayout:
             return self._slices[name]
         except KeyError:
             raise InputError(f"unknown contact {name!r}; contacts are {list(self.contact_names)}") from None
-
-    def describe(self) -> str:
-        parts = [f"v_dot_base[{self.n_b}]", f"theta_ddot_a[{self.n_a}]"]
-        parts += [f"f_{c.name}[{3 * c.n_points}]" for c in self.contacts]
-        return "x = [" + ", ".join(parts) + f"] (n = {self.n})"
-
-
-__all__ = ["ContactSpec", "DecisionLayout", "wrench_map"]
 
 
 @dataclass
@@ -263,4 +214,4 @@ class ContactTerms:
     W: np.ndarray
 
 
-__all__ += ["ContactTerms"]
+__all__ = ["ContactSpec", "ContactTerms", "DecisionLayout", "wrench_map"]

@@ -300,7 +300,7 @@ class ReducedWholeBodyController:
         m_eq = dyn.n_rows() + stat.n_rows()
         A = np.zeros((m_eq, n))
         b = np.zeros(m_eq)
-        dyn.fill(A[:dyn.n_rows()], b[:dyn.n_rows()], None, view, terms_r)
+        dyn.fill(A[:dyn.n_rows()], b[:dyn.n_rows()], b[:dyn.n_rows()], view, terms_r)
         stat.fill(A[dyn.n_rows():], b[dyn.n_rows():], None, view, terms_r)
         m_c = cones.n_rows()
         G = np.zeros((m_c + n_cc, n))

@@ -125,7 +125,9 @@ class ClosedLoop:
                 sim.data.xfrc_applied[bid, :3] = 0.0 if f is None else f
             sim.step()
             swing = [c.name for c in full.contacts if c.name not in out.active_contacts]
-            foot_err = max((float(np.linalg.norm(full.foot_tasks[n].error(full.pm)[:3])) for n in swing), default=0.0)
+            pm = full.pm
+            feet = [full.foot_tasks[n] for n in swing]
+            foot_err = max((float(np.linalg.norm(f.position - pm.placement(f.frame)[1])) for f in feet), default=0.0)
             rows.append([t, *full.pm.com, *full.com_task.position, out.timing["total"], len(out.active_contacts),
                          foot_err])
         self.log = np.array(rows)

@@ -185,7 +185,7 @@ def _dynamics_rows_oracle(L, pm, terms, rows):
 
 
 def _floating_base_oracle(con, pm, terms):
-    M, h = _dynamics_rows_oracle(con.layout, pm, terms, con.layout.base)
+    M, h = _dynamics_rows_oracle(con.layout, pm, terms, slice(0, con.layout.n_b))
     return M, -h, -h
 
 
@@ -205,7 +205,9 @@ def _friction_oracle(con, pm, terms):
     m = con.n_rows()
     M, lo, hi = np.zeros((m, L.n)), np.full(m, -np.inf), np.zeros(m)
     row = 0
-    for c, cone in zip(L.contacts, con.cone_matrices):
+    for c in L.contacts:
+        mu = c.mu / np.sqrt(2.0) if con.inner_pyramid else c.mu
+        cone = np.array([[1.0, 0.0, -mu], [-1.0, 0.0, -mu], [0.0, 1.0, -mu], [0.0, -1.0, -mu], [0.0, 0.0, 1.0]])
         t, col = terms[c.name], L.force_slice(c.name).start
         for k in range(c.n_points):
             M[row:row + 5, col + 3 * k:col + 3 * k + 3] = cone @ t.R.T

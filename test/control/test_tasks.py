@@ -83,25 +83,6 @@ def test_task_jacobian_and_drift_against_finite_differences(name, digit_fb):
     np.testing.assert_allclose(drift, drift_fd, atol=FD_TOL * max(1.0, np.abs(drift).max()))
 
 
-def test_cost_is_weighted_squared_residual(digit_fb):
-    pm = ProjectedModel(digit_fb, ["right_sole"])
-    q, nu, _ = random_state(digit_fb, 2)
-    pm.update(q, nu)
-    task = FramePoseTask("right_sole", weight=[1, 2, 3, 4, 5, 6], kp=10.0, kd=3.0)
-    task.set_reference(pm.placement("right_sole")[1] + 0.01)
-    n = pm.n_nu + 12
-    H, c = task.cost(pm, n)
-    J, r = task.jacobian_and_target(pm)
-    rng = np.random.default_rng(0)
-    for _ in range(3):
-        x = rng.normal(size=n)
-        res = J @ x[:pm.n_nu] - r
-        lhs = 0.5 * x @ H @ x + c @ x
-        rhs = 0.5 * res @ (task.weight * res) - 0.5 * r @ (task.weight * r)
-        assert lhs == pytest.approx(rhs, rel=1e-10, abs=1e-10)
-    assert np.all(H[pm.n_nu:] == 0.0) and np.all(c[pm.n_nu:] == 0.0)
-
-
 def test_pd_targets_point_toward_the_reference(u2ups_fb):
     pm = ProjectedModel(u2ups_fb, ["sole"])
     q, nu, _ = random_state(u2ups_fb, 0, speed=0.0)

@@ -44,12 +44,6 @@ class FrictionCones(Constraint):
             cones.append([[1.0, 0.0, -mu], [-1.0, 0.0, -mu], [0.0, 1.0, -mu], [0.0, -1.0, -mu], [0.0, 0.0, 1.0]])
         self._cones = np.array(cones, dtype=float).reshape(-1, 5, 3)
 
-    @property
-    def cone_matrices(self) -> list[np.ndarray]:
-        """Per contact (layout order): the (5, 3) pyramid matrix in the sole frame (rows
-        ``t_1 - mu n, -t_1 - mu n, t_2 - mu n, -t_2 - mu n, n``), the same for each of its corners."""
-        return list(self._cones)
-
     def n_rows(self) -> int:
         return ROWS_PER_POINT * sum(c.n_points for c in self.layout.contacts)
 

@@ -1,4 +1,4 @@
-"""Acceleration-level tasks of the whole-body QP; each gives ``(H, c)`` over the decision vector."""
+"""Acceleration-level tasks of the whole-body QP; each writes its rows ``J nu_dot = r`` and weights."""
 
 from kangaroo_wbc.control.tasks.angular_momentum_task import AngularMomentumTask
 from kangaroo_wbc.control.tasks.base import Task

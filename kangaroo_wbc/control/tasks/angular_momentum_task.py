@@ -37,9 +37,6 @@ class AngularMomentumTask(Task):
         self.momentum = np.zeros(3) if momentum is None else momentum
         self.rate = np.zeros(3) if rate is None else rate
 
-    def error(self, pm: ProjectedModel) -> np.ndarray:
-        return self.momentum - pm.h_G[3:]
-
     def fill(self, pm: ProjectedModel, rows: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> int:
         return _momentum_rows(pm.A_G, pm.h_G, pm.A_G_drift, (self.momentum, self.rate), self.gains(), rows, k)
 

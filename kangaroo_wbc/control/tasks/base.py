@@ -152,23 +152,5 @@ class Task(ABC):
         self.fill(pm, (J, r, w), 0)
         return J, r
 
-    @abstractmethod
-    def error(self, pm: ProjectedModel) -> np.ndarray:
-        """Position-level tracking error (reference minus current) in task units."""
-
-    def add_cost(self, H: np.ndarray, c: np.ndarray, pm: ProjectedModel) -> None:
-        """Accumulate this task's cost into the ``nu`` block of ``H`` and ``c`` (in place)."""
-        J, r = self.jacobian_and_target(pm)
-        WJ = J * self.weight[:, None]
-        n = J.shape[1]
-        H[:n, :n] += J.T @ WJ
-        c[:n] -= WJ.T @ r
-
-    def cost(self, pm: ProjectedModel, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(H, c)`` over a decision vector of size ``n`` (the ``nu`` block first)."""
-        H, c = np.zeros((n, n)), np.zeros(n)
-        self.add_cost(H, c, pm)
-        return H, c
-
 
 __all__ = ["Gain", "Reference", "Task", "as_gain", "frame_terms"]

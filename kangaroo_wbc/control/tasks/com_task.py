@@ -43,9 +43,6 @@ class ComTask(Task):
         self.velocity = np.zeros(3) if velocity is None else velocity
         self.acceleration = np.zeros(3) if acceleration is None else acceleration
 
-    def error(self, pm: ProjectedModel) -> np.ndarray:
-        return self.position - pm.com
-
     def fill(self, pm: ProjectedModel, rows: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> int:
         return _com_rows(pm.J_com, (pm.com, pm.com_velocity, pm.com_drift),
                          (self.position, self.velocity, self.acceleration, self.disturbance), self.gains(), rows, k)

@@ -13,7 +13,6 @@ acceleration of the frame origin and the angular acceleration.
 from __future__ import annotations
 
 import numpy as np
-import pinocchio as pin
 
 from kangaroo_wbc.control.tasks.base import Reference, Task, frame_terms
 from kangaroo_wbc.model.compiled import compiled
@@ -49,10 +48,6 @@ class FramePoseTask(Task):
     def set_reference_from_current(self, pm: ProjectedModel) -> None:
         R, p = pm.placement(self.frame)
         self.set_reference(p, R)
-
-    def error(self, pm: ProjectedModel) -> np.ndarray:
-        R, p = pm.placement(self.frame)
-        return np.concatenate([self.position - p, pin.log3(self.rotation @ R.T)])
 
     def fill(self, pm: ProjectedModel, rows: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> int:
         ref = (self.position, self.rotation, self.twist, self.acceleration)

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pinocchio as pin
 
 from kangaroo_wbc.control.tasks.base import Reference, Task, frame_terms
 from kangaroo_wbc.model.compiled import compiled
@@ -39,10 +38,6 @@ class OrientationTask(Task):
         self.angular_velocity = np.zeros(3) if angular_velocity is None else angular_velocity
         self.angular_acceleration = (np.zeros(3) if angular_acceleration is None
                                      else angular_acceleration)
-
-    def error(self, pm: ProjectedModel) -> np.ndarray:
-        R, _ = pm.placement(self.frame)
-        return pin.log3(self.rotation @ R.T)
 
     def fill(self, pm: ProjectedModel, rows: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> int:
         return _orientation_rows(frame_terms(pm), self.frame_rows(pm),

@@ -39,9 +39,6 @@ class PostureTask(Task):
         self.velocity = np.zeros(self.n_a) if velocity is None else velocity
         self.acceleration = np.zeros(self.n_a) if acceleration is None else acceleration
 
-    def error(self, pm: ProjectedModel) -> np.ndarray:
-        return self.position - pm.q[self.idx_q_a]
-
     def fill(self, pm: ProjectedModel, rows: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> int:
         return _posture_rows(pm.q, pm.nu, self.n_b, self.idx_q_a, (self.position, self.velocity, self.acceleration),
                              self.gains(), rows, k)
