@@ -282,43 +282,20 @@ class WeightShift(Behaviour):
     def finished(self, t: float) -> bool:
         return t - self.t0 >= self._t[-1]
 
-    def phase(self, t: float) -> str:
-        """``shift``, ``lift``, ``hold``, ``lower``, ``shift_back`` or ``done`` at absolute time ``t``."""
-        tau = t - self.t0
-        for name, end in zip(("shift", "lift", "hold", "lower", "shift_back"), self._t):
-            if tau < end:
-                return name
-        return "done"
-
 
 @dataclass
 class PushRecovery(Stand):
-    """Stand, with gains meant for rejecting pushes (applied by the node/simulator, not here).
+    """Stand, with gains meant for rejecting pushes (applied by the caller, not here).
 
-    ``gains`` are WBC settings overrides the caller applies while the behaviour runs (stiffer CoM,
-    stronger angular-momentum damping), see :func:`apply_gains`.
+    ``gains`` are overrides of the :class:`~kangaroo_wbc.control.wbc.WbcSettings` fields of the same
+    names for the caller to apply while the behaviour runs (stiffer CoM, stronger angular-momentum
+    damping).
     """
 
     name: str = "push_recovery"
     gains: Mapping[str, float] = field(default_factory=lambda: {"com_kp": 150.0, "com_kd": 30.0,
                                                                  "angular_momentum_kd": 10.0,
                                                                  "angular_momentum_weight": 0.05})
-
-
-def apply_gains(wbc, gains: Mapping[str, float]) -> dict[str, float]:
-    """Set CoM / angular-momentum gains on a running controller; returns the previous values."""
-    old = {}
-    table = {"com_kp": (wbc.com_task, "kp"), "com_kd": (wbc.com_task, "kd"), "com_weight": (wbc.com_task, "weight"),
-             "angular_momentum_kd": (wbc.momentum_task, "kd"),
-             "angular_momentum_weight": (wbc.momentum_task, "weight")}
-    for key, value in gains.items():
-        if key not in table:
-            raise InputError(f"unknown gain {key!r}; known: {sorted(table)}")
-        task, attr = table[key]
-        arr = getattr(task, attr)
-        old[key] = float(arr[0])
-        arr[:] = float(value)
-    return old
 
 
 BEHAVIOURS = {"stand": Stand, "squat": Squat, "sway": LateralSway, "weight_shift": WeightShift,
@@ -337,4 +314,4 @@ def make_behaviour(name: str, **kwargs) -> Behaviour:
 
 
 __all__ = ["Behaviour", "BehaviourState", "Stand", "Squat", "LateralSway", "WeightShift", "PushRecovery",
-           "BEHAVIOURS", "make_behaviour", "apply_gains", "min_jerk", "blend"]
+           "BEHAVIOURS", "make_behaviour", "min_jerk", "blend"]

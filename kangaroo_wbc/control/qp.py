@@ -107,35 +107,18 @@ class QpProblem:
 
     def validate(self) -> None:
         """Raise :class:`InputError` on inconsistent shapes or non-finite data."""
-        n = self.n
-        checks = [
-            ("H", self.H, (n, n)),
-            ("A", self.A, (self.A.shape[0], n)),
-            ("b", self.b, (self.A.shape[0],)),
-            ("G", self.G, (self.G.shape[0], n)),
-            ("h", self.h, (self.G.shape[0],)),
-            ("h_lower", self.h_lower, (self.G.shape[0],)),
-        ]
-        for name, arr, shape in checks:
-            if arr.shape != shape:
-                raise InputError(f"QP {name} has shape {arr.shape}, expected {shape}")
+        n, m_eq, m_in = self.n, self.n_eq, self.n_in
+        shapes = dict(H=(n, n), A=(m_eq, n), b=(m_eq,), G=(m_in, n), h=(m_in,), h_lower=(m_in,))
+        for name, shape in shapes.items():
+            if getattr(self, name).shape != shape:
+                raise InputError(f"QP {name} has shape {getattr(self, name).shape}, expected {shape}")
         # One reduction per array (a sum is non-finite iff an entry is, barring overflow, which is
-        # rejected as well); the slow per-entry scan only runs to name the culprit.
-        for name, arr in (
-            ("H", self.H),
-            ("c", self.c),
-            ("A", self.A),
-            ("b", self.b),
-            ("G", self.G),
-        ):
-            if not math.isfinite(float(np.sum(arr))):
+        # rejected as well); the per-entry scan of a bound only runs when its sum is NaN.
+        for name in ("H", "c", "A", "b", "G"):
+            if not math.isfinite(float(np.sum(getattr(self, name)))):
                 raise InputError(f"QP {name} contains non-finite values")
-        for name, arr in (
-            ("h", self.h),
-            ("h_lower", self.h_lower),
-            ("lb", self.lb),
-            ("ub", self.ub),
-        ):
+        for name in ("h", "h_lower", "lb", "ub"):
+            arr = getattr(self, name)
             if arr is not None and math.isnan(float(np.sum(arr))) and np.any(np.isnan(arr)):
                 raise InputError(f"QP {name} contains NaN")
 
@@ -342,11 +325,7 @@ class OsqpSolver:
         t0 = time.perf_counter()
         n, m_eq, m_in = problem.n, problem.n_eq, problem.n_in
         mH, mA, mG = self._mask(problem)
-        if (
-            self._structure is not None
-            and self._structure.n == n
-            and self._shape_of(self._structure) == self._shape_of(problem)
-        ):
+        if self._structure is not None and self._shape_of(self._structure) == self._shape_of(problem):
             sH, sA, sG = self._mask(self._structure)
             mH, mA, mG = mH | sH, mA | sA, mG | sG
         if self._prob is not None and self._shape == self._shape_of(problem):
@@ -363,14 +342,10 @@ class OsqpSolver:
             shape=(n, n),
         )
         # C = [A; G; I]: collect (row, col) per block, then sort into CSC order.
-        blocks = []
         rA, cA = np.nonzero(mA)
         rG, cG = np.nonzero(mG)
-        blocks.append((rA, cA, rA))
-        blocks.append((rG, cG, rG + m_eq))
-        n_box = n if problem.has_box else 0
-        rB = np.arange(n_box)
-        blocks.append((rB, rB, rB + m_eq + m_in))
+        rB = np.arange(n if problem.has_box else 0)
+        blocks = [(rA, cA, rA), (rG, cG, rG + m_eq), (rB, rB, rB + m_eq + m_in)]
         all_rows = np.concatenate([b[2] for b in blocks])
         all_cols = np.concatenate([b[1] for b in blocks])
         order = np.lexsort((all_rows, all_cols))
@@ -393,7 +368,7 @@ class OsqpSolver:
         self._fill_C(problem)
         C = sp.csc_matrix(
             (self._Cx.copy(), all_rows[order], np.searchsorted(all_cols[order], np.arange(n + 1))),
-            shape=(m_eq + m_in + n_box, n),
+            shape=(m_eq + m_in + rB.size, n),
         )
         l, u = self._bounds(problem)
         self._prob = osqp.OSQP()
@@ -441,9 +416,7 @@ class OsqpSolver:
         self._warm = False
         self._predicted = None
         if self._prob is not None:
-            n = self._shape[0]
-            m = self._prob.m
-            self._prob.warm_start(x=np.zeros(n), y=np.zeros(m))
+            self._prob.warm_start(x=np.zeros(self._shape[0]), y=np.zeros(self._prob.m))
 
     def solve(
         self, problem: QpProblem, check_pattern: bool = True, validate: bool = True
@@ -527,28 +500,17 @@ class OsqpSolver:
     def _update(
         self, q: np.ndarray, l: np.ndarray, u: np.ndarray, Px: np.ndarray, Ax: np.ndarray
     ) -> None:
-        """In-place data update. Calls the extension object directly when available (osqp 1.x): the
-        Python wrapper re-clips the bounds (done in :meth:`_bounds`) and caches data for
-        derivatives, which costs tens of µs per tick."""
-        ext = getattr(self._prob, "_solver", None)
-        if ext is None or not hasattr(ext, "update_data_vec"):
-            self._prob.update(q=q, l=l, u=u, Px=Px, Ax=Ax)
-            return
+        """In-place data update through osqp's extension object: the Python wrapper re-clips the
+        bounds (done in :meth:`_bounds`) and caches data for derivatives, tens of µs per tick."""
+        ext = self._prob._solver
         ext.update_data_vec(q=q, l=l, u=u)
         ext.update_data_mat(P_x=Px, P_i=None, A_x=Ax, A_i=None)
 
     def _solve_raw(self) -> tuple[np.ndarray, np.ndarray, object]:
-        """``(x, y, info)`` copies after one OSQP solve (extension object directly when available)."""
-        ext = getattr(self._prob, "_solver", None)
-        if ext is None or not hasattr(ext, "solution"):
-            res = self._prob.solve(raise_error=False)
-            return np.array(res.x, dtype=float), np.array(res.y, dtype=float), res.info
+        """``(x, y, info)`` copies after one OSQP solve (through the extension object, as :meth:`_update`)."""
+        ext = self._prob._solver
         ext.solve()
-        return (
-            np.array(ext.solution.x, dtype=float),
-            np.array(ext.solution.y, dtype=float),
-            ext.info,
-        )
+        return np.array(ext.solution.x, dtype=float), np.array(ext.solution.y, dtype=float), ext.info
 
     def _usable(self, sol: QpSolution) -> bool:
         if not finite(sol.x):
@@ -629,17 +591,11 @@ class _KktRecord:
         self.no_lb, self.no_ub = np.full(n, -np.inf), np.full(n, np.inf)
 
 
-def solve_qp(problem: QpProblem, settings: OsqpSettings | None = None) -> QpSolution:
-    """One-shot convenience: set up and solve ``problem`` with a fresh :class:`OsqpSolver`."""
-    return OsqpSolver(settings).solve(problem)
-
-
 __all__ = [
     "QpProblem",
     "QpSolution",
     "KktResiduals",
     "OsqpSettings",
     "OsqpSolver",
-    "solve_qp",
     "OSQP_INFTY",
 ]

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import osqp
@@ -46,15 +47,29 @@ _SOLVED = int(osqp.SolverStatus.OSQP_SOLVED)
 _UNSOLVED = int(osqp.SolverStatus.OSQP_UNSOLVED)
 
 
-def _begin(problem: QpProblem, validate: bool) -> tuple[float, tuple[int, int, int, bool]]:
-    """A dense solver's first step: the problem checked (``validate``), the start time, and the shape
-    ``(n, m_eq, m_in, has_box)`` its set-up is kept for."""
-    if validate:
-        problem.validate()
-    return time.perf_counter(), (problem.n, problem.n_eq, problem.n_in, problem.has_box)
+class _DenseSolver:
+    """What the dense solvers share: the settings, the problem shape ``(n, m_eq, m_in, has_box)``
+    their set-up is kept for (None: none), and the solve count."""
+
+    def __init__(self, settings: OsqpSettings | None) -> None:
+        self.settings = settings or OsqpSettings()
+        self._shape: tuple | None = None
+        self.n_solves = 0
+
+    def reset(self) -> None:
+        """Forget the set-up problem and its warm start."""
+        self._shape = None
+
+    def _begin(self, problem: QpProblem, validate: bool) -> tuple[float, tuple[int, int, int, bool], bool]:
+        """A solve's first step: the problem checked (``validate``), the start time, the problem's
+        shape and whether the set-up one has it (warm start)."""
+        if validate:
+            problem.validate()
+        shape = (problem.n, problem.n_eq, problem.n_in, problem.has_box)
+        return time.perf_counter(), shape, self._shape == shape
 
 
-class DaqpSolver:
+class DaqpSolver(_DenseSolver):
     """DAQP (dense dual active-set) on a :class:`QpProblem`: the box as DAQP's simple bounds, the
     rows ``[A; G]`` as its general constraints (equalities marked), set up once per shape, then
     updated in place (DAQP keeps its working set: the warm start).
@@ -66,21 +81,14 @@ class DaqpSolver:
     def __init__(self, settings: OsqpSettings | None = None, structure: QpProblem | None = None) -> None:
         import daqp  # an optional solver: imported when chosen
 
+        super().__init__(settings)
         self._daqp = daqp
-        self.settings = settings or OsqpSettings()
         self._model = None
-        self._shape: tuple | None = None
         self._sense: np.ndarray | None = None  # the equality rows of the set-up problem
-        self.n_solves = 0
         self.n_setups = 0
 
-    def reset(self) -> None:
-        """Forget the set-up problem and its working set."""
-        self._model = None
-        self._shape = None
-
     def solve(self, problem: QpProblem, check_pattern: bool = True, validate: bool = True) -> QpSolution:
-        t0, shape = _begin(problem, validate)
+        t0, shape, warm = self._begin(problem, validate)
         n, m_eq, m_in, has_box = shape
         C = np.concatenate([problem.A, problem.G], axis=0)
         lower, upper = [problem.b, problem.h_lower], [problem.b, problem.h]
@@ -96,7 +104,6 @@ class DaqpSolver:
             raise NoSolutionFound("lower bound above upper bound", problem=problem)
         sense = np.where(bl == bu, 5, 0).astype(np.int32)  # equalities
         H, c = np.ascontiguousarray(problem.H, dtype=float), np.ascontiguousarray(problem.c, dtype=float)
-        warm = self._model is not None and self._shape == shape
         setup_time = 0.0
         if not warm:
             st = self.settings
@@ -129,7 +136,7 @@ class DaqpSolver:
         return sol
 
 
-class ProxsuiteSolver:
+class ProxsuiteSolver(_DenseSolver):
     """ProxQP (proxsuite, dense backend) on a :class:`QpProblem`: set up once per shape, then
     updated in place and warm-started from the previous result.
 
@@ -139,20 +146,13 @@ class ProxsuiteSolver:
     def __init__(self, settings: OsqpSettings | None = None, structure: QpProblem | None = None) -> None:
         import proxsuite  # an optional solver: imported when chosen
 
+        super().__init__(settings)
         self._dense = proxsuite.proxqp.dense
         self._proxqp = proxsuite.proxqp
-        self.settings = settings or OsqpSettings()
         self._qp = None
-        self._shape: tuple | None = None
-        self.n_solves = 0
-
-    def reset(self) -> None:
-        """Forget the set-up problem and its warm start."""
-        self._qp = None
-        self._shape = None
 
     def solve(self, problem: QpProblem, check_pattern: bool = True, validate: bool = True) -> QpSolution:
-        t0, shape = _begin(problem, validate)
+        t0, shape, warm = self._begin(problem, validate)
         n, m_eq, m_in, has_box = shape
         lo = np.clip(problem.h_lower, -OSQP_INFTY, OSQP_INFTY)
         hi = np.clip(problem.h, -OSQP_INFTY, OSQP_INFTY)
@@ -162,7 +162,6 @@ class ProxsuiteSolver:
             raise NoSolutionFound("lower bound above upper bound", problem=problem)
         H = np.ascontiguousarray(problem.H, dtype=float)
         setup_time = 0.0
-        warm = self._qp is not None and self._shape == shape
         if not warm:
             qp = self._dense.QP(n, m_eq, m_in, has_box)
             st = self.settings
@@ -194,22 +193,19 @@ class ProxsuiteSolver:
         return sol
 
 
-def _osqp_only(settings: OsqpSettings | None, structure: QpProblem | None) -> OsqpSolver:
-    from dataclasses import replace
+def _osqp(active_set_prediction: bool) -> Callable[[OsqpSettings | None, QpProblem | None], OsqpSolver]:
+    """The constructor of an :class:`OsqpSolver` with the active-set prediction on or off."""
+    def make(settings: OsqpSettings | None, structure: QpProblem | None) -> OsqpSolver:
+        settings = replace(settings or OsqpSettings(), active_set_prediction=active_set_prediction)
+        return OsqpSolver(settings, structure=structure)
 
-    return OsqpSolver(replace(settings or OsqpSettings(), active_set_prediction=False), structure=structure)
-
-
-def _active_set(settings: OsqpSettings | None, structure: QpProblem | None) -> OsqpSolver:
-    from dataclasses import replace
-
-    return OsqpSolver(replace(settings or OsqpSettings(), active_set_prediction=True), structure=structure)
+    return make
 
 
 #: Solver name -> constructor ``(settings, structure)``.
 SOLVERS: dict[str, Callable[[OsqpSettings | None, QpProblem | None], object]] = {
-    "active_set": _active_set,
-    "osqp": _osqp_only,
+    "active_set": _osqp(True),
+    "osqp": _osqp(False),
     "daqp": DaqpSolver,
     "proxsuite": ProxsuiteSolver,
 }

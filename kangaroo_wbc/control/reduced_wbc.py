@@ -44,6 +44,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import pinocchio as pin
@@ -89,13 +90,6 @@ class ReducedSettings:
     control_period_s: float = 1e-3
 
 
-class _ReducedView:
-    """Duck-typed stand-in for :class:`ProjectedModel` in reduced coordinates (for the constraints)."""
-
-    def __init__(self, M_p: np.ndarray, h_p: np.ndarray) -> None:
-        self.M_p, self.h_p = M_p, h_p
-
-
 class ReducedWholeBodyController:
     """Two-stage reduced WBC (see module docstring); same inputs and output as the full controller.
 
@@ -110,7 +104,8 @@ class ReducedWholeBodyController:
         self.clm, self.pm, self.layout = clm, self.full.pm, self.full.layout
         self.settings = self.full.settings
         self._chains = self._find_chains(q_nominal)
-        self._lqp1: dict[tuple[str, ...], OsqpSolver] = {}
+        # per swing set: LQP 1's layout, constraints and solver; LQP 2's solver
+        self._lqp1: dict[tuple[str, ...], tuple[DecisionLayout, tuple, OsqpSolver]] = {}
         self._lqp2: dict[tuple[str, ...], OsqpSolver] = {}
         self._J_G_prev: dict[tuple[str, ...], np.ndarray] = {}
         self.last_timing: dict[str, float] = {}
@@ -161,13 +156,10 @@ class ReducedWholeBodyController:
         return self._reduced_step(q, v, active, swing, references, stamp_s)
 
     def _reduced_step(self, q, v, active, swing, references, stamp_s) -> WbcOutput:
-        full, pm, clm, L = self.full, self.pm, self.clm, self.layout
+        full, pm, L = self.full, self.pm, self.layout
         t0 = time.perf_counter()
-        v = np.asarray(v, dtype=float)
-        if v.shape != (clm.model.nv,):
-            raise InputError(f"velocity has shape {v.shape}, expected ({clm.model.nv},)")
-        nu = np.concatenate([v[clm.idx_v_base], v[clm.idx_v_a]])
-        pm.update(q, nu)
+        full.update_model(q, v)
+        nu = pm.nu
         full.ensure_references()
         if references is not None:
             full.set_references(references)
@@ -196,7 +188,7 @@ class ReducedWholeBodyController:
         A = pm.A_G[:, cols_uc]
         M_G = np.empty((6, n_uc))
         M_G[:3] = R_b.T @ A[:3]
-        M_G[3:] = R_b.T @ (A[3:] - _skew(c_uc - pm.com) @ A[:3])
+        M_G[3:] = R_b.T @ (A[3:] - pin.skew(c_uc - pm.com) @ A[:3])
         J_G = np.linalg.solve(I_G, M_G)
         key = swing
         prev = self._J_G_prev.get(key)
@@ -226,9 +218,9 @@ class ReducedWholeBodyController:
         swing_in_lqp1 = self.reduced.swing_task_in_lqp1
         if swing_in_lqp1 is None:
             swing_in_lqp1 = n_uc == 6
-        p1, solver1 = self._lqp1_problem(key, n_r, n_cc, cc, M_r, h_r, terms_r, J_bar, Jdot_r_v, swing, swing_in_lqp1)
+        p1, L1, solver1 = self._lqp1_problem(key, n_r, n_cc, cc, M_r, h_r, terms_r, J_bar, Jdot_r_v, swing,
+                                             swing_in_lqp1)
         sol1 = solver1.solve(p1)
-        L1 = self._layout1[key]
         x1 = sol1.x
         q_ddot_r = x1[:n_r]
         forces = {c.name: (x1[L1.force_slice(c.name)] if terms_full[c.name].active else np.zeros(3 * c.n_points))
@@ -269,17 +261,13 @@ class ReducedWholeBodyController:
     def _lqp1_problem(self, key, n_r, n_cc, cc, M_r, h_r, terms_r, J_bar, Jdot_r_v, swing, swing_in_lqp1):
         full, pm, s = self.full, self.pm, self.settings
         if key not in self._lqp1:
-            self._layout1 = getattr(self, "_layout1", {})
             L1 = DecisionLayout(pm.n_b, n_r - pm.n_b, full.contacts)
-            self._layout1[key] = L1
-            self._cons1 = getattr(self, "_cons1", {})
-            self._cons1[key] = (FloatingBaseDynamics(L1), StationaryContacts(L1, s.contact_velocity_gain),
-                                FrictionCones(L1, s.inner_pyramid), ContactForceBox(L1))
-            self._lqp1[key] = make_solver(s.qp_solver, s.osqp)
-        L1 = self._layout1[key]
-        dyn, stat, cones, fbox = self._cons1[key]
+            constraints = (FloatingBaseDynamics(L1), StationaryContacts(L1, s.contact_velocity_gain),
+                           FrictionCones(L1, s.inner_pyramid), ContactForceBox(L1))
+            self._lqp1[key] = (L1, constraints, make_solver(s.qp_solver, s.osqp))
+        L1, (dyn, stat, cones, fbox), solver = self._lqp1[key]
         n = L1.n
-        view = _ReducedView(M_r, h_r)
+        view = SimpleNamespace(M_p=M_r, h_p=h_r)  # the projected model's dynamics in reduced coordinates
         H = np.zeros((n, n))
         c = np.zeros(n)
         H[np.arange(n_r), np.arange(n_r)] = s.acceleration_regularisation
@@ -320,7 +308,7 @@ class ReducedWholeBodyController:
         stroke = full.boxes[1]
         lo_a, hi_a = stroke.bounds(pm.q[self.clm.idx_q_a], pm.nu[pm.n_b:])
         lb[r_cc], ub[r_cc] = lo_a[cc], hi_a[cc]
-        return QpProblem(H=H, c=c, A=A, b=b, G=G, h=hi, h_lower=lo, lb=lb, ub=ub), self._lqp1[key]
+        return QpProblem(H=H, c=c, A=A, b=b, G=G, h=hi, h_lower=lo, lb=lb, ub=ub), L1, solver
 
     # ------------------------------------------------------------------ LQP 2
     def _lqp2_problem(self, key, uc, cols_uc, nu_dot, x_G, J_G, Jdot_G_v, terms_full, forces, swing,
@@ -362,10 +350,6 @@ def _accumulate(H: np.ndarray, c: np.ndarray, J: np.ndarray, r: np.ndarray, w: n
     k = J.shape[1]
     H[:k, :k] += J.T @ WJ
     c[:k] -= WJ.T @ r
-
-
-def _skew(w: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
 
 
 __all__ = ["ReducedWholeBodyController", "ReducedSettings"]

@@ -279,7 +279,7 @@ class ReferenceGovernor:
         if len(hull) >= 3:  # scaled about the behaviour's own CoM: the pose it balances at
             centre = own_xy if polygon_contains(own_xy, hull) else polygon_centroid(hull)
             hull = centre + s.com_polygon_scale * (hull - centre)
-        region = shrink_polygon(hull, s.com_margin_m) if len(hull) >= 3 else None
+        region = shrink_polygon(hull, s.com_margin_m)
         if region is None:  # a degenerate support: its centre
             xy = np.mean(support_xy, axis=0) if len(support_xy) else target[:2]
         else:

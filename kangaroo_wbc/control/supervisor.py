@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -96,7 +96,6 @@ class SupervisorStats:
     stale: int = 0
     invalid: int = 0
     iterations_max: int = 0
-    solve_s: list[float] = field(default_factory=list)
 
 
 class WbcSupervisor:
@@ -126,6 +125,7 @@ class WbcSupervisor:
         self.limits = full.limits
         self.behaviour: Behaviour | None = None
         self._pending: tuple[str, dict] | None = ("stand", {})
+        self._params: dict = {}  # the parameters of the running behaviour
         self._latched = ""
         self.stats = SupervisorStats()
         self.last: Command | None = None
@@ -150,13 +150,11 @@ class WbcSupervisor:
         """Leave a latched safe mode; the current behaviour restarts from the next state."""
         self._latched = ""
         if self.behaviour is not None:
-            self._pending = (self.behaviour.name, getattr(self, "_params", {}))
+            self._pending = (self.behaviour.name, self._params)
 
     @property
     def behaviour_name(self) -> str:
-        return (
-            self._pending[0] if self._pending else (self.behaviour.name if self.behaviour else "")
-        )
+        return self._pending[0] if self._pending else (self.behaviour.name if self.behaviour else "")
 
     # ------------------------------------------------------------------ tick
     def tick(
@@ -240,7 +238,7 @@ class WbcSupervisor:
         restart from the next good state (the robot may have moved, or the hardware restarted)."""
         self.stats.stale += 1
         if self.behaviour is not None and self._pending is None:
-            self._pending = (self.behaviour.name, getattr(self, "_params", {}))
+            self._pending = (self.behaviour.name, self._params)
         self._full.reset_references()
         return self._safe(
             np.zeros(self.clm.model.nv), f"stale state (no state for {silent_s * 1e3:.0f} ms)"

@@ -455,8 +455,7 @@ class WholeBodyController:
         nu = self._nu(v)
         if not self.pm.is_current(q, nu):
             self.pm.update(q, nu)
-        if not self._initialised:
-            self._init_references()
+        self.ensure_references()
         if references is not None:
             self.set_references(references)
             if references.active_contacts is not None and active_contacts is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kangaroo_wbc.control.qp import OsqpSettings, OsqpSolver, QpProblem, solve_qp
+from kangaroo_wbc.control.qp import OsqpSettings, OsqpSolver, QpProblem
 from kangaroo_wbc.errors import InputError, NoSolutionFound
 from test.control.conftest import KKT_TOL
 
@@ -21,7 +21,7 @@ def _projection_problem(rng, n=6, m=2):
 
 def test_equality_constrained_projection_matches_closed_form():
     problem, x_star = _projection_problem(np.random.default_rng(0))
-    sol = solve_qp(problem)
+    sol = OsqpSolver().solve(problem)
     assert sol.solved
     np.testing.assert_allclose(sol.x, x_star, atol=SOLUTION_TOL)
     kkt = sol.kkt()
@@ -35,7 +35,7 @@ def test_box_and_two_sided_inequalities_clip_and_give_signed_multipliers():
     lb, ub = np.array([-1.0, -1.0, -1.0, -np.inf]), np.array([1.0, 1.0, 1.0, np.inf])
     G = np.array([[0.0, 0.0, 0.0, 1.0]])
     problem = QpProblem(H=np.eye(4), c=-x0, G=G, h=np.array([0.1]), h_lower=np.array([-0.1]), lb=lb, ub=ub)
-    sol = solve_qp(problem)
+    sol = OsqpSolver().solve(problem)
     np.testing.assert_allclose(sol.x, [1.0, -1.0, 0.5, 0.1], atol=SOLUTION_TOL)
     # Active upper bound -> positive multiplier, active lower -> negative (OSQP convention).
     assert sol.y_box[0] > 0.5 and sol.y_box[1] < -1.5 and abs(sol.y_box[2]) < SOLUTION_TOL
@@ -92,7 +92,7 @@ def test_infeasible_problem_raises_no_solution_found_with_problem_and_result():
 def test_bound_conflict_is_infeasible():
     problem = QpProblem(H=np.eye(2), c=np.zeros(2), lb=np.array([1.0, 0.0]), ub=np.array([0.0, 1.0]))
     with pytest.raises(NoSolutionFound):
-        solve_qp(problem)
+        OsqpSolver().solve(problem)
 
 
 @pytest.mark.parametrize("field", ["H", "c", "A"])
@@ -100,9 +100,9 @@ def test_non_finite_data_raises_input_error(field):
     problem, _ = _projection_problem(np.random.default_rng(2))
     getattr(problem, field).flat[0] = np.nan
     with pytest.raises(InputError):
-        solve_qp(problem)
+        OsqpSolver().solve(problem)
 
 
 def test_wrong_shapes_raise_input_error():
     with pytest.raises(InputError):
-        solve_qp(QpProblem(H=np.eye(3), c=np.zeros(2)))
+        OsqpSolver().solve(QpProblem(H=np.eye(3), c=np.zeros(2)))

@@ -15,7 +15,6 @@ from kangaroo_wbc.control.behaviours import (
     Squat,
     Stand,
     WeightShift,
-    apply_gains,
 )
 from test.control.sim_harness import ClosedLoop, kangaroo_paths
 
@@ -67,7 +66,10 @@ def test_push_recovery():
     loop = ClosedLoop.kangaroo()
     behaviour = PushRecovery()
     loop.wbc.step(*loop.state())
-    apply_gains(loop.full, behaviour.gains)
+    full, gains = loop.full, behaviour.gains
+    full.com_task.kp[:], full.com_task.kd[:] = gains["com_kp"], gains["com_kd"]
+    full.momentum_task.kd[:] = gains["angular_momentum_kd"]
+    full.momentum_task.weight[:] = gains["angular_momentum_weight"]
     push = lambda t: np.array([120.0, 0.0, 0.0]) if 1.0 <= t < 1.1 else None  # noqa: E731 - 12 N·s
     log = loop.run(behaviour, 3.0, disturbance=push)
     err = _com_error(log)
