@@ -43,6 +43,7 @@ from kangaroo_wbc.control.constraints import (
     FrictionCones,
     StationaryContacts,
 )
+from kangaroo_wbc.control.constraints.base import NO_CONTACT
 from kangaroo_wbc.control.contacts import ContactSpec, ContactTerms, DecisionLayout, wrench_map
 from kangaroo_wbc.control.qp import OsqpSettings, QpProblem, QpSolution
 from kangaroo_wbc.control.qp_solvers import DEFAULT_SOLVER, make_solver
@@ -56,7 +57,7 @@ from kangaroo_wbc.control.tasks import (
 )
 from kangaroo_wbc.errors import FrameNotFound, InputError, NoSolutionFound, suggest
 from kangaroo_wbc.model import ClosedLoopModel
-from kangaroo_wbc.model.compiled import compiled, finite
+from kangaroo_wbc.model.compiled import compiled
 from kangaroo_wbc.model.projected_model import ProjectedModel
 
 
@@ -246,29 +247,22 @@ class WholeBodyController:
         # per constraint list: the (M, lo, hi) views of its rows in the problem (box: the full lb, ub)
         self._eq_views = [(p.A[rows], p.b[rows], p.b[rows]) for rows in self._row_slices(self.equalities)]
         self._in_views = [(p.G[rows], p.h_lower[rows], p.h[rows]) for rows in self._row_slices(self.inequalities)]
-        # corner-force maps of the contacts: one buffer when the soles have the same corner count (the
-        # compiled output pass reads them all), else one array each
-        P = max(c.n_points for c in contacts) if contacts else 0
-        same = len({c.n_points for c in contacts}) == 1
-        self._W_all = np.zeros((len(contacts) if same else 0, 6, 3 * P))
-        self._W = {c.name: self._W_all[i] if same else np.zeros((6, 3 * c.n_points)) for i, c in enumerate(contacts)}
+        # corner-force maps of the contacts, filled each tick (the compiled output pass reads them all)
+        self._W = {c.name: np.zeros((6, 3 * c.n_points)) for c in contacts}
+        self._Ws = tuple(self._W.values()) or NO_CONTACT
         self._contact_slots: tuple | None = None  # (projected model, [(placement slot, frame index)])
-        # the compiled output pass (actuator forces, wrenches, corner forces): contacts' frame rows,
-        # force columns and corner counts, and their active flags (None: soles of different corner counts)
-        self._output_index = (
-            (np.array([self.pm.frame_index(c.frame) for c in contacts], dtype=np.int64),
-             np.array([L.force_slice(c.name).start for c in contacts], dtype=np.int64),
-             np.array([c.n_points for c in contacts], dtype=np.int64), np.zeros(len(contacts), dtype=np.bool_))
-            if same else None)
+        # the compiled output pass (actuator forces, wrenches, corner forces): contacts' frame rows and
+        # force columns, and their active flags
+        self._output_index = (np.array([self.pm.frame_index(c.frame) for c in contacts], dtype=np.int64),
+                              np.array([L.force_slice(c.name).start for c in contacts], dtype=np.int64),
+                              np.zeros(len(contacts), dtype=np.bool_))
         rows = sum(t.dim for t in self.tasks)
         self._task_rows = (np.zeros((rows, L.n_nu)), np.zeros(rows), np.zeros(rows))  # stacked (J, r, w)
         _task_normal_equations(*self._task_rows, rows, self._H0, self._H0.copy(),
                                np.zeros(n))  # compile (or load) now, not in a tick
-        if self._output_index is not None:
-            C, U = len(self.contacts), len(self.pm.frame_names)
-            _actuator_forces(np.zeros(n), L.n_b, np.zeros((L.n_nu, L.n_nu)), np.zeros(L.n_nu),
-                             np.zeros((U, 6, L.n_nu)), self._output_index, self._W_all,
-                             (np.empty(L.n_a), np.empty((C, 6)), np.empty((C, P, 3))))
+        _actuator_forces(np.zeros(n), L.n_b, np.zeros((L.n_nu, L.n_nu)), np.zeros(L.n_nu),
+                         np.zeros((len(self.pm.frame_names), 6, L.n_nu)), self._output_index, self._Ws,
+                         (np.empty(L.n_a), np.empty((len(contacts), 6)), np.empty(n)))
         self._initialised = False
         self._active: tuple[str, ...] = tuple(names)
         self.solver = make_solver(s.qp_solver, s.osqp, structure=self._structure(q_nominal),
@@ -494,50 +488,32 @@ class WholeBodyController:
         L, pm, index = self.layout, self.pm, self._output_index
         x = sol.x
         nu_dot = x[L.nu].copy()
-        if index is not None and not self.settings.compute_lambda:
-            # one compiled pass (same numbers as the loop below, tested)
-            C, P, act = len(self.contacts), self._W_all.shape[2] // 3, index[3]
-            for i, c in enumerate(self.contacts):
-                act[i] = terms[c.name].active
-            tau, wrench_all, force_all = np.empty(L.n_a), np.empty((C, 6)), np.empty((C, P, 3))
-            if not _actuator_forces(x, L.n_b, pm.M_p, pm.h_p, pm.frame_jacobians_T, index, self._W_all,
-                                    (tau, wrench_all, force_all)):
-                raise NoSolutionFound("non-finite actuator forces from the QP solution", problem=self.problem,
-                                      result=sol)
-            names = L.contact_names
-            return WbcOutput(tau_a=tau, nu_dot=nu_dot, forces=dict(zip(names, force_all)),
-                             wrenches=dict(zip(names, wrench_all)), lam=None, qp=sol, timing={},
-                             active_contacts=active)
-        a = L.actuated
-        tau = pm.M_p[a] @ nu_dot + pm.h_p[a]
-        forces, wrenches = {}, {}
-        gen_force = np.zeros(pm.nv) if self.settings.compute_lambda else None
-        for c in self.contacts:
-            t = terms[c.name]
-            # ADMM iterates meet bounds only to the solver tolerance: swing soles carry exactly zero force.
-            f = x[L.force_slice(c.name)] if t.active else np.zeros(3 * c.n_points)
-            wrench = t.W @ f
-            tau -= t.J[:, a].T @ wrench  # (J^T W f)_a without forming J^T W
-            forces[c.name] = f.reshape(-1, 3).copy()
-            wrenches[c.name] = wrench
-            if gen_force is not None:
-                gen_force += pm.full_jacobian(c.frame).T @ wrench
-        lam = pm.lagrange_multipliers(nu_dot, gen_force) if gen_force is not None else None
-        if not finite(tau):
+        act = index[2]
+        for i, c in enumerate(self.contacts):
+            act[i] = terms[c.name].active
+        tau, wrench_all, force_x = np.empty(L.n_a), np.empty((len(self.contacts), 6)), np.empty(L.n)
+        if not _actuator_forces(x, L.n_b, pm.M_p, pm.h_p, pm.frame_jacobians_T, index, self._Ws,
+                                (tau, wrench_all, force_x)):
             raise NoSolutionFound("non-finite actuator forces from the QP solution", problem=self.problem, result=sol)
-        return WbcOutput(tau_a=tau, nu_dot=nu_dot, forces=forces, wrenches=wrenches, lam=lam, qp=sol,
-                         timing={}, active_contacts=active)
+        lam = None
+        if self.settings.compute_lambda:
+            gen_force = sum((pm.full_jacobian(c.frame).T @ w for c, w in zip(self.contacts, wrench_all)),
+                            np.zeros(pm.nv))
+            lam = pm.lagrange_multipliers(nu_dot, gen_force)
+        forces = {name: force_x[L.force_slice(name)].reshape(-1, 3) for name in L.contact_names}
+        return WbcOutput(tau_a=tau, nu_dot=nu_dot, forces=forces, wrenches=dict(zip(L.contact_names, wrench_all)),
+                         lam=lam, qp=sol, timing={}, active_contacts=active)
 
 
 @compiled
-def _actuator_forces(x, n_b, M_p, h_p, Jf_T, index, W_all, out):
-    """Actuator forces of a QP solution ``x``: ``tau = (M_p nu_dot + h_p - sum_c J_c^T W_c f_c)_a``,
-    with ``wrenches[c] = W_c f_c`` and ``forces[c] = f_c`` (P, 3) (zero for swing soles: ADMM iterates
-    meet bounds only to the solver tolerance), ``out = (tau, wrenches, forces)``. ``index = (fidx,
-    col, npts, active)``: contact ``c`` is frame ``fidx[c]`` of ``Jf_T``, its forces start at
-    ``x[col[c]]``. Returns False if a force is not finite."""
+def _actuator_forces(x, n_b, M_p, h_p, Jf_T, index, Ws, out):
+    """Actuator forces of a QP solution ``x`` (eq. (29)/(69)): ``tau = (M_p nu_dot + h_p - sum_c J_c^T W_c
+    f_c)_a``, with ``wrenches[c] = W_c f_c`` and the corner forces ``f_c`` in ``forces`` (at their places
+    in ``x``; zero for swing soles: ADMM iterates meet bounds only to the solver tolerance), ``out = (tau,
+    wrenches, forces)``. ``index = (fidx, col, active)``: contact ``c`` is frame ``fidx[c]`` of ``Jf_T``,
+    its forces start at ``x[col[c]]``, ``W_c = Ws[c]``. Returns False if a force is not finite."""
     tau, wrenches, forces = out
-    fidx, col, npts, active = index
+    fidx, col, active = index
     n_nu = M_p.shape[0]
     n_a = n_nu - n_b
     for i in range(n_a):
@@ -547,14 +523,15 @@ def _actuator_forces(x, n_b, M_p, h_p, Jf_T, index, W_all, out):
             s += M_p[r, j] * x[j]
         tau[i] = s
     for c in range(fidx.shape[0]):
-        k, c0 = 3 * npts[c], col[c]
+        W, c0 = Ws[c], col[c]
+        k = W.shape[1]
         for j in range(k):
-            forces[c, j // 3, j % 3] = x[c0 + j] if active[c] else 0.0
+            forces[c0 + j] = x[c0 + j] if active[c] else 0.0
         for r in range(6):
             s = 0.0
             if active[c]:
                 for j in range(k):
-                    s += W_all[c, r, j] * x[c0 + j]
+                    s += W[r, j] * x[c0 + j]
             wrenches[c, r] = s
         J = Jf_T[fidx[c]]
         for i in range(n_a):

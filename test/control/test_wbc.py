@@ -213,23 +213,24 @@ def test_task_rows_enter_the_hessian_as_j_transpose_w_j(digit_fb):
 
 
 def test_compiled_output_pass_equals_the_per_contact_products(digit_fb):
-    """Actuator forces, sole wrenches and corner forces of one compiled pass == the numpy loop over
-    the contacts, in double and single support (swing sole: exactly zero)."""
+    """Actuator forces, sole wrenches and corner forces of the compiled output pass == the numpy
+    products over the contacts (eq. (29)), in double and single support (swing sole: exactly zero)."""
     wbc = WholeBodyController(digit_fb, digit_contacts(), WbcSettings(base_frame="torso"), digit_limits(digit_fb))
-    assert wbc._output_index is not None and not wbc.settings.compute_lambda  # the compiled pass applies
+    L, pm = wbc.layout, wbc.pm
     for seed, active in ((0, ("right", "left")), (1, ("left",)), (2, ("right",))):
         q, _, v = random_state(digit_fb, seed, speed=0.3)
         out = wbc.step(q, v, active_contacts=active)
         terms = wbc.contact_terms(active)
-        index, wbc._output_index = wbc._output_index, None
-        ref = wbc._output(out.qp, terms, active)
-        wbc._output_index = index
-        again = wbc._output(out.qp, terms, active)
-        for o in (out, again):
-            np.testing.assert_allclose(o.tau_a, ref.tau_a, rtol=1e-12, atol=1e-9)
-            for name in wbc.layout.contact_names:
-                np.testing.assert_allclose(o.wrenches[name], ref.wrenches[name], rtol=1e-12, atol=1e-9)
-                np.testing.assert_array_equal(o.forces[name], ref.forces[name])
-        for name in set(wbc.layout.contact_names) - set(active):
+        x, a = out.qp.x, L.actuated
+        tau = pm.M_p[a] @ x[L.nu] + pm.h_p[a]
+        for name in L.contact_names:
+            t = terms[name]
+            f = x[L.force_slice(name)] if t.active else np.zeros(3 * t.spec.n_points)
+            wrench = t.W @ f
+            tau -= t.J[:, a].T @ wrench
+            np.testing.assert_allclose(out.wrenches[name], wrench, rtol=1e-12, atol=1e-9)
+            np.testing.assert_array_equal(out.forces[name], f.reshape(-1, 3))
+        np.testing.assert_allclose(out.tau_a, tau, rtol=1e-12, atol=1e-9)
+        for name in set(L.contact_names) - set(active):
             assert not out.wrenches[name].any() and not out.forces[name].any()
-        assert np.abs(ref.tau_a).max() > 1.0  # nontrivial forces
+        assert np.abs(tau).max() > 1.0  # nontrivial forces
