@@ -113,9 +113,6 @@ class Behaviour(ABC):
     def _all_contacts(self) -> tuple[str, ...]:
         return tuple(self.state.soles)
 
-    def _feet_midpoint(self) -> np.ndarray:
-        return np.mean([p for _, p in self.state.soles.values()], axis=0)
-
 
 @dataclass
 class Stand(Behaviour):
@@ -129,7 +126,7 @@ class Stand(Behaviour):
     def _on_start(self) -> None:
         target = self.state.com.copy()
         if self.center_over_feet:
-            target[:2] = self._feet_midpoint()[:2]
+            target[:2] = np.mean([p for _, p in self.state.soles.values()], axis=0)[:2]
         self._target = target + np.asarray(self.com_offset_m, dtype=float)
 
     def _references(self, tau: float) -> WbcReferences:

@@ -63,16 +63,11 @@ class ContactSpec:
     def __post_init__(self) -> None:
         c = np.asarray(self.corners, dtype=float)
         if c.ndim != 2 or c.shape[1] != 3 or c.shape[0] < 1:
-            raise InputError(
-                f"contact {self.name!r}: corners must have shape (P, 3), got {c.shape}"
-            )
+            raise InputError(f"contact {self.name!r}: corners must have shape (P, 3), got {c.shape}")
         if not (self.mu > 0 and np.isfinite(self.mu)):
             raise InputError(f"contact {self.name!r}: mu must be positive, got {self.mu}")
-        if not 0.0 <= self.normal_force_min_n < self.normal_force_max_n:
-            raise InputError(
-                f"contact {self.name!r}: need 0 <= normal_force_min_n < normal_force_max_n"
-            )
-        object.__setattr__(self, "corners", c)
+        self.set_normal_force_min(self.normal_force_min_n)
+        self.corners = c
 
     @property
     def n_points(self) -> int:
@@ -85,22 +80,13 @@ class ContactSpec:
             InputError: not ``0 <= newtons < normal_force_max_n``.
         """
         if not 0.0 <= newtons < self.normal_force_max_n:
-            raise InputError(
-                f"contact {self.name!r}: need 0 <= normal_force_min_n < {self.normal_force_max_n}, "
-                f"got {newtons}"
-            )
+            raise InputError(f"contact {self.name!r}: need 0 <= normal_force_min_n < {self.normal_force_max_n}, "
+                             f"got {newtons}")
         self.normal_force_min_n = float(newtons)
 
     @classmethod
-    def rectangle(
-        cls,
-        name: str,
-        frame: str,
-        length_m: float,
-        width_m: float,
-        center_m: Sequence[float] = (0.0, 0.0, 0.0),
-        **kwargs,
-    ) -> ContactSpec:
+    def rectangle(cls, name: str, frame: str, length_m: float, width_m: float,
+                  center_m: Sequence[float] = (0.0, 0.0, 0.0), **kwargs) -> ContactSpec:
         """Rectangular sole of ``length_m`` (x) by ``width_m`` (y) centred at ``center_m`` in the sole frame."""
         half = np.array([0.5 * length_m, 0.5 * width_m, 0.0])
         signs = np.array([[1, 1, 0], [1, -1, 0], [-1, 1, 0], [-1, -1, 0]])
@@ -108,9 +94,8 @@ class ContactSpec:
         return cls(name=name, frame=frame, corners=corners, **kwargs)
 
     @classmethod
-    def from_corner_frames(
-        cls, model: pin.Model, name: str, frame: str, corner_frames: Sequence[str], **kwargs
-    ) -> ContactSpec:
+    def from_corner_frames(cls, model: pin.Model, name: str, frame: str, corner_frames: Sequence[str],
+                           **kwargs) -> ContactSpec:
         """Corners read from frames rigidly attached to the sole (e.g. ``left_sole_corner_fl``)."""
         names = [f.name for f in model.frames]
         for n in [frame, *corner_frames]:
@@ -124,16 +109,12 @@ class ContactSpec:
         for n in corner_frames:
             f = model.frames[model.getFrameId(n)]
             if f.parentJoint != sole_joint:
-                raise InputError(
-                    f"contact {name!r}: corner frame {n!r} is not on the body of {frame!r}"
-                )
+                raise InputError(f"contact {name!r}: corner frame {n!r} is not on the body of {frame!r}")
             corners.append((oMs.inverse() * data.oMf[model.getFrameId(n)]).translation)
         return cls(name=name, frame=frame, corners=np.array(corners), **kwargs)
 
 
-def wrench_map(
-    R_sole: np.ndarray, corners: np.ndarray, out: np.ndarray | None = None
-) -> np.ndarray:
+def wrench_map(R_sole: np.ndarray, corners: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``W`` (6, 3P): corner forces (world axes) → wrench at the sole origin (linear first, world axes).
 
     Column block ``i`` is ``[I; [R r_i]_×]`` with ``r_i`` the corner position in the sole frame.

@@ -231,15 +231,11 @@ class OsqpSettings:
     ``max_iter`` / ``time_limit_s`` bound the worst-case solve time. The status stays visible in the
     solution.
 
-    ``active_set_prediction``: before calling OSQP, solve the equality-constrained KKT system of
-    the previous solution's active set (and up to ``active_set_iterations`` corrections of it: add
-    the violated rows, drop the rows whose multiplier has the wrong sign) and accept the result
-    only when it *is* optimal: every row feasible to ``active_set_primal_tol`` (absolute, plus
-    the same relative to the bound), every multiplier of the right sign to
-    ``active_set_dual_tol``, stationarity to 1e-9 relative. A controller's QP changes little
-    from one tick to the next, so its active set usually does not change at all; the KKT
-    solution is then exact, and OSQP (warm-started from it) is only called when the active set
-    changed more than the corrections can follow, or the KKT system is singular.
+    ``active_set_prediction``: before OSQP, the KKT solve of the previous solution's active set
+    (module docstring) with up to ``active_set_iterations`` corrections of the set, accepted only
+    when optimal: every row feasible to ``active_set_primal_tol`` (absolute, plus the same
+    relative to the bound), every multiplier of the right sign to ``active_set_dual_tol``,
+    stationarity to 1e-9 relative.
     """
 
     eps_abs: float = 1e-6
@@ -260,19 +256,10 @@ class OsqpSettings:
     active_set_dual_tol: float = 1e-7
 
     def osqp_kwargs(self) -> dict:
-        out = dict(
-            eps_abs=self.eps_abs,
-            eps_rel=self.eps_rel,
-            max_iter=self.max_iter,
-            polishing=self.polish,
-            adaptive_rho=self.adaptive_rho,
-            check_termination=self.check_termination,
-            rho=self.rho,
-            sigma=self.sigma,
-            scaling=self.scaling,
-            verbose=False,
-            warm_starting=True,
-        )
+        """OSQP's set-up keywords."""
+        names = ("eps_abs", "eps_rel", "max_iter", "adaptive_rho", "check_termination", "rho", "sigma", "scaling")
+        out = {name: getattr(self, name) for name in names}
+        out.update(polishing=self.polish, verbose=False, warm_starting=True)
         if self.time_limit_s > 0:
             out["time_limit"] = self.time_limit_s
         return out

@@ -108,7 +108,6 @@ class ReducedWholeBodyController:
         self._lqp1: dict[tuple[str, ...], tuple[DecisionLayout, tuple, OsqpSolver]] = {}
         self._lqp2: dict[tuple[str, ...], OsqpSolver] = {}
         self._J_G_prev: dict[tuple[str, ...], np.ndarray] = {}
-        self.last_timing: dict[str, float] = {}
 
     # ------------------------------------------------------------------ chains
     def _find_chains(self, q_nominal: np.ndarray | None) -> dict[str, tuple[np.ndarray, list[int]]]:
@@ -150,9 +149,7 @@ class ReducedWholeBodyController:
         active = full.active_contacts if active_contacts is None else tuple(active_contacts)
         swing = tuple(c.name for c in full.contacts if c.name not in active)
         if not swing:
-            out = full.step(q, v, active, references, stamp_s)
-            self.last_timing = dict(out.timing, lqp1=out.timing["solve"], lqp2=0.0)
-            return out
+            return full.step(q, v, active, references, stamp_s)
         return self._reduced_step(q, v, active, swing, references, stamp_s)
 
     def _reduced_step(self, q, v, active, swing, references, stamp_s) -> WbcOutput:
@@ -250,7 +247,6 @@ class ReducedWholeBodyController:
         t4 = time.perf_counter()
         timing = {"model": t1 - t0, "build": 0.0, "lqp1": t2 - t1, "lqp2": t3 - t2, "output": t4 - t3,
                   "solve": (t2 - t1) + (t3 - t2), "total": t4 - t0}
-        self.last_timing = timing
         out = WbcOutput(tau_a=tau, nu_dot=nu_dot, forces={k: f.reshape(-1, 3).copy() for k, f in forces.items()},
                         wrenches=wrenches, lam=None, qp=sol1, timing=timing, active_contacts=active)
         out.qp2 = sol2  # type: ignore[attr-defined]

@@ -71,6 +71,6 @@ def test_double_support_is_the_full_controller(digit_fb):
     red = _reduced(clm)
     q, nu, v = random_state(clm, 6)
     out = red.step(q, v, active_contacts=("right", "left"))
-    assert red.last_timing["lqp2"] == 0.0
+    assert "lqp2" not in out.timing  # one QP: the full controller's
     full = red.full
     np.testing.assert_allclose(out.tau_a, full.last_output.tau_a)

@@ -80,16 +80,12 @@ class Reference(_Checked):
 
 
 class Gain(_Checked):
-    """A task weight or gain attribute: always a finite, non-negative float array of the task's size
-    (a scalar is broadcast), checked as at construction whatever is assigned later: the compiled
-    task fills read them as such. ``rows``: the weight (task rows) or a gain
-    (the task's gain size, :meth:`Task.gain_dim`)."""
-
-    def __init__(self, rows: bool = False) -> None:
-        self.rows = rows
+    """A task weight or gain attribute: always a finite, non-negative float array of the task's
+    dimension (a scalar is broadcast), checked as at construction whatever is assigned later: the
+    compiled task fills read them as such."""
 
     def _check(self, obj, value) -> np.ndarray:
-        return as_gain(value, obj.dim if self.rows else obj.gain_dim(), f"{obj.name}: {self.name}")
+        return as_gain(value, obj.dim, f"{obj.name}: {self.name}")
 
 
 def frame_terms(pm: ProjectedModel) -> tuple[np.ndarray, ...]:
@@ -110,7 +106,7 @@ class Task(ABC):
 
     dim: int = 0
     frame: str = ""
-    weight = Gain(rows=True)
+    weight = Gain()
     kp = Gain()
     kd = Gain()
 
@@ -122,10 +118,6 @@ class Task(ABC):
         self.kp = kp
         self.kd = kd
         self._frame_rows: tuple = (None, "", 0, 0)  # (projected model, frame, Jacobian row, rotation row)
-
-    def gain_dim(self) -> int:
-        """The size of the gains ``kp``, ``kd`` (the task dimension; a subclass may differ)."""
-        return self.dim
 
     def gains(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(kp, kd, weight)``, one argument of the task's kernel."""
