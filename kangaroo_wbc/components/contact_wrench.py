@@ -112,10 +112,6 @@ class ContactWrenchEstimation(Component):
         self._q[:], self._v[:] = q, v
         self._state_stamp, self._state_source = stamp_s, source
 
-    def reset_filter(self) -> None:
-        """Restart the filter (after a gap, or when the robot leaves the crane)."""
-        self.estimator.reset_filter()
-
     def set_released(self, released: bool) -> None:
         """The start-up handshake (``wbc/ready``): when the crane lets go the filter restarts, since
         the wrenches estimated while hanging were not ground reactions (the crane carried part of

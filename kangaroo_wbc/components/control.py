@@ -66,8 +66,9 @@ class WholeBodyControl(Component):
         s = self.settings
         self.clm = supervisor.clm
         self.contacts = ContactDetector(len(s.sole_frames), s.contact_force_on_n, s.contact_force_off_n)
-        full = getattr(supervisor.controller, "full", supervisor.controller)
-        by_frame = {c.frame: c.name for c in full.contacts}
+        #: the full controller (a reduced one's inner controller): its model and contacts
+        self._full = getattr(supervisor.controller, "full", supervisor.controller)
+        by_frame = {c.frame: c.name for c in self._full.contacts}
         missing = [f for f in s.sole_frames if f not in by_frame]
         if missing:
             raise InputError(f"sole frames {missing} are not contact frames of the controller: {sorted(by_frame)}")
@@ -89,12 +90,11 @@ class WholeBodyControl(Component):
         self._cause = ""
         self._wrenches_fresh: bool | None = None  # None: no fresh sole force yet
         self._bounded: dict[str, str] = {}  # references bounded since the last statuses()
-        self.timing = {"n": 0, "total": 0.0, "max": 0.0}
 
     @property
     def projected_model(self):
         """The controller's projected model, updated at the state of the last :meth:`prepare`."""
-        return getattr(self.supervisor.controller, "full", self.supervisor.controller).pm
+        return self._full.pm
 
     # ------------------------------------------------------------------ behaviours
     def select(self, name: str, **params) -> None:
@@ -177,7 +177,7 @@ class WholeBodyControl(Component):
         """Update the controller's model at ``(q, v)`` ahead of :meth:`step` (so that another
         component in the same process can share it); False if the state is unusable."""
         try:
-            getattr(self.supervisor.controller, "full", self.supervisor.controller).update_model(q, v)
+            self._full.update_model(q, v)
             return True
         except Exception:  # noqa: BLE001 - the step reports it through the supervisor's safe mode
             return False
@@ -210,9 +210,7 @@ class WholeBodyControl(Component):
             self.event(Level.WARN, f"bounded {reference}", f"{reference.split()[0]} bounded: {bound}")
             self._bounded[reference] = bound
         self._after(cmd, now_s)
-        dt = time.perf_counter() - t0
-        t = self.timing
-        t["n"], t["total"], t["max"] = t["n"] + 1, t["total"] + dt, max(t["max"], dt)
+        self._timed(t0)
         return cmd
 
     def _wrench_freshness(self, fresh: bool, ages: np.ndarray) -> None:
@@ -270,18 +268,18 @@ class WholeBodyControl(Component):
 
     def statuses(self) -> list[Status]:
         """The ``wbc`` status since the last call."""
-        sv, t = self.supervisor, self.timing
+        sv = self.supervisor
         st, last = sv.stats, sv.last
         level, message = Level.OK, f"behaviour {self.behaviour_name}"
         if last is not None and last.mode != "control":
             level = Level.WARN if self._waiting(last) else Level.ERROR
             message = f"safe mode: {last.reason}"
-        elif t["n"] == 0:
+        elif self._step_s[2] == 0:  # no step since the last call
             level, message = Level.WARN, "no joint_states in the last period"
         values = {"behaviour": self.behaviour_name, "ready": self.ready, "ticks": st.ticks, "safe_ticks": st.safe_ticks,
                   "qp_failures": st.qp_failures, "singular": st.singular, "stale": st.stale, "invalid": st.invalid,
-                  "iterations_max": st.iterations_max, "step_mean_ms": 1e3 * t["total"] / max(t["n"], 1),
-                  "step_max_ms": 1e3 * t["max"], "latched": bool(last.latched) if last else False,
+                  "iterations_max": st.iterations_max, **self._step_timing(),
+                  "latched": bool(last.latched) if last else False,
                   "contacts": "measured" if self._wrenches_fresh else "planned"}
         behaviour = sv.behaviour
         if hasattr(behaviour, "velocity_command"):  # a walk: the command in use and the gait phase
@@ -290,7 +288,6 @@ class WholeBodyControl(Component):
                           cmd_vel_stale=self._cmd_vel_stale)
         if self._wrenches_fresh is False and level == Level.OK:
             level, message = Level.WARN, f"{message}; contact wrenches stale: planned contacts"
-        self.timing = {"n": 0, "total": 0.0, "max": 0.0}
         if self._bounded:
             references = Status("references", Level.WARN, "; ".join(f"{k.split()[0]} bounded: {v}" for k, v in
                                                                      self._bounded.items()), dict(self._bounded))

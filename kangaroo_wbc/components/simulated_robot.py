@@ -277,11 +277,8 @@ class SimulatedRobot:
     def _forces(self) -> tuple[np.ndarray, str]:
         cfg, sim = self._config, self.sim
         cmd = self._command
-        if not self._released and not self._ready:  # the driver holds until the controller is ready
-            r = self._read()
-            return (cfg.hold_kp_n_per_m * (self._hold_target - r.actuator_position)
-                    - cfg.hold_kd_n_s_per_m * r.actuator_velocity), "hold"
-        if cmd is not None and sim.time - cmd.arrival_s <= cfg.watchdog_timeout_s + 1e-9:
+        fresh = cmd is not None and sim.time - cmd.arrival_s <= cfg.watchdog_timeout_s + 1e-9
+        if fresh and (self._released or self._ready):  # the driver holds until the controller is ready
             return cmd.forces, "command"
         if not self._released:
             r = self._read()
@@ -321,14 +318,7 @@ class SimulatedRobot:
             events.append(Event(Level.ERROR, "non_finite", f"non-finite fallback force ({exc}); zero force"))
         self._stepping = True
         if wait:
-            try:
-                sim.step()
-            except KangarooWbcError as exc:
-                sim_error: KangarooWbcError | None = exc
-            else:
-                sim_error = None
-            self._stepping = False
-            events += self._after_step(sim_error)
+            events += self._complete_step(sim.step)
         else:
             sim.start_step()
         self._busy[0] += time.perf_counter() - t0
@@ -340,22 +330,20 @@ class SimulatedRobot:
         if not self._stepping:
             return []
         t0, c0 = time.perf_counter(), time.thread_time()
-        self._stepping = False
-        try:
-            self.sim.wait_step()
-            sim_error = None
-        except KangarooWbcError as exc:
-            sim_error = exc
-        events = self._after_step(sim_error)
+        events = self._complete_step(self.sim.wait_step)
         self._busy[0] += time.perf_counter() - t0
         self._busy[1] += time.thread_time() - c0
         return events
 
-    def _after_step(self, sim_error: KangarooWbcError | None) -> list[Event]:
+    def _complete_step(self, step) -> list[Event]:
+        """Run ``step`` (MuJoCo's step, or the wait for the one under way); a diverged simulation
+        is reported and the robot rebooted."""
+        self._stepping = False
         events: list[Event] = []
-        if sim_error is not None:  # diverged: report it and reboot the robot
-            events.append(Event(Level.ERROR, "diverged", f"simulation failed ({sim_error}); resetting"))
-            events += self.reset()
+        try:
+            step()
+        except KangarooWbcError as exc:
+            events = [Event(Level.ERROR, "diverged", f"simulation failed ({exc}); resetting"), *self.reset()]
         self.counts["ticks"] += 1
         if self.counts["ticks"] % CLOSURE_SAMPLE_TICKS == 0:
             self._closure_m = self.sim.closure_violation()[0]
@@ -399,18 +387,15 @@ class SimulatedRobot:
         """Command latencies [ms] recorded since the last ``reset=True`` call (at most the ring
         buffer's size); ``reset`` starts a new window."""
         with self._lock:
-            n, size = self._n_latency, self._latency.size
-            first = max(self._latency_mark, n - size)
-            out = self._latency[np.arange(first, n) % size].copy()
+            out = self._latencies_from(self._latency_mark)
             if reset:
-                self._latency_mark = n
+                self._latency_mark = self._n_latency
         return out
 
-    def _recent_latency_ms(self) -> np.ndarray:
-        with self._lock:
-            n, size = self._n_latency, self._latency.size
-            first = max(0, n - min(size, STATUS_LATENCY_WINDOW))
-            return self._latency[np.arange(first, n) % size].copy()
+    def _latencies_from(self, first: int) -> np.ndarray:
+        """The latencies recorded from the ``first``-th on (those still in the ring buffer); under the lock."""
+        n, size = self._n_latency, self._latency.size
+        return self._latency[np.arange(max(first, n - size, 0), n) % size].copy()
 
     def statuses(self, wall_s: float, *, loop: dict | None = None,
                  min_real_time_factor: float | None = None) -> list[Status]:
@@ -460,7 +445,8 @@ class SimulatedRobot:
             out.append(Status("crane", Level.OK, f"hanging: controller ready since t = {ready_since:.3f} s", values))
         else:
             out.append(Status("crane", Level.OK, "hanging: waiting for wbc/ready", values))
-        lat = self._recent_latency_ms()
+        with self._lock:
+            lat = self._latencies_from(self._n_latency - STATUS_LATENCY_WINDOW)
         values = {"samples": int(lat.size), "p50_ms": float(np.percentile(lat, 50)) if lat.size else math.nan,
                   "p99_ms": float(np.percentile(lat, 99)) if lat.size else math.nan}
         text = (f"p50 {values['p50_ms']:.2f} ms, p99 {values['p99_ms']:.2f} ms" if lat.size

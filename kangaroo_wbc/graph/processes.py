@@ -134,8 +134,7 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
               startup_timeout_s: float = 120.0, fall_height_m: float = 0.6,
               wall_timeout_s: float | None = None, monitor_period_s: float | None = None,
               start_delays_s: dict[str, float] | None = None, stop: Callable[[], bool] | None = None,
-              log_dir: Path | None = None, show_progress: bool = False,
-              controller_params: dict | None = None) -> dict:
+              log_dir: Path | None = None, controller_params: dict | None = None) -> dict:
     """Run the graph for ``duration_s`` once the controller is ready; returns the results dict.
 
     Args:
@@ -156,15 +155,12 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         stop: polled while the graph runs; once it returns True the run ends (``interrupted``).
         log_dir: folder for the processes' logs and parameter file (created; default: a new
             temporary folder).
-        show_progress: the earlier switch of the display: False only (a display is ``progress``).
         controller_params: more ``whole_body_controller`` parameters (e.g. the walk's ``cmd_vel``).
 
     Raises:
         GraphStartError: a process died, the controller was not ready within ``startup_timeout_s``
             or ``stop()`` ended the start-up (the message names the log folder).
     """
-    if show_progress:
-        raise ValueError("show_progress=True: pass a progress display instead (progress=Progress(...))")
     if processes not in PROCESSES:
         raise ValueError(f"processes must be one of {PROCESSES}, got {processes!r}")
     if sim_mode not in SIM_MODES:
@@ -247,7 +243,7 @@ def rss_mb(pid: int) -> float | None:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024.0
     except (OSError, ValueError):
-        return None
+        pass
     return None
 
 
@@ -274,9 +270,7 @@ def _com_rmse(truth: dict, targets: list) -> float | None:
     errors = []
     for stamp_ns, (pose, joints) in sorted(truth.items()):
         t = stamp_ns * 1e-9
-        if pose is None or joints is None or t < t_target[0] + COM_FROM_S:
-            continue
-        if t > t_target[-1]:
+        if pose is None or joints is None or not t_target[0] + COM_FROM_S <= t <= t_target[-1]:
             continue
         q = pin.neutral(m)
         q[:3] = pose.position.x, pose.position.y, pose.position.z
@@ -310,12 +304,6 @@ def _median(values: list[float]) -> float | None:
     return round(float(np.median(v)), 4) if v.size else None
 
 
-def _stamp_of(raw: bytes) -> float:
-    from kangaroo_wbc.ros.serialized import stamp_of_serialized
-
-    return stamp_of_serialized(raw)
-
-
 def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s, progress,
              log_dir, monitor_period_s=None, stop=None, late=()) -> dict:
     import rclpy
@@ -327,6 +315,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     from std_msgs.msg import Bool, Float64MultiArray
 
     from kangaroo_wbc.ros import qos
+    from kangaroo_wbc.ros.serialized import stamp_of_serialized
 
     lockstep = sim_mode == "lockstep"
     types = {t: WrenchStamped if "wrench" in t else JointState for t in WATCHED}
@@ -339,7 +328,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     def counter(topic: str):
         def cb(raw: bytes) -> None:  # serialised: counting costs no deserialisation
             counts[topic] += 1
-            t = _stamp_of(raw)
+            t = stamp_of_serialized(raw)
             span = stamps[topic]
             span[:] = [t, t] if not span else [span[0], t]
         return cb
@@ -429,9 +418,8 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
             if stop is not None and stop():
                 raise GraphStartError(f"interrupted before the controller was ready; logs in {log_dir}")
             if time.monotonic() - t0 > startup_timeout_s:
-                seen = {t: c for t, c in counts.items()}
                 raise GraphStartError(f"the controller was not ready (wbc/ready) within {startup_timeout_s:g} s "
-                                      f"(messages seen: {seen}); logs in {log_dir}")
+                                      f"(messages seen: {counts}); logs in {log_dir}")
         startup_s = time.monotonic() - t0
         for _, name, start in pending:  # ready without them (the wrench estimator is optional)
             procs[name] = start()
