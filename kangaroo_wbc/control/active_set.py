@@ -31,6 +31,8 @@ trial active set, the solution, the settings), and calls :func:`solve_active_set
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from kangaroo_wbc.model.cholesky import cholesky_in_place
@@ -348,15 +350,9 @@ def solve_stacked(H, c, A, b, G, h_lower, h, lb, ub, work):
     return code, obj
 
 
-_WARM = False
-
-
+@functools.cache
 def warm_up() -> None:
     """Compile (or load from the cache) now, not inside the first control tick (once per process)."""
-    global _WARM
-    if _WARM:
-        return
-    _WARM = True
     work, _ = kkt_work(2, 1, 1, 1e-7, 1e-7, 1e-10)
     solve_stacked(np.eye(2), np.array([1.0, -1.0]), np.zeros((0, 2)), np.zeros(0), np.array([[1.0, 1.0]]),
                   np.array([0.0]), np.array([1.0]), np.full(2, -np.inf), np.full(2, np.inf), work)

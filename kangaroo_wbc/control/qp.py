@@ -44,6 +44,7 @@ from kangaroo_wbc.model.compiled import finite
 
 #: OSQP's infinity: bounds beyond it are treated as absent.
 OSQP_INFTY = 1e30
+_EMPTY = np.zeros(0)
 _SOLVED = int(osqp.SolverStatus.OSQP_SOLVED)
 
 #: ``delta`` of the active-set KKT matrix ``[[H, C^T], [C, -delta I]]`` (see :class:`OsqpSettings`).
@@ -190,11 +191,10 @@ class QpSolution:
         iterations: ADMM iterations.
         setup_time_s: time spent in OSQP setup for this call (0 when updated in place) [s].
         solve_time_s: wall time of update + solve for this call [s].
-        osqp_solve_time_s: OSQP's own solve time [s].
         objective: ``½xᵀHx + cᵀx``.
         warm_started: whether the iterate was warm-started from the previous solution.
         method: ``"osqp"`` or ``"active-set"`` (the KKT solve of a predicted active set, checked
-            optimal; ``iterations`` then counts its corrections, ``osqp_solve_time_s`` is 0).
+            optimal; ``iterations`` then counts its corrections).
     """
 
     x: np.ndarray
@@ -206,7 +206,6 @@ class QpSolution:
     iterations: int
     setup_time_s: float
     solve_time_s: float
-    osqp_solve_time_s: float
     objective: float
     warm_started: bool
     problem: QpProblem = field(repr=False)
@@ -376,13 +375,8 @@ class OsqpSolver:
         self._Cx[iB] = 1.0
 
     def _bounds(self, problem: QpProblem) -> tuple[np.ndarray, np.ndarray]:
-        parts_l = [problem.b, problem.h_lower]
-        parts_u = [problem.b, problem.h]
-        if problem.has_box:
-            lb, ub = problem.box()
-            parts_l.append(lb)
-            parts_u.append(ub)
-        l, u = np.concatenate(parts_l), np.concatenate(parts_u)
+        lb, ub = problem.box() if problem.has_box else (_EMPTY, _EMPTY)
+        l, u = np.concatenate([problem.b, problem.h_lower, lb]), np.concatenate([problem.b, problem.h, ub])
         for x in (l, u):  # clip to OSQP's infinity (np.clip costs several µs more on small arrays)
             np.minimum(np.maximum(x, -OSQP_INFTY, out=x), OSQP_INFTY, out=x)
         return l, u
@@ -466,7 +460,6 @@ class OsqpSolver:
             iterations=int(info.iter),
             setup_time_s=setup_time,
             solve_time_s=wall,
-            osqp_solve_time_s=float(info.solve_time),
             objective=float(info.obj_val),
             warm_started=warm,
             problem=problem,
@@ -558,7 +551,7 @@ class OsqpSolver:
         self._last_xy = (x, y)
         return QpSolution(x=x, y_eq=y[:m_eq], y_in=y[m_eq:m_g], y_box=y_box, status="solved",
                           status_val=_SOLVED, iterations=int(code), setup_time_s=0.0,
-                          solve_time_s=time.perf_counter() - t0, osqp_solve_time_s=0.0, objective=objective,
+                          solve_time_s=time.perf_counter() - t0, objective=objective,
                           warm_started=True, problem=problem, method="active-set")
 
 

@@ -125,7 +125,7 @@ class DaqpSolver(_DenseSolver):
         y_box, y = (lam[:n], lam[n:]) if has_box else (None, lam)
         sol = QpSolution(x=x, y_eq=y[:m_eq], y_in=y[m_eq:], y_box=y_box, status="solved" if ok else f"daqp {exitflag}",
                          status_val=_SOLVED if ok else _UNSOLVED, iterations=int(info["iterations"]),
-                         setup_time_s=setup_time, solve_time_s=time.perf_counter() - t0, osqp_solve_time_s=0.0,
+                         setup_time_s=setup_time, solve_time_s=time.perf_counter() - t0,
                          objective=float(0.5 * x @ H @ x + c @ x) if ok else float("nan"),
                          warm_started=warm, problem=problem, method="daqp")
         self.n_solves += 1
@@ -183,7 +183,7 @@ class ProxsuiteSolver(_DenseSolver):
         sol = QpSolution(x=x, y_eq=np.array(res.y, dtype=float), y_in=z[:m_in], y_box=z[m_in:] if has_box else None,
                          status="solved" if ok else str(res.info.status), status_val=_SOLVED if ok else _UNSOLVED,
                          iterations=int(res.info.iter), setup_time_s=setup_time,
-                         solve_time_s=time.perf_counter() - t0, osqp_solve_time_s=0.0,
+                         solve_time_s=time.perf_counter() - t0,
                          objective=float(res.info.objValue), warm_started=warm, problem=problem, method="proxsuite")
         self.n_solves += 1
         if not ok:
@@ -213,22 +213,19 @@ SOLVERS: dict[str, Callable[[OsqpSettings | None, QpProblem | None], object]] = 
 
 class FallbackSolver:
     """``primary``, and ``fallback`` on the problems ``primary`` raises :class:`NoSolutionFound` for
-    (both keep their own warm starts); :attr:`fallbacks` counts the problems the fallback solved."""
+    (both keep their own warm starts)."""
 
     def __init__(self, primary, fallback) -> None:
         self.primary, self.fallback = primary, fallback
-        self.fallbacks = 0
 
     def solve(self, problem: QpProblem, validate: bool = True) -> QpSolution:
         try:
             return self.primary.solve(problem, validate=validate)
         except NoSolutionFound as first:
             try:
-                sol = self.fallback.solve(problem, validate=False)
+                return self.fallback.solve(problem, validate=False)
             except NoSolutionFound:
                 raise first from None
-            self.fallbacks += 1
-            return sol
 
     def reset(self) -> None:
         """Forget both solvers' warm starts."""

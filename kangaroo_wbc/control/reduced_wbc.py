@@ -127,8 +127,7 @@ class ReducedWholeBodyController:
             for r in range(2, m.njoints):
                 if m.parents[r] != 1:
                     continue
-                subtree = [j for j in range(r, m.njoints) if r in m.supports[j]]
-                dofs = {m.joints[j].idx_v + k for j in subtree for k in range(m.joints[j].nv)}
+                dofs = {m.joints[j].idx_v + k for j in m.subtrees[r] for k in range(m.joints[j].nv)}
                 if dofs & moving:
                     roots.append(r)
             out[c.name] = (acts, roots)
@@ -264,10 +263,9 @@ class ReducedWholeBodyController:
         L1, (dyn, stat, cones, fbox), solver = self._lqp1[key]
         n = L1.n
         view = SimpleNamespace(M_p=M_r, h_p=h_r)  # the projected model's dynamics in reduced coordinates
-        H = np.zeros((n, n))
+        H = np.diag(np.concatenate([np.full(n_r, s.acceleration_regularisation),
+                                    np.full(n - n_r, s.force_regularisation)]))
         c = np.zeros(n)
-        H[np.arange(n_r), np.arange(n_r)] = s.acceleration_regularisation
-        H[np.arange(n_r, n), np.arange(n_r, n)] = s.force_regularisation
         tasks = [full.com_task, full.base_task, full.momentum_task]
         if swing_in_lqp1:
             tasks += [full.foot_tasks[name] for name in swing]
@@ -276,11 +274,10 @@ class ReducedWholeBodyController:
             Jr = J @ J_bar
             _accumulate(H, c, Jr, r + Jr @ Jdot_r_v, task.weight)
         # cc posture (rows of the posture task restricted to cc).
-        Jp, rp = full.posture_task.jacobian_and_target(pm)
-        rows = cc
-        Jpr = np.zeros((rows.size, n_r))
+        _, rp = full.posture_task.jacobian_and_target(pm)
+        Jpr = np.zeros((n_cc, n_r))
         Jpr[:, pm.n_b:pm.n_b + n_cc] = np.eye(n_cc)
-        _accumulate(H, c, Jpr, rp[rows], full.posture_task.weight[rows])
+        _accumulate(H, c, Jpr, rp[cc], full.posture_task.weight[cc])
         m_eq = dyn.n_rows() + stat.n_rows()
         A = np.zeros((m_eq, n))
         b = np.zeros(m_eq)
@@ -324,7 +321,7 @@ class ReducedWholeBodyController:
                 task = full.foot_tasks[name]
                 J, r = task.jacobian_and_target(pm)
                 _accumulate(H, c, J[:, cols_uc], r - J @ nu_dot, k * task.weight)
-        Jp, rp = full.posture_task.jacobian_and_target(pm)
+        _, rp = full.posture_task.jacobian_and_target(pm)
         _accumulate(H, c, np.eye(n), rp[uc], k * full.posture_task.weight[uc])
         # uc actuator forces, eq. (69) rows (the stance contacts do not load the swing chain).
         a_uc = pm.n_b + uc
