@@ -114,14 +114,6 @@ def positive_int(text: str) -> int:
     return value
 
 
-def non_negative_int(text: str) -> int:
-    """An integer >= 0."""
-    value = _number(text, int)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text}")
-    return value
-
-
 #: Seeds go to numpy and MuJoCo: 32-bit unsigned.
 SEED_MAX = 2**32 - 1
 
@@ -134,21 +126,14 @@ def seed(text: str) -> int:
     return value
 
 
-def _first_existing(path: Path) -> Path:
-    for parent in (path, *path.parents):
-        if parent.exists():
-            return parent
-    return Path(".")
-
-
-def _check_creatable(folder: Path, what: str) -> None:
-    """``folder`` is a folder or can be made: no file in its way, its deepest existing folder
-    writable if something must be created there."""
-    base = _first_existing(folder)
+def _check_creatable(path: Path, folder: Path) -> None:
+    """``folder`` (``path`` or its folder) is a folder or can be made: no file in its way, its
+    deepest existing folder writable if something must be created there."""
+    base = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
     if not base.is_dir():
-        raise argparse.ArgumentTypeError(f"{base} is a file, not a folder")
+        raise argparse.ArgumentTypeError(f"{path}: {base} is a file, not a folder")
     if base != folder and not os.access(base, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"{folder}: cannot create the {what} ({base} is not writable)")
+        raise argparse.ArgumentTypeError(f"{path}: {folder}: cannot create the folder ({base} is not writable)")
 
 
 def output_folder(text: str) -> Path:
@@ -162,10 +147,7 @@ def output_folder(text: str) -> Path:
     path = Path(text).expanduser()
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{path} is a file; expected a folder")
-    try:
-        _check_creatable(path, "folder")
-    except argparse.ArgumentTypeError as exc:
-        raise argparse.ArgumentTypeError(f"{path}: {exc}") from None
+    _check_creatable(path, path)
     if path.is_dir() and not os.access(path, os.W_OK | os.X_OK):
         raise argparse.ArgumentTypeError(f"{path}: folder not writable")
     return path
@@ -179,10 +161,7 @@ def output_file(text: str) -> Path:
     path = Path(text).expanduser()
     if path.is_dir() or text.endswith(os.sep):
         raise argparse.ArgumentTypeError(f"{path} is a folder; expected a file name")
-    try:
-        _check_creatable(path.parent, "folder")
-    except argparse.ArgumentTypeError as exc:
-        raise argparse.ArgumentTypeError(f"{path}: {exc}") from None
+    _check_creatable(path, path.parent)
     if path.parent.is_dir() and not os.access(path.parent, os.W_OK | os.X_OK):
         raise argparse.ArgumentTypeError(f"{path}: folder {path.parent} not writable")
     return path
@@ -291,6 +270,20 @@ def prepare_output_folder(path: Path, force: bool, option: str = "--out") -> Pat
     return path
 
 
+def add_plot_option(parser: argparse.ArgumentParser, help_text: str) -> None:
+    parser.add_argument("--plot", type=output_file, metavar="PNG", default=None,
+                        help=f"{help_text} (its folder is created)")
+
+
+def make_plot_folder(args: argparse.Namespace) -> None:
+    """``validate`` of a command with ``--plot``: the figure's folder is made before the run."""
+    if args.plot is not None:
+        try:
+            args.plot.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--plot {args.plot}: {exc.strerror or exc}") from None
+
+
 def add_out_options(parser: argparse.ArgumentParser, default: str, help_text: str) -> None:
     parser.add_argument("--out", type=output_folder, default=Path(default), metavar="DIR",
                         help=f"{help_text} (default {default}); must be new or empty unless --force")
@@ -305,14 +298,8 @@ def json_default(obj: Any) -> Any:
     """``json.dumps`` ``default=``: numpy scalars and arrays, paths."""
     import numpy as np
 
-    if isinstance(obj, np.ndarray):
+    if isinstance(obj, np.ndarray | np.generic):  # numpy scalars as their Python values
         return obj.tolist()
-    if isinstance(obj, (np.floating,)):
-        return float(obj)
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.bool_,)):
-        return bool(obj)
     if isinstance(obj, Path):
         return str(obj)
     raise TypeError(f"not JSON serialisable: {type(obj)}")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from kangaroo_wbc.cli.common import (
     BEHAVIOURS,
@@ -23,11 +22,12 @@ from kangaroo_wbc.cli.common import (
     add_behaviour_option,
     add_json_flag,
     add_out_options,
+    add_plot_option,
     add_progress_flag,
     fail,
     fraction,
     json_default,
-    output_file,
+    make_plot_folder,
     positive_float,
     positive_int,
     prepare_output_folder,
@@ -76,10 +76,6 @@ def _validate_demo(args: argparse.Namespace) -> None:
         prepare_output_folder(args.out, args.force)
 
 
-def _write_summary(out: Path, summary: dict) -> None:
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default) + "\n")
-
-
 def _loop(args: argparse.Namespace, behaviour: str, stop: StopSignals):
     from kangaroo_wbc.components.simulated_robot import SimulatedRobotConfig
     from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
@@ -121,7 +117,7 @@ def _demo_graph(args: argparse.Namespace) -> int:
     summary["behaviour"] = args.behaviour  # the command line's name (the controller ran BEHAVIOURS[...])
     summary["seed"] = args.seed
     if out is not None:
-        _write_summary(out, summary)
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default) + "\n")
         summary["report_files"] = ["summary.json", "logs"]
     print_result(summary, args.json)
     if stop.interrupted:
@@ -231,8 +227,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ee.add_argument("--seed", type=seed, default=0, help="simulator seed (default 0)")
     ee.add_argument("--ideal-actuators", action="store_true",
                     help="the ideal-actuator run only (default: realistic, then ideal actuators)")
-    ee.add_argument("--plot", type=output_file, metavar="PNG", default=None,
-                    help="bar chart of the estimator variants' table (its folder is created)")
+    add_plot_option(ee, "bar chart of the estimator variants' table")
     add_json_flag(ee)
     add_progress_flag(ee)
-    ee.set_defaults(func=_evaluate)
+    ee.set_defaults(func=_evaluate, validate=make_plot_folder)

@@ -32,9 +32,10 @@ import numpy as np
 
 from kangaroo_wbc.cli.common import (
     add_json_flag,
+    add_plot_option,
     add_progress_flag,
+    make_plot_folder,
     non_negative_float,
-    output_file,
     positive_float,
     print_json,
     seed,
@@ -182,16 +183,6 @@ def plot_series(series: dict[str, np.ndarray], path: str | Path, title: str = ""
     plt.close(fig)
 
 
-def _validate(args: argparse.Namespace) -> None:
-    if args.plot is not None:  # its folder made before the run
-        from kangaroo_wbc.cli.common import UsageError
-
-        try:
-            args.plot.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageError(f"kangaroo-wbc sim: error: --plot {args.plot}: {exc.strerror or exc}") from None
-
-
 def _run(args: argparse.Namespace) -> int:
     report, series = run_sim(args.duration, controller=args.controller, seed=args.seed, kp=args.kp, kd=args.kd,
                              ff_period_s=args.ff_period_ms * 1e-3, progress=Progress.from_args(args),
@@ -222,10 +213,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="period of the gravity feed-forward update [ms], > 0 (default 10)")
     p.add_argument("--ideal-actuators", action="store_true",
                    help="ideal ball screws: forces act as commanded (default: the simulated drives, docs/sim.md)")
-    p.add_argument("--plot", type=output_file, metavar="PNG", default=None,
-                   help="save CoM height, closure violation, fz/mg vs time (its folder is created)")
+    add_plot_option(p, "save CoM height, closure violation, fz/mg vs time")
     add_json_flag(p)
     add_progress_flag(p)
     p.add_argument("--no-progress", dest="progress", action="store_const", const="off",
                    help="the same as --progress off")
-    p.set_defaults(func=_run, validate=_validate)
+    p.set_defaults(func=_run, validate=make_plot_folder)
