@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 import osqp
@@ -296,7 +297,7 @@ class OsqpSolver:
         self._Cx = np.zeros(0)
         # active-set prediction: the compiled path's work per problem shape (it holds the predicted
         # sides of the [A; G] rows and of the box), and the shape whose sides are current (None: none)
-        self._kkt: dict[tuple, _KktRecord] = {}
+        self._kkt: dict[tuple, SimpleNamespace] = {}
         self._predicted: tuple | None = None
         self._last_xy: tuple[np.ndarray, np.ndarray] | None = None
         self._osqp_stale = False  # OSQP's data lag behind (ticks solved by the active set)
@@ -514,7 +515,7 @@ class OsqpSolver:
         shape = self._shape_of(problem)
         rec = self._kkt.get(shape)
         if rec is None:
-            rec = self._kkt[shape] = _KktRecord(problem.n, problem.n_eq + problem.n_in, problem.has_box)
+            rec = self._kkt[shape] = _kkt_record(problem.n, problem.n_eq + problem.n_in)
         st = self.settings
         rec.settings[:] = (st.active_set_iterations, st.active_set_primal_tol, st.active_set_dual_tol,
                            _KKT_DUAL_REGULARISATION)
@@ -555,20 +556,13 @@ class OsqpSolver:
                           warm_started=True, problem=problem, method="active-set")
 
 
-class _KktRecord:
+def _kkt_record(n: int, m_g: int) -> SimpleNamespace:
     """The compiled active-set path's work for one problem shape: the
-    :data:`~kangaroo_wbc.control.active_set.KktWork` buffer object and the arrays it holds that the
-    solver reads or writes (the predicted sides, the settings, the solution), plus the infinite
-    box passed for problems without one."""
-
-    __slots__ = ("work", "m_g", "predicted_g", "predicted_b", "settings", "x", "y", "no_lb", "no_ub")
-
-    def __init__(self, n: int, m_g: int, has_box: bool) -> None:
-        self.work, arrays = kkt_work(n, m_g, 0, 0.0, 0.0, _KKT_DUAL_REGULARISATION)
-        self.m_g = m_g
-        self.predicted_g, self.predicted_b = arrays["predicted_g"], arrays["predicted_b"]
-        self.settings, self.x, self.y = arrays["settings"], arrays["x"], arrays["y"]
-        self.no_lb, self.no_ub = np.full(n, -np.inf), np.full(n, np.inf)
+    :data:`~kangaroo_wbc.control.active_set.KktWork` buffer object ``work`` and the arrays it holds by
+    name (the solver reads and writes the predicted sides, the settings, the solution there), ``m_g``,
+    and the infinite box ``no_lb``, ``no_ub`` passed for problems without one."""
+    work, arrays = kkt_work(n, m_g, 0, 0.0, 0.0, _KKT_DUAL_REGULARISATION)
+    return SimpleNamespace(work=work, m_g=m_g, no_lb=np.full(n, -np.inf), no_ub=np.full(n, np.inf), **arrays)
 
 
 __all__ = [

@@ -152,7 +152,7 @@ class ReducedWholeBodyController:
         return self._reduced_step(q, v, active, swing, references, stamp_s)
 
     def _reduced_step(self, q, v, active, swing, references, stamp_s) -> WbcOutput:
-        full, pm, L = self.full, self.pm, self.layout
+        full, pm, clm, L = self.full, self.pm, self.clm, self.layout
         t0 = time.perf_counter()
         full.update_model(q, v)
         nu = pm.nu
@@ -186,11 +186,10 @@ class ReducedWholeBodyController:
         M_G[:3] = R_b.T @ A[:3]
         M_G[3:] = R_b.T @ (A[3:] - pin.skew(c_uc - pm.com) @ A[:3])
         J_G = np.linalg.solve(I_G, M_G)
-        key = swing
-        prev = self._J_G_prev.get(key)
+        prev = self._J_G_prev.get(swing)
         theta_dot_uc = nu[cols_uc]
         Jdot_G_v = np.zeros(6) if prev is None else (J_G - prev) @ theta_dot_uc / self.reduced.control_period_s
-        self._J_G_prev = {key: J_G}
+        self._J_G_prev = {swing: J_G}
         J_r = np.zeros((n_r, n_nu))
         J_r[:n_b + n_cc, cols_vc_cc] = np.eye(n_b + n_cc)
         J_r[n_b + n_cc:, cols_uc] = J_G
@@ -214,7 +213,8 @@ class ReducedWholeBodyController:
         swing_in_lqp1 = self.reduced.swing_task_in_lqp1
         if swing_in_lqp1 is None:
             swing_in_lqp1 = n_uc == 6
-        p1, L1, solver1 = self._lqp1_problem(key, n_r, n_cc, cc, M_r, h_r, terms_r, J_bar, Jdot_r_v, swing,
+        stroke = full.boxes[1].bounds(pm.q[clm.idx_q_a], pm.nu[n_b:])  # theta_ddot_a bounds
+        p1, L1, solver1 = self._lqp1_problem(swing, n_r, n_cc, cc, M_r, h_r, terms_r, J_bar, Jdot_r_v, stroke,
                                              swing_in_lqp1)
         sol1 = solver1.solve(p1)
         x1 = sol1.x
@@ -226,7 +226,7 @@ class ReducedWholeBodyController:
         nu_dot = np.zeros(n_nu)
         nu_dot[cols_vc_cc] = q_ddot_r[:n_b + n_cc]
         x_G = q_ddot_r[n_b + n_cc:]
-        p2, solver2 = self._lqp2_problem(key, uc, cols_uc, nu_dot, x_G, J_G, Jdot_G_v, terms_full, forces, swing,
+        p2, solver2 = self._lqp2_problem(swing, uc, cols_uc, nu_dot, x_G, J_G, Jdot_G_v, terms_full, forces, stroke,
                                          swing_in_lqp1)
         sol2 = solver2.solve(p2)
         nu_dot[cols_uc] = sol2.x
@@ -253,14 +253,14 @@ class ReducedWholeBodyController:
         return out
 
     # ------------------------------------------------------------------ LQP 1
-    def _lqp1_problem(self, key, n_r, n_cc, cc, M_r, h_r, terms_r, J_bar, Jdot_r_v, swing, swing_in_lqp1):
+    def _lqp1_problem(self, swing, n_r, n_cc, cc, M_r, h_r, terms_r, J_bar, Jdot_r_v, stroke, swing_in_lqp1):
         full, pm, s = self.full, self.pm, self.settings
-        if key not in self._lqp1:
+        if swing not in self._lqp1:
             L1 = DecisionLayout(pm.n_b, n_r - pm.n_b, full.contacts)
             constraints = (FloatingBaseDynamics(L1), StationaryContacts(L1, s.contact_velocity_gain),
                            FrictionCones(L1, s.inner_pyramid), ContactForceBox(L1))
-            self._lqp1[key] = (L1, constraints, make_solver(s.qp_solver, s.osqp))
-        L1, (dyn, stat, cones, fbox), solver = self._lqp1[key]
+            self._lqp1[swing] = (L1, constraints, make_solver(s.qp_solver, s.osqp))
+        L1, (dyn, stat, cones, fbox), solver = self._lqp1[swing]
         n = L1.n
         view = SimpleNamespace(M_p=M_r, h_p=h_r)  # the projected model's dynamics in reduced coordinates
         H = np.diag(np.concatenate([np.full(n_r, s.acceleration_regularisation),
@@ -298,17 +298,15 @@ class ReducedWholeBodyController:
         hi[m_c:] = lim.force_max[cc] - h_r[r_cc]
         lb, ub = np.full(n, -np.inf), np.full(n, np.inf)
         fbox.fill(None, lb, ub, view, terms_r)
-        stroke = full.boxes[1]
-        lo_a, hi_a = stroke.bounds(pm.q[self.clm.idx_q_a], pm.nu[pm.n_b:])
-        lb[r_cc], ub[r_cc] = lo_a[cc], hi_a[cc]
+        lb[r_cc], ub[r_cc] = stroke[0][cc], stroke[1][cc]
         return QpProblem(H=H, c=c, A=A, b=b, G=G, h=hi, h_lower=lo, lb=lb, ub=ub), L1, solver
 
     # ------------------------------------------------------------------ LQP 2
-    def _lqp2_problem(self, key, uc, cols_uc, nu_dot, x_G, J_G, Jdot_G_v, terms_full, forces, swing,
+    def _lqp2_problem(self, swing, uc, cols_uc, nu_dot, x_G, J_G, Jdot_G_v, terms_full, forces, stroke,
                       swing_in_lqp1):
         full, pm, s = self.full, self.pm, self.settings
-        if key not in self._lqp2:
-            self._lqp2[key] = make_solver(s.qp_solver, s.osqp)
+        if swing not in self._lqp2:
+            self._lqp2[swing] = make_solver(s.qp_solver, s.osqp)
         n = uc.size
         # Weights divided by the centroid weight (same minimiser, residuals of order one).
         k = 1.0 / self.reduced.centroid_weight
@@ -332,9 +330,7 @@ class ReducedWholeBodyController:
             rest = rest - t.J[:, a_uc].T @ (t.W @ forces[cs.name])
         lim = full.limits
         lo, hi = lim.force_min[uc] - rest, lim.force_max[uc] - rest
-        stroke = full.boxes[1]
-        lo_a, hi_a = stroke.bounds(pm.q[self.clm.idx_q_a], pm.nu[pm.n_b:])
-        return QpProblem(H=H, c=c, G=G, h=hi, h_lower=lo, lb=lo_a[uc], ub=hi_a[uc]), self._lqp2[key]
+        return QpProblem(H=H, c=c, G=G, h=hi, h_lower=lo, lb=stroke[0][uc], ub=stroke[1][uc]), self._lqp2[swing]
 
 
 def _accumulate(H: np.ndarray, c: np.ndarray, J: np.ndarray, r: np.ndarray, w: np.ndarray) -> None:

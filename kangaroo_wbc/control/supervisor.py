@@ -180,11 +180,7 @@ class WbcSupervisor:
         self.governor.bounded = {}
         v = np.asarray(v, dtype=float)
         q = np.asarray(q, dtype=float)
-        if (
-            q.shape != (self.clm.model.nq,)
-            or v.shape != (self.clm.model.nv,)
-            or not all_finite(q, v)
-        ):
+        if q.shape != (self.clm.model.nq,) or v.shape != (self.clm.model.nv,) or not all_finite(q, v):
             self.stats.invalid += 1
             return self._safe(v, "non-finite or mis-sized state")
         if not state_age_s <= self.safety.max_state_age_s:
@@ -240,9 +236,7 @@ class WbcSupervisor:
         if self.behaviour is not None and self._pending is None:
             self._pending = (self.behaviour.name, self._params)
         self._full.reset_references()
-        return self._safe(
-            np.zeros(self.clm.model.nv), f"stale state (no state for {silent_s * 1e3:.0f} ms)"
-        )
+        return self._safe(np.zeros(self.clm.model.nv), f"stale state (no state for {silent_s * 1e3:.0f} ms)")
 
     def _start_pending(self, t: float, q: np.ndarray, v: np.ndarray) -> None:
         name, params = self._pending
@@ -274,9 +268,7 @@ class WbcSupervisor:
             measured = set(measured)
             kept = tuple(c for c in ref.active_contacts
                          if c in measured or t - self._planned_since[c] < TOUCHDOWN_GRACE_S)
-            ref.active_contacts = (
-                kept or ref.active_contacts
-            )  # never zero contacts from sensing alone
+            ref.active_contacts = kept or ref.active_contacts  # never zero contacts from sensing alone
         governor = self.governor
         if ref.com_position is not None:
             self._own_com = np.asarray(ref.com_position, dtype=float)
@@ -337,16 +329,11 @@ class WbcSupervisor:
     def _safe(self, v: np.ndarray, reason: str, latched: bool = False) -> Command:
         self.stats.safe_ticks += 1
         self._full.com_observer.restart()  # this command, not the controller's plan, acts
-        n_a = self.clm.n_a
-        tau = np.zeros(n_a)
+        tau = np.zeros(self.clm.n_a)
         if self.safety.fallback == "damp" and v.shape == (self.clm.model.nv,):
             theta_dot = v[self.clm.idx_v_a]
             if np.all(np.isfinite(theta_dot)):
-                tau = np.clip(
-                    -self.safety.damping_n_s_per_m * theta_dot,
-                    self.limits.force_min,
-                    self.limits.force_max,
-                )
+                tau = np.clip(-self.safety.damping_n_s_per_m * theta_dot, self.limits.force_min, self.limits.force_max)
         cmd = Command(tau_a=tau, mode="safe", reason=reason, latched=latched)
         self.last = cmd
         return cmd

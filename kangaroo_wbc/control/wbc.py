@@ -250,12 +250,13 @@ class WholeBodyController:
         # corner-force maps of the contacts, filled each tick (the compiled output pass reads them all)
         self._W = {c.name: np.zeros((6, 3 * c.n_points)) for c in contacts}
         self._Ws = tuple(self._W.values()) or NO_CONTACT
-        self._contact_slots: tuple | None = None  # (projected model, [(placement slot, frame index)])
         # the compiled output pass (actuator forces, wrenches, corner forces): contacts' frame rows and
         # force columns, and their active flags
         self._output_index = (np.array([self.pm.frame_index(c.frame) for c in contacts], dtype=np.int64),
                               np.array([L.force_slice(c.name).start for c in contacts], dtype=np.int64),
                               np.zeros(len(contacts), dtype=np.bool_))
+        # per contact: its row in the projected model's frame rotations, and in its frame Jacobians, drifts, twists
+        self._contact_slots = [(2 * self.pm.n_closures + int(u), int(u)) for u in self._output_index[0]]
         rows = sum(t.dim for t in self.tasks)
         self._task_rows = (np.zeros((rows, L.n_nu)), np.zeros(rows), np.zeros(rows))  # stacked (J, r, w)
         _task_normal_equations(*self._task_rows, rows, self._H0, self._H0.copy(),
@@ -366,13 +367,9 @@ class WholeBodyController:
         """Per contact name: its :class:`ContactTerms` (sole rotation, Jacobian, drift, twist, wrench
         map) at the current state of the projected model, flagged active if it is in ``active``."""
         pm, out = self.pm, {}
-        slots = self._contact_slots
-        if slots is None or slots[0] is not pm:  # the projected model's frame indices, once
-            users = [pm.frame_index(c.frame) for c in self.contacts]
-            slots = self._contact_slots = (pm, [(2 * pm.n_closures + u, u) for u in users])
         # pm.placement / jacobian / drift / twist, without their name look-ups
         R_all, J_all, drift, twist = pm.frame_rotations, pm.frame_jacobians_T, pm.frame_drifts, pm.frame_twists
-        for c, (s, u) in zip(self.contacts, slots[1]):
+        for c, (s, u) in zip(self.contacts, self._contact_slots):
             R = R_all[s]
             out[c.name] = ContactTerms(spec=c, active=c.name in active, R=R, J=J_all[u], drift=drift[u],
                                        twist=twist[u], W=wrench_map(R, c.corners, self._W[c.name]))

@@ -32,14 +32,6 @@ from kangaroo_wbc.model.projected_model import ProjectedModel
 _EMPTY = np.zeros(0)
 
 
-def as_gain(value: float | np.ndarray, size: int, what: str) -> np.ndarray:
-    """A scalar or per-axis gain as a float array of ``size`` (checked finite and non-negative)."""
-    g = np.broadcast_to(np.asarray(value, dtype=float), (size,)).copy()
-    if not np.all(np.isfinite(g)) or np.any(g < 0):
-        raise InputError(f"{what} must be finite and non-negative, got {value}")
-    return g
-
-
 class _Checked:
     """A task attribute stored as the array its :meth:`_check` returns for what is assigned.
 
@@ -85,7 +77,10 @@ class Gain(_Checked):
     compiled task fills read them as such."""
 
     def _check(self, obj, value) -> np.ndarray:
-        return as_gain(value, obj.dim, f"{obj.name}: {self.name}")
+        g = np.broadcast_to(np.asarray(value, dtype=float), (obj.dim,)).copy()
+        if not np.all(np.isfinite(g)) or np.any(g < 0):
+            raise InputError(f"{obj.name}: {self.name} must be finite and non-negative, got {value}")
+        return g
 
 
 def frame_terms(pm: ProjectedModel) -> tuple[np.ndarray, ...]:
@@ -145,4 +140,4 @@ class Task(ABC):
         return J, r
 
 
-__all__ = ["Gain", "Reference", "Task", "as_gain", "frame_terms"]
+__all__ = ["Gain", "Reference", "Task", "frame_terms"]
