@@ -448,23 +448,12 @@ class OsqpSolver:
         except (osqp.OSQPException, ValueError) as exc:  # solver errors are wrapped, never leaked
             self._prob = None
             raise NoSolutionFound(f"OSQP error: {exc!r}", problem=problem) from exc
-        wall = time.perf_counter() - t0
         self.n_solves += 1
-        m_eq, m_in = problem.n_eq, problem.n_in
-        sol = QpSolution(
-            x=x,
-            y_eq=y[:m_eq],
-            y_in=y[m_eq : m_eq + m_in],
-            y_box=y[m_eq + m_in :] if problem.has_box else None,
-            status=str(info.status),
-            status_val=int(info.status_val),
-            iterations=int(info.iter),
-            setup_time_s=setup_time,
-            solve_time_s=wall,
-            objective=float(info.obj_val),
-            warm_started=warm,
-            problem=problem,
-        )
+        m_eq, m_g = problem.n_eq, problem.n_eq + problem.n_in
+        sol = QpSolution(x=x, y_eq=y[:m_eq], y_in=y[m_eq:m_g], y_box=y[m_g:] if problem.has_box else None,
+                         status=str(info.status), status_val=int(info.status_val), iterations=int(info.iter),
+                         setup_time_s=setup_time, solve_time_s=time.perf_counter() - t0,
+                         objective=float(info.obj_val), warm_started=warm, problem=problem)
         if not self._usable(sol):
             self._warm = False
             self.reset()

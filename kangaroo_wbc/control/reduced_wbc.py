@@ -41,6 +41,7 @@ unconstrained chain and the method is the full WBC (one QP).
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -120,9 +121,8 @@ class ReducedWholeBodyController:
         for c in self.full.contacts:
             J = pm.jacobian(c.frame)[:, n_b:]
             acts = np.flatnonzero(np.max(np.abs(J), axis=0) > STRUCTURAL_ZERO)
-            moving = set()  # velocity indices moved by these actuators
-            for i in acts:
-                moving |= set(np.flatnonzero(np.abs(pm.T[:, n_b + i]) > STRUCTURAL_ZERO).tolist())
+            # velocity indices moved by these actuators
+            moving = set(np.flatnonzero((np.abs(pm.T[:, n_b + acts]) > STRUCTURAL_ZERO).any(axis=1)).tolist())
             roots = []
             for r in range(2, m.njoints):
                 if m.parents[r] != 1:
@@ -131,11 +131,9 @@ class ReducedWholeBodyController:
                 if dofs & moving:
                     roots.append(r)
             out[c.name] = (acts, roots)
-        names = list(out)
-        for i, a in enumerate(names):
-            for b in names[i + 1:]:
-                if set(out[a][0].tolist()) & set(out[b][0].tolist()):
-                    raise InputError(f"contacts {a!r} and {b!r} share actuators: chains are not separable")
+        for a, b in itertools.combinations(out, 2):
+            if np.intersect1d(out[a][0], out[b][0]).size:
+                raise InputError(f"contacts {a!r} and {b!r} share actuators: chains are not separable")
         return out
 
     # ------------------------------------------------------------------ step

@@ -26,6 +26,7 @@ construction: ``v = T nu`` and ``v_dot = T nu_dot + k``.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -271,12 +272,9 @@ class WholeBodyController:
         self.last_output: WbcOutput | None = None
 
     @staticmethod
-    def _row_slices(constraints: Iterable[Constraint]) -> list[slice]:
-        out, start = [], 0
-        for c in constraints:
-            out.append(slice(start, start + c.n_rows()))
-            start += c.n_rows()
-        return out
+    def _row_slices(constraints: Sequence[Constraint]) -> list[slice]:
+        ends = itertools.accumulate(c.n_rows() for c in constraints)
+        return [slice(end - c.n_rows(), end) for c, end in zip(constraints, ends)]
 
     def _structure(self, q_nominal: np.ndarray | None) -> QpProblem:
         """Sparsity pattern: the problem at ``q_nominal`` with every contact and task active."""
@@ -418,8 +416,7 @@ class WholeBodyController:
         :meth:`ContactWrenchEstimator.update_model` with ``projected=wbc.pm``); a :meth:`step` at
         the same ``q`` and ``v`` then skips its own update. Raises as :meth:`step`.
         """
-        nu = self._nu(v)
-        self.pm.update(q, nu)
+        self.pm.update(q, self._nu(v))
 
     def step(self, q: np.ndarray, v: np.ndarray, active_contacts: Iterable[str] | None = None,
              references: WbcReferences | None = None, stamp_s: float | None = None) -> WbcOutput:
