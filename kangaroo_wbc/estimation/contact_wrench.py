@@ -84,7 +84,7 @@ from kangaroo_wbc.errors import EstimationError, FrameNotFound, InputError, sugg
 from kangaroo_wbc.estimation.filters import ButterworthFilter
 from kangaroo_wbc.model.ball_screw import BallScrewActuators
 from kangaroo_wbc.model.cholesky import cholesky_in_place
-from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
+from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel, support_mask
 from kangaroo_wbc.model.closure_kernel import frame_placements, local_frame_jacobians
 from kangaroo_wbc.model.closure_kinematics import ClosureKinematics, lu_solve
 from kangaroo_wbc.model.compiled import all_finite, buffers, compiled
@@ -222,12 +222,7 @@ class ContactWrenchEstimator:
         self._Jc = np.zeros((6 * c, nv))
         self._rhs = np.zeros((n_u, 1 + 6 * c))
         #: per sole, 1 on the velocity columns of the joints that support it (compiled Jacobians)
-        self._sole_support = np.zeros((c, nv))
-        for i, fid in enumerate(self.frame_ids):
-            for j in self.model.supports[self.model.frames[fid].parentJoint]:
-                if j > 0:
-                    jm = self.model.joints[j]
-                    self._sole_support[i, jm.idx_v:jm.idx_v + jm.nv] = 1.0
+        self._sole_support = support_mask(self.model, self.frame_ids)
         # compile (or load) now, not in a tick; data.J is column-major
         local_frame_jacobians(np.zeros((6, nv), order="F"), np.zeros((c, 3, 3)), np.zeros((c, 3)),
                               self._sole_support, np.zeros((6 * c, nv)))
@@ -235,21 +230,17 @@ class ContactWrenchEstimator:
         self._idx_a = np.ascontiguousarray(clm.idx_v_a, dtype=np.int64)
         self._square = n_a == 6 * c
         self.base_rows = bool(clm.floating_base and cfg.base_row_weight > 0)
-        #: Butterworth on the measured inputs: actuator forces, then (base rows) the momentum rate
-        self.filter = ButterworthFilter(cfg.cutoff_hz, cfg.sample_rate_hz, n_a + (6 if self.base_rows else 0),
-                                        cfg.filter_order)
-        self._filter_in = np.zeros(self.filter.n_channels)
         n_rhs = n_a + (6 if self.base_rows else 0)
+        #: Butterworth on the measured inputs: actuator forces, then (base rows) the momentum rate
+        self.filter = ButterworthFilter(cfg.cutoff_hz, cfg.sample_rate_hz, n_rhs, cfg.filter_order)
+        self._filter_in = np.zeros(n_rhs)
         self._B = np.zeros((n_rhs, 2))  # [b_a; b_b] stacked: raw and filtered columns
-        self._B_a = self._B[:n_a]
-        self._B_b = self._B[n_a:] if self.base_rows else np.zeros((6, 2))
         self._P = np.zeros((6 * c, n_rhs))
         self._eye_a = np.eye(n_a)
         #: sole placements (rotation, translation) at the last model update
         self._sole_R, self._sole_p = np.zeros((c, 3, 3)), np.zeros((c, 3))
         self._F = np.zeros((6 * c, 2))  # wrenches from the factored map: raw, filtered
         self._res = np.zeros(2)  # residuals of the actuated and base rows
-        self._no_filter = np.zeros(0)
         self._empty = np.zeros(0)
         self._pm_checked = None  # the last projected model whose frames were checked
         self._pm_indexed = None  # the last projected model whose rows of the soles are in _sole_rows, _sole_users
@@ -262,7 +253,7 @@ class ContactWrenchEstimator:
         self._sole_fp = np.array([f.placement.translation for f in frames]).reshape(-1, 3)
         self._solver_ready = False
         self._model_ready = False
-        self.estimate = ContactWrenchEstimate(
+        self.estimate = est = ContactWrenchEstimate(
             sole_frames=list(self.sole_frames), actuator_force=np.zeros(n_a),
             wrench_sole_in_sole_raw=np.zeros((c, 6)), wrench_sole_in_sole=np.zeros((c, 6)),
             wrench_sole_in_world=np.zeros((c, 6)), cop_sole_in_sole=np.full((c, 3), np.nan),
@@ -275,56 +266,33 @@ class ContactWrenchEstimator:
         self.momentum_rate_in_base = np.zeros(6)  # last dh_b [N, N·m]
         self._h_world = np.zeros(6)  # spatial momentum about the world origin, world axes
         self._h_valid = False
-        # compile (or load) the kernel now, not in a tick (pinocchio's rotation layout is in the signature)
+        #: the arrays of :func:`_projected_sole_terms` (:data:`SoleTermBuffers`)
+        self._sole_terms = SoleTermBuffers.make(
+            rows=self._sole_rows, users=self._sole_users, idx_a=self._idx_a, idx_u=self._idx_u, sole_R=self._sole_R,
+            sole_p=self._sole_p, J_cm_T=self.J_cm_T, J_cb_T=self.J_cb_T, g_pa=self.g_pa, n_b=clm.n_b,
+            base_rows=self.base_rows)
+        # compile (or load) the kernels now, not in a tick: on zero inputs, which leave the zero or NaN
+        # buffers as they are (pinocchio's rotation layout is in the momentum kernel's signature)
         for R in (pin.SE3.Identity().rotation, np.eye(3)):  # pinocchio's and the closure kernel's
             _momentum_rate_kernel(np.zeros(3), np.zeros(3), np.zeros(3), R, np.zeros(3), np.zeros(6), False, 1.0,
                                   np.zeros(6))
         frame_placements(np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros(1, dtype=np.int64), np.zeros((1, 3, 3)),
                          np.zeros((1, 3)), np.zeros((1, 3, 3)), np.zeros((1, 3)))
-        arrays = dict(rows=self._sole_rows, users=self._sole_users, idx_a=self._idx_a, idx_u=self._idx_u,
-                      sole_R=self._sole_R, sole_p=self._sole_p, J_cm_T=self.J_cm_T, J_cb_T=self.J_cb_T, g_pa=self.g_pa)
-        #: the arrays of :func:`_projected_sole_terms` (:data:`SoleTermBuffers`)
-        self._sole_terms = SoleTermBuffers.make(**arrays, n_b=clm.n_b, base_rows=self.base_rows)
-        scratch = SoleTermBuffers.make(**{k: a.copy() for k, a in arrays.items()}, n_b=clm.n_b,
-                                       base_rows=self.base_rows)
-        _projected_sole_terms(scratch, np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros((1, 6, clm.n_b + n_a)),
-                              np.zeros(nv), np.zeros((n_u, n_a)), True)
+        _projected_sole_terms(self._sole_terms, np.zeros((1, 3, 3)), np.zeros((1, 3)),
+                              np.zeros((1, 6, clm.n_b + n_a)), np.zeros(nv), np.zeros((n_u, n_a)))
         if self.base_rows:
             _normal_equations_map(np.eye(n_a, 6 * c), np.eye(6, 6 * c), 1.0, self._P.copy())
-        est = self.estimate
         _wrench_rhs(self.g_pa, est.actuator_force, self.g_base, self.momentum_rate_in_base,
-                    self.filter.output if cfg.filter_enabled else self._no_filter, self.base_rows,
-                    cfg.filter_enabled, self._B.copy())
-        _wrench_from_map(self._P, self._B, 2, self.J_cm_T, self.J_cb_T, self.base_rows, self._F.copy(),
-                         self._res.copy())
-        _cop_zmp(est.wrench_sole_in_sole, self._sole_R, self._sole_p, 1.0, est.wrench_sole_in_world.copy(),
-                 est.cop_valid.copy(), est.cop_sole_in_sole.copy(), est.cop_in_world.copy(),
-                 est.total_force_in_world.copy(), est.zmp_in_world.copy())
+                    self.filter.output if cfg.filter_enabled else self._empty, self.base_rows,
+                    cfg.filter_enabled, self._B)
+        _wrench_from_map(self._P, self._B, 2, self.J_cm_T, self.J_cb_T, self.base_rows, self._F, self._res)
+        _cop_zmp(est.wrench_sole_in_sole, self._sole_R, self._sole_p, 1.0, est.wrench_sole_in_world, est.cop_valid,
+                 est.cop_sole_in_sole, est.cop_in_world, est.total_force_in_world, est.zmp_in_world)
 
     def reset_filter(self) -> None:
         """Forget the filter state (the next sample initialises it) and the momentum history."""
         self.filter.reset(None)
         self._h_valid = False
-
-    def _momentum_rate(self, q: np.ndarray, v: np.ndarray, kin: ClosureKinematics) -> None:
-        """``dh_b``: momentum rate in the base frame, by differencing the momentum over one tick
-        (base placement from ``kin``'s compiled closure pass at ``q`` when it has one)."""
-        m, data = self.model, self.data
-        pin.computeCentroidalMomentum(m, data, q, v)
-        if kin.kernel is not None:
-            R, p = kin.kernel.oR[1], kin.kernel.op[1]
-        else:
-            oMb = data.oMi[1]
-            R, p = oMb.rotation, oMb.translation
-        self._momentum_rate_from(data.hg.linear, data.hg.angular, data.com[0], R, p)
-
-    def _momentum_rate_from(self, linear: np.ndarray, angular: np.ndarray, com: np.ndarray, R: np.ndarray,
-                            p: np.ndarray) -> None:
-        """:meth:`_momentum_rate` from the centroidal momentum (world axes, about the CoM) and the
-        base placement ``R``, ``p``."""
-        _momentum_rate_kernel(linear, angular, com, R, p, self._h_world, self._h_valid,
-                              float(self.config.sample_rate_hz), self.momentum_rate_in_base)
-        self._h_valid = True
 
     # ------------------------------------------------------------------ core of eq. (46)
     def _model_terms(self, q: np.ndarray, v: np.ndarray | None, kinematics: ClosureKinematics | None) -> None:
@@ -334,7 +302,7 @@ class ContactWrenchEstimator:
         if kinematics is None:
             kin.update(q)
         self.data = data = kin.data
-        _, J_lu, J_la = kin.evaluate()
+        _, _, J_la = kin.evaluate()
         Jc = self._Jc
         if kin.kernel is not None:  # its joint placements are those of q after evaluate()
             frame_placements(kin.kernel.oR, kin.kernel.op, self._sole_joint, self._sole_fR, self._sole_fp,
@@ -345,73 +313,68 @@ class ContactWrenchEstimator:
                 self._sole_R[i], self._sole_p[i] = oMs.rotation, oMs.translation
         # compiled, from data.J (same numbers as pinocchio's LOCAL frame Jacobians, tested)
         local_frame_jacobians(data.J, self._sole_R, self._sole_p, self._sole_support, Jc)
-        velocity_terms = self.config.include_velocity_terms and v is not None
-        if velocity_terms:
-            pd = projected_dynamics(clm, q, v, self.sole_frames, 6, pin.LOCAL)
-            g_pa = pd.h[pd.actuated_rows]
-            g = pin.computeGeneralizedGravity(m, data, q) if self.base_rows else None
-        else:
-            g = pin.computeGeneralizedGravity(m, data, q)
-        blu = kin.factorised_block_lu() if clm.n_u and not velocity_terms else None
+        g = pin.computeGeneralizedGravity(m, data, q)
+        blu = kin.factorised_block_lu() if clm.n_u else None
         if blu is not None:
             # compiled: J_c,m^T = (J_c,a + J_c,u J_m)^T and g_a + J_m^T g_u by one transposed block
             # solve and products over the nonzeros of J_la (same numbers as below, tested)
             blu.project_through(Jc, g, self._idx_u, self._idx_a, J_la, self.J_cm_T, self.g_pa)
         else:
-            Jc_u, Jc_a = Jc[:, clm.idx_v_u], Jc[:, clm.idx_v_a]
-            g_u = None if velocity_terms else g[clm.idx_v_u]
-            if not velocity_terms:
-                g_pa = g[clm.idx_v_a]
-            if clm.n_u:
+            self.J_cm_T[:] = Jc[:, clm.idx_v_a].T
+            self.g_pa[:] = g[clm.idx_v_a]
+            if clm.n_u:  # J_m^T x = -J_la^T J_lu^{-T} x
                 rhs = self._rhs
-                rhs[:, 0] = 0.0 if g_u is None else g_u
-                rhs[:, 1:] = Jc_u.T
+                rhs[:, 0] = g[clm.idx_v_u]
+                rhs[:, 1:] = Jc[:, clm.idx_v_u].T
                 Y = kin.solve(rhs, transpose=True)
                 if Y is None:
                     raise EstimationError("J_lu is singular: the configuration is at a kinematic singularity")
-                JlaT = J_la.T
-                if g_u is not None:
-                    g_pa = g_pa - JlaT @ Y[:, 0]
-                J_cm_T = Jc_a.T - JlaT @ Y[:, 1:]
-            else:
-                J_cm_T = Jc_a.T
-            self.J_cm_T[:] = J_cm_T
-            self.g_pa[:] = g_pa
+                self.g_pa -= J_la.T @ Y[:, 0]
+                self.J_cm_T -= J_la.T @ Y[:, 1:]
+        if self.config.include_velocity_terms and v is not None:
+            pd = projected_dynamics(clm, q, v, self.sole_frames, 6, pin.LOCAL)
+            self.g_pa[:] = pd.h[pd.actuated_rows]
         if self.base_rows:
             self.J_cb_T[:] = Jc[:, :6].T
-            self.g_base[:] = g[:6]
-            if self.config.momentum_rate and v is not None:
-                self._momentum_rate(q, v, kin)
-            else:
-                self.momentum_rate_in_base[:] = 0.0
-                self._h_valid = False
-        self._solver_ready = self._factor()
+        self._base_terms(q, v, g, kin)
 
     def _model_terms_projected(self, q: np.ndarray, v: np.ndarray | None, pm: ProjectedModel) -> None:
         """:meth:`_model_terms` from a :class:`ProjectedModel` already updated at ``q``: its sole
         Jacobians ``J_c T`` (rotated to the sole frames), ``J_m``, centroidal momentum and, with
         velocity terms, ``h_p``; only the generalised gravity is computed here."""
-        m, n_b = self.model, self.clm.n_b
-        velocity_terms = self.config.include_velocity_terms and v is not None
         # one compiled pass (same numbers as the estimator's own update, tested)
         if self._pm_indexed is not pm:
             self._sole_users[:] = [pm.frame_index(s) for s in self.sole_frames]
             self._sole_rows[:] = 2 * pm.n_closures + self._sole_users
             self._pm_indexed = pm
-        g = pin.computeGeneralizedGravity(m, self.kin.data, q)
+        g = pin.computeGeneralizedGravity(self.model, self.kin.data, q)
         _projected_sole_terms(self._sole_terms, pm.frame_rotations, pm.frame_positions, pm.frame_jacobians_T, g,
-                              pm.J_m, not velocity_terms)
-        if velocity_terms:
-            self.g_pa[:] = pm.h_p[n_b:]
-        self._base_terms_projected(g, v, pm)
+                              pm.J_m)
+        if self.config.include_velocity_terms and v is not None:
+            self.g_pa[:] = pm.h_p[self.clm.n_b:]
+        self._base_terms(q, v, g, pm)
 
-    def _base_terms_projected(self, g: np.ndarray, v: np.ndarray | None, pm: ProjectedModel) -> None:
-        """Base rows of :meth:`_model_terms_projected` (gravity, momentum rate), and the factored map."""
+    def _base_terms(self, q: np.ndarray, v: np.ndarray | None, g: np.ndarray,
+                    source: ClosureKinematics | ProjectedModel) -> None:
+        """The base rows' gravity ``g_b`` and momentum rate ``dh_b``, and the factored map. The
+        momentum comes from the projected model ``source``, or is computed here at ``(q, v)`` with the
+        base placement from the closure kinematics ``source`` (its compiled closure pass when it has one)."""
         if self.base_rows:
             self.g_base[:] = g[:6]
             if self.config.momentum_rate and v is not None:
-                R, p = pm.base_placement()
-                self._momentum_rate_from(pm.h_G[:3], pm.h_G[3:], pm.com, R, p)
+                if isinstance(source, ClosureKinematics):
+                    data = self.data
+                    pin.computeCentroidalMomentum(self.model, data, q, v)
+                    linear, angular, com = data.hg.linear, data.hg.angular, data.com[0]
+                    if source.kernel is not None:
+                        R, p = source.kernel.oR[1], source.kernel.op[1]
+                    else:
+                        R, p = data.oMi[1].rotation, data.oMi[1].translation
+                else:
+                    linear, angular, com, (R, p) = source.h_G[:3], source.h_G[3:], source.com, source.base_placement()
+                _momentum_rate_kernel(linear, angular, com, R, p, self._h_world, self._h_valid,
+                                      float(self.config.sample_rate_hz), self.momentum_rate_in_base)
+                self._h_valid = True
             else:
                 self.momentum_rate_in_base[:] = 0.0
                 self._h_valid = False
@@ -421,51 +384,35 @@ class ContactWrenchEstimator:
         """The linear map from right-hand sides to wrenches, ``f = P [b_a; b_b]`` (model part).
 
         With base rows, ``P = N^{-1} [A^T, w^2 J_b^T]`` (normal equations, ``N = A^T A + w^2 J_b^T J_b``,
-        by Cholesky);
-        else ``P = A^{-1}`` for a square ``A = J_c,m^T``. False when this is singular (the
-        estimation step then falls back to least squares).
+        by Cholesky); else ``P = A^{-1}`` for a square ``A = J_c,m^T``. False when this is singular
+        (the estimation step then falls back to least squares).
         """
-        cfg, A = self.config, self.J_cm_T
-        P = self._P
         if self.base_rows:
             # N is symmetric positive definite unless the contact Jacobians lose rank: Cholesky
             # (compiled, 12 x 12); where it fails the estimation step solves with LU or least squares
-            return _normal_equations_map(A, self.J_cb_T, cfg.base_row_weight ** 2, P)
-        elif self._square:
-            X = lu_solve(A, self._eye_a)
-        else:
-            return False
+            return _normal_equations_map(self.J_cm_T, self.J_cb_T, self.config.base_row_weight ** 2, self._P)
+        X = lu_solve(self.J_cm_T, self._eye_a) if self._square else None
         if X is None or not np.isfinite(X).all():
             return False
-        P[:] = X
+        self._P[:] = X
         return True
 
     def _solve(self, B_a: np.ndarray, B_b: np.ndarray | None) -> np.ndarray:
         """Wrenches for the right-hand-side columns ``B_a`` (actuated rows) and ``B_b`` (base rows)
         when the factored map is not available (:meth:`_factor` failed: near a singular contact
-        Jacobian): weighted least squares with base rows, else eq. (46); one column per wanted
-        solution."""
+        Jacobian): weighted least squares with base rows, else eq. (46) in the least-squares sense;
+        one column per wanted solution."""
         cfg, est = self.config, self.estimate
         A = self.J_cm_T
-        if B_b is not None:
-            J_b, w2 = self.J_cb_T, cfg.base_row_weight ** 2
-            N = A.T @ A
-            N += w2 * (J_b.T @ J_b)
-            R = A.T @ B_a
-            R += w2 * (J_b.T @ B_b)
-            F = lu_solve(N, R)
-            if F is None or not np.isfinite(F).all():
-                A_s = np.vstack([A, cfg.base_row_weight * J_b])
-                F = np.linalg.lstsq(A_s, np.vstack([B_a, cfg.base_row_weight * B_b]), rcond=cfg.rcond)[0]
-            est.residual = float(np.linalg.norm(A @ F[:, 0] - B_a[:, 0]))
-            est.base_residual = float(np.linalg.norm(J_b @ F[:, 0] - B_b[:, 0]))
-            return F
         est.base_residual = 0.0
-        F = lu_solve(A, B_a) if self._square else None
-        if F is not None and np.isfinite(F).all():
-            est.residual = 0.0
-            return F
-        F = np.linalg.lstsq(A, B_a, rcond=cfg.rcond)[0]
+        if B_b is None:
+            F = np.linalg.lstsq(A, B_a, rcond=cfg.rcond)[0]
+        else:
+            J_b, w, w2 = self.J_cb_T, cfg.base_row_weight, cfg.base_row_weight ** 2
+            F = lu_solve(A.T @ A + w2 * (J_b.T @ J_b), A.T @ B_a + w2 * (J_b.T @ B_b))
+            if F is None or not np.isfinite(F).all():
+                F = np.linalg.lstsq(np.vstack([A, w * J_b]), np.vstack([B_a, w * B_b]), rcond=cfg.rcond)[0]
+            est.base_residual = float(np.linalg.norm(J_b @ F[:, 0] - B_b[:, 0]))
         est.residual = float(np.linalg.norm(A @ F[:, 0] - B_a[:, 0]))
         return F
 
@@ -563,7 +510,7 @@ class ContactWrenchEstimator:
         c = self.n_soles
         filt = self.config.filter_enabled
         cols = 2 if filt else 1
-        y = self._no_filter
+        y = self._empty
         if filt:  # the measured inputs, not the configuration-dependent model terms
             u = self._filter_in
             u[:n_a] = tau_bar
@@ -577,20 +524,15 @@ class ContactWrenchEstimator:
             _wrench_from_map(self._P, self._B, cols, self.J_cm_T, self.J_cb_T, self.base_rows, F, res)
             est.residual, est.base_residual = float(res[0]), float(res[1])
         else:
-            F = self._solve(self._B_a[:, :cols], self._B_b[:, :cols] if self.base_rows else None)
+            F = self._solve(self._B[:n_a, :cols], self._B[n_a:, :cols] if self.base_rows else None)
         est.wrench_sole_in_sole_raw[:] = F[:, 0].reshape(c, 6)
         est.wrench_sole_in_sole[:] = F[:, cols - 1].reshape(c, 6)
-        self._cop_and_zmp()
-        return est
-
-    def _cop_and_zmp(self) -> None:
-        """CoPs and ZMP from the filtered sole wrenches (formulas in the module docstring), at the
-        sole placements of the last model update (compiled: a handful of soles)."""
-        est = self.estimate
+        # CoPs and ZMP (module docstring) at the sole placements of the last model update
         est.zmp_valid = bool(_cop_zmp(est.wrench_sole_in_sole, self._sole_R, self._sole_p,
                                       self.config.min_normal_force_n, est.wrench_sole_in_world, est.cop_valid,
                                       est.cop_sole_in_sole, est.cop_in_world, est.total_force_in_world,
                                       est.zmp_in_world))
+        return est
 
 
 #: The estimator's arrays of :func:`_projected_sole_terms`, written in place (``rows``, ``users``:
@@ -600,11 +542,11 @@ SoleTermBuffers = buffers("SoleTermBuffers", ("rows", "users", "idx_a", "idx_u",
 
 
 @compiled
-def _projected_sole_terms(buf, R_all, p_all, Jf_T, g, J_m, with_gravity):
+def _projected_sole_terms(buf, R_all, p_all, Jf_T, g, J_m):
     """:meth:`ContactWrenchEstimator._model_terms_projected` (compiled): sole placements
     (``R_all[rows]``, ``p_all[rows]``), the sole-frame rows of ``J_c T`` (``Jf_T[users]``, world axes,
     turned by ``R^T``) into ``J_cm_T`` (actuated columns) and ``J_cb_T`` (base columns), and
-    ``g_pa = g_a + J_m^T g_u`` when ``with_gravity``."""
+    ``g_pa = g_a + J_m^T g_u``."""
     rows, users, idx_a, idx_u, n_b, base_rows = buf.rows, buf.users, buf.idx_a, buf.idx_u, buf.n_b, buf.base_rows
     sole_R, sole_p, J_cm_T, J_cb_T, g_pa = buf.sole_R, buf.sole_p, buf.J_cm_T, buf.J_cb_T, buf.g_pa
     n_nu = Jf_T.shape[2]
@@ -623,12 +565,11 @@ def _projected_sole_terms(buf, R_all, p_all, Jf_T, g, J_m, with_gravity):
                         J_cm_T[j - n_b, 6 * i + 3 * blk + r] = x
                     elif base_rows:
                         J_cb_T[j, 6 * i + 3 * blk + r] = x
-    if with_gravity:
-        for j in range(idx_a.shape[0]):
-            x = g[idx_a[j]]
-            for k in range(idx_u.shape[0]):
-                x += J_m[k, j] * g[idx_u[k]]
-            g_pa[j] = x
+    for j in range(idx_a.shape[0]):
+        x = g[idx_a[j]]
+        for k in range(idx_u.shape[0]):
+            x += J_m[k, j] * g[idx_u[k]]
+        g_pa[j] = x
 
 
 @compiled
