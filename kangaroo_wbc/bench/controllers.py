@@ -94,14 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--urdf-dir", default=None, help="folder of kangaroo.urdf (default: the package's)")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     args = parser.parse_args(argv)
-    from kangaroo_wbc.control.contacts import ContactSpec
+    from kangaroo_wbc.pipeline.closed_loop import contact_specs
     from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
 
     clm = load_kangaroo(floating_base=True, urdf_dir=args.urdf_dir)
-    corners = ("fl", "fr", "rl", "rr")
-    contacts = [ContactSpec.from_corner_frames(clm.model, side, f"{side}_sole",
-                                               [f"{side}_sole_corner_{c}" for c in corners])
-                for side in ("left", "right")]
+    contacts = contact_specs(clm)
     t0 = time.perf_counter()
     states = trajectory(clm, args.ticks)
     res = run(clm, contacts, states)

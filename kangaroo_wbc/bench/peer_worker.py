@@ -117,8 +117,9 @@ def _quiet(fn, *args, **kwargs):
     return out, buf.getvalue()
 
 
-def _run_slsqp(mods, clm, cms, thetas, q0, warmup):
-    fk = mods["forward_kinematics"]
+def _run_fk(solve, mods, clm, cms, thetas, q0, warmup, tolerance: str) -> dict:
+    """The toolbox's closed-loop FK ``solve`` (its SciPy or CasADi one) at every sample, warm-started
+    from its previous solution; the solver's distinct exit messages are kept (SLSQP prints them)."""
     act = mods["actuation_model"].ActuationModel(clm.model, clm.actuated_joint_names)
     data = clm.model.createData()
     cds = [cm.createData() for cm in cms]
@@ -126,8 +127,8 @@ def _run_slsqp(mods, clm, cms, thetas, q0, warmup):
     times, qs, notes = [], [], set()
     for k, theta in enumerate(thetas):
         t0 = time.perf_counter()
-        q, out = _quiet(fk.closedLoopForwardKinematicsScipy, clm.model, data, cms, cds, act,
-                        np.asarray(theta, dtype=float), q_prec.view(_WarmStart))
+        q, out = _quiet(solve, clm.model, data, cms, cds, act, np.asarray(theta, dtype=float),
+                        q_prec.view(_WarmStart))
         dt = time.perf_counter() - t0
         q_prec = np.asarray(q, dtype=float)
         if "Exit mode" in out:
@@ -135,7 +136,7 @@ def _run_slsqp(mods, clm, cms, thetas, q0, warmup):
         if k >= warmup:
             times.append(dt)
             qs.append(q_prec.tolist())
-    return {"times_s": times, "q": qs, "solver_messages": sorted(notes)[:5], "tolerance": "SLSQP acc=1e-6 (default)"}
+    return {"times_s": times, "q": qs, "solver_messages": sorted(notes)[:5], "tolerance": tolerance}
 
 
 def _run_proximal(mods, clm, thetas, q0, warmup):
@@ -173,25 +174,6 @@ def _run_proximal(mods, clm, thetas, q0, warmup):
             iters.append(out.count("constraint_value"))
     return {"times_s": t_mount, "freeze_times_s": t_freeze, "q": qs, "iterations_mean": float(np.mean(iters)),
             "tolerance": "proximal eps=1e-12 (default), primal and dual"}
-
-
-def _run_casadi(mods, clm, cms, thetas, q0, warmup):
-    fk = mods["forward_kinematics"]
-    act = mods["actuation_model"].ActuationModel(clm.model, clm.actuated_joint_names)
-    data = clm.model.createData()
-    cds = [cm.createData() for cm in cms]
-    q_prec = np.asarray(q0, dtype=float)
-    times, qs = [], []
-    for k, theta in enumerate(thetas):
-        t0 = time.perf_counter()
-        q, _ = _quiet(fk.closedLoopForwardKinematicsCasadi, clm.model, data, cms, cds, act,
-                      np.asarray(theta, dtype=float), q_prec)
-        dt = time.perf_counter() - t0
-        q_prec = np.asarray(q, dtype=float)
-        if k >= warmup:
-            times.append(dt)
-            qs.append(q_prec.tolist())
-    return {"times_s": times, "q": qs, "tolerance": "IPOPT tol=1e-8 (default)"}
 
 
 def _run_jacobian(mods, clm, cms, states, warmup):
@@ -250,14 +232,16 @@ def run(request: dict) -> dict:
         for method in request.get("methods", ["slsqp", "proximal", "casadi", "jacobian"]):
             try:
                 if method == "slsqp":
-                    res[method] = _run_slsqp(mods, clm, cms, thetas, q0, warmup)
+                    res[method] = _run_fk(mods["forward_kinematics"].closedLoopForwardKinematicsScipy, mods, clm,
+                                          cms, thetas, q0, warmup, "SLSQP acc=1e-6 (default)")
                 elif method == "proximal":
                     res[method] = _run_proximal(mods, clm, thetas, q0, warmup)
                 elif method == "casadi":
                     if not info["pinocchio_casadi"]:
                         raise Unavailable(f"pinocchio {pin.__version__} was built without casadi bindings "
                                           "(pinocchio.casadi); PyPI's pin wheels have none")
-                    res[method] = _run_casadi(mods, clm, cms, thetas, q0, warmup)
+                    res[method] = _run_fk(mods["forward_kinematics"].closedLoopForwardKinematicsCasadi, mods, clm,
+                                          cms, thetas, q0, warmup, "IPOPT tol=1e-8 (default)")
                 elif method == "jacobian":
                     res[method] = _run_jacobian(mods, clm, cms, spec["states"], warmup)
             except Unavailable as exc:

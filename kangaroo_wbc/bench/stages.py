@@ -24,22 +24,13 @@ BOOT_LIMIT_S = 10.0
 
 KEYS = ("estimator_step_ms", "wrench_step_ms", "wrench_node_update_ms", "wbc_step_ms_double", "wbc_step_ms_single",
         "pipeline_ms", "sim_rtf_all_nodes", "sim_rtf_all_nodes_lockstep")
-SOLES = {"left": "left_sole", "right": "right_sole"}
+SOLES = ("left_sole", "right_sole")
 
 
 def _why(exc: BaseException) -> str:
     last = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     where = f" ({last.filename.rsplit('/', 1)[-1]}:{last.lineno})" if last else ""
     return f"{type(exc).__name__}: {exc}{where}"
-
-
-def _contacts(clm: ClosedLoopModel) -> list:
-    """The soles with their four corner frames, as the closed loop and the controller node build them."""
-    from kangaroo_wbc.control.contacts import ContactSpec
-    from kangaroo_wbc.pipeline.closed_loop import CORNERS
-
-    return [ContactSpec.from_corner_frames(clm.model, name, frame, [f"{frame}_corner_{c}" for c in CORNERS])
-            for name, frame in SOLES.items()]
 
 
 def _wbc_tick(wbc, states: list[np.ndarray], vs: list[np.ndarray], refs: list, active: tuple[str, ...], k: int):
@@ -121,7 +112,7 @@ def run_stages(kangaroo: tuple[ModelSpec, ClosedLoopModel] | None, iterations: i
         from kangaroo_wbc.model import gravity_actuated
 
         est = PassiveStateEstimator(clm, q0=states[0])
-        cwe = ContactWrenchEstimator(clm, list(SOLES.values()))
+        cwe = ContactWrenchEstimator(clm, list(SOLES))
         g = gravity_actuated(clm, states[0])
         forces = [g * (1.0 + 0.05 * np.sin(2 * np.pi * k / rate_hz)) for k in ticks]
 
@@ -144,7 +135,7 @@ def run_stages(kangaroo: tuple[ModelSpec, ClosedLoopModel] | None, iterations: i
                               keep_outputs=False)
             out["wrench_step_ms"] = (t.as_dict(), "")
             out["detail"]["wrench_step_ms"] = "ContactWrenchEstimator.estimate_wrenches (eq. 46-47, filter, CoP, ZMP)"
-            cwe_alone = ContactWrenchEstimator(clm, list(SOLES.values()))
+            cwe_alone = ContactWrenchEstimator(clm, list(SOLES))
             t, _ = time_calls(lambda k: cwe_alone.update(states[k], actuator_force=forces[k], v=vs[k]), ticks,
                               warmup, keep_outputs=False)
             out["wrench_node_update_ms"] = (t.as_dict(), "")
@@ -174,6 +165,7 @@ def run_stages(kangaroo: tuple[ModelSpec, ClosedLoopModel] | None, iterations: i
     # --- whole-body controller, double and single support
     try:
         from kangaroo_wbc.control.wbc import WholeBodyController
+        from kangaroo_wbc.pipeline.closed_loop import contact_specs
 
         if len(recorded) >= len(ticks):
             w_q, w_v, w_refs = ([r[i] for r in recorded[:len(ticks)]] for i in range(3))
@@ -183,7 +175,7 @@ def run_stages(kangaroo: tuple[ModelSpec, ClosedLoopModel] | None, iterations: i
             w_q, w_v, w_refs = states, vs, [None] * len(states)
             out["detail"]["wbc_step_ms_double"] = "WholeBodyController.step on the actuator trajectory"
         objects["wbc_inputs"] = (w_q, w_v, w_refs)
-        wbc = WholeBodyController(clm, _contacts(clm))
+        wbc = WholeBodyController(clm, contact_specs(clm))
         for key, active in (("wbc_step_ms_double", ("left", "right")), ("wbc_step_ms_single", ("left",))):
             try:
                 wbc.step(w_q[0], w_v[0], active_contacts=active)  # the new contact set's first solve

@@ -48,6 +48,8 @@ import numpy as np
 import yaml
 
 from kangaroo_wbc.errors import KangarooWbcError
+from kangaroo_wbc.pipeline.metrics import unwrapped_yaw
+from kangaroo_wbc.pipeline.soak import process_rss_mb
 
 EXECUTABLES = ("sim", "state_estimator", "contact_wrench_estimator", "whole_body_controller")
 WATCHED = ("actuators/state", "joint_states", "contact/left_sole/wrench", "contact/right_sole/wrench",
@@ -236,17 +238,6 @@ def soak_graph(minutes: float, *, processes: str = "separate", sim_mode: str = "
             "latency_p99_drift": drift, "ok": ok}
 
 
-def rss_mb(pid: int) -> float | None:
-    """Resident memory [MB] of process ``pid`` (Linux ``/proc``), None if unknown."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    except (OSError, ValueError):
-        pass
-    return None
-
-
 #: CoM tracking is measured from this long after the first CoM target (the controller's default
 #: behaviour_delay_s: the behaviour starts then), as the one-process demo measures it from the start.
 COM_FROM_S = 1.0
@@ -291,8 +282,7 @@ def _base_motion(truth: dict) -> dict:
     if len(poses) < 2:
         return {}
     xy = np.array([(p.position.x, p.position.y) for p in poses])
-    o = np.array([(p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w) for p in poses])
-    yaw = np.unwrap(np.arctan2(2 * (o[:, 3] * o[:, 2] + o[:, 0] * o[:, 1]), 1 - 2 * (o[:, 1] ** 2 + o[:, 2] ** 2)))
+    yaw = unwrapped_yaw([(p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w) for p in poses])
     return {"distance_m": round(float(np.linalg.norm(xy[-1] - xy[0])), 4),
             "yaw_change_rad": round(float(yaw[-1] - yaw[0]), 4)}
 
@@ -433,7 +423,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
             lat = np.asarray(st["latency"][st.get("latency_mark", 0):])
             st["latency_mark"] = len(st["latency"])
             periods.append({"t_s": round(now - start, 1),
-                            "rss_mb": {n: rss_mb(p.pid) for n, p in procs.items()},
+                            "rss_mb": {n: process_rss_mb(p.pid) for n, p in procs.items()},
                             "latency_p99_ms": round(float(np.percentile(lat, 99)), 3) if lat.size else None,
                             "safe_mode_entries": st["safe_entries"]})
 

@@ -20,7 +20,6 @@ compute, and each command drives the step after (the one-tick delay of the real-
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 
@@ -41,7 +40,7 @@ from kangaroo_wbc.errors import InputError
 from kangaroo_wbc.estimation import paper_screws
 from kangaroo_wbc.estimation.actuator_force import ActuatorCompensation
 from kangaroo_wbc.model import ClosedLoopModel
-from kangaroo_wbc.robots.kangaroo.robot import SOLES, load_kangaroo, standing_actuator_positions
+from kangaroo_wbc.robots.kangaroo.robot import SOLES, load_kangaroo
 
 CORNERS = ("fl", "fr", "rl", "rr")
 #: CLI behaviour names → controller behaviours.
@@ -103,41 +102,6 @@ def contact_specs(clm: ClosedLoopModel) -> list[ContactSpec]:
             for side in ("left", "right")]
 
 
-class _StepWorker:
-    """The simulator's step in a thread of its own (MuJoCo releases the GIL while it steps)."""
-
-    def __init__(self, robot: SimulatedRobot) -> None:
-        self.robot, self.events = robot, []
-        self._go, self._done = threading.Lock(), threading.Lock()
-        self._go.acquire()
-        self._done.acquire()
-        self._error: BaseException | None = None
-        self._busy = False
-        threading.Thread(target=self._loop, name="mujoco-step", daemon=True).start()
-
-    def _loop(self) -> None:
-        while True:
-            self._go.acquire()
-            try:
-                self.events = self.robot.step()
-            except BaseException as exc:  # noqa: BLE001 - raised again in wait()
-                self._error = exc
-            self._done.release()
-
-    def start(self) -> None:
-        self._busy = True
-        self._go.release()
-
-    def wait(self) -> None:
-        if not self._busy:
-            return
-        self._done.acquire()
-        self._busy = False
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
-
-
 class ClosedLoopRun:
     """The components of the node graph chained in one process (see the module docstring)."""
 
@@ -189,7 +153,6 @@ class ClosedLoopRun:
         self._plan_count = 0
         #: the width of the behaviour's plan trace (Walk.TRACE, Jump.TRACE; 0: none)
         self._trace_width = len(getattr(BEHAVIOURS[behaviour], "TRACE", ()))
-        self._worker: _StepWorker | None = None
         self._pending: ActuatorCommand | None = None  # pipelined: the command of the next step
         self._ready_sent = False
         m = clm.model
@@ -214,13 +177,10 @@ class ClosedLoopRun:
         """Prepare a run (callers driving :meth:`tick` themselves call it first, :meth:`finish` last)."""
         if self.wall_start_epoch_s is None:
             self.wall_start_epoch_s = time.time()
-        if self.config.pipelined and self._worker is None:
-            self._worker = _StepWorker(self.robot)
 
     def finish(self) -> None:
-        """Wait for a simulator step under way (pipelined); its error, if any, is raised here."""
-        if self._worker is not None:
-            self._worker.wait()
+        """Wait for a simulator step under way (pipelined)."""
+        self.robot.finish_step()
 
     def tick(self) -> dict:
         """One control period: samples → state → wrenches → command → simulator step."""
@@ -239,7 +199,7 @@ class ClosedLoopRun:
             if self._pending is not None:
                 robot.submit(self._pending, ts)
             self._push(t)
-            self._worker.start()
+            robot.start_step()
         # ---- state estimator (the sample mapped by name, as the node's message conversion does)
         t0 = time.perf_counter()
         sample = ActuatorSample(self._act(act.position), self._act(act.velocity), self._act(act.effort), act.stamp_s)
@@ -408,12 +368,6 @@ class ClosedLoopRun:
                      imu_angular_velocity=no_imu if imu is None else np.array(imu.angular_velocity),
                      imu_linear_acceleration=no_imu if imu is None else np.array(imu.linear_acceleration),
                      wrench_est_in_sole=out.wrench_sole_in_sole.copy(), wrench_true_in_sole=np.array(truth_in_sole))
-
-
-def standing_theta(clm: ClosedLoopModel) -> np.ndarray:
-    """Standing actuator positions in the model's actuator order."""
-    pose = standing_actuator_positions()
-    return np.array([pose[n] for n in clm.actuated_joint_names])
 
 
 def _hull_margin(points: np.ndarray, p: np.ndarray) -> float:

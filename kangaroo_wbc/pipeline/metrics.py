@@ -14,6 +14,12 @@ def _rmse(x: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.sum(x**2, axis=-1)))) if x.size else float("nan")
 
 
+def unwrapped_yaw(quat_xyzw: np.ndarray) -> np.ndarray:
+    """Heading [rad] of each orientation (rows ``x y z w``), unwrapped over the rows."""
+    x, y, z, w = np.asarray(quat_xyzw, dtype=float).T
+    return np.unwrap(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y**2 + z**2)))
+
+
 def summarize(run) -> dict:
     """Metrics of a :class:`~kangaroo_wbc.pipeline.closed_loop.ClosedLoopRun` after :meth:`run`.
 
@@ -100,9 +106,7 @@ def walking(run) -> dict:
     if not moving.any():
         return {"distance_m": 0.0, "yaw_change_rad": 0.0, "steps": 0}
     i0 = int(np.argmax(moving))
-    quat = q[:, 3:7]  # x y z w
-    yaw = np.unwrap(np.arctan2(2 * (quat[:, 3] * quat[:, 2] + quat[:, 0] * quat[:, 1]),
-                               1 - 2 * (quat[:, 1] ** 2 + quat[:, 2] ** 2)))
+    yaw = unwrapped_yaw(q[:, 3:7])
     base = q[:, :2]
     gait = behaviour.gait
     dt = float(np.median(np.diff(t))) if t.size > 1 else run.dt

@@ -23,6 +23,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from kangaroo_wbc.pipeline.metrics import unwrapped_yaw
+
 #: colour of each sole's curves, in ``run.soles`` order (left, right)
 SOLE_COLOURS = ("tab:blue", "tab:red")
 #: estimates: solid and wide (the sole's colour); the simulator's truth: thin, dashed, black, drawn on top
@@ -73,7 +75,7 @@ def walk_figure(run, summary: dict) -> Figure:
     moving = np.isfinite(f["phase"]) & (f["phase"] > 0)
     q = log.array("q_true").reshape(t.size, -1)
     fig = Figure(figsize=(12, 6.5), layout="constrained")
-    top, (vx_ax, wz_ax) = fig.subfigures(1, 2, width_ratios=(1.3, 1.0)), (None, None)
+    top = fig.subfigures(1, 2, width_ratios=(1.3, 1.0))
     ax = top[0].subplots()
     size = {c.name: np.ptp(c.corners, axis=0) for c in run.wbc.contacts}
     for k, (_, step, _) in enumerate(walk.touchdowns):
@@ -100,9 +102,7 @@ def walk_figure(run, summary: dict) -> Figure:
     vx_ax, wz_ax = top[1].subplots(2, 1, sharex=True)
     n = max(int(round(2 * walk.gait.step_s / max(run.dt, 1e-9))), 1)
     if t.size > n:
-        quat = q[:, 3:7]
-        yaw = np.unwrap(np.arctan2(2 * (quat[:, 3] * quat[:, 2] + quat[:, 0] * quat[:, 1]),
-                                   1 - 2 * (quat[:, 1] ** 2 + quat[:, 2] ** 2)))
+        yaw = unwrapped_yaw(q[:, 3:7])
         d = (q[n:, :2] - q[:-n, :2]) / (n * run.dt)
         heading = 0.5 * (yaw[n:] + yaw[:-n])
         vx = np.cos(heading) * d[:, 0] + np.sin(heading) * d[:, 1]
@@ -141,7 +141,7 @@ def jump_figure(run, summary: dict) -> Figure:
     axes[0].plot(t, base[:, 2], color="tab:orange", lw=1.0, label="base height (estimated)")
     for k, name in enumerate(Jump.PHASES):
         on = phase == k
-        if on.any() and name not in ("done",):
+        if on.any() and name != "done":
             axes[0].axvspan(t[on][0], t[on][-1], alpha=0.08 + 0.04 * (k % 2), color="tab:gray", lw=0)
             axes[0].text(t[on][0], 1.0, name, transform=axes[0].get_xaxis_transform(), fontsize=7, va="top")
     axes[0].set_ylabel("base height [m]")

@@ -6,9 +6,9 @@ simulated time, one :meth:`~ClosedLoopRun.tick` per control period, and reports:
 * ``rss_growth_mb``: resident set size at the end minus after a warm-up (the first
   ``WARMUP_FRACTION`` of the run, at most ``WARMUP_MAX_S`` simulated seconds: lazily built caches
   and the allocator's pools settle there); ``rss_mb_after_boot`` and ``rss_mb_after_warmup`` are
-  reported too (psutil if installed, else ``/proc/self/status`` VmRSS, else ``resource.getrusage``
-  peak RSS). The run keeps no per-tick log (the demo's report log is disabled): only the
-  per-tick latencies in one preallocated array, so that growth means a leak;
+  reported too (``/proc/self/status`` VmRSS, else ``resource.getrusage`` peak RSS). The run keeps
+  no per-tick log (the demo's report log is disabled): only the per-tick latencies in one
+  preallocated array, so that growth means a leak;
 * ``latency_ms_p99_first_minute`` / ``latency_ms_p99_last_minute``: 99th percentile of the per-tick
   wall time of estimator + controller, over the first and the last simulated minute (runs shorter
   than 2 minutes use the first and the last third instead; ``window`` says which);
@@ -26,26 +26,26 @@ import math
 import os
 import resource
 import time
+from pathlib import Path
 
 import numpy as np
 
 
-def rss_mb() -> float:
-    """Current resident set size [MB]."""
+def process_rss_mb(pid: int) -> float | None:
+    """Resident memory [MB] of process ``pid`` (Linux ``/proc``), None if unknown."""
     try:
-        import psutil  # type: ignore[import-not-found]
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError):
+        pass
+    return None
 
-        return psutil.Process(os.getpid()).memory_info().rss / 2**20
-    except ImportError:
-        pass
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # peak, kB on Linux
+
+def rss_mb() -> float:
+    """Current resident set size [MB] (without ``/proc``: the peak one of ``getrusage``)."""
+    rss = process_rss_mb(os.getpid())
+    return rss if rss is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # kB on Linux
 
 
 #: Share of the run (and cap [s] of simulated time) before the memory baseline is taken.
