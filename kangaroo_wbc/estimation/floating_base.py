@@ -56,11 +56,9 @@ import numpy as np
 import pinocchio as pin
 
 from kangaroo_wbc.errors import EstimationError, FrameNotFound, InputError, ModelError, suggest
-from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel
+from kangaroo_wbc.model.closed_loop_model import ClosedLoopModel, support_mask
 from kangaroo_wbc.model.compiled import all_finite, buffers, compiled
 from kangaroo_wbc.model.so3 import quaternion_xyzw_into
-
-LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
 
 class ContactDetector:
@@ -183,8 +181,7 @@ class FloatingBaseEstimator:
         self.q_base[6] = 1.0
         self.v_base = np.zeros(6)
         # joint columns (base excluded) that move each sole: the support of its parent joint
-        cols = [[m.joints[j].idx_v + k for j in m.supports[m.frames[f].parentJoint] if j > 1
-                 for k in range(m.joints[j].nv)] for f in self.sole_ids]
+        cols = [np.flatnonzero(row[6:]) + 6 for row in support_mask(m, self.sole_ids)]
         self._sole_cols = np.zeros((c, max([len(x) for x in cols], default=0)), dtype=np.int64)
         self._n_cols = np.array([len(x) for x in cols], dtype=np.int64)
         for i, x in enumerate(cols):
@@ -230,19 +227,6 @@ class FloatingBaseEstimator:
                 self._p_soles[i] = data.oMf[fid].translation
         return data
 
-    def _sole_kinematics(self, v: np.ndarray, data: pin.Data) -> np.ndarray:
-        """``r_i`` (stored) and ``u_i`` in base axes, from ``data`` at the current joints."""
-        m = self.model
-        oMb = data.oMi[1]
-        Rb, pb = oMb.rotation, oMb.translation
-        u = np.zeros((len(self.sole_ids), 3))
-        vj = v[6:]
-        for i, fid in enumerate(self.sole_ids):
-            self.sole_in_base[i] = Rb.T @ (data.oMf[fid].translation - pb)
-            J = pin.getFrameJacobian(m, data, fid, LWA)
-            u[i] = Rb.T @ (J[:3, 6:] @ vj)
-        return u
-
     # ------------------------------------------------------------------ public
     def reset(self, q: np.ndarray, orientation_imu_xyzw: np.ndarray | None = None,
               contact: np.ndarray | None = None, data: pin.Data | None = None) -> None:
@@ -254,7 +238,8 @@ class FloatingBaseEstimator:
         """
         data = self._kinematics(q, data)
         self.R_world_base = np.eye(3) if orientation_imu_xyzw is None else self._orientation(orientation_imu_xyzw)
-        self._sole_kinematics(np.zeros(self.model.nv), data)
+        oMb = data.oMi[1]
+        self.sole_in_base[:] = (self._p_soles - oMb.translation) @ oMb.rotation  # r_i = R_b^T (p_i - p_b)
         if contact is not None:
             self.contact[:] = np.asarray(contact, dtype=bool)
         soles_w = self.sole_in_base @ self.R_world_base.T  # R r_i, (c, 3)
@@ -267,7 +252,7 @@ class FloatingBaseEstimator:
         s = self.config.initial_position_std
         self.P[:] = np.diag([s * s, self.config.leg_velocity_std ** 2])
         self.initialized = True
-        self._write_outputs()
+        _write_base_state(self.x, self.R_world_base, self.angular_velocity_base_in_base, self.q_base, self.v_base)
 
     def update(self, q: np.ndarray, v: np.ndarray, orientation_imu_xyzw: np.ndarray,
                angular_velocity_imu_in_imu: np.ndarray, linear_acceleration_imu_in_imu: np.ndarray | None,
@@ -326,9 +311,6 @@ class FloatingBaseEstimator:
             raise EstimationError(f"invalid IMU orientation quaternion {quat}")
         self.R_world_base = R
         self.angular_velocity_base_in_base = omega_b
-
-    def _write_outputs(self) -> None:
-        _write_base_state(self.x, self.R_world_base, self.angular_velocity_base_in_base, self.q_base, self.v_base)
 
     @property
     def position_in_world(self) -> np.ndarray:
