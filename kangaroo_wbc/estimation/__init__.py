@@ -4,6 +4,7 @@
 * :mod:`.passive_state` — 1 kHz passive-state estimator, eq. (35)-(40);
 * :mod:`.floating_base` — base pose and twist from the IMU and contact-aided leg kinematics;
 * :mod:`.contact_wrench` — quasi-static sole wrenches, CoPs and ZMP, eq. (43)-(47);
+* :mod:`.actuator_force` — actuator forces from motor torques beyond eq. (47);
 * :mod:`.filters` — per-sample Butterworth low-pass;
 * :mod:`.encoder_sanity` — jump and freeze checks of the actuator encoder stream;
 * :mod:`.stamp_order` — out-of-order stamps and restarted clocks of an input stream.
@@ -12,35 +13,6 @@ The closure terms of a tick (``e_l``, ``J_l``, the LU of ``J_lu``) come from
 :class:`kangaroo_wbc.model.closure_kinematics.ClosureKinematics`.
 """
 
-from kangaroo_wbc.estimation.calibration import (
-    CalibrationConfig,
-    CalibrationResult,
-    EncoderCalibrator,
-)
-from kangaroo_wbc.estimation.contact_wrench import (
-    ContactWrenchConfig,
-    ContactWrenchEstimate,
-    ContactWrenchEstimator,
-    paper_screws,
-)
-from kangaroo_wbc.estimation.encoder_sanity import (
-    EncoderSanityChecker,
-    EncoderSanityConfig,
-    EncoderVerdict,
-)
-from kangaroo_wbc.estimation.filters import ButterworthFilter
-from kangaroo_wbc.estimation.floating_base import (
-    ContactDetector,
-    FloatingBaseConfig,
-    FloatingBaseEstimator,
-)
-from kangaroo_wbc.estimation.passive_state import PassiveStateConfig, PassiveStateEstimator
-from kangaroo_wbc.estimation.stamp_order import StampOrder, StampVerdict
+from kangaroo_wbc.estimation.contact_wrench import paper_screws
 
-__all__ = [
-    "ButterworthFilter", "CalibrationConfig", "CalibrationResult", "ContactDetector",
-    "ContactWrenchConfig", "ContactWrenchEstimate", "ContactWrenchEstimator", "EncoderCalibrator",
-    "EncoderSanityChecker", "EncoderSanityConfig", "EncoderVerdict", "FloatingBaseConfig",
-    "FloatingBaseEstimator", "PassiveStateConfig", "PassiveStateEstimator", "StampOrder",
-    "StampVerdict", "paper_screws",
-]
+__all__ = ["paper_screws"]

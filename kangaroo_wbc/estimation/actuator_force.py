@@ -104,7 +104,6 @@ class ActuatorForceEstimator:
         self.acceleration = np.zeros(n)  # last actuator acceleration [m/s²]
         self.force = np.zeros(n)  # last output [N]
         self._v_prev: np.ndarray | None = None
-        self.bias_updates = 0  # ticks the bias learnt on
         self._gain = actuators.mean_efficiency * actuators.torque_to_force  # dF/dtau [N/(N·m)]
 
     def reset(self) -> None:
@@ -142,14 +141,10 @@ class ActuatorForceEstimator:
         """One step of the bias estimate from the actuated rows' residual ``r`` [N] of the wrench
         estimate (module docstring); True if the robot was still on its soles and it learnt."""
         c = self.compensation
-        if not c.torque_bias:
-            return False
-        if not _bias_step(np.asarray(residual_n, dtype=float), np.asarray(velocity_m_s, dtype=float),
-                          np.asarray(sole_normal_force_n, dtype=float), c.still_velocity_m_s, c.min_sole_force_n,
-                          c.bias_time_constant_s * c.sample_rate_hz, c.max_bias_nm, self._gain, self.bias_nm):
-            return False
-        self.bias_updates += 1
-        return True
+        return c.torque_bias and _bias_step(
+            np.asarray(residual_n, dtype=float), np.asarray(velocity_m_s, dtype=float),
+            np.asarray(sole_normal_force_n, dtype=float), c.still_velocity_m_s, c.min_sole_force_n,
+            c.bias_time_constant_s * c.sample_rate_hz, c.max_bias_nm, self._gain, self.bias_nm)
 
 
 __all__ = ["ActuatorCompensation", "ActuatorForceEstimator"]

@@ -32,7 +32,7 @@ readings into calibrated positions.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
@@ -104,24 +104,10 @@ class CalibrationResult:
     encoder_residual: np.ndarray
     closure_error: float
     samples: int
-    relative_actuators: list[str] = field(default_factory=list)
 
     def correct(self, readings: np.ndarray) -> np.ndarray:
         """Calibrated actuator positions ``reading - offset`` [m or rad]."""
         return np.asarray(readings, dtype=float) - self.offsets
-
-    def as_dict(self) -> dict:
-        """Plain-data summary (for logs, the latched calibration message and ``--json``)."""
-        return {
-            "actuator_names": list(self.actuator_names),
-            "offsets": [float(x) for x in self.offsets],
-            "relative_actuators": list(self.relative_actuators),
-            "iterations": int(self.iterations),
-            "residual_history": [float(x) for x in self.residual_history],
-            "closure_error": float(self.closure_error),
-            "encoder_residual_max": float(np.max(np.abs(self.encoder_residual), initial=0.0)),
-            "samples": int(self.samples),
-        }
 
 
 def _drift(x: np.ndarray) -> float:
@@ -326,8 +312,7 @@ class EncoderCalibrator:
         return CalibrationResult(
             actuator_names=list(clm.actuated_joint_names), offsets=offsets, q=q, residual_history=history,
             iterations=it, encoder_residual=self.encoder_positions(q) - theta_m,
-            closure_error=float(np.max(np.abs(e_l), initial=0.0)), samples=int(theta_bar.shape[0]),
-            relative_actuators=[clm.actuated_joint_names[i] for i in self.relative])
+            closure_error=float(np.max(np.abs(e_l), initial=0.0)), samples=int(theta_bar.shape[0]))
 
 
 __all__ = ["CalibrationConfig", "CalibrationResult", "EncoderCalibrator"]

@@ -87,22 +87,14 @@ class EncoderSanityConfig:
 
     def __post_init__(self) -> None:
         if not self.jump_speed_factor >= 1.0:
-            raise InputError(
-                f"EncoderSanityConfig.jump_speed_factor must be >= 1, got {self.jump_speed_factor}"
-            )
+            raise InputError(f"EncoderSanityConfig.jump_speed_factor must be >= 1, got {self.jump_speed_factor}")
         if not (self.position_tolerance >= 0.0 and self.freeze_min_travel >= 0.0):
-            raise InputError(
-                "EncoderSanityConfig: position_tolerance and freeze_min_travel must be >= 0"
-            )
+            raise InputError("EncoderSanityConfig: position_tolerance and freeze_min_travel must be >= 0")
         if self.max_rejected_samples < 1 or self.freeze_samples < 2:
-            raise InputError(
-                "EncoderSanityConfig: max_rejected_samples must be >= 1 and freeze_samples >= 2, got "
-                f"{self.max_rejected_samples}, {self.freeze_samples}"
-            )
+            raise InputError("EncoderSanityConfig: max_rejected_samples must be >= 1 and freeze_samples >= 2, got "
+                             f"{self.max_rejected_samples}, {self.freeze_samples}")
         if not self.nominal_dt_s > 0.0:
-            raise InputError(
-                f"EncoderSanityConfig.nominal_dt_s must be > 0 [s], got {self.nominal_dt_s}"
-            )
+            raise InputError(f"EncoderSanityConfig.nominal_dt_s must be > 0 [s], got {self.nominal_dt_s}")
 
 
 @dataclass(frozen=True)
@@ -191,13 +183,8 @@ class EncoderSanityChecker:
         InputError: sizes that do not match ``names``.
     """
 
-    def __init__(
-        self,
-        names: Sequence[str],
-        max_velocity: Sequence[float] | np.ndarray,
-        config: EncoderSanityConfig | None = None,
-        linear: Sequence[bool] | None = None,
-    ) -> None:
+    def __init__(self, names: Sequence[str], max_velocity: Sequence[float] | np.ndarray,
+                 config: EncoderSanityConfig | None = None, linear: Sequence[bool] | None = None) -> None:
         self.names = tuple(names)
         self.config = cfg = config or EncoderSanityConfig()
         n = len(self.names)
@@ -262,9 +249,7 @@ class EncoderSanityChecker:
         pos = np.asarray(position, dtype=float)
         vel = np.asarray(velocity, dtype=float)
         if pos.shape != (n,) or vel.shape != (n,):
-            raise InputError(
-                f"EncoderSanityChecker: shapes {pos.shape}, {vel.shape}; expected ({n},)"
-            )
+            raise InputError(f"EncoderSanityChecker: shapes {pos.shape}, {vel.shape}; expected ({n},)")
         if not all_finite(pos, vel):
             raise InputError("EncoderSanityChecker: non-finite sample")
         frozen = self._frozen(pos, vel, stamp_s)
@@ -296,43 +281,25 @@ class EncoderSanityChecker:
         i = int(np.flatnonzero(frozen)[0])
         travel = abs(float(self._travel[:, i].sum()))
         return EncoderVerdict(
-            False,
-            True,
+            False, True,
             f"encoder frozen: {list(names)} bit-identical for {self._run[i]} samples while the reported "
             f"velocity implies {self._scaled(i, travel)} of travel over the last {self.config.freeze_samples}",
-            frozen=names,
-        )
+            frozen=names)
 
-    def _jump_verdict(
-        self,
-        jumped: np.ndarray,
-        i: int,
-        pos: np.ndarray,
-        vel: np.ndarray,
-        stamp_s: float,
-        dt: float,
-        unexplained: np.ndarray,
-    ) -> EncoderVerdict:
+    def _jump_verdict(self, jumped: np.ndarray, i: int, pos: np.ndarray, vel: np.ndarray, stamp_s: float, dt: float,
+                      unexplained: np.ndarray) -> EncoderVerdict:
         self.rejected_in_a_row += 1
         names = tuple(self.names[k] for k in np.flatnonzero(jumped))
         moved = float(pos[i] - self._ref[i])
-        detail = (
-            f"{self.names[i]} moved {self._scaled(i, moved)} in {dt * 1e3:.1f} ms, "
-            f"{self._scaled(i, unexplained[i])} more than its reported velocity explains (implied "
-            f"speed {unexplained[i] / dt:.3g}/s > bound {self.speed_bound[i]:.3g}/s)"
-        )
+        detail = (f"{self.names[i]} moved {self._scaled(i, moved)} in {dt * 1e3:.1f} ms, "
+                  f"{self._scaled(i, unexplained[i])} more than its reported velocity explains (implied "
+                  f"speed {unexplained[i] / dt:.3g}/s > bound {self.speed_bound[i]:.3g}/s)")
         if self.rejected_in_a_row >= self.config.max_rejected_samples:
             count = self.rejected_in_a_row
             self._accept(pos, vel, stamp_s)  # re-anchor on the new reading
-            return EncoderVerdict(
-                False,
-                True,
-                f"persistent encoder jump on {list(names)} ({count} samples in a row): {detail}",
-                jumped=names,
-            )
-        return EncoderVerdict(
-            False, False, f"encoder jump on {list(names)}: {detail}; sample rejected", jumped=names
-        )
+            return EncoderVerdict(False, True, f"persistent encoder jump on {list(names)} ({count} samples in a row): "
+                                  f"{detail}", jumped=names)
+        return EncoderVerdict(False, False, f"encoder jump on {list(names)}: {detail}; sample rejected", jumped=names)
 
     def _accept(self, pos: np.ndarray, vel: np.ndarray, stamp_s: float) -> None:
         """Make the sample the reference (its time never goes back)."""
