@@ -75,10 +75,6 @@ class Progress:
             tty = False
         return cls("bar" if tty else "lines")
 
-    @property
-    def enabled(self) -> bool:
-        return self.mode != "off"
-
     def _tqdm(self, iterable, total, desc: str, unit: str, numbers: str):
         from tqdm import tqdm
 

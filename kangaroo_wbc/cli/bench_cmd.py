@@ -61,9 +61,7 @@ def _run(args: argparse.Namespace) -> int:
     from kangaroo_wbc.bench.runner import BenchConfig, run
 
     iterations = QUICK_ITERATIONS if args.quick and args.iterations is None else (args.iterations or 2000)
-    peer_iterations = args.peer_iterations
-    if peer_iterations is None:
-        peer_iterations = QUICK_PEER_ITERATIONS if args.quick else 60
+    peer_iterations = args.peer_iterations or (QUICK_PEER_ITERATIONS if args.quick else 60)
     cfg = BenchConfig(iterations=iterations, warmup=max(5, min(200, iterations // 10)),
                       peer_iterations=peer_iterations, peer_warmup=1 if args.quick else 5,
                       peer_pythons=list(args.peer_python or []), peers=not args.no_peers,

@@ -68,9 +68,8 @@ class ContactWrenchEstimation(Component):
         self.clm, self.settings = clm, settings or ContactWrenchSettings()
         s = self.settings
         self.estimator = ContactWrenchEstimator(clm, list(s.sole_frames), transmission, estimator_config)
-        self.forces: ActuatorForceEstimator | None = None
-        if compensation is not None:
-            self.forces = ActuatorForceEstimator(self.estimator.transmission, compensation)
+        self.forces = (None if compensation is None
+                       else ActuatorForceEstimator(self.estimator.transmission, compensation))
         self._idx_v_a = np.asarray(clm.idx_v_a)
         self._order = {t: StampOrder(s.clock_restart_samples) for t in (STATE, ODOMETRY, TORQUE)}
         self._q, self._v = clm.q_ref.copy(), np.zeros(clm.model.nv)

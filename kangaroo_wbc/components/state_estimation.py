@@ -339,18 +339,17 @@ class StateEstimation(Component):
         cfg, s, cal = self.config, self.stats, self.calibration
         if cal is None:
             progress = f"{len(self._window)}/{cfg.calibration_samples} samples"
-            values = {"failures": s["calibration_failures"], "last_error": self.last_error}
             if self._calibration_error:
-                status = Status("calibration", self._calibration_level(),
-                                f"calibration failed, retrying ({progress}): {self._calibration_error}", values)
+                level = self._calibration_level()
+                text = f"calibration failed, retrying ({progress}): {self._calibration_error}"
             elif self._encoder_fault:
-                status = Status("calibration", Level.ERROR, f"recalibrating after an encoder fault ({progress})",
-                                values)
+                level, text = Level.ERROR, f"recalibrating after an encoder fault ({progress})"
             elif self._restart:
-                status = Status("calibration", Level.ERROR, f"recalibrating after a restart ({progress}): "
-                                f"{self._restart}", values)
+                level, text = Level.ERROR, f"recalibrating after a restart ({progress}): {self._restart}"
             else:
-                status = Status("calibration", Level.WARN, f"calibrating ({progress})", values)
+                level, text = Level.WARN, f"calibrating ({progress})"
+            status = Status("calibration", level, text,
+                            {"failures": s["calibration_failures"], "last_error": self.last_error})
         else:
             status = Status("calibration", Level.OK, "calibrated",
                             {"iterations": cal.iterations, "residual": cal.residual_history[-1],

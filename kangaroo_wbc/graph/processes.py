@@ -177,11 +177,8 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         raise GraphStartError("the composed deployment needs kangaroo_wbc.nodes.composed_node, not installed")
     lockstep = sim_mode == "lockstep"
     wall_timeout_s = 60.0 * duration_s + 30.0 if wall_timeout_s is None else wall_timeout_s
-    if log_dir is None:
-        log_dir = Path(tempfile.mkdtemp(prefix=f"kangaroo_wbc_demo_{processes}_"))
-    else:
-        log_dir = Path(log_dir)
-        log_dir.mkdir(parents=True, exist_ok=True)
+    log_dir = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix=f"kangaroo_wbc_demo_{processes}_"))
+    log_dir.mkdir(parents=True, exist_ok=True)
     params_file = log_dir / "params.yaml"
     params = _params(behaviour, lockstep, drop_ratio, seed, controller_params)
     params_file.write_text(yaml.safe_dump(params, sort_keys=False))
@@ -298,8 +295,9 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
              log_dir, monitor_period_s=None, stop=None, late=()) -> dict:
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
-    from geometry_msgs.msg import WrenchStamped
+    from geometry_msgs.msg import PointStamped, WrenchStamped
     from nav_msgs.msg import Odometry
+    from rclpy.experimental import EventsExecutor
     from rclpy.signals import SignalHandlerOptions
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Bool, Float64MultiArray
@@ -375,14 +373,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     # no rclpy signal handlers: SIGINT / SIGTERM belong to the caller (``stop``, or KeyboardInterrupt)
     rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node("kangaroo_wbc_demo_observer", context=context)
-    try:
-        from rclpy.experimental import EventsExecutor
-
-        executor = EventsExecutor(context=context)
-    except ImportError:  # older rclpy
-        from rclpy.executors import SingleThreadedExecutor
-
-        executor = SingleThreadedExecutor(context=context)
+    executor = EventsExecutor(context=context)
     executor.add_node(node)
     for topic in WATCHED:  # a queue of 10: a late observer (a loaded machine) counts what arrived, not what it kept
         node.create_subscription(types[topic], topic, counter(topic), qos.SENSOR_BEST_EFFORT, raw=True)
@@ -390,8 +381,6 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     node.create_subscription(Bool, "wbc/ready", on_ready, qos.LATCHED)
     node.create_subscription(Odometry, "sim/ground_truth/base_odometry", on_odom, qos.SENSOR_STATE)
     node.create_subscription(JointState, "sim/ground_truth/joint_states", on_truth_joints, qos.SENSOR_STATE)
-    from geometry_msgs.msg import PointStamped
-
     node.create_subscription(PointStamped, "wbc/com_target", on_com_target, qos.VISUALIZATION)
     node.create_subscription(Float64MultiArray, "sim/command_latency", on_latency, qos.VISUALIZATION)
     try:

@@ -164,12 +164,9 @@ def jumping(run) -> dict:
     airborne = ~np.any(log.array("contact_true").reshape(t_all.size, -1)[rows] > 0.5, axis=1)
     airborne[:push] = False
     dt = float(np.median(np.diff(t))) if t.size > 1 else run.dt
-    longest, run_len, liftoff = 0, 0, None
-    for i, a in enumerate(airborne):
-        run_len = run_len + 1 if a else 0
-        if a and liftoff is None:
-            liftoff = i
-        longest = max(longest, run_len)
+    liftoff = int(np.argmax(airborne)) if airborne.any() else None
+    edges = np.flatnonzero(np.diff(np.r_[0, airborne.astype(int), 0]))  # starts and ends of the flights
+    longest = int(np.max(edges[1::2] - edges[::2])) if edges.size else 0
     clm = run.clm
     theta = q[:, clm.idx_q_a]
     ankles = [i for i, n in enumerate(clm.actuated_joint_names) if "ankle" in n]
