@@ -86,9 +86,10 @@ class PassiveStateEstimator:
         clm: the closed-loop model.
         config: gains and limits.
         q0: initial configuration (default: the model's closed reference ``clm.q_ref``).
+        model_data: keep :attr:`data` updated (False: see :attr:`data`).
 
-    The arrays returned by :attr:`q`, :attr:`v` and :attr:`closure_error` are internal buffers,
-    overwritten at the next tick; copy them to keep them.
+    :attr:`q`, :attr:`q_at_sample`, :attr:`v` and :attr:`closure_error` are internal buffers,
+    overwritten at the next tick (written in place, never rebound); copy them to keep them.
     """
 
     def __init__(self, clm: ClosedLoopModel, config: PassiveStateConfig | None = None,
@@ -96,85 +97,61 @@ class PassiveStateEstimator:
         self.clm = clm
         self.config = config or PassiveStateConfig()
         self.model = clm.model
-        self.kin = ClosureKinematics(clm)
+        self.kin = kin = ClosureKinematics(clm)
         #: pinocchio data (own, not ``clm.data``) holding the full-model update at :attr:`q` after
         #: every :meth:`update`: frame placements and joint Jacobians, reusable by other estimators.
         #: With ``model_data=False`` it is not updated when the compiled closure kernel is available
         #: (a caller that takes the full model from elsewhere, e.g. the controller's projected model).
-        self.data = self.kin.data
+        self.data = kin.data
         self.model_data = model_data
         nv, n_u = self.model.nv, clm.n_u
-        self.idx_q_a, self.idx_v_a, self.idx_v_u = clm.idx_q_a, clm.idx_v_a, clm.idx_v_u
-        self.idx_v_base = clm.idx_v_base
-        self._q = np.zeros(self.model.nq)
-        self._q_sample = np.zeros(self.model.nq)
-        self._v = np.zeros(nv)
-        self._e = np.zeros(clm.n_c)
+        #: estimated configuration ``theta_{k+1}`` (pinocchio order, base included if floating)
+        self.q = np.zeros(self.model.nq)
+        #: configuration at the time of the last measurement, ``theta_{k+1} (-) dt v_{k+1}``: :attr:`q`
+        #: is a one-step prediction (eq. (39) integrates the measurement at ``t_k`` to ``t_k + dt``);
+        #: this steps it back along the output velocity of eq. (35)-(36), so that the actuated entries
+        #: equal the measurement (with ``beta dt = 1``) and the passive ones follow to ``O(dt^2)``.
+        #: Publish this with the measurement's stamp.
+        self.q_at_sample = np.zeros(self.model.nq)
+        #: estimated velocity, eq. (35)-(36) (base twist as set by :meth:`set_base_state`)
+        self.v = np.zeros(nv)
+        #: closure error ``e_l(theta_k)`` evaluated at the last tick [m, rad]
+        self.closure_error = np.zeros(clm.n_c)
         self._rhs = np.zeros((2, clm.n_c))
         self._step = np.zeros(nv)  # dt theta_dot*_{k+1}, eq. (39)-(40)
         self._step_back = np.zeros(nv)  # -dt v, base excluded: from theta_{k+1} back to the sample
         self._no_closures = np.zeros((0, 2))
         self.closure_error_norm = 0.0  # inf-norm of e_l(theta_k) [m or rad]
-        self.steps = 0
         self.reprojections = 0
         self.reset(clm.q_ref if q0 is None else q0)
-        kin, blu = self.kin, self.kin.block_lu
-        fused = bool(kin.kernel is not None and blu is not None and clm.n_c)
+        blu = kin.block_lu
+        #: the one-call tick (:func:`_passive_tick`: the compiled closure kernel and a block LU of
+        #: ``J_lu``), else the step-by-step path with the closure terms of :class:`ClosureKinematics`
+        self._fused = bool(kin.kernel is not None and blu is not None and clm.n_c)
         ints = np.zeros((0, 0), dtype=np.int64)
         no_lu = dict(rows=ints, cols=ints, sizes=np.zeros(0, dtype=np.int64), LU=np.zeros((0, 0, 0)), piv=ints)
-        arrays = dict(q=self._q, v=self._v, e=self._e, idx_q_a=self.idx_q_a, idx_v_a=self.idx_v_a,
-                      idx_v_u=self.idx_v_u, idx_v_base=self.idx_v_base, theta_dot_a_k=np.zeros(clm.n_a),
+        arrays = dict(q=self.q, v=self.v, e=self.closure_error, idx_q_a=clm.idx_q_a, idx_v_a=clm.idx_v_a,
+                      idx_v_u=clm.idx_v_u, idx_v_base=clm.idx_v_base, theta_dot_a_k=np.zeros(clm.n_a),
                       rhs=self._rhs, B=np.zeros((n_u, 2)), X=np.zeros((n_u, 2)), step=self._step,
-                      step_back=self._step_back, **({k: getattr(blu, k) for k in no_lu} if fused else no_lu))
-        #: the arrays of the compiled steps (:data:`PassiveStateBuffers`); the same object when the
-        #: one-call tick (:func:`_passive_tick`: the compiled closure kernel and a block LU of
-        #: ``J_lu``) is used, else None: the step-by-step path
+                      step_back=self._step_back, **({k: getattr(blu, k) for k in no_lu} if self._fused else no_lu))
+        #: the arrays of the compiled steps (:data:`PassiveStateBuffers`)
         self._buffers = PassiveStateBuffers.make(**arrays)
-        self._fused = self._buffers if fused else None
         # compile (or load) the kernels now, not in a tick: one call each on scratch copies
         scratch = PassiveStateBuffers.make(**{k: a.copy() for k, a in arrays.items()})
-        e, _, J_la = self.kin.evaluate()
+        e, _, J_la = kin.evaluate()
         z = np.zeros(clm.n_a)
         _correction_rhs(scratch, z, z, 1.0, 1.0, e, J_la)
         _velocities(scratch, np.zeros((n_u, 2)), z, 1e-3)
-        if fused:  # on the model's reference configuration (the closure terms there, as evaluate() wrote)
+        if self._fused:  # on the model's reference configuration (the closure terms there, as evaluate() wrote)
             _passive_tick(scratch, kin.kernel.tree, kin.kernel.loops, True, True, z, z, 1.0, 1.0, 1e-3)
-
-    # ------------------------------------------------------------------ state
-    @property
-    def q(self) -> np.ndarray:
-        """Estimated configuration ``theta_{k+1}`` (pinocchio order, base included if floating)."""
-        return self._q
-
-    @property
-    def q_at_sample(self) -> np.ndarray:
-        """Configuration at the time of the last measurement: ``theta_{k+1} (-) dt v_{k+1}``.
-
-        :attr:`q` is a one-step prediction (eq. (39) integrates the measurement at ``t_k`` to
-        ``t_k + dt``); this steps it back along the output velocity of eq. (35)-(36), so that the
-        actuated entries equal the measurement (with ``beta dt = 1``) and the passive ones follow to
-        ``O(dt^2)``. Publish this with the measurement's stamp.
-        """
-        return self._q_sample
-
-    @property
-    def v(self) -> np.ndarray:
-        """Estimated velocity, eq. (35)-(36) (base twist as set by :meth:`set_base_state`)."""
-        return self._v
-
-    @property
-    def closure_error(self) -> np.ndarray:
-        """Closure error ``e_l(theta_k)`` evaluated at the last tick [m, rad]."""
-        return self._e
 
     def reset(self, q0: np.ndarray, v0: np.ndarray | None = None) -> None:
         """Restart from ``q0`` (e.g. the calibrated configuration) with velocity ``v0`` (default 0)."""
         q0 = self.clm.check_configuration(q0)
-        self._q[:] = q0
-        self._q_sample[:] = q0
-        self._v[:] = 0.0 if v0 is None else np.asarray(v0, dtype=float)
-        self.kin.update(self._q)
-        self.steps = 0
+        self.q[:] = q0
+        self.q_at_sample[:] = q0
+        self.v[:] = 0.0 if v0 is None else np.asarray(v0, dtype=float)
+        self.kin.update(self.q)
 
     def set_base_state(self, q_base: np.ndarray, v_base: np.ndarray | None = None) -> None:
         """Write the floating-base pose ``[p (3) [m], quat x,y,z,w (4)]`` and twist
@@ -184,9 +161,9 @@ class PassiveStateEstimator:
         """
         if not self.clm.floating_base:
             raise InputError("set_base_state: the model has a fixed base")
-        self._q[:7] = q_base
+        self.q[:7] = q_base
         if v_base is not None:
-            self._v[self.idx_v_base] = v_base
+            self.v[self.clm.idx_v_base] = v_base
 
     # ------------------------------------------------------------------ tick
     def update(self, theta_a: np.ndarray, theta_dot_a: np.ndarray, dt_s: float | None = None) -> None:
@@ -201,7 +178,7 @@ class PassiveStateEstimator:
             EstimationError: non-finite or wrongly sized input, bad ``dt_s``, or ``J_lu``
                 singular; the state is left unchanged.
         """
-        cfg = self.config
+        cfg, kin = self.config, self.kin
         n_a = self.clm.n_a
         theta_a = np.ascontiguousarray(theta_a, dtype=float)  # one compiled signature
         theta_dot_a = np.ascontiguousarray(theta_dot_a, dtype=float)
@@ -215,48 +192,32 @@ class PassiveStateEstimator:
             raise EstimationError(f"dt_s = {dt} s outside (0, {cfg.max_dt_s}]")
         alpha = min(cfg.alpha, 1.0 / dt)
         beta = min(cfg.beta, 1.0 / dt)
-        buf, q, step = self._buffers, self._q, self._step
-        if self._fused is not None:  # eq. (35)-(40) but the integration in one compiled call
-            kin = self.kin
+        buf, q = self._buffers, self.q
+        if self._fused:  # eq. (35)-(40) but the integration in one compiled call
             # what another user (the wrench model terms) evaluated or factorised at theta_k is reused
             ok, self.closure_error_norm = _passive_tick(buf, kin.kernel.tree, kin.kernel.loops, not kin.evaluated,
                                                         not kin.factorised, theta_a, theta_dot_a, alpha, beta, dt)
             kin.mark_evaluated(bool(ok))  # e_l, J_l at theta_k; the factors of J_lu too if it is regular
-            if not ok:
-                raise EstimationError("J_lu is singular: the estimate is at a kinematic singularity")
         else:  # the same steps with the closure terms and the LU of ClosureKinematics
-            e, _, J_la = self.kin.evaluate()  # e_l, J_lu, J_la at theta_k, eq. (2), (5)
+            e, _, J_la = kin.evaluate()  # e_l, J_lu, J_la at theta_k, eq. (2), (5)
             self.closure_error_norm = _correction_rhs(buf, theta_a, theta_dot_a, alpha, beta, e, J_la)
-            sol = self._no_closures
-            if e.size:
-                sol = self.kin.solve(self._rhs.T)  # J_lu^{-1} [right-hand sides of eq. (38), (35)]
-                if sol is None:
-                    raise EstimationError("J_lu is singular: the estimate is at a kinematic singularity")
-            if not _velocities(buf, np.ascontiguousarray(sol), theta_dot_a, dt):
-                raise EstimationError("J_lu is singular: the estimate is at a kinematic singularity")
-        q[:] = pin.integrate(self.model, q, step)  # eq. (39)-(40)
+            # J_lu^{-1} [right-hand sides of eq. (38), (35)]
+            sol = kin.solve(self._rhs.T) if e.size else self._no_closures
+            ok = sol is not None and _velocities(buf, np.ascontiguousarray(sol), theta_dot_a, dt)
+        if not ok:
+            raise EstimationError("J_lu is singular: the estimate is at a kinematic singularity")
+        q[:] = pin.integrate(self.model, q, self._step)  # eq. (39)-(40)
         if self.closure_error_norm > cfg.reproject_above:
             self._reproject()
-        self._q_sample[:] = pin.integrate(self.model, q, self._step_back)
-        self.kin.update(q, self.model_data)  # full-model update at theta_{k+1}
-        self.steps += 1
+        self.q_at_sample[:] = pin.integrate(self.model, q, self._step_back)
+        kin.update(q, self.model_data)  # full-model update at theta_{k+1}
 
     def _reproject(self) -> None:
         """Closure FK from the current estimate (recovery from a large disturbance)."""
-        q_fk, info = self.clm.closure_fk(self._q[self.idx_q_a], self._q, raise_on_failure=False, max_iter=50)
+        q_fk, info = self.clm.closure_fk(self.q[self.clm.idx_q_a], self.q, raise_on_failure=False, max_iter=50)
         if info.converged:
-            self._q[:] = q_fk
+            self.q[:] = q_fk
             self.reprojections += 1
-
-    # ------------------------------------------------------------------ optional outputs
-    def acceleration(self, a_a: np.ndarray, a_base: np.ndarray | None = None) -> np.ndarray:
-        """Full acceleration with passive entries from eq. (10) at the current ``(q, v)``.
-
-        ``theta_ddot_u = J_m theta_ddot_a - J_lu^{-1} Jdot_l v`` [rad/s²]; ``a_a`` [m/s² or rad/s²]
-        comes from the caller (e.g. a filtered derivative of the actuator velocity). Not part of
-        the 1 kHz budget (it calls the core's bias computation).
-        """
-        return self.clm.complete_acceleration(self._q, self._v, a_a, a_base)
 
 
 #: The arrays of :func:`_passive_tick` (the estimator's, written in place): the state ``q``, ``v``,

@@ -212,8 +212,8 @@ def test_one_call_tick_equals_the_step_by_step_path(name, floating, shared, mech
     ticks: the tick then reuses them, as the step-by-step path does."""
     clm = model(name, mechanism_dir, floating)
     fused, steps = PassiveStateEstimator(clm), PassiveStateEstimator(clm)
-    assert fused._fused is not None
-    steps._fused = None
+    assert fused._fused
+    steps._fused = False
     theta, theta_dot = _trajectory(clm, fused.q, 0.05 if name == DIGIT else 0.01)
     for k in range(60):
         noise = 1e-4 * np.sin(np.arange(clm.n_a) + k)  # measurements off the estimate: the correction acts
