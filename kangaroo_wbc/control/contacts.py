@@ -171,6 +171,12 @@ class DecisionLayout:
         except KeyError:
             raise InputError(f"unknown contact {name!r}; contacts are {list(self.contact_names)}") from None
 
+    def describe(self) -> str:
+        """The decision vector with its block sizes, e.g. for the controller node's start-up line."""
+        parts = [f"v_dot_base[{self.n_b}]", f"theta_ddot_a[{self.n_a}]"]
+        parts += [f"f_{c.name}[{3 * c.n_points}]" for c in self.contacts]
+        return "x = [" + ", ".join(parts) + f"] (n = {self.n})"
+
 
 @dataclass
 class ContactTerms:
