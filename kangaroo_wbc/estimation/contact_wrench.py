@@ -242,8 +242,7 @@ class ContactWrenchEstimator:
         self._F = np.zeros((6 * c, 2))  # wrenches from the factored map: raw, filtered
         self._res = np.zeros(2)  # residuals of the actuated and base rows
         self._empty = np.zeros(0)
-        self._pm_checked = None  # the last projected model whose frames were checked
-        self._pm_indexed = None  # the last projected model whose rows of the soles are in _sole_rows, _sole_users
+        self._pm = None  # the last projected model: its frames checked, the soles' rows in _sole_rows, _sole_users
         self._sole_rows = np.zeros(c, dtype=np.int64)  # the soles' rows of its placements
         self._sole_users = np.zeros(c, dtype=np.int64)  # the soles' rows of its frame Jacobians
         # sole placements from the closure kernel's joint placements (parent joint, fixed placement)
@@ -342,12 +341,8 @@ class ContactWrenchEstimator:
         """:meth:`_model_terms` from a :class:`ProjectedModel` already updated at ``q``: its sole
         Jacobians ``J_c T`` (rotated to the sole frames), ``J_m``, centroidal momentum and, with
         velocity terms, ``h_p``; only the generalised gravity is computed here."""
-        # one compiled pass (same numbers as the estimator's own update, tested)
-        if self._pm_indexed is not pm:
-            self._sole_users[:] = [pm.frame_index(s) for s in self.sole_frames]
-            self._sole_rows[:] = 2 * pm.n_closures + self._sole_users
-            self._pm_indexed = pm
         g = pin.computeGeneralizedGravity(self.model, self.kin.data, q)
+        # one compiled pass (same numbers as the estimator's own update, tested)
         _projected_sole_terms(self._sole_terms, pm.frame_rotations, pm.frame_positions, pm.frame_jacobians_T, g,
                               pm.J_m)
         if self.config.include_velocity_terms and v is not None:
@@ -421,7 +416,7 @@ class ContactWrenchEstimator:
                actuator_force: np.ndarray | None = None, v: np.ndarray | None = None,
                kinematics: ClosureKinematics | None = None,
                projected: ProjectedModel | None = None) -> ContactWrenchEstimate:
-        """One estimation tick: :meth:`update_model` then :meth:`estimate`.
+        """One estimation tick: :meth:`update_model` then :meth:`estimate_wrenches`.
 
         Args:
             q: estimated configuration (base orientation included for a floating base).
@@ -470,12 +465,14 @@ class ContactWrenchEstimator:
                 raise InputError("update_model: give kinematics or projected, not both")
             if projected.model is not self.model:
                 raise InputError("update_model: the projected model belongs to another model")
-            if self._pm_checked is not projected:  # its frames are fixed at construction: check once
+            if self._pm is not projected:  # its frames are fixed at construction: check and index once
                 missing = [s for s in self.sole_frames if s not in projected.frame_names]
                 if missing:
                     raise InputError(f"update_model: sole frames {missing} not registered in the projected model "
                                      f"(it has {projected.frame_names})")
-                self._pm_checked = projected
+                self._sole_users[:] = [projected.frame_index(s) for s in self.sole_frames]
+                self._sole_rows[:] = 2 * projected.n_closures + self._sole_users
+                self._pm = projected
             if not projected.is_current(q):
                 raise InputError("update_model: the projected model was not updated at this configuration")
         self._model_ready = False
