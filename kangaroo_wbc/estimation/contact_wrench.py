@@ -93,9 +93,8 @@ from kangaroo_wbc.model.dynamics import projected_dynamics
 if TYPE_CHECKING:
     from kangaroo_wbc.model.projected_model import ProjectedModel
 
-#: Paper values (Section VI-B): ball-screw efficiency, leads of the leg-length and hip/ankle actuators.
+#: Paper values (Section VI-B): ball-screw efficiency, lead of the hip/ankle actuators.
 PAPER_SCREW_EFFICIENCY = 0.95
-PAPER_LEAD_LEG_LENGTH_M = 0.1
 PAPER_LEAD_HIP_ANKLE_M = 0.05
 
 
@@ -282,8 +281,8 @@ class ContactWrenchEstimator:
         if self.base_rows:
             _normal_equations_map(np.eye(n_a, 6 * c), np.eye(6, 6 * c), 1.0, self._P.copy())
         _wrench_rhs(self.g_pa, est.actuator_force, self.g_base, self.momentum_rate_in_base,
-                    self.filter.output if cfg.filter_enabled else self._empty, self.base_rows,
-                    cfg.filter_enabled, self._B)
+                    self._filter_in if cfg.filter_enabled else self._empty, self.base_rows, cfg.filter_enabled,
+                    self._B)
         _wrench_from_map(self._P, self._B, 2, self.J_cm_T, self.J_cb_T, self.base_rows, self._F, self._res)
         _cop_zmp(est.wrench_sole_in_sole, self._sole_R, self._sole_p, 1.0, est.wrench_sole_in_world, est.cop_valid,
                  est.cop_sole_in_sole, est.cop_in_world, est.total_force_in_world, est.zmp_in_world)
@@ -732,4 +731,4 @@ def _cop_zmp(W, R, p, f_min, W_world, cop_valid, cop_sole, cop_world, total, zmp
 
 
 __all__ = ["ContactWrenchConfig", "ContactWrenchEstimate", "ContactWrenchEstimator", "paper_screws",
-           "PAPER_LEAD_HIP_ANKLE_M", "PAPER_LEAD_LEG_LENGTH_M", "PAPER_SCREW_EFFICIENCY"]
+           "PAPER_LEAD_HIP_ANKLE_M", "PAPER_SCREW_EFFICIENCY"]

@@ -61,7 +61,6 @@ class ButterworthFilter:
                              f"({sample_rate_hz} / 2)")
         if order < 1 or n_channels < 1:
             raise InputError(f"ButterworthFilter: order ({order}) and n_channels ({n_channels}) must be >= 1")
-        self.cutoff_hz, self.sample_rate_hz, self.order = float(cutoff_hz), float(sample_rate_hz), int(order)
         self.n_channels = int(n_channels)
         self.sos = scipy.signal.butter(order, cutoff_hz, btype="low", fs=sample_rate_hz, output="sos")
         self._zi_unit = scipy.signal.sosfilt_zi(self.sos)  # (n_sections, 2) for a unit step
@@ -95,11 +94,6 @@ class ButterworthFilter:
             self.reset(x)
             return self._y
         sos_step(self._coef, self._z, x, self._y)
-        return self._y
-
-    @property
-    def output(self) -> np.ndarray:
-        """The last filtered sample."""
         return self._y
 
 

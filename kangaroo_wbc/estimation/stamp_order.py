@@ -30,11 +30,6 @@ class StampVerdict(enum.Enum):
     OUT_OF_ORDER = "out-of-order"
     RESTARTED = "restarted"
 
-    @property
-    def accepted(self) -> bool:
-        """True unless the sample must be skipped."""
-        return self is not StampVerdict.OUT_OF_ORDER
-
 
 class StampOrder:
     """Out-of-order detection on one stream (module docstring).
@@ -55,11 +50,6 @@ class StampOrder:
         self.out_of_order_in_a_row = 0
         #: by how much [s] the last out-of-order stamp was older than the newest accepted one
         self.last_lag_s = 0.0
-
-    def reset(self) -> None:
-        """Forget the newest stamp: the next sample is accepted as new."""
-        self.newest_s = None
-        self.out_of_order_in_a_row = 0
 
     def update(self, stamp_s: float) -> StampVerdict:
         """Classify ``stamp_s`` [s] and update the newest accepted stamp."""
