@@ -225,8 +225,6 @@ class ContactWrenchEstimator:
         # compile (or load) now, not in a tick; data.J is column-major
         local_frame_jacobians(np.zeros((6, nv), order="F"), np.zeros((c, 3, 3)), np.zeros((c, 3)),
                               self._sole_support, np.zeros((6 * c, nv)))
-        self._idx_u = np.ascontiguousarray(clm.idx_v_u, dtype=np.int64)
-        self._idx_a = np.ascontiguousarray(clm.idx_v_a, dtype=np.int64)
         self._square = n_a == 6 * c
         self.base_rows = bool(clm.floating_base and cfg.base_row_weight > 0)
         n_rhs = n_a + (6 if self.base_rows else 0)
@@ -266,7 +264,7 @@ class ContactWrenchEstimator:
         self._h_valid = False
         #: the arrays of :func:`_projected_sole_terms` (:data:`SoleTermBuffers`)
         self._sole_terms = SoleTermBuffers.make(
-            rows=self._sole_rows, users=self._sole_users, idx_a=self._idx_a, idx_u=self._idx_u, sole_R=self._sole_R,
+            rows=self._sole_rows, users=self._sole_users, idx_a=clm.idx_v_a, idx_u=clm.idx_v_u, sole_R=self._sole_R,
             sole_p=self._sole_p, J_cm_T=self.J_cm_T, J_cb_T=self.J_cb_T, g_pa=self.g_pa, n_b=clm.n_b,
             base_rows=self.base_rows)
         # compile (or load) the kernels now, not in a tick: on zero inputs, which leave the zero or NaN
@@ -316,7 +314,7 @@ class ContactWrenchEstimator:
         if blu is not None:
             # compiled: J_c,m^T = (J_c,a + J_c,u J_m)^T and g_a + J_m^T g_u by one transposed block
             # solve and products over the nonzeros of J_la (same numbers as below, tested)
-            blu.project_through(Jc, g, self._idx_u, self._idx_a, J_la, self.J_cm_T, self.g_pa)
+            blu.project_through(Jc, g, clm.idx_v_u, clm.idx_v_a, J_la, self.J_cm_T, self.g_pa)
         else:
             self.J_cm_T[:] = Jc[:, clm.idx_v_a].T
             self.g_pa[:] = g[clm.idx_v_a]

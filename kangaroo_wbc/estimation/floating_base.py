@@ -162,7 +162,6 @@ class FloatingBaseEstimator:
         if imu.parentJoint != 1:
             raise ModelError(f"IMU frame {imu_frame!r} must be attached to the base link (the floating-base "
                              f"joint), it moves with joint {m.names[imu.parentJoint]!r}")
-        self.imu_frame = imu_frame
         self.R_base_imu = imu.placement.rotation.copy()
         c = len(self.sole_ids)
         self.contact = np.ones(c, dtype=bool)
@@ -198,7 +197,7 @@ class FloatingBaseEstimator:
         self._buffers = FloatingBaseBuffers.make(**arrays)
         # compile (or load) the kernel now, not in a tick: one call on scratch copies of the state,
         # with pinocchio's own arrays (their memory layout is part of the compiled signature)
-        d = m.createData()
+        d = self.own_data
         pin.computeJointJacobians(m, d, pin.neutral(m))
         scratch = FloatingBaseBuffers.make(**{k: a.copy() for k, a in arrays.items()})
         _base_tick(scratch, np.array([0.0, 0.0, 0.0, 1.0]), np.zeros(3), self._no_acc, d.J, d.oMi[1].rotation,
