@@ -208,8 +208,10 @@ def _ownership(d: Description) -> None:
             entry["actuated" if j.role == "actuated" else "passive"].append(j.name)
 
 
-def _limits(prm: KangarooParams, key: str) -> tuple[float, float]:
-    return prm.deg_range(f"passive_limits_deg.{key}")
+#: Cut joint of a loop by its constrained directions in ``F_a``: planar loops are cut at a revolute
+#: joint normal to their plane, the others at a universal joint (rod end).
+_CUTS = {("x", "y"): ("revolute", ((0, 0, 1),)), ("x", "z"): ("revolute", ((0, 1, 0),)),
+         ("x", "y", "z", "rz"): ("universal", ((1, 0, 0), (0, 1, 0)))}
 
 
 def _build_leg(b: TreeBuilder, prm: KangarooParams, side: str) -> None:
@@ -221,22 +223,34 @@ def _build_leg(b: TreeBuilder, prm: KangarooParams, side: str) -> None:
     K = C - np.array([0.0, 0.0, prm.num("leg.femur_length_m", True)])
     A = K - np.array([0.0, 0.0, prm.num("leg.tibia_length_m", True)])
     m = prm.mass
-    closures = b.desc.closures
 
-    def out_joint(key: str) -> dict:
-        return {"role": "output", "limits": prm.deg_range(f"output_limits_deg.{key}"), "velocity": vel}
+    def output(link: str, parent: str, key: str, p: np.ndarray, axis: tuple[int, int, int], segment: str) -> str:
+        """Output joint ``key`` moving link ``<side>_<link>``; returns the link name."""
+        b.add(n + link, parent, output_joint(side, key), "revolute", p, axis=axis, segment=n + segment,
+              submechanism=n + sub, role="output", limits=prm.deg_range(f"output_limits_deg.{key}"), velocity=vel)
+        return n + link
 
-    def act_joint(key: str) -> dict:
+    def actuated(link: str, parent: str, key: str, p: np.ndarray, R: np.ndarray,
+                 axis: tuple[int, int, int] = (0, 0, 1), segment: str = "") -> None:
+        """Prismatic joint of actuator ``key`` moving ``link`` (stroke, force and speed limits)."""
         a = prm.actuator(key)
-        return {"role": "actuated", "limits": tuple(a["stroke_m"]), "effort": a["max_force_n"],
-                "velocity": a["max_velocity_m_s"]}
+        b.add(link, parent, actuator_joint(side, key), "prismatic", p, R, axis=axis, segment=segment,
+              submechanism=n + sub, role="actuated", limits=tuple(a["stroke_m"]), effort=a["max_force_n"],
+              velocity=a["max_velocity_m_s"])
 
-    def pas(key: str) -> dict:
-        return {"role": "passive", "limits": _limits(prm, key), "velocity": vel}
+    def passive(link: str, parent: str, joint: str, key: str, p: np.ndarray, R: np.ndarray | None = None,
+                axis: tuple[int, int, int] = (0, 1, 0), segment: str = "") -> None:
+        """Passive revolute ``joint`` moving ``link``, its limits from ``passive_limits_deg.<key>``."""
+        b.add(link, parent, joint, "revolute", p, R, axis=axis, segment=segment, submechanism=n + sub,
+              role="passive", limits=prm.deg_range(f"passive_limits_deg.{key}"), velocity=vel)
 
-    def loop(name: str, sub: str, a: str, u: str, dirs: tuple[str, ...], cut_kind: str,
-             cut_axes: tuple[tuple[float, float, float], ...]) -> None:
-        closures.append(Closure(n + name, n + sub, a, u, dirs, cut_kind, cut_axes))
+    def loop(name: str, a_link: str, u_link: str, p: np.ndarray, dirs: tuple[str, ...],
+             R: np.ndarray | None = None, R_u: np.ndarray | None = None) -> None:
+        """Cut frames ``<side>_<name>_cut_a`` / ``_cut_u`` at ``p`` and the loop ``<side>_<name>_loop``."""
+        cut = f"{n}{name}_cut"
+        b.add_frame(cut + "_a", a_link, p, R)
+        b.add_frame(cut + "_u", u_link, p, R if R_u is None else R_u)
+        b.desc.closures.append(Closure(f"{n}{name}_loop", n + sub, cut + "_a", cut + "_u", dirs, *_CUTS[dirs]))
 
     # ------------------------------------------------------------ hip yaw (RRPR, horizontal plane)
     sub = "hip_yaw"
@@ -244,32 +258,23 @@ def _build_leg(b: TreeBuilder, prm: KangarooParams, side: str) -> None:
     l_y = prm.num("hip_yaw.actuator_length_m", True)
     L = Y + r_y * EX
     P = L - l_y * EY
-    yaw = n + "hip_yaw_link"
-    b.add(yaw, "base_link", n + "hip_yaw_joint", "revolute", Y, axis=(0, 0, 1), segment=n + "hip_yaw",
-          submechanism=n + sub, **out_joint("hip_yaw"))
+    yaw = output("hip_yaw_link", "base_link", "hip_yaw", Y, (0, 0, 1), "hip_yaw")
     b.set_box(yaw, m("hip_yaw_link"), 0.5 * (Y + C), (0.09, 0.08, 0.14))
     R_act = rot_z(np.pi / 2)  # local x along +y (towards the hip)
     cyl = n + "hip_yaw_actuator_cylinder"
-    b.add(cyl, "base_link", n + "hip_yaw_actuator_pivot", "revolute", P, R_act, axis=(0, 0, 1),
-          segment="base", submechanism=n + sub, **pas("hip_yaw_actuator_pivot"))
+    passive(cyl, "base_link", n + "hip_yaw_actuator_pivot", "hip_yaw_actuator_pivot", P, R_act, axis=(0, 0, 1),
+            segment="base")
     b.set_rod(cyl, m("hip_yaw_actuator_cylinder"), P, P + 0.6 * l_y * EY, 0.018)
     rod = n + "hip_yaw_actuator_rod"
-    b.add(rod, cyl, actuator_joint(side, "hip_yaw"), "prismatic", P, R_act, axis=(1, 0, 0),
-          segment="base", submechanism=n + sub, **act_joint("hip_yaw"))
+    actuated(rod, cyl, "hip_yaw", P, R_act, axis=(1, 0, 0), segment="base")
     b.set_rod(rod, m("hip_yaw_actuator_rod"), P + 0.4 * l_y * EY, L, 0.008)
-    b.add_frame(n + "hip_yaw_cut_a", rod, L, R_act)
-    b.add_frame(n + "hip_yaw_cut_u", yaw, L, R_act)
-    loop("hip_yaw_loop", sub, n + "hip_yaw_cut_a", n + "hip_yaw_cut_u", ("x", "y"), "revolute", ((0, 0, 1),))
+    loop("hip_yaw", rod, yaw, L, ("x", "y"), R_act)
 
     # ------------------------------------------------------------ hip pitch/roll (U-2RRPU)
     sub = "hip_pitch_roll"
-    roll = n + "hip_roll_link"
-    b.add(roll, yaw, n + "hip_roll_joint", "revolute", C, axis=(1, 0, 0), segment=n + "hip_roll",
-          submechanism=n + sub, **out_joint("hip_roll"))
+    roll = output("hip_roll_link", yaw, "hip_roll", C, (1, 0, 0), "hip_roll")
     b.set_box(roll, m("hip_roll_link"), C, (0.08, 0.08, 0.06))
-    femur = n + "femur_link"
-    b.add(femur, roll, n + "hip_pitch_joint", "revolute", C, axis=(0, 1, 0), segment=n + "femur",
-          submechanism=n + sub, **out_joint("hip_pitch"))
+    femur = output("femur_link", roll, "hip_pitch", C, (0, 1, 0), "femur")
     b.set_box(femur, m("femur"), 0.5 * (C + K), (0.06, 0.07, float(C[2] - K[2])))
     h_top = prm.num("hip_pitch_roll.anchor_height_m", True)
     x_h = prm.num("hip_pitch_roll.attach_forward_m")
@@ -281,87 +286,59 @@ def _build_leg(b: TreeBuilder, prm: KangarooParams, side: str) -> None:
         Rc = frame_from_z(Bb - Aa, EY)
         pre = f"{n}hip_{part}_actuator"
         cross = pre + "_cross"
-        b.add(cross, yaw, pre + "_base_x", "revolute", Aa, axis=(1, 0, 0), submechanism=n + sub,
-              segment=n + "hip_yaw", **pas("hip_actuator_base_x"))
+        passive(cross, yaw, pre + "_base_x", "hip_actuator_base_x", Aa, axis=(1, 0, 0),
+                segment=n + "hip_yaw")
         b.set_box(cross, m("hip_actuator_cross"), Aa, (0.03, 0.03, 0.03))
         cyl = pre + "_cylinder"
-        b.add(cyl, cross, pre + "_base_y", "revolute", Aa, Rc, axis=(0, 1, 0), submechanism=n + sub,
-              **pas("hip_actuator_base_y"))
+        passive(cyl, cross, pre + "_base_y", "hip_actuator_base_y", Aa, Rc)
         b.set_rod(cyl, m("hip_actuator_cylinder"), Aa, Aa + 0.55 * (Bb - Aa), 0.025)
         rod = pre + "_rod"
-        b.add(rod, cyl, actuator_joint(side, f"hip_{part}"), "prismatic", Aa, Rc, axis=(0, 0, 1),
-              submechanism=n + sub, segment=n + "hip_roll", **act_joint(f"hip_{part}"))
+        actuated(rod, cyl, f"hip_{part}", Aa, Rc, segment=n + "hip_roll")
         b.set_rod(rod, m("hip_actuator_rod"), Aa + 0.45 * (Bb - Aa), Bb, 0.01)
         end = pre + "_rod_end"
-        b.add(end, rod, pre + "_spin", "revolute", Bb, Rc, axis=(0, 0, 1), submechanism=n + sub,
-              **pas("hip_actuator_spin"))
+        passive(end, rod, pre + "_spin", "hip_actuator_spin", Bb, Rc, axis=(0, 0, 1))
         b.set_box(end, m("hip_actuator_rod_end"), Bb, (0.02, 0.02, 0.02))
-        cut = f"{n}hip_{part}_cut"
-        b.add_frame(cut + "_a", end, Bb, Rc)
-        b.add_frame(cut + "_u", femur, Bb, Rc)
-        loop(f"hip_{part}_loop", sub, cut + "_a", cut + "_u", ("x", "y", "z", "rz"), "universal",
-             ((1, 0, 0), (0, 1, 0)))
+        loop(f"hip_{part}", end, femur, Bb, ("x", "y", "z", "rz"), Rc)
 
     # ------------------------------------------------------------ knee (RRRR-RRRP-R, sagittal plane)
     sub = "knee"
-    tibia = n + "tibia_link"
-    b.add(tibia, femur, n + "knee_joint", "revolute", K, axis=(0, 1, 0), segment=n + "tibia",
-          submechanism=n + sub, **out_joint("knee"))
+    tibia = output("tibia_link", femur, "knee", K, (0, 1, 0), "tibia")
     b.set_box(tibia, m("tibia"), 0.5 * (K + A), (0.05, 0.05, float(K[2] - A[2])))
     kg = KneeGeometry(prm, K)
     k0 = kg.at(0.0)
     Rk = frame_from_z(k0.a_pin - kg.Pk, EY)
     cyl = n + "leg_length_actuator_cylinder"
-    b.add(cyl, femur, n + "leg_length_actuator_pivot", "revolute", kg.Pk, Rk, axis=(0, 1, 0),
-          submechanism=n + sub, **pas("knee_actuator_pivot"))
+    passive(cyl, femur, n + "leg_length_actuator_pivot", "knee_actuator_pivot", kg.Pk, Rk)
     b.set_rod(cyl, m("knee_actuator_cylinder"), kg.Pk, kg.Pk + 0.6 * (k0.a_pin - kg.Pk), 0.02)
     rod = n + "leg_length_actuator_rod"
-    b.add(rod, cyl, actuator_joint(side, "leg_length"), "prismatic", kg.Pk, Rk, axis=(0, 0, 1),
-          submechanism=n + sub, **act_joint("leg_length"))
+    actuated(rod, cyl, "leg_length", kg.Pk, Rk)
     b.set_rod(rod, m("knee_actuator_rod"), kg.Pk + 0.4 * (k0.a_pin - kg.Pk), k0.a_pin, 0.01)
     r1 = n + "knee_rocker1"
-    b.add(r1, femur, n + "knee_rocker1_joint", "revolute", kg.R1, axis=(0, 1, 0), submechanism=n + sub,
-          **pas("knee_rocker1"))
+    passive(r1, femur, n + "knee_rocker1_joint", "knee_rocker1", kg.R1)
     b.set_box(r1, m("knee_rocker1"), 0.5 * (k0.a_pin + k0.b1), (float(np.linalg.norm(k0.a_pin - k0.b1)), 0.02, 0.02),
               R_shape=_sagittal_frame(k0.a_pin - k0.b1))
-    b.add_frame(n + "knee_drive_cut_a", rod, k0.a_pin, Rk)
-    b.add_frame(n + "knee_drive_cut_u", r1, k0.a_pin, Rk)
-    loop("knee_drive_loop", sub, n + "knee_drive_cut_a", n + "knee_drive_cut_u", ("x", "z"), "revolute",
-         ((0, 1, 0),))
+    loop("knee_drive", rod, r1, k0.a_pin, ("x", "z"), Rk)
     relay = n + "knee_relay"
-    b.add(relay, r1, n + "knee_relay_joint", "revolute", k0.b1, axis=(0, 1, 0), submechanism=n + sub,
-          **pas("knee_relay"))
+    passive(relay, r1, n + "knee_relay_joint", "knee_relay", k0.b1)
     b.set_rod(relay, m("knee_relay"), k0.b1, k0.b2, 0.008)
     r2 = n + "knee_rocker2"
-    b.add(r2, femur, n + "knee_rocker2_joint", "revolute", kg.R2, axis=(0, 1, 0), submechanism=n + sub,
-          **pas("knee_rocker2"))
+    passive(r2, femur, n + "knee_rocker2_joint", "knee_rocker2", kg.R2)
     b.set_box(r2, m("knee_rocker2"), 0.5 * (k0.Q2 + k0.b2), (kg.r2c + kg.r_relay2, 0.02, 0.02),
               R_shape=_sagittal_frame(k0.Q2 - k0.b2))
-    b.add_frame(n + "knee_relay_cut_a", relay, k0.b2)
-    b.add_frame(n + "knee_relay_cut_u", r2, k0.b2)
-    loop("knee_relay_loop", sub, n + "knee_relay_cut_a", n + "knee_relay_cut_u", ("x", "z"), "revolute",
-         ((0, 1, 0),))
+    loop("knee_relay", relay, r2, k0.b2, ("x", "z"))
     push = n + "knee_pushrod"
-    b.add(push, r2, n + "knee_pushrod_joint", "revolute", k0.Q2, axis=(0, 1, 0), submechanism=n + sub,
-          **pas("knee_pushrod"))
+    passive(push, r2, n + "knee_pushrod_joint", "knee_pushrod", k0.Q2)
     b.set_rod(push, m("knee_pushrod"), k0.Q2, k0.T, 0.008)
-    b.add_frame(n + "knee_output_cut_a", push, k0.T)
-    b.add_frame(n + "knee_output_cut_u", tibia, k0.T)
-    loop("knee_output_loop", sub, n + "knee_output_cut_a", n + "knee_output_cut_u", ("x", "z"), "revolute",
-         ((0, 1, 0),))
+    loop("knee_output", push, tibia, k0.T, ("x", "z"))
 
     # ------------------------------------------------------------ ankle (U-2(RRRP-RRR-UU))
     sub = "ankle"
     # Roll axis on the tibia, pitch axis on the cross: with the knee transmission the ankle pitch
     # joint sweeps about minus the knee angle (through -90 deg); a pitch-first universal joint
     # would there lose the roll transmission of the rods (singular J_l,u).
-    cross = n + "ankle_cross_link"
-    b.add(cross, tibia, n + "ankle_roll_joint", "revolute", A, axis=(1, 0, 0), segment=n + "ankle_cross",
-          submechanism=n + sub, **out_joint("ankle_roll"))
+    cross = output("ankle_cross_link", tibia, "ankle_roll", A, (1, 0, 0), "ankle_cross")
     b.set_box(cross, m("ankle_cross"), A, (0.05, 0.04, 0.03))
-    foot = n + "foot_link"
-    b.add(foot, cross, n + "ankle_pitch_joint", "revolute", A, axis=(0, 1, 0), segment=n + "foot",
-          submechanism=n + sub, **out_joint("ankle_pitch"))
+    foot = output("foot_link", cross, "ankle_pitch", A, (0, 1, 0), "foot")
     h_a = prm.num("leg.ankle_height_m", True)
     s_len = prm.num("leg.sole_length_m", True)
     s_wid = prm.num("leg.sole_width_m", True)
@@ -397,49 +374,33 @@ def _build_leg(b: TreeBuilder, prm: KangarooParams, side: str) -> None:
         pre = f"{n}ankle_{part}"
         Ra = frame_from_z(E - Pa, EY)
         cyl = pre + "_actuator_cylinder"
-        b.add(cyl, femur, pre + "_actuator_pivot", "revolute", Pa, Ra, axis=(0, 1, 0), submechanism=n + sub,
-              **pas("ankle_actuator_pivot"))
+        passive(cyl, femur, pre + "_actuator_pivot", "ankle_actuator_pivot", Pa, Ra)
         b.set_rod(cyl, m("ankle_actuator_cylinder"), Pa, Pa + 0.6 * (E - Pa), 0.016)
         rod = pre + "_actuator_rod"
-        b.add(rod, cyl, actuator_joint(side, f"ankle_{part}"), "prismatic", Pa, Ra, axis=(0, 0, 1),
-              submechanism=n + sub, **act_joint(f"ankle_{part}"))
+        actuated(rod, cyl, f"ankle_{part}", Pa, Ra)
         b.set_rod(rod, m("ankle_actuator_rod"), Pa + 0.4 * (E - Pa), E, 0.007)
         crank = pre + "_crank"
-        b.add(crank, femur, pre + "_crank_joint", "revolute", C1, axis=(0, 1, 0), submechanism=n + sub,
-              **pas("ankle_crank"))
+        passive(crank, femur, pre + "_crank_joint", "ankle_crank", C1)
         b.set_box(crank, m("ankle_crank"), 0.5 * (E + Cb), (r_a + r_b, 0.015, 0.02))
-        b.add_frame(pre + "_drive_cut_a", rod, E, Ra)
-        b.add_frame(pre + "_drive_cut_u", crank, E, Ra)
-        loop(f"ankle_{part}_drive_loop", sub, pre + "_drive_cut_a", pre + "_drive_cut_u", ("x", "z"),
-             "revolute", ((0, 1, 0),))
+        loop(f"ankle_{part}_drive", rod, crank, E, ("x", "z"), Ra)
         lrod = pre + "_long_rod"
-        b.add(lrod, crank, pre + "_long_rod_joint", "revolute", Cb, axis=(0, 1, 0), submechanism=n + sub,
-              **pas("ankle_long_rod"))
+        passive(lrod, crank, pre + "_long_rod_joint", "ankle_long_rod", Cb)
         b.set_rod(lrod, m("ankle_long_rod"), Cb, Kb, 0.006)
         kcrank = pre + "_knee_crank"
-        b.add(kcrank, femur, pre + "_knee_crank_joint", "revolute", Kc, axis=(0, 1, 0), submechanism=n + sub,
-              **pas("ankle_knee_crank"))
+        passive(kcrank, femur, pre + "_knee_crank_joint", "ankle_knee_crank", Kc)
         b.set_box(kcrank, m("ankle_knee_crank"), (Kb + Tc + Kc) / 3.0, (0.05, 0.015, 0.05))
-        b.add_frame(pre + "_transfer_cut_a", lrod, Kb)
-        b.add_frame(pre + "_transfer_cut_u", kcrank, Kb)
-        loop(f"ankle_{part}_transfer_loop", sub, pre + "_transfer_cut_a", pre + "_transfer_cut_u", ("x", "z"),
-             "revolute", ((0, 1, 0),))
+        loop(f"ankle_{part}_transfer", lrod, kcrank, Kb, ("x", "z"))
         lcross = pre + "_lower_rod_cross"
-        b.add(lcross, kcrank, pre + "_lower_rod_pitch", "revolute", Tc, axis=(0, 1, 0), submechanism=n + sub,
-              segment=n + "tibia", **pas("ankle_lower_rod_pitch"))
+        passive(lcross, kcrank, pre + "_lower_rod_pitch", "ankle_lower_rod_pitch", Tc,
+                segment=n + "tibia")
         b.set_box(lcross, m("ankle_lower_rod_cross"), Tc, (0.015, 0.015, 0.015))
         lower = pre + "_lower_rod"
-        b.add(lower, lcross, pre + "_lower_rod_roll", "revolute", Tc, R_rod, axis=(1, 0, 0),
-              submechanism=n + sub, **pas("ankle_lower_rod_roll"))
+        passive(lower, lcross, pre + "_lower_rod_roll", "ankle_lower_rod_roll", Tc, R_rod, axis=(1, 0, 0))
         b.set_rod(lower, m("ankle_lower_rod"), Tc, F, 0.006)
         end = pre + "_lower_rod_end"
-        b.add(end, lower, pre + "_lower_rod_spin", "revolute", F, R_rod, axis=(0, 0, 1), submechanism=n + sub,
-              **pas("ankle_lower_rod_spin"))
+        passive(end, lower, pre + "_lower_rod_spin", "ankle_lower_rod_spin", F, R_rod, axis=(0, 0, 1))
         b.set_box(end, m("ankle_lower_rod_end"), F, (0.015, 0.015, 0.015))
-        b.add_frame(pre + "_rod_cut_a", end, F, R_rod)
-        b.add_frame(pre + "_rod_cut_u", foot, F, R_rod_u)
-        loop(f"ankle_{part}_rod_loop", sub, pre + "_rod_cut_a", pre + "_rod_cut_u", ("x", "y", "z", "rz"),
-             "universal", ((1, 0, 0), (0, 1, 0)))
+        loop(f"ankle_{part}_rod", end, foot, F, ("x", "y", "z", "rz"), R_rod, R_u=R_rod_u)
 
 
 def output_joints(side: str) -> list[str]:
