@@ -15,8 +15,7 @@ Conventions (see ``docs/interface.md``):
   a twist ``[v_x, v_y, v_z, omega_x, omega_y, omega_z]`` ([m/s], [rad/s]), as in pinocchio.
 - **Frames.** ``nav_msgs/Odometry`` pose is the child frame in ``header.frame_id``; its twist is
   expressed in ``child_frame_id`` (REP 105), i.e. ``linear`` = v_base_in_base.
-- **Time.** Float seconds (``float64`` resolves ~0.24 µs at Unix-epoch magnitudes; use
-  :func:`time_msg_to_nanoseconds` when exact comparison matters).
+- **Time.** Float seconds (``float64`` resolves ~0.24 µs at Unix-epoch magnitudes).
 
 The functions here allocate small numpy arrays; a full actuator-state conversion takes a few µs,
 well below the 1 ms budget of a 1 kHz loop.
@@ -35,7 +34,6 @@ from geometry_msgs.msg import (
     Point,
     Pose,
     Quaternion,
-    Transform,
     TransformStamped,
     Twist,
     Vector3,
@@ -64,27 +62,19 @@ __all__ = [
     "array_to_vector3_msg",
     "check_stamp_fresh",
     "imu_msg_to_arrays",
-    "is_stale",
     "normalize_quaternion",
     "odometry_msg_to_arrays",
-    "pin_quaternion_to_xyzw",
     "pose_msg_to_arrays",
-    "quaternion_msg_to_wxyz",
     "quaternion_msg_to_xyzw",
     "quaternion_wxyz_to_xyzw",
-    "quaternion_xyzw_to_wxyz",
     "seconds_to_time_msg",
-    "stamp_age_s",
-    "time_msg_to_nanoseconds",
     "time_msg_to_seconds",
     "to_seconds",
-    "transform_msg_to_arrays",
     "twist_msg_to_arrays",
     "vector3_msg_to_array",
     "vector_to_wrench_msg",
     "vector_to_wrench_stamped",
     "wrench_msg_to_vector",
-    "wxyz_to_quaternion_msg",
     "xyzw_to_pin_quaternion",
     "xyzw_to_quaternion_msg",
 ]
@@ -167,38 +157,10 @@ class JointIndexMap:
         if duplicated:
             raise InputError(f"JointIndexMap: duplicated {what} names {duplicated}")
         self._names = names
-        self._index = {n: i for i, n in enumerate(names)}
+        self._known = frozenset(names)
         self._allow_extra = allow_extra
         self._what = what
         self._cache: dict[tuple[str, ...], np.ndarray] = {}
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """Expected names, in the core's order."""
-        return self._names
-
-    @property
-    def size(self) -> int:
-        """Number of expected names."""
-        return len(self._names)
-
-    def __len__(self) -> int:
-        return len(self._names)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._index
-
-    def __repr__(self) -> str:
-        return f"JointIndexMap({len(self._names)} {self._what}s, allow_extra={self._allow_extra})"
-
-    def index(self, name: str) -> int:
-        """Position of ``name`` in the expected order; InputError listing valid names if unknown."""
-        try:
-            return self._index[name]
-        except KeyError:
-            raise InputError(
-                f"unknown {self._what} name {name!r}." + suggest(name, list(self._names))
-            ) from None
 
     def permutation(self, message_names: Sequence[str]) -> np.ndarray:
         """Indices ``perm`` such that ``values_in_message[perm]`` is in the expected order.
@@ -219,7 +181,7 @@ class JointIndexMap:
         if duplicated:
             raise InputError(f"message has duplicated {self._what} names {sorted(duplicated)}")
         if not self._allow_extra:
-            unknown = [n for n in key if n not in self._index]
+            unknown = [n for n in key if n not in self._known]
             if unknown:
                 raise InputError(
                     f"message has unknown {self._what} names {unknown}."
@@ -252,7 +214,7 @@ class JointIndexMap:
             message_names: names as listed in the message.
             values: one value per message name (``array.array``, list or ndarray).
             field: field name for error messages.
-            out: optional preallocated float64 array of length ``size``.
+            out: optional preallocated float64 array, one entry per expected name.
 
         Raises:
             InputError: name problems (see :meth:`permutation`), length mismatch, non-finite value.
@@ -333,7 +295,7 @@ class JointIndexMap:
             if values is None:
                 setattr(msg, field, array.array("d"))
             else:
-                setattr(msg, field, _double_array(_vector(values, self.size, field)))
+                setattr(msg, field, _double_array(_vector(values, len(self._names), field)))
         return msg
 
     def to_float64_multi_array(self, values: Any) -> Float64MultiArray:
@@ -341,9 +303,10 @@ class JointIndexMap:
 
         The controller's ``joints`` parameter must list :attr:`names` in this order.
         """
+        n = len(self._names)
         msg = Float64MultiArray()
-        msg.layout.dim = [MultiArrayDimension(label=self._what, size=self.size, stride=self.size)]
-        msg.data = _double_array(_vector(values, self.size, "data"))
+        msg.layout.dim = [MultiArrayDimension(label=self._what, size=n, stride=n)]
+        msg.data = _double_array(_vector(values, n, "data"))
         return msg
 
 
@@ -361,12 +324,6 @@ def normalize_quaternion(q: Any, what: str = "quaternion") -> np.ndarray:
     return v / norm
 
 
-def quaternion_xyzw_to_wxyz(q_xyzw: Any) -> np.ndarray:
-    """ROS / pinocchio order (x, y, z, w) → MuJoCo order (w, x, y, z)."""
-    v = _vector(q_xyzw, 4, "quaternion_xyzw")
-    return v[[3, 0, 1, 2]]
-
-
 def quaternion_wxyz_to_xyzw(q_wxyz: Any) -> np.ndarray:
     """MuJoCo order (w, x, y, z) → ROS / pinocchio order (x, y, z, w)."""
     v = _vector(q_wxyz, 4, "quaternion_wxyz")
@@ -378,11 +335,6 @@ def quaternion_msg_to_xyzw(msg: Quaternion) -> np.ndarray:
     return normalize_quaternion((msg.x, msg.y, msg.z, msg.w))
 
 
-def quaternion_msg_to_wxyz(msg: Quaternion) -> np.ndarray:
-    """geometry_msgs/Quaternion → unit (w, x, y, z) array (MuJoCo)."""
-    return normalize_quaternion((msg.w, msg.x, msg.y, msg.z))
-
-
 def xyzw_to_quaternion_msg(q_xyzw: Any, msg: Quaternion | None = None) -> Quaternion:
     """(x, y, z, w) → geometry_msgs/Quaternion (normalised)."""
     x, y, z, w = normalize_quaternion(q_xyzw, "quaternion_xyzw")
@@ -391,21 +343,11 @@ def xyzw_to_quaternion_msg(q_xyzw: Any, msg: Quaternion | None = None) -> Quater
     return msg
 
 
-def wxyz_to_quaternion_msg(q_wxyz: Any, msg: Quaternion | None = None) -> Quaternion:
-    """(w, x, y, z) (MuJoCo) → geometry_msgs/Quaternion (normalised)."""
-    return xyzw_to_quaternion_msg(quaternion_wxyz_to_xyzw(q_wxyz), msg)
-
-
 def xyzw_to_pin_quaternion(q_xyzw: Any) -> Any:
     """(x, y, z, w) → ``pinocchio.Quaternion`` (normalised), built from its coefficient vector."""
     import pinocchio as pin
 
     return pin.Quaternion(normalize_quaternion(q_xyzw, "quaternion_xyzw"))
-
-
-def pin_quaternion_to_xyzw(quat: Any) -> np.ndarray:
-    """``pinocchio.Quaternion`` → (x, y, z, w) array (its ``coeffs()``)."""
-    return np.array(quat.coeffs(), dtype=float).reshape(4)
 
 
 # --------------------------------------------------------------------------------------------
@@ -417,20 +359,19 @@ def vector3_msg_to_array(msg: Vector3 | Point) -> np.ndarray:
     return _vector((msg.x, msg.y, msg.z), 3, type(msg).__name__)
 
 
+def _set_xyz(msg: Any, v: Any, what: str) -> Any:
+    msg.x, msg.y, msg.z = _vector(v, 3, what).tolist()
+    return msg
+
+
 def array_to_vector3_msg(v: Any, msg: Vector3 | None = None) -> Vector3:
     """(3,) array → geometry_msgs/Vector3."""
-    x, y, z = _vector(v, 3, "vector3")
-    msg = Vector3() if msg is None else msg
-    msg.x, msg.y, msg.z = float(x), float(y), float(z)
-    return msg
+    return _set_xyz(Vector3() if msg is None else msg, v, "vector3")
 
 
 def array_to_point_msg(v: Any, msg: Point | None = None) -> Point:
     """(3,) array → geometry_msgs/Point."""
-    x, y, z = _vector(v, 3, "point")
-    msg = Point() if msg is None else msg
-    msg.x, msg.y, msg.z = float(x), float(y), float(z)
-    return msg
+    return _set_xyz(Point() if msg is None else msg, v, "point")
 
 
 def pose_msg_to_arrays(msg: Pose) -> tuple[np.ndarray, np.ndarray]:
@@ -457,11 +398,6 @@ def arrays_to_twist_msg(linear: Any, angular: Any, msg: Twist | None = None) -> 
     array_to_vector3_msg(linear, msg.linear)
     array_to_vector3_msg(angular, msg.angular)
     return msg
-
-
-def transform_msg_to_arrays(msg: Transform) -> tuple[np.ndarray, np.ndarray]:
-    """geometry_msgs/Transform → (translation [m], unit quaternion_xyzw)."""
-    return vector3_msg_to_array(msg.translation), quaternion_msg_to_xyzw(msg.rotation)
 
 
 def arrays_to_transform_stamped(
@@ -646,11 +582,6 @@ def arrays_to_imu_msg(
 # time
 
 
-def time_msg_to_nanoseconds(stamp: Time) -> int:
-    """builtin_interfaces/Time → integer nanoseconds (exact)."""
-    return int(stamp.sec) * NANOSECONDS_PER_SECOND + int(stamp.nanosec)
-
-
 def time_msg_to_seconds(stamp: Time) -> float:
     """builtin_interfaces/Time → float seconds [s]."""
     return stamp.sec + stamp.nanosec * 1e-9
@@ -676,11 +607,6 @@ def to_seconds(t: Any) -> float:
     if hasattr(t, "sec") and hasattr(t, "nanosec"):
         return time_msg_to_seconds(t)
     raise InputError(f"cannot read a time from {type(t).__name__}")
-
-
-def stamp_age_s(stamp: Any, now: Any) -> float:
-    """Age [s] of ``stamp`` at time ``now`` (both float s, Time message or rclpy Time)."""
-    return to_seconds(now) - to_seconds(stamp)
 
 
 def check_stamp_fresh(
@@ -714,8 +640,3 @@ def check_stamp_fresh(
     if age < -max_future_s:
         raise InputError(f"{what}: stamp {-age * 1e3:.1f} ms in the future (clock mismatch?)")
     return age
-
-
-def is_stale(stamp: Any, now: Any, max_age_s: float) -> bool:
-    """True if ``stamp`` is older than ``max_age_s`` [s] at ``now`` (no exception)."""
-    return stamp_age_s(stamp, now) > max_age_s

@@ -109,13 +109,6 @@ class TestJointIndexMap:
         values = jmap.reorder(["a", "b", "c", "d"], [1.0, 2.0, math.nan, 4.0])
         np.testing.assert_array_equal(values, [2.0, 4.0])  # the NaN of an ignored joint is fine
 
-    def test_basic_accessors(self) -> None:
-        jmap = cv.JointIndexMap(NAMES)
-        assert len(jmap) == jmap.size == 12 and jmap.names == tuple(NAMES)
-        assert NAMES[3] in jmap and "nope" not in jmap
-        assert jmap.index(NAMES[3]) == 3
-        assert "12 joints" in repr(jmap)
-
     def test_float64_multi_array_mirror(self) -> None:
         jmap = cv.JointIndexMap(NAMES, what="actuator")
         msg = jmap.to_float64_multi_array(np.arange(12.0))
@@ -139,10 +132,8 @@ class TestJointIndexMap:
 
     def test_unknown_name_suggests(self) -> None:
         jmap = cv.JointIndexMap(NAMES, what="actuator")
-        with pytest.raises(InputError, match="unknown actuator name 'left_knee_actuatr'.*Did you mean"):
-            jmap.index("left_knee_actuatr")
         msg_names = [*NAMES[:-1], "right_ankle_b_actuatr"]
-        with pytest.raises(InputError, match=r"unknown actuator names \['right_ankle_b_actuatr'\]"):
+        with pytest.raises(InputError, match=r"unknown actuator names \['right_ankle_b_actuatr'\].*Did you mean"):
             jmap.reorder(msg_names, np.zeros(12))
 
     def test_missing_names(self) -> None:
@@ -195,21 +186,14 @@ class TestJointIndexMap:
 
 
 class TestQuaternions:
-    def test_order_swaps(self) -> None:
-        np.testing.assert_array_equal(cv.quaternion_xyzw_to_wxyz([1, 2, 3, 4]), [4, 1, 2, 3])
+    def test_order_swap(self) -> None:
         np.testing.assert_array_equal(cv.quaternion_wxyz_to_xyzw([4, 1, 2, 3]), [1, 2, 3, 4])
-        rng = np.random.default_rng(SEED)
-        q = random_quaternion_xyzw(rng)
-        np.testing.assert_array_equal(cv.quaternion_wxyz_to_xyzw(cv.quaternion_xyzw_to_wxyz(q)), q)
 
     def test_message_round_trip_and_normalisation(self) -> None:
         rng = np.random.default_rng(SEED)
         q = random_quaternion_xyzw(rng)
         msg = cv.xyzw_to_quaternion_msg(3.0 * q)
         np.testing.assert_allclose(cv.quaternion_msg_to_xyzw(msg), q, atol=ATOL)
-        np.testing.assert_allclose(cv.quaternion_msg_to_wxyz(msg), cv.quaternion_xyzw_to_wxyz(q), atol=ATOL)
-        msg2 = cv.wxyz_to_quaternion_msg(cv.quaternion_xyzw_to_wxyz(q))
-        assert (msg2.x, msg2.y, msg2.z, msg2.w) == pytest.approx(tuple(q))
 
     def test_pinocchio_convention(self) -> None:
         """90° about z maps x to y, whichever way pinocchio is fed; the scalar constructor is (w,x,y,z)."""
@@ -218,11 +202,11 @@ class TestQuaternions:
         q_xyzw = np.array([0.0, 0.0, s, s])
         quat = cv.xyzw_to_pin_quaternion(q_xyzw)
         np.testing.assert_allclose(quat.toRotationMatrix() @ [1, 0, 0], [0, 1, 0], atol=ATOL)
-        np.testing.assert_allclose(cv.pin_quaternion_to_xyzw(quat), q_xyzw, atol=ATOL)
+        np.testing.assert_allclose(quat.coeffs(), q_xyzw, atol=ATOL)
         np.testing.assert_allclose(pin.Quaternion(s, 0.0, 0.0, s).coeffs(), q_xyzw, atol=ATOL)
         rng = np.random.default_rng(SEED)
         q = random_quaternion_xyzw(rng)
-        np.testing.assert_allclose(cv.pin_quaternion_to_xyzw(cv.xyzw_to_pin_quaternion(q)), q, atol=ATOL)
+        np.testing.assert_allclose(cv.xyzw_to_pin_quaternion(q).coeffs(), q, atol=ATOL)
 
     def test_mujoco_convention(self) -> None:
         """The same rotation matrix from pinocchio (xyzw) and MuJoCo (wxyz)."""
@@ -231,7 +215,7 @@ class TestQuaternions:
         rng = np.random.default_rng(SEED)
         q = random_quaternion_xyzw(rng)
         mat = np.zeros(9)
-        mujoco.mju_quat2Mat(mat, cv.quaternion_xyzw_to_wxyz(q))
+        mujoco.mju_quat2Mat(mat, q[[3, 0, 1, 2]])
         np.testing.assert_allclose(
             mat.reshape(3, 3), cv.xyzw_to_pin_quaternion(q).toRotationMatrix(), atol=1e-12
         )
@@ -269,9 +253,8 @@ def test_pose_twist_transform_round_trips() -> None:
     tf = cv.arrays_to_transform_stamped(p, q, parent_frame="odom", child_frame="base_link",
                                         stamp=Time(sec=1))
     assert (tf.header.frame_id, tf.child_frame_id, tf.header.stamp.sec) == ("odom", "base_link", 1)
-    p3, q3 = cv.transform_msg_to_arrays(tf.transform)
-    np.testing.assert_allclose(p3, p, atol=ATOL)
-    np.testing.assert_allclose(q3, q, atol=ATOL)
+    np.testing.assert_allclose(cv.vector3_msg_to_array(tf.transform.translation), p, atol=ATOL)
+    np.testing.assert_allclose(cv.quaternion_msg_to_xyzw(tf.transform.rotation), q, atol=ATOL)
     point = cv.array_to_point_msg(p)
     np.testing.assert_array_equal(cv.vector3_msg_to_array(point), p)
 
@@ -355,8 +338,6 @@ def test_time_round_trips() -> None:
         assert cv.time_msg_to_seconds(msg) == pytest.approx(t, abs=1e-6)
     carry = cv.seconds_to_time_msg(1.9999999999)
     assert (carry.sec, carry.nanosec) == (2, 0)
-    exact = Time(sec=1_700_000_000, nanosec=123_456_789)
-    assert cv.time_msg_to_nanoseconds(exact) == 1_700_000_000_123_456_789
     for bad in (-0.1, math.nan, math.inf):
         with pytest.raises(InputError, match="finite and non-negative"):
             cv.seconds_to_time_msg(bad)
@@ -378,9 +359,6 @@ def test_to_seconds_accepts_clock_types() -> None:
 def test_stamp_staleness() -> None:
     stamp = Time(sec=10, nanosec=0)
     assert cv.check_stamp_fresh(stamp, 10.004, 0.005, what="imu/data") == pytest.approx(0.004)
-    assert not cv.is_stale(stamp, 10.004, 0.005)
-    assert cv.is_stale(stamp, 10.006, 0.005)
-    assert cv.stamp_age_s(stamp, Time(sec=11)) == 1.0
     with pytest.raises(InputError, match=r"imu/data: stale by 6\.0 ms \(limit 5\.0 ms\)"):
         cv.check_stamp_fresh(stamp, 10.006, 0.005, what="imu/data")
     with pytest.raises(InputError, match="in the future"):
