@@ -53,6 +53,12 @@ def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out:
     summary: dict = {}
     figures: list[tuple[str, str]] = []
 
+    def save(fig, png: str, title: str) -> None:
+        fig.tight_layout()
+        fig.savefig(out / png, dpi=110)
+        plt.close(fig)
+        figures.append((title, png))
+
     # 1. singularity scan over the leg's actuator box
     sing = singularity_scan(clm, q_nominal, leg.all_actuators, levels=2 if quick else levels, progress=progress)
     summary["max_condition_number"] = round(sing["max_condition_number"], 3)
@@ -64,10 +70,7 @@ def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out:
     ax.set_xlabel("condition number of J_l,u")
     ax.set_ylabel("samples")
     ax.set_title(f"{leg.side} leg: {sing['samples']} configurations of the actuator box")
-    fig.tight_layout()
-    fig.savefig(out / "singularity_condition_numbers.png", dpi=110)
-    plt.close(fig)
-    figures.append(("Condition number of J_l,u over the actuator box", "singularity_condition_numbers.png"))
+    save(fig, "singularity_condition_numbers.png", "Condition number of J_l,u over the actuator box")
 
     # 2. joint-limit shapes (hip, ankle) by the QP IK of eq. (IV)
     shapes = {}
@@ -88,10 +91,7 @@ def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out:
         ax.set_title(f"{name} joint-limit shape (QP IK)")
         ax.grid(True, alpha=0.3)
         ax.set_aspect("equal", adjustable="datalim")
-    fig.tight_layout()
-    fig.savefig(out / "joint_limit_shapes.png", dpi=110)
-    plt.close(fig)
-    figures.append(("Joint-limit shapes of hip and ankle (analogues of Figs. 7 and 11)", "joint_limit_shapes.png"))
+    save(fig, "joint_limit_shapes.png", "Joint-limit shapes of hip and ankle (analogues of Figs. 7 and 11)")
 
     if ankle_stage is not None:
         from kangaroo_wbc.analysis.ankle_window import TABLE_II_PITCH_DEG, plot_windows, scan
@@ -107,10 +107,7 @@ def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out:
                 "smallest_singular_value_m": round(sc.smallest_singular_value_m, 6)}
         fig, ax = plt.subplots(figsize=(8, 5))
         plot_windows(ax, ankle_stage, windows, standing_knee_deg)
-        fig.tight_layout()
-        fig.savefig(out / "ankle_window.png", dpi=110)
-        plt.close(fig)
-        figures.append(("Ankle pitch window against the lower rods' dead points", "ankle_window.png"))
+        save(fig, "ankle_window.png", "Ankle pitch window against the lower rods' dead points")
 
     # 3. manipulability of the foot (Fig. 5)
     man = manipulability_map(clm, q_nominal, leg, levels=3 if quick else 6, progress=progress)
@@ -123,10 +120,7 @@ def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out:
     ax.set_ylabel("y [m]")
     ax.set_zlabel("z [m]")
     ax.set_title(f"{leg.sole_frame} workspace")
-    fig.tight_layout()
-    fig.savefig(out / "foot_manipulability.png", dpi=110)
-    plt.close(fig)
-    figures.append(("Normalised manipulability of the foot over the workspace (Fig. 5)", "foot_manipulability.png"))
+    save(fig, "foot_manipulability.png", "Normalised manipulability of the foot over the workspace (Fig. 5)")
     summary["manipulability_samples"] = int(len(man["manipulability"]))
 
     # 4. transmission: orientation over the leg-length stroke, sole force along the squat
@@ -147,10 +141,7 @@ def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out:
     axes[1].set_title("Force transmission along the squat (Fig. 15)")
     for ax in axes:
         ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out / "transmission.png", dpi=110)
-    plt.close(fig)
-    figures.append(("Knee/ankle transmission and squat force", "transmission.png"))
+    save(fig, "transmission.png", "Knee/ankle transmission and squat force")
 
     # 5. Table III against TALOS, both robots in TALOS's nominal walking posture
     talos_model, q_talos = talos_lower_body()

@@ -25,8 +25,8 @@ from kangaroo_wbc.errors import ConfigError
 from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.model.closures import parse_native
 from kangaroo_wbc.robots.kangaroo.closures_writer import write_closures
-from kangaroo_wbc.robots.kangaroo.generator import SIDES, actuator_joint, build
-from kangaroo_wbc.robots.kangaroo.params import ACTUATORS, KangarooParams, load_params
+from kangaroo_wbc.robots.kangaroo.generator import build
+from kangaroo_wbc.robots.kangaroo.params import KangarooParams, load_params
 from kangaroo_wbc.robots.kangaroo.sdf_writer import write_sdf
 from kangaroo_wbc.robots.kangaroo.serial_twin import build_serial
 from kangaroo_wbc.robots.kangaroo.urdf_writer import write_urdf
@@ -52,10 +52,7 @@ def kangaroo_files(urdf_dir: str | Path | None = None) -> tuple[Path, Path]:
     without them is a ConfigError naming the missing files), else from the source tree's ``urdf/`` or
     the installed share."""
     if urdf_dir is not None:
-        urdf, closures = (
-            Path(urdf_dir) / "kangaroo.urdf",
-            Path(urdf_dir) / "kangaroo_closures.yaml",
-        )
+        urdf, closures = (Path(urdf_dir) / FILE_NAMES[k] for k in ("urdf", "closures"))
         missing = [str(f) for f in (urdf, closures) if not f.is_file()]
         if missing:
             raise ConfigError(f"model file(s) not found: {missing}")
@@ -71,19 +68,13 @@ def kangaroo_files(urdf_dir: str | Path | None = None) -> tuple[Path, Path]:
         urdf, closures = d / "kangaroo.urdf", d / "kangaroo_closures.yaml"
         if urdf.is_file() and closures.is_file():
             return urdf, closures
-    raise ConfigError(
-        f"kangaroo.urdf / kangaroo_closures.yaml not found in {[str(c) for c in candidates]}"
-    )
-
+    raise ConfigError(f"kangaroo.urdf / kangaroo_closures.yaml not found in {[str(c) for c in candidates]}")
 
 
 def standing_configuration(clm: ClosedLoopModel, prm: KangarooParams) -> np.ndarray:
     """Closed configuration of ``clm`` at the standing-pose actuator positions of ``prm``."""
     pose = prm.standing_actuators()
-    theta = np.zeros(clm.n_a)
-    for i, name in enumerate(clm.actuated_joint_names):
-        side, key = name.split("_", 1)
-        theta[i] = pose[key.removesuffix("_actuator")]
+    theta = np.array([pose[name.split("_", 1)[1].removesuffix("_actuator")] for name in clm.actuated_joint_names])
     q, _ = clm.closure_fk(theta, clm.q_ref)
     return q
 
@@ -149,8 +140,3 @@ def generate(out_dir: str | Path, params: KangarooParams | None = None, cage: bo
         paths[key] = out / FILE_NAMES[key]
         paths[key].write_text(text)
     return paths
-
-
-def actuator_names() -> list[str]:
-    """All actuated joint names, left leg first, in the order of :data:`ACTUATORS`."""
-    return [actuator_joint(s, k) for s in SIDES for k in ACTUATORS]

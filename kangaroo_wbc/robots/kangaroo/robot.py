@@ -17,9 +17,14 @@ import numpy as np
 from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.model.leg import LegSpec
 from kangaroo_wbc.robots.kangaroo.files import kangaroo_files
+from kangaroo_wbc.robots.kangaroo.generator import (
+    SIDES,
+    actuator_joint,
+    output_joint,
+    output_joints,
+)
 from kangaroo_wbc.robots.kangaroo.params import ACTUATORS, load_params
 
-SIDES = ("left", "right")
 SOLES = {side: f"{side}_sole" for side in SIDES}
 
 
@@ -33,7 +38,7 @@ def load_kangaroo(floating_base: bool = True, urdf_dir: str | Path | None = None
 def standing_actuator_positions() -> dict[str, float]:
     """Standing-pose actuator positions [m] by actuated joint name (both legs)."""
     pose = load_params().standing_actuators()
-    return {f"{side}_{key}_actuator": float(pose[key]) for side in SIDES for key in ACTUATORS}
+    return {actuator_joint(side, key): float(pose[key]) for side in SIDES for key in ACTUATORS}
 
 
 def standing_configuration(clm: ClosedLoopModel, base_height_m: float | None = None) -> np.ndarray:
@@ -59,26 +64,21 @@ def leg_spec(side: str = "left") -> LegSpec:
     """Names of one Kangaroo leg for the mechanism analysis."""
     if side not in SIDES:
         raise ValueError(f"side must be one of {SIDES}, got {side!r}")
-    a = {k: f"{side}_{k}_actuator" for k in ACTUATORS}
+    a = {k: actuator_joint(side, k) for k in ACTUATORS}
     return LegSpec(
         side=side,
         actuators={"hip_yaw": [a["hip_yaw"]], "hip_pitch_roll": [a["hip_inner"], a["hip_outer"]],
                    "knee": [a["leg_length"]], "ankle": [a["ankle_inner"], a["ankle_outer"]]},
-        hip_outputs=[f"{side}_hip_roll_joint", f"{side}_hip_pitch_joint"],
-        ankle_outputs=[f"{side}_ankle_roll_joint", f"{side}_ankle_pitch_joint"],
+        hip_outputs=[output_joint(side, "hip_roll"), output_joint(side, "hip_pitch")],
+        ankle_outputs=[output_joint(side, "ankle_roll"), output_joint(side, "ankle_pitch")],
         knee_actuator=a["leg_length"],
         sole_frame=SOLES[side],
     )
 
 
-#: Serial output joints of one leg, hip to ankle (names without the side prefix).
-OUTPUT_JOINTS = ("hip_yaw_joint", "hip_roll_joint", "hip_pitch_joint", "knee_joint", "ankle_roll_joint",
-                 "ankle_pitch_joint")
-
-
-def output_joint_names(clm: ClosedLoopModel | None = None) -> list[str]:
+def output_joint_names() -> list[str]:
     """The 12 serial output joints, left leg then right leg."""
-    return [f"{side}_{j}" for side in SIDES for j in OUTPUT_JOINTS]
+    return [name for side in SIDES for name in output_joints(side)]
 
 
 def configuration_from_outputs(clm: ClosedLoopModel, outputs: dict[str, float],
@@ -88,14 +88,13 @@ def configuration_from_outputs(clm: ClosedLoopModel, outputs: dict[str, float],
     Newton with continuation through the serial twin's map (:meth:`SerialTwin.serial_to_full`);
     joints not named keep the standing value.
     """
-    from kangaroo_wbc.robots.kangaroo.serial_twin import SerialTwin
-
-    urdf, closures = kangaroo_files()
-    serial_urdf = urdf.with_name("kangaroo_serial.urdf")
     import pinocchio as pin
 
-    serial = pin.buildModelFromUrdf(str(serial_urdf), pin.JointModelFreeFlyer()) if clm.floating_base \
-        else pin.buildModelFromUrdf(str(serial_urdf))
+    from kangaroo_wbc.robots.kangaroo.serial_twin import SerialTwin
+
+    serial_urdf = str(kangaroo_files()[0].with_name("kangaroo_serial.urdf"))
+    serial = pin.buildModelFromUrdf(serial_urdf, pin.JointModelFreeFlyer()) if clm.floating_base \
+        else pin.buildModelFromUrdf(serial_urdf)
     twin = SerialTwin(clm, serial)
     q0 = standing_configuration(clm) if q_guess is None else q_guess
     qs = twin.full_to_serial(q0)

@@ -26,8 +26,8 @@ KANGAROO_SOLES: tuple[str, str] = ("left_sole", "right_sole")
 DEFAULT_SOLE_SIZE_M: tuple[float, float] = (0.20, 0.10)
 
 
-def _pose_in_ancestor(tree: UrdfTree, link: str, ancestor: str) -> np.ndarray | None:
-    """Position [m] of ``link`` in ``ancestor`` when only fixed joints separate them, else None."""
+def _pose_in_ancestor(tree: UrdfTree, link: str, ancestor: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Pose ``(p [m], R)`` of ``link`` in ``ancestor`` when only fixed joints separate them, else None."""
     by_child = tree.joint_by_child
     p, R = np.zeros(3), np.eye(3)
     while link != ancestor:
@@ -37,7 +37,7 @@ def _pose_in_ancestor(tree: UrdfTree, link: str, ancestor: str) -> np.ndarray | 
         p = j.xyz + j.R @ p
         R = j.R @ R
         link = j.parent
-    return p
+    return p, R
 
 
 def sole_boxes_from_corners(
@@ -65,12 +65,8 @@ def sole_boxes_from_corners(
         if len(pts) >= 3:
             P = np.array(pts)
             lo, hi = P.min(axis=0), P.max(axis=0)
-            out[sole] = (
-                float(hi[0] - lo[0]),
-                float(hi[1] - lo[1]),
-                float(0.5 * (hi[0] + lo[0])),
-                float(0.5 * (hi[1] + lo[1])),
-            )
+            size, center = hi - lo, 0.5 * (hi + lo)
+            out[sole] = (float(size[0]), float(size[1]), float(center[0]), float(center[1]))
         else:
             out[sole] = (default_size_m[0], default_size_m[1], 0.0, 0.0)
     return out
@@ -83,18 +79,11 @@ def _pose_in_common_body(tree: UrdfTree, corner: str, sole: str) -> np.ndarray |
     body = sole
     while body in by_child and by_child[body].type == "fixed":
         body = by_child[body].parent
-    p_corner = _pose_in_ancestor(tree, corner, body)
-    if p_corner is None:
+    corner_pose = _pose_in_ancestor(tree, corner, body)
+    if corner_pose is None:
         return None
-    # pose of the sole in the body
-    p, R = np.zeros(3), np.eye(3)
-    link = sole
-    while link != body:
-        j = by_child[link]
-        p = j.xyz + j.R @ p
-        R = j.R @ R
-        link = j.parent
-    return R.T @ (p_corner - p)
+    p, R = _pose_in_ancestor(tree, sole, body)
+    return R.T @ (corner_pose[0] - p)
 
 
 def export_kangaroo_mjcf(
