@@ -18,7 +18,6 @@ Example::
 
 from __future__ import annotations
 
-import enum
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -26,18 +25,12 @@ from typing import Any
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
+from kangaroo_wbc.components.samples import Level  # the levels of DiagnosticStatus
 from kangaroo_wbc.ros import qos
 
 DIAGNOSTICS_TOPIC = "/diagnostics"
-
-
-class Level(enum.IntEnum):
-    """Diagnostic levels of ``diagnostic_msgs/DiagnosticStatus``."""
-
-    OK = 0
-    WARN = 1
-    ERROR = 2
-    STALE = 3
+#: ``hardware_id`` of every status a node publishes.
+HARDWARE_ID = "kangaroo"
 
 
 def format_value(value: Any) -> str:
@@ -71,31 +64,23 @@ def make_status(
     return status
 
 
-def worst_level(statuses: Iterable[DiagnosticStatus]) -> Level:
-    """Highest level among ``statuses`` (OK for none)."""
-    return max((Level(s.level[0]) for s in statuses), default=Level.OK)
-
-
 class DiagnosticsPublisher:
     """Publishes DiagnosticArrays on ``/diagnostics`` for one node.
 
     Args:
         node: the rclpy node (its name prefixes status names, its clock stamps the arrays).
-        hardware_id: ``hardware_id`` of every status.
-        topic: topic name (absolute by convention).
     """
 
-    def __init__(self, node: Any, *, hardware_id: str = "kangaroo", topic: str = DIAGNOSTICS_TOPIC):
+    def __init__(self, node: Any):
         self._node = node
-        self._hardware_id = hardware_id
-        self._publisher = node.create_publisher(DiagnosticArray, topic, qos.DIAGNOSTICS)
+        self._publisher = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, qos.DIAGNOSTICS)
 
     def status(
         self, check: str, level: Level | int, message: str, values: Mapping[str, Any] | None = None
     ) -> DiagnosticStatus:
         """A status named ``"<node name>: <check>"``."""
         return make_status(
-            f"{self._node.get_name()}: {check}", level, message, values, hardware_id=self._hardware_id
+            f"{self._node.get_name()}: {check}", level, message, values, hardware_id=HARDWARE_ID
         )
 
     def publish(self, statuses: Iterable[DiagnosticStatus]) -> DiagnosticArray:
@@ -106,16 +91,12 @@ class DiagnosticsPublisher:
         self._publisher.publish(msg)
         return msg
 
-    def destroy(self) -> None:
-        """Destroy the publisher (before the node is destroyed)."""
-        self._node.destroy_publisher(self._publisher)
-
 
 class ThrottledLogger:
     """Log each *key* at most once per ``period_s`` [s]; repetitions in between are counted.
 
     Args:
-        logger: an rclpy logger (or anything with ``debug/info/warning/error`` methods).
+        logger: an rclpy logger (or anything with ``info/warning/error`` methods).
         period_s: minimum time between two lines of the same key [s].
         clock: monotonic time source in seconds (injectable for tests).
     """
@@ -132,7 +113,7 @@ class ThrottledLogger:
         self._suppressed: dict[str, int] = {}
 
     def log(self, level: str, key: str, message: str) -> bool:
-        """Log ``message`` at ``level`` ("debug", "info", "warning", "error") unless ``key`` was
+        """Log ``message`` at ``level`` ("info", "warning", "error") unless ``key`` was
         logged less than ``period_s`` ago. Returns True if a line was written."""
         now = self._clock()
         last = self._last.get(key)
@@ -145,45 +126,20 @@ class ThrottledLogger:
         self._last[key] = now
         # rclpy binds a severity to each call site (file and line), so every level is logged from a
         # line of its own: one throttled logger may mix levels.
-        if level == "debug":
-            self._logger.debug(message)
-        elif level == "info":
+        if level == "info":
             self._logger.info(message)
         elif level == "warning":
             self._logger.warning(message)
         elif level == "error":
             self._logger.error(message)
         else:
-            raise ValueError(f"unknown log level {level!r}; valid: debug, info, warning, error")
+            raise ValueError(f"unknown log level {level!r}; valid: info, warning, error")
         return True
-
-    def debug(self, key: str, message: str) -> bool:
-        """Throttled debug line."""
-        return self.log("debug", key, message)
-
-    def info(self, key: str, message: str) -> bool:
-        """Throttled info line."""
-        return self.log("info", key, message)
 
     def warning(self, key: str, message: str) -> bool:
         """Throttled warning line."""
         return self.log("warning", key, message)
 
-    warn = warning
-
     def error(self, key: str, message: str) -> bool:
         """Throttled error line."""
         return self.log("error", key, message)
-
-    def suppressed(self, key: str) -> int:
-        """Repetitions of ``key`` swallowed since its last line."""
-        return self._suppressed.get(key, 0)
-
-    def reset(self, key: str | None = None) -> None:
-        """Forget ``key`` (or every key): its next message is logged immediately."""
-        if key is None:
-            self._last.clear()
-            self._suppressed.clear()
-        else:
-            self._last.pop(key, None)
-            self._suppressed.pop(key, None)
