@@ -46,7 +46,7 @@ from rclpy.time_source import TimeSource
 from kangaroo_wbc.errors import ConfigError
 from kangaroo_wbc.ros import exit_guard
 from kangaroo_wbc.ros.diagnostics import DiagnosticsPublisher, Level, ThrottledLogger
-from kangaroo_wbc.ros.params import ParameterBinding, bind_parameters, declare_parameters
+from kangaroo_wbc.ros.params import ParameterBinding, declare_parameters
 from kangaroo_wbc.ros.publication import (
     PublicationThread,
     publication_thread,
@@ -140,7 +140,7 @@ class KangarooNode(Node):
         self._binding: ParameterBinding | None = None
         if params_cls is not None:
             params: Any = declare_parameters(self, params_cls)
-            self._binding = bind_parameters(self, params, on_change=self.on_parameters_changed)
+            self._binding = ParameterBinding(self, params, on_change=self.on_parameters_changed)
         self.diagnostics = DiagnosticsPublisher(self)
         #: samples this node processed (its adapter counts them); with :attr:`report_process` the
         #: diagnostics add a ``process`` status: process CPU time per sample and sample rate

@@ -13,14 +13,14 @@ Example::
             if self.cutoff_hz >= self.rate_hz / 2:
                 raise ValueError("cutoff_hz must be below the Nyquist frequency rate_hz / 2")
 
-    params = declare_parameters(node, EstimatorParams)          # declare + read (YAML overrides)
-    binding = bind_parameters(node, params, on_change=rebuild)  # validate & apply later changes
+    params = declare_parameters(node, EstimatorParams)              # declare + read (YAML overrides)
+    binding = ParameterBinding(node, params, on_change=rebuild)     # validate & apply later changes
 
 Types map to ROS parameter types (``float`` → double, ``int`` → integer, ``bool``, ``str``,
 ``list[float]``/``list[int]``/``list[str]``/``list[bool]`` → arrays). ``bounds`` (inclusive,
 ``None`` = unbounded side) become a ``FloatingPointRange``/``IntegerRange`` in the descriptor, so
 ``ros2 param describe`` shows them and rclpy enforces them; the set-parameters callback installed by
-:func:`bind_parameters` checks them again together with finiteness, per-field ``check`` functions and
+:class:`ParameterBinding` checks them again together with finiteness, per-field ``check`` functions and
 the dataclass' ``__post_init__``, and rejects a change with the reason.
 
 A parameter that is also a field of a core configuration dataclass (a component's settings) takes
@@ -70,10 +70,8 @@ class ParamSpec:
 
     description: str
     bounds: tuple[float | int | None, float | int | None] | None = None
-    step: float | int = 0
     read_only: bool = False
     check: Check | None = None
-    additional_constraints: str = ""
 
 
 def parameter(
@@ -81,10 +79,8 @@ def parameter(
     description: str = "",
     *,
     bounds: tuple[float | int | None, float | int | None] | None = None,
-    step: float | int = 0,
     read_only: bool = False,
     check: Check | None = None,
-    additional_constraints: str = "",
 ) -> Any:
     """A dataclass field that is also a ROS parameter.
 
@@ -92,12 +88,10 @@ def parameter(
         default: default value (lists are copied per instance).
         description: one line with the unit, e.g. ``"Estimator rate [Hz]"``.
         bounds: inclusive ``(min, max)``; ``None`` leaves that side open. Numbers only.
-        step: step of the range (0: continuous).
         read_only: reject any change after start-up.
         check: extra check ``value -> None | reason`` (e.g. list length).
-        additional_constraints: human-readable constraints shown by ``ros2 param describe``.
     """
-    spec = ParamSpec(description, bounds, step, read_only, check, additional_constraints)
+    spec = ParamSpec(description, bounds, read_only, check)
     metadata = {_METADATA_KEY: spec}
     if isinstance(default, list | dict | set):
         value = default
@@ -171,7 +165,6 @@ _ARRAYS = {
 @dataclasses.dataclass(frozen=True)
 class _Field:
     name: str
-    ros_name: str
     element: type
     is_array: bool
     is_tuple: bool
@@ -181,7 +174,7 @@ class _Field:
     default: Any
 
 
-def _fields(cls: type, prefix: str) -> list[_Field]:
+def _fields(cls: type) -> list[_Field]:
     if not dataclasses.is_dataclass(cls):
         raise ConfigError(f"{cls!r} is not a dataclass")
     module = sys.modules.get(cls.__module__)
@@ -212,7 +205,7 @@ def _fields(cls: type, prefix: str) -> list[_Field]:
             raise ConfigError(f"{cls.__name__}.{f.name}: a ROS parameter needs a default value")
         spec = f.metadata.get(_METADATA_KEY, ParamSpec(description=""))
         out.append(
-            _Field(f.name, prefix + f.name, element, is_array, is_tuple, msg_type, param_type,
+            _Field(f.name, element, is_array, is_tuple, msg_type, param_type,
                    spec, default)
         )
     return out
@@ -221,10 +214,9 @@ def _fields(cls: type, prefix: str) -> list[_Field]:
 def _descriptor(field: _Field) -> ParameterDescriptor:
     spec = field.spec
     d = ParameterDescriptor(
-        name=field.ros_name,
+        name=field.name,
         type=field.msg_type,
         description=spec.description,
-        additional_constraints=spec.additional_constraints,
         read_only=spec.read_only,
     )
     if spec.bounds is not None and not field.is_array:
@@ -233,23 +225,13 @@ def _descriptor(field: _Field) -> ParameterDescriptor:
             d.floating_point_range = [FloatingPointRange(
                 from_value=-sys.float_info.max if lo is None else float(lo),
                 to_value=sys.float_info.max if hi is None else float(hi),
-                step=float(spec.step),
             )]
         elif field.element is int:
             d.integer_range = [IntegerRange(
                 from_value=-(2**63) if lo is None else int(lo),
                 to_value=2**63 - 1 if hi is None else int(hi),
-                step=int(spec.step),
             )]
     return d
-
-
-def descriptor_for(cls: type, name: str, *, prefix: str = "") -> ParameterDescriptor:
-    """The ParameterDescriptor that :func:`declare_parameters` uses for field ``name``."""
-    for f in _fields(cls, prefix):
-        if f.name == name:
-            return _descriptor(f)
-    raise ConfigError(f"{cls.__name__} has no field {name!r}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -283,20 +265,47 @@ def _python_value(field: _Field, value: Any) -> Any:
     return value
 
 
-def read_parameters(node: Any, cls: type[T], *, prefix: str = "") -> T:
-    """Current values of the declared parameters as a new ``cls`` instance.
+def declare_parameters(node: Any, params: type[T] | T) -> T:
+    """Declare one ROS parameter per field of ``params`` (class or instance giving defaults)
+    and return the values in effect (defaults overridden by YAML / command line).
 
     Raises:
-        ConfigError: a value fails its check or the dataclass' ``__post_init__``.
+        ConfigError: wrong type or out-of-range override, failed check or ``__post_init__``; the
+            message names the node, the parameter and, for int-vs-double mix-ups, the fix.
     """
+    cls = params if isinstance(params, type) else type(params)
+    fields = _fields(cls)
+    for f in fields:
+        default = f.default if isinstance(params, type) else getattr(params, f.name)
+        if f.is_array:
+            default = list(default)
+        # An empty list would be typed BYTE_ARRAY by rclpy: declare typed-but-unset instead.
+        initial = f.param_type if f.is_array and not default else default
+        try:
+            node.declare_parameter(f.name, initial, _descriptor(f))
+        except InvalidParameterTypeException as exc:
+            hint = ""
+            if f.element is float:
+                hint = " (write floating-point values with a decimal point, e.g. 1000.0)"
+            raise ConfigError(
+                f"node {node.get_name()!r}: parameter {f.name!r} must be "
+                f"{f.param_type.name.lower()}{hint}: {exc}"
+            ) from None
+        except InvalidParameterValueException as exc:
+            raise ConfigError(f"node {node.get_name()!r}: parameter {f.name!r}: {exc}") from None
+        if initial is f.param_type:
+            try:
+                node.get_parameter(f.name)
+            except ParameterUninitializedException:
+                node.set_parameters([Parameter(f.name, f.param_type, [])])
     values = {}
-    for f in _fields(cls, prefix):
-        value = node.get_parameter(f.ros_name).value
+    for f in fields:
+        value = node.get_parameter(f.name).value
         if f.is_array and value is None:
             value = []
         reason = _check_value(f, value)
         if reason:
-            raise ConfigError(f"node {node.get_name()!r}: parameter {f.ros_name!r}: {reason}")
+            raise ConfigError(f"node {node.get_name()!r}: parameter {f.name!r}: {reason}")
         values[f.name] = _python_value(f, value)
     try:
         return cls(**values)
@@ -304,48 +313,12 @@ def read_parameters(node: Any, cls: type[T], *, prefix: str = "") -> T:
         raise ConfigError(f"node {node.get_name()!r}: parameters of {cls.__name__}: {exc}") from None
 
 
-def declare_parameters(node: Any, params: type[T] | T, *, prefix: str = "") -> T:
-    """Declare one ROS parameter per field of ``params`` (class or instance giving defaults)
-    and return the values in effect (defaults overridden by YAML / command line).
-
-    Raises:
-        ConfigError: wrong type or out-of-range override, failed check; the message names the
-            node, the parameter and, for int-vs-double mix-ups, the fix.
-    """
-    cls = params if isinstance(params, type) else type(params)
-    for f in _fields(cls, prefix):
-        default = f.default if isinstance(params, type) else getattr(params, f.name)
-        if f.is_array:
-            default = list(default)
-        descriptor = _descriptor(f)
-        # An empty list would be typed BYTE_ARRAY by rclpy: declare typed-but-unset instead.
-        initial = f.param_type if f.is_array and not default else default
-        try:
-            node.declare_parameter(f.ros_name, initial, descriptor)
-        except InvalidParameterTypeException as exc:
-            hint = ""
-            if f.element is float:
-                hint = " (write floating-point values with a decimal point, e.g. 1000.0)"
-            raise ConfigError(
-                f"node {node.get_name()!r}: parameter {f.ros_name!r} must be "
-                f"{f.param_type.name.lower()}{hint}: {exc}"
-            ) from None
-        except InvalidParameterValueException as exc:
-            raise ConfigError(f"node {node.get_name()!r}: parameter {f.ros_name!r}: {exc}") from None
-        if initial is f.param_type:
-            try:
-                node.get_parameter(f.ros_name)
-            except ParameterUninitializedException:
-                node.set_parameters([Parameter(f.ros_name, f.param_type, [])])
-    return read_parameters(node, cls, prefix=prefix)
-
-
 class ParameterBinding:
     """Keeps a dataclass instance in sync with the node's parameters and guards changes.
 
-    Use :func:`bind_parameters` to create it. :attr:`params` is replaced by a new instance after
-    every accepted change (so a reader never sees a half-applied update); ``on_change`` receives
-    the new instance and the names of the fields that changed.
+    ``params`` is an instance returned by :func:`declare_parameters`; :attr:`params` is replaced
+    by a new instance after every accepted change (so a reader never sees a half-applied update);
+    ``on_change`` receives the new instance and the names of the fields that changed.
     """
 
     def __init__(
@@ -353,13 +326,10 @@ class ParameterBinding:
         node: Any,
         params: Any,
         *,
-        prefix: str = "",
         on_change: Callable[[Any, set[str]], None] | None = None,
     ) -> None:
-        self._node = node
         self._cls = type(params)
-        self._prefix = prefix
-        self._fields = {f.ros_name: f for f in _fields(self._cls, prefix)}
+        self._fields = {f.name: f for f in _fields(self._cls)}
         self.params = params
         self._on_change = on_change
         node.add_on_set_parameters_callback(self.validate)
@@ -400,29 +370,3 @@ class ParameterBinding:
         self.params = dataclasses.replace(self.params, **changes)
         if self._on_change is not None:
             self._on_change(self.params, set(changes))
-
-    def unbind(self) -> None:
-        """Remove both callbacks from the node."""
-        self._node.remove_on_set_parameters_callback(self.validate)
-        self._node.remove_post_set_parameters_callback(self._apply)
-
-
-def bind_parameters(
-    node: Any,
-    params: Any,
-    *,
-    prefix: str = "",
-    on_change: Callable[[Any, set[str]], None] | None = None,
-) -> ParameterBinding:
-    """Install the validating set-parameters callback for ``params`` (an instance returned by
-    :func:`declare_parameters`) and keep ``binding.params`` up to date."""
-    return ParameterBinding(node, params, prefix=prefix, on_change=on_change)
-
-
-def parameters_to_yaml_dict(params: Any, node_name: str, *, prefix: str = "") -> dict[str, Any]:
-    """``{node_name: {"ros__parameters": {...}}}`` of a dataclass instance (for writing config files)."""
-    values = {}
-    for f in _fields(type(params), prefix):
-        v = getattr(params, f.name)
-        values[f.ros_name] = list(v) if f.is_array else v
-    return {node_name: {"ros__parameters": values}}
