@@ -139,6 +139,14 @@ def _parse_floats(text: str | None, n: int, where: str, default: Sequence[float]
     return np.array(vals)
 
 
+def _origin(el: ET.Element, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """``xyz`` [m] and rotation matrix of the ``<origin>`` child of ``el`` (identity when absent)."""
+    origin = el.find("origin")
+    xyz = _parse_floats(origin.get("xyz") if origin is not None else None, 3, where, (0, 0, 0))
+    rpy = _parse_floats(origin.get("rpy") if origin is not None else None, 3, where, (0, 0, 0))
+    return xyz, rpy_to_matrix(rpy)
+
+
 # --------------------------------------------------------------------------------------------
 # URDF reading
 # --------------------------------------------------------------------------------------------
@@ -215,10 +223,7 @@ def parse_urdf(urdf_path: str | Path) -> UrdfTree:
         link = UrdfLink(name)
         inert = el.find("inertial")
         if inert is not None:
-            where = f"{src}: link {name!r} <inertial>"
-            origin = inert.find("origin")
-            xyz = _parse_floats(origin.get("xyz") if origin is not None else None, 3, where, (0, 0, 0))
-            rpy = _parse_floats(origin.get("rpy") if origin is not None else None, 3, where, (0, 0, 0))
+            link.com, Ri = _origin(inert, f"{src}: link {name!r} <inertial>")
             mass_el = inert.find("mass")
             link.mass = float(mass_el.get("value", "0")) if mass_el is not None else 0.0
             I_el = inert.find("inertia")
@@ -227,8 +232,6 @@ def parse_urdf(urdf_path: str | Path) -> UrdfTree:
             I = np.array([[vals["ixx"], vals["ixy"], vals["ixz"]],
                           [vals["ixy"], vals["iyy"], vals["iyz"]],
                           [vals["ixz"], vals["iyz"], vals["izz"]]])
-            Ri = rpy_to_matrix(rpy)
-            link.com = xyz
             link.inertia = Ri @ I @ Ri.T
             link.has_inertial = True
         for kind in ("collision", "visual"):
@@ -237,10 +240,8 @@ def parse_urdf(urdf_path: str | Path) -> UrdfTree:
                 if geom is None or len(geom) == 0:
                     continue
                 shape = geom[0]
-                origin = g.find("origin")
                 where = f"{src}: link {name!r} <{kind}>"
-                xyz = _parse_floats(origin.get("xyz") if origin is not None else None, 3, where, (0, 0, 0))
-                rpy = _parse_floats(origin.get("rpy") if origin is not None else None, 3, where, (0, 0, 0))
+                xyz, R = _origin(g, where)
                 if shape.tag == "box":
                     size = list(0.5 * _parse_floats(shape.get("size"), 3, where, (0, 0, 0)))
                 elif shape.tag == "cylinder":
@@ -249,7 +250,7 @@ def parse_urdf(urdf_path: str | Path) -> UrdfTree:
                     size = [float(shape.get("radius", "0"))]
                 else:  # meshes are not exported (kinematics and dynamics do not need them)
                     continue
-                link.geoms.append((kind, shape.tag, xyz, rpy_to_matrix(rpy), size))
+                link.geoms.append((kind, shape.tag, xyz, R, size))
         links[name] = link
     joints: list[UrdfJoint] = []
     for el in root.findall("joint"):
@@ -265,9 +266,7 @@ def parse_urdf(urdf_path: str | Path) -> UrdfTree:
         for ln in (parent, child):
             if ln not in links:
                 raise ConfigError(f"{where}: unknown link {ln!r}." + suggest(ln, list(links)))
-        origin = el.find("origin")
-        xyz = _parse_floats(origin.get("xyz") if origin is not None else None, 3, where, (0, 0, 0))
-        rpy = _parse_floats(origin.get("rpy") if origin is not None else None, 3, where, (0, 0, 0))
+        xyz, R = _origin(el, where)
         ax = el.find("axis")
         axis = _parse_floats(ax.get("xyz") if ax is not None else None, 3, where, (1, 0, 0))
         if jtype in ("revolute", "continuous", "prismatic"):
@@ -277,17 +276,12 @@ def parse_urdf(urdf_path: str | Path) -> UrdfTree:
             axis = axis / n
         elif jtype not in ("fixed", "floating"):
             raise ModelError(f"{where}: joint type {jtype!r} is not supported by the MJCF exporter")
-        j = UrdfJoint(name, jtype, parent, child, xyz, rpy_to_matrix(rpy), axis)
-        lim = el.find("limit")
-        if lim is not None:
-            j.lower = _opt_float(lim, "lower", where)
-            j.upper = _opt_float(lim, "upper", where)
-            j.effort = _opt_float(lim, "effort", where)
-            j.velocity = _opt_float(lim, "velocity", where)
-        dyn = el.find("dynamics")
-        if dyn is not None:
-            j.damping = _opt_float(dyn, "damping", where)
-            j.friction = _opt_float(dyn, "friction", where)
+        j = UrdfJoint(name, jtype, parent, child, xyz, R, axis)
+        for tag, keys in (("limit", ("lower", "upper", "effort", "velocity")), ("dynamics", ("damping", "friction"))):
+            sub = el.find(tag)
+            if sub is not None:
+                for key in keys:
+                    setattr(j, key, _opt_float(sub, key, where))
         joints.append(j)
     names = [j.name for j in joints]
     if len(set(names)) != len(names):
@@ -373,16 +367,11 @@ def _structural_constants(urdf_path: str, specs: list[ClosureSpec], replacements
         for ia, iu in ids:
             Ma, Mu = data.oMf[ia], data.oMf[iu]
             Ra = Ma.rotation
-            e = np.concatenate([Ra.T @ (Mu.translation - Ma.translation), pin.log3(Ra.T @ Mu.rotation)])
-            errs.append(e)
+            errs.append(np.concatenate([Ra.T @ (Mu.translation - Ma.translation), pin.log3(Ra.T @ Mu.rotation)]))
         samples.append(errs)
-    out = []
-    for i in range(len(specs)):
-        E = np.array([samples[k][i] for k in range(n_samples)])
-        spread = E.max(axis=0) - E.min(axis=0)
-        const = {d: float(E[0, n]) for n, d in enumerate(DIRECTIONS) if spread[n] < tol}
-        out.append(const)
-    return out
+    E = np.array(samples)  # (sample, loop, direction)
+    spread = E.max(axis=0) - E.min(axis=0)
+    return [{d: float(E[0, i, n]) for n, d in enumerate(DIRECTIONS) if spread[i, n] < tol} for i in range(len(specs))]
 
 
 def classify_closure(spec: ClosureSpec, structural: Mapping[str, float]) -> ClosurePlan:

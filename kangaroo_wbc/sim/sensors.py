@@ -74,19 +74,13 @@ def _apply(noise, theta_a, theta_dot_a, force, gain, passive, quat_wxyz, gyro, a
         out[o + 7 + i] = accel[i] + boot[n + 3 + i] + noise[o + 6 + i]
 
 
-def _noise_plan(stds: tuple[float, ...], sizes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray | None, list]:
+def _noise_plan(stds: tuple[float, ...], sizes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray | None]:
     """How :meth:`SensorSuite.read` scales one standard-normal draw into its channels: the
-    per-entry standard deviations of the noisy channels, where their entries go in the stacked
-    channels (None: every channel is noisy) and each channel's bounds."""
-    bounds, o = [], 0
-    for k in sizes:
-        bounds.append((o, o + k))
-        o += k
-    scale = np.concatenate([np.full(k, std) for std, k in zip(stds, sizes) if std > 0] or [np.zeros(0)])
-    if all(std > 0 for std in stds):
-        return scale, None, bounds
-    noisy = np.concatenate([np.arange(a, b) for (a, b), std in zip(bounds, stds) if std > 0] or [np.zeros(0, int)])
-    return scale, noisy.astype(np.int64), bounds
+    per-entry standard deviations of the noisy entries and where they go in the stacked channels
+    (None: every entry is noisy)."""
+    std = np.repeat(np.asarray(stds, dtype=float), sizes)
+    noisy = np.flatnonzero(std > 0)
+    return std[noisy], None if noisy.size == std.size else noisy
 
 
 @dataclass
@@ -131,13 +125,9 @@ class SensorConfig:
             raise InputError("SensorConfig: default_screw_lead_m must be > 0 and default_screw_efficiency in (0, 1]")
 
     @classmethod
-    def noiseless(cls, keep_offsets: bool = True) -> SensorConfig:
-        """All noise and biases zero (boot offsets kept unless ``keep_offsets`` is False)."""
-        cfg = cls(**{k: 0.0 for k in cls.__dataclass_fields__ if k.endswith(("_std",))})
-        if not keep_offsets:
-            cfg.encoder_offset_range_m = 0.0
-            cfg.encoder_offset_range_rad = 0.0
-        return cfg
+    def noiseless(cls) -> SensorConfig:
+        """All noise and biases zero (boot offsets kept)."""
+        return cls(**{k: 0.0 for k in cls.__dataclass_fields__ if k.endswith("_std")})
 
 
 @dataclass
@@ -257,7 +247,7 @@ class SensorSuite:
         plan = self._noise_plans.get((stds, sizes))
         if plan is None:
             plan = self._noise_plans[(stds, sizes)] = _noise_plan(stds, sizes)
-        scale, noisy, bounds = plan
+        scale, noisy = plan
         z = rng.standard_normal(scale.shape[0])
         if noisy is None:  # every channel noisy
             full = scale * z

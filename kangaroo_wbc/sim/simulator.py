@@ -143,15 +143,8 @@ class GroundTruth:
 
     def joint_position(self, name: str) -> float:
         """Position of one joint by URDF name."""
-        return float(self.joint_positions[self._index(name)])
-
-    def joint_velocity(self, name: str) -> float:
-        """Velocity of one joint by URDF name."""
-        return float(self.joint_velocities[self._index(name)])
-
-    def _index(self, name: str) -> int:
         try:
-            return self.joint_names.index(name)
+            return float(self.joint_positions[self.joint_names.index(name)])
         except ValueError:
             raise JointNotFound(f"unknown joint {name!r}." + suggest(name, self.joint_names)) from None
 
@@ -342,15 +335,13 @@ class ClosedChainSim:
         # free DOFs of the closure solve: everything except actuated joints and the floating base
         held = set(self._act_dadr.tolist()) | (set(range(6)) if self.floating_base else set())
         self._solve_dofs = np.array([d for d in range(m.nv) if d not in held], dtype=int)
-        root = 1
-        self._root_body = root
-        imu = self._meta.get("imu", "")
-        self._imu_sensors = None
-        if imu:
+        self._root_body = 1
+        self._imu_sensors = None  # sensordata addresses of the orientation, gyro and accelerometer
+        if self._meta.get("imu", ""):
             ids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SENSOR, n)
                    for n in ("imu_orientation", "imu_gyro", "imu_accelerometer")]
             if min(ids) >= 0:
-                self._imu_sensors = [(int(m.sensor_adr[i]), int(m.sensor_dim[i])) for i in ids]
+                self._imu_sensors = [int(m.sensor_adr[i]) for i in ids]
 
     def _init_equalities(self) -> None:
         m = self.model
@@ -366,12 +357,12 @@ class ClosedChainSim:
         self._site1 = np.array([q.site1 for q in self._equalities], dtype=int)
         self._site2 = np.array([q.site2 for q in self._equalities], dtype=int)
         self._weld_idx = np.array([i for i, q in enumerate(self._equalities) if q.weld], dtype=int)
-        self._n_rows = 3 * len(self._equalities) + 3 * len(self._weld_idx)
+        n = len(self._equalities)
+        self._n_rows = 3 * n + 3 * len(self._weld_idx)
+        #: equality index -> first row of its weld orientation residual
+        self._weld_row = {int(e): 3 * n + 3 * k for k, e in enumerate(self._weld_idx)}
         self._init_blocks()
-        self._jp1 = np.zeros((3, m.nv))
-        self._jr1 = np.zeros((3, m.nv))
-        self._jp2 = np.zeros((3, m.nv))
-        self._jr2 = np.zeros((3, m.nv))
+        self._jp1, self._jr1, self._jp2, self._jr2 = (np.zeros((3, m.nv)) for _ in range(4))
 
     def _init_blocks(self) -> None:
         """Independent sub-mechanisms: equalities coupled through shared passive DOFs.
@@ -387,9 +378,8 @@ class ClosedChainSim:
             own = set(range(int(m.body_dofadr[b]), int(m.body_dofadr[b]) + int(m.body_dofnum[b])))
             anc[b] = anc[int(m.body_parentid[b])] | own
         passive = set(self._solve_dofs.tolist())
-        n = len(self._equalities)
-        weld_row = {int(e): 3 * n + 3 * k for k, e in enumerate(self._weld_idx)}
-        moved = np.zeros((n, m.nv), dtype=bool)  # equality i, passive DOF moving its residual
+        weld_row = self._weld_row
+        moved = np.zeros((len(self._equalities), m.nv), dtype=bool)  # equality i, passive DOF moving its residual
         for i, q in enumerate(self._equalities):
             moving = anc[int(m.site_bodyid[q.site1])] ^ anc[int(m.site_bodyid[q.site2])]
             moved[i, sorted(moving & passive)] = True
@@ -430,15 +420,13 @@ class ClosedChainSim:
         m = self.model
         lo = np.array([m.jnt_range[j, 0] if m.jnt_limited[j] else -np.inf for j in self._act_joint])
         hi = np.array([m.jnt_range[j, 1] if m.jnt_limited[j] else np.inf for j in self._act_joint])
-        if values is None:
-            theta = np.clip(m.qpos0[self._act_qadr], lo, hi)
-        elif isinstance(values, Mapping):
-            theta = np.clip(m.qpos0[self._act_qadr], lo, hi)
+        theta = np.clip(m.qpos0[self._act_qadr], lo, hi)
+        if isinstance(values, Mapping):
             for n, v in values.items():
                 if n not in self.actuator_names:
                     raise JointNotFound(f"unknown actuator {n!r}." + suggest(n, self.actuator_names))
                 theta[self.actuator_names.index(n)] = float(v)
-        else:
+        elif values is not None:
             theta = np.asarray(values, dtype=float).reshape(-1)
             if theta.shape != (m.nu,):
                 raise InputError(f"expected {m.nu} actuator positions, got {theta.shape}")
@@ -542,15 +530,13 @@ class ClosedChainSim:
     def _residual_jacobian(self) -> np.ndarray:
         """Jacobian of :meth:`_residual` w.r.t. the MuJoCo velocity (orientation rows to first order)."""
         m, d = self.model, self.data
-        n = len(self._equalities)
         J = np.zeros((self._n_rows, m.nv))
-        weld_row = {int(e): 3 * n + 3 * k for k, e in enumerate(self._weld_idx)}
         for i, q in enumerate(self._equalities):
             mujoco.mj_jacSite(m, d, self._jp1, self._jr1, q.site1)
             mujoco.mj_jacSite(m, d, self._jp2, self._jr2, q.site2)
             J[3 * i:3 * i + 3] = self._jp2 - self._jp1
             if q.weld:
-                k = weld_row[i]
+                k = self._weld_row[i]
                 J[k:k + 3] = self._jr2 - self._jr1
         return J
 
@@ -820,16 +806,15 @@ class ClosedChainSim:
         d = self.data
         quat = gyro = acc = None
         if self._imu_sensors is not None:
-            (aq, _), (ag, _), (aa, _) = self._imu_sensors
+            aq, ag, aa = self._imu_sensors
             # views: the sensor models read them once into new arrays (the readings)
             quat, gyro, acc = d.sensordata[aq:aq + 4], d.sensordata[ag:ag + 3], d.sensordata[aa:aa + 3]
-        if self.drives is None:
-            return self.sensors.read(self.rng, self.time, d.qpos[self._act_qadr], d.qvel[self._act_dadr],
-                                     d.actuator_force, d.qpos[self._enc_qadr], quat, gyro, acc)
+        drives = self.drives
         r = self.sensors.read(self.rng, self.time, d.qpos[self._act_qadr], d.qvel[self._act_dadr],
                               d.actuator_force, d.qpos[self._enc_qadr], quat, gyro, acc,
-                              motor_torque=self.drives.measured_torque(self.rng))
-        self.drives.quantise(r.actuator_position)
+                              motor_torque=None if drives is None else drives.measured_torque(self.rng))
+        if drives is not None:
+            drives.quantise(r.actuator_position)
         return r
 
     def closure_violation(self) -> tuple[float, float]:
@@ -879,10 +864,7 @@ class ClosedChainSim:
                     ts = sign[sel, None] * t_w[sel]
                     r = pos[sel] - d.site_xpos[self._sole_site[s]]
                     f = R.T @ fs.sum(axis=0)
-                    moment = np.stack([r[:, 1] * fs[:, 2] - r[:, 2] * fs[:, 1],
-                                       r[:, 2] * fs[:, 0] - r[:, 0] * fs[:, 2],
-                                       r[:, 0] * fs[:, 1] - r[:, 1] * fs[:, 0]], axis=1)
-                    t = R.T @ (moment.sum(axis=0) + ts.sum(axis=0))
+                    t = R.T @ (np.cross(r, fs).sum(axis=0) + ts.sum(axis=0))
             in_contact = bool(f[2] > CONTACT_FORCE_THRESHOLD_N)
             cop = np.array([-t[1] / f[2], t[0] / f[2], 0.0]) if in_contact else np.full(3, np.nan)
             out[s] = ContactWrench(f, t, cop, in_contact, count)
@@ -891,17 +873,11 @@ class ClosedChainSim:
     def ground_truth(self) -> GroundTruth:
         """Everything the simulator knows (for tests, benchmarks and ``sim/ground_truth/*``)."""
         d = self.data
+        pos = self.base_position()
         if self.floating_base:
-            pos = d.qpos[0:3].copy()
-            qw = d.qpos[3:7].copy()
-            lin = d.qvel[0:3].copy()
-            ang = d.qvel[3:6].copy()
+            qw, lin, ang = d.qpos[3:7].copy(), d.qvel[0:3].copy(), d.qvel[3:6].copy()
         else:
-            b = self._root_body
-            pos = d.xpos[b].copy()
-            qw = d.xquat[b].copy()
-            lin = np.zeros(3)
-            ang = np.zeros(3)
+            qw, lin, ang = d.xquat[self._root_body].copy(), np.zeros(3), np.zeros(3)
         qw /= np.linalg.norm(qw)
         viol_m, viol_rad = self.closure_violation()
         return GroundTruth(
