@@ -152,19 +152,12 @@ class Description:
     absolute_encoders: list[str] = field(default_factory=list)
     submechanism_joints: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     world_poses: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    comment: str = ""
 
     def link(self, name: str) -> Link:
         for link in self.links:
             if link.name == name:
                 return link
         raise ModelError(f"unknown link {name!r}")
-
-    def joint(self, name: str) -> Joint:
-        for j in self.joints:
-            if j.name == name:
-                return j
-        raise ModelError(f"unknown joint {name!r}")
 
     def joints_with_role(self, role: str) -> list[str]:
         return [j.name for j in self.joints if j.role == role]
@@ -200,8 +193,8 @@ class TreeBuilder:
     def pose(self, link: str) -> tuple[np.ndarray, np.ndarray]:
         return self.desc.world_poses[link]
 
-    def add_root(self, name: str, segment: str = "base") -> Link:
-        link = Link(name=name, segment=segment)
+    def add_root(self, name: str) -> Link:
+        link = Link(name=name, segment="base")
         self.desc.links.append(link)
         self.desc.world_poses[name] = (np.zeros(3), np.eye(3))
         return link
@@ -223,7 +216,7 @@ class TreeBuilder:
         pp, Rp = self.pose(parent)
         xyz = Rp.T @ (p - pp)
         R_rel = Rp.T @ R
-        link = Link(name=name, segment=segment or self.link_segment(parent))
+        link = Link(name=name, segment=segment or self.desc.link(parent).segment)
         self.desc.links.append(link)
         self.desc.world_poses[name] = (p, R)
         self.desc.joints.append(Joint(
@@ -237,31 +230,24 @@ class TreeBuilder:
         """A massless frame link fixed to ``parent`` (joint ``<name>_joint``)."""
         return self.add(name, parent, f"{name}_joint", "fixed", p_world, R_world, mirrored=mirrored)
 
-    def link_segment(self, name: str) -> str:
-        return self.desc.link(name).segment
-
     # -- mass properties, given in world coordinates at the zero configuration
     def _to_local(self, link: str, center_w: np.ndarray, R_shape_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         p, R = self.pose(link)
         return R.T @ (center_w - p), R.T @ R_shape_w
 
     def set_box(self, link: str, mass: float, center: np.ndarray, size: tuple[float, float, float],
-                R_shape: np.ndarray | None = None, visual: bool = True, collision: bool = False,
-                mirrored: bool = True) -> None:
+                R_shape: np.ndarray | None = None, collision: bool = False, mirrored: bool = True) -> None:
         """Solid box of ``mass`` [kg] centred at ``center`` (left-leg world coordinates)."""
-        c = self.P(center) if mirrored else np.asarray(center, float)
-        Rs = self.R(R_shape if R_shape is not None else np.eye(3)) if mirrored else (
-            R_shape if R_shape is not None else np.eye(3))
+        R_shape = np.eye(3) if R_shape is None else R_shape
+        c, Rs = (self.P(center), self.R(R_shape)) if mirrored else (np.asarray(center, float), R_shape)
         xyz, R_loc = self._to_local(link, c, Rs)
         self._add_inertia(link, mass, xyz, R_loc @ box_inertia(mass, np.array(size)) @ R_loc.T)
         shape = Shape("box", tuple(float(s) for s in size), xyz, R_loc)
-        if visual:
-            self.desc.link(link).visuals.append(shape)
+        self.desc.link(link).visuals.append(shape)
         if collision:
             self.desc.link(link).collisions.append(shape)
 
-    def set_rod(self, link: str, mass: float, a: np.ndarray, b: np.ndarray, radius: float,
-                visual: bool = True) -> None:
+    def set_rod(self, link: str, mass: float, a: np.ndarray, b: np.ndarray, radius: float) -> None:
         """Solid cylinder of ``mass`` [kg] and ``radius`` [m] from point ``a`` to point ``b``."""
         a, b = self.P(a), self.P(b)
         d = b - a
@@ -270,8 +256,7 @@ class TreeBuilder:
         Rs = frame_from_z(d, hint)
         xyz, R_loc = self._to_local(link, 0.5 * (a + b), Rs)
         self._add_inertia(link, mass, xyz, R_loc @ cylinder_inertia(mass, radius, L) @ R_loc.T)
-        if visual:
-            self.desc.link(link).visuals.append(Shape("cylinder", (radius, L), xyz, R_loc))
+        self.desc.link(link).visuals.append(Shape("cylinder", (radius, L), xyz, R_loc))
 
     def _add_inertia(self, link_name: str, mass: float, com: np.ndarray, I_c: np.ndarray) -> None:
         """Accumulate a rigid part into the link's inertial (parallel-axis theorem)."""

@@ -43,10 +43,6 @@ SIDES = ("left", "right")
 EY = np.array([0.0, 1.0, 0.0])
 EX = np.array([1.0, 0.0, 0.0])
 
-#: Sub-mechanism suffixes in the order of the serial chain.
-SUBMECHANISMS = ("hip_yaw", "hip_pitch_roll", "knee", "ankle")
-
-
 def actuator_joint(side: str, key: str) -> str:
     """URDF name of an actuated (prismatic) joint, e.g. ``left_leg_length_actuator``."""
     return f"{side}_{key}_actuator"
@@ -84,9 +80,9 @@ def _sagittal_frame(x_dir: np.ndarray) -> np.ndarray:
     return rot_y(float(np.arctan2(-x_dir[2], x_dir[0])))
 
 
-def _lever(angle: float, sign: float = 1.0) -> np.ndarray:
-    """Unit vector ``R_y(angle) (sign, 0, 0)`` in the sagittal plane."""
-    return rot_y(angle) @ np.array([sign, 0.0, 0.0])
+def _lever(angle: float) -> np.ndarray:
+    """Unit vector ``R_y(angle) (1, 0, 0)`` in the sagittal plane."""
+    return rot_y(angle) @ EX
 
 
 class KneeGeometry:
@@ -136,7 +132,7 @@ class KneeGeometry:
         return float(np.sign(v[0] * w[2] - v[2] * w[0]))
 
     def at(self, knee: float) -> KneePose:
-        """Pin positions and rocker rotations for a knee angle [rad]."""
+        """Pin positions for a knee angle [rad]."""
         T = self.K + self.r_t * _lever(knee - self.mid)
         Q2 = circle_intersection_xz(self.R2, self.r2c, T, self.l_push, upper=True)
         d = Q2 - self.R2
@@ -146,28 +142,20 @@ class KneeGeometry:
         b1 = next(c for c in cands if self._side(c, b2) == self._mode)
         v = b1 - self.R1
         beta1 = float(np.arctan2(-v[2], v[0])) - self.ph1
-        a_pin = self.R1 + self.r1a * _lever(self.a1 + beta1)
-        return KneePose(T=T, Q2=Q2, beta=beta2, beta1=beta1, a_pin=a_pin, b1=b1, b2=b2,
-                        length=float(np.linalg.norm(a_pin - self.Pk)))
+        return KneePose(T=T, Q2=Q2, a_pin=self.R1 + self.r1a * _lever(self.a1 + beta1), b1=b1, b2=b2)
 
 
 @dataclass
 class KneePose:
-    """Knee linkage at one knee angle: pins [m] (femur coordinates) and rocker angle [rad].
-
-    ``T`` tibia lever pin, ``Q2`` rocker-2 / push-rod pin, ``a_pin`` actuator rod end on rocker 1,
-    ``b1``/``b2`` relay pins on rockers 1/2, ``beta``/``beta1`` rotations of rocker 2/rocker 1 from
-    the design posture, ``length`` actuator pin-to-pin.
-    """
+    """Knee linkage pins [m] (femur coordinates) at one knee angle: ``T`` tibia lever pin, ``Q2``
+    rocker-2 / push-rod pin, ``a_pin`` actuator rod end on rocker 1, ``b1``/``b2`` relay pins on
+    rockers 1/2."""
 
     T: np.ndarray
     Q2: np.ndarray
-    beta: float
-    beta1: float
     a_pin: np.ndarray
     b1: np.ndarray
     b2: np.ndarray
-    length: float
 
 
 def build(prm: KangarooParams | None = None, cage: bool = False) -> Description:
