@@ -135,6 +135,15 @@ def _rod_map(p, knee, crank1, crank2, roll, pitch, res, jac):
 
 
 @compiled
+def _smallest_singular_value(jac):
+    """(determinant, smallest singular value) of a 2x2 matrix."""
+    a, b, c, d = jac[0, 0], jac[0, 1], jac[1, 0], jac[1, 1]
+    det = a * d - b * c
+    s2 = a * a + b * b + c * c + d * d
+    return det, math.sqrt(max(0.5 * (s2 - math.sqrt(max(s2 * s2 - 4.0 * det * det, 0.0))), 0.0))
+
+
+@compiled
 def _solve(p, knee, crank1, crank2, steps, iters):
     """(roll, pitch, smallest singular value, closed) at one point, by continuation from the
     common mode (exact: zero roll, pitch = mean crank - knee) to the requested differential."""
@@ -162,11 +171,7 @@ def _solve(p, knee, crank1, crank2, steps, iters):
         _rod_map(p, knee, c1, c2, roll, pitch, res, jac)
         if abs(res[0]) > 1e-9 or abs(res[1]) > 1e-9 or abs(roll) > 1.4:
             closed = False
-    a, b, c, d = jac[0, 0], jac[0, 1], jac[1, 0], jac[1, 1]
-    s2 = a * a + b * b + c * c + d * d
-    det = abs(a * d - b * c)
-    smin = math.sqrt(max(0.5 * (s2 - math.sqrt(max(s2 * s2 - 4.0 * det * det, 0.0))), 0.0))
-    return roll, pitch, smin, closed
+    return roll, pitch, _smallest_singular_value(jac)[1], closed
 
 
 @compiled
@@ -192,11 +197,7 @@ def _common_mode(p, knees, cranks, out_det, out_smin):
     for i in range(knees.size):
         for j in range(cranks.size):
             _rod_map(p, knees[i], cranks[j], cranks[j], 0.0, cranks[j] - knees[i], res, jac)
-            a, b, c, d = jac[0, 0], jac[0, 1], jac[1, 0], jac[1, 1]
-            det = a * d - b * c
-            s2 = a * a + b * b + c * c + d * d
-            out_det[i, j] = det
-            out_smin[i, j] = math.sqrt(max(0.5 * (s2 - math.sqrt(max(s2 * s2 - 4.0 * det * det, 0.0))), 0.0))
+            out_det[i, j], out_smin[i, j] = _smallest_singular_value(jac)
 
 
 def common_mode_map(stage: RodStage, knee_deg: np.ndarray, crank_deg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -240,15 +241,6 @@ class WindowScan:
     smallest_singular_value_m: float  # 0 when a point fails
     max_roll_deg: float
     roll_at_standing_knee_deg: tuple[float, float]  # cranks (lo, hi) and (hi, lo)
-
-
-def rod_map(stage: RodStage, knee_deg: float, crank_deg: tuple[float, float], roll_deg: float,
-            pitch_deg: float) -> tuple[np.ndarray, np.ndarray]:
-    """Rod length errors [m] and their Jacobian w.r.t. (roll, pitch) [m/rad] at one configuration."""
-    res, jac = np.zeros(2), np.zeros((2, 2))
-    _rod_map(stage.vector(), math.radians(knee_deg), math.radians(crank_deg[0]), math.radians(crank_deg[1]),
-             math.radians(roll_deg), math.radians(pitch_deg), res, jac)
-    return res, jac
 
 
 def solve(stage: RodStage, knee_deg: float, crank_deg: tuple[float, float]) -> tuple[float, float, float, bool]:

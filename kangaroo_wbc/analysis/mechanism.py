@@ -36,14 +36,6 @@ def _limits(clm: ClosedLoopModel, names: list[str]) -> tuple[np.ndarray, np.ndar
     return idx, lo, hi
 
 
-def _passive_index(clm: ClosedLoopModel, name: str) -> int:
-    return clm.passive_joint_names.index(name)
-
-
-def _q_value(clm: ClosedLoopModel, q: np.ndarray, joint: str) -> float:
-    return float(q[clm.model.joints[clm.model.getJointId(joint)].idx_q])
-
-
 def _grid_configurations(clm: ClosedLoopModel, q_nominal: np.ndarray, actuators: list[str], levels: int,
                          progress: Callable | None, desc: str, retry: bool = False):
     """Closed configurations over a ``levels^n`` grid of the named actuators' box (others nominal).
@@ -95,7 +87,8 @@ def joint_limit_shape(clm: ClosedLoopModel, q_nominal: np.ndarray, actuators: li
     stops moving. Returns an array (directions, 2) of boundary points.
     """
     idx, lo, hi = _limits(clm, actuators)
-    sel = [_passive_index(clm, o) for o in outputs]
+    sel = [clm.passive_joint_names.index(o) for o in outputs]
+    iq = [clm.model.joints[clm.model.getJointId(o)].idx_q for o in outputs]
     pts = []
     for phi in np.linspace(0.0, 2 * np.pi, directions, endpoint=False):
         d = np.array([np.cos(phi), np.sin(phi)])
@@ -113,7 +106,7 @@ def joint_limit_shape(clm: ClosedLoopModel, q_nominal: np.ndarray, actuators: li
                 q, _ = clm.closure_fk(theta, q, max_iter=60)
             except ClosureFkError:
                 break
-        pts.append([_q_value(clm, q, o) for o in outputs])
+        pts.append(q[iq])
     return np.array(pts)
 
 

@@ -26,15 +26,6 @@ from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.model.leg import LegSpec
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out: Path,
                  progress: Callable | None = None, levels: int = 4, quick: bool = False,
                  q_table3: np.ndarray | None = None, output_joints: list[str] | None = None,
@@ -47,8 +38,12 @@ def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out:
     ``q_nominal``, the reached ankle pitch window and Table II's are checked against the rods' dead
     points over the knee stroke (urdf/README.md, "Design trade-off — ankle pitch").
     """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     out.mkdir(parents=True, exist_ok=True)
-    plt = _plt()
     t0 = time.perf_counter()
     summary: dict = {}
     figures: list[tuple[str, str]] = []

@@ -37,8 +37,7 @@ class InertiaReport:
 
 def serial_model(model: pin.Model) -> ClosedLoopModel:
     """Wrap a serial pinocchio model (every joint actuated, no closure)."""
-    names = [n for n in list(model.names)[1:]]
-    return ClosedLoopModel(model, ClosureFile(closures=[], actuated_joints=names, source=model.name))
+    return ClosedLoopModel(model, ClosureFile(closures=[], actuated_joints=list(model.names)[1:], source=model.name))
 
 
 def inertia_report(clm: ClosedLoopModel, q: np.ndarray, sole: str,
@@ -59,9 +58,7 @@ def inertia_report(clm: ClosedLoopModel, q: np.ndarray, sole: str,
 
 def table3(talos: InertiaReport, kangaroo: InertiaReport) -> dict[str, list[float]]:
     """TALOS / Kangaroo ratios (eq. (32), (34)); > 1 means Kangaroo is lighter in that direction."""
-    col_t = np.linalg.norm(talos.Lambda, axis=0)
-    col_k = np.linalg.norm(kangaroo.Lambda, axis=0)
-    chi = col_t / col_k
+    chi = np.linalg.norm(talos.Lambda, axis=0) / np.linalg.norm(kangaroo.Lambda, axis=0)
     gamma = np.linalg.norm(talos.camm, axis=1) / np.linalg.norm(kangaroo.camm, axis=1)
     return {"linear": [round(float(x), 3) for x in chi[:3]],
             "angular": [round(float(x), 3) for x in chi[3:]],

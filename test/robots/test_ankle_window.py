@@ -20,7 +20,6 @@ from kangaroo_wbc.analysis.ankle_window import (
     main,
     planar_scan,
     planar_search,
-    rod_map,
     scan,
     search,
     solve,
@@ -90,12 +89,7 @@ def _zeros_of_det(st: RodStage, knee: float = 0.0) -> np.ndarray:
     """Crank angles [deg] where the rod map's determinant changes sign along the common mode (the
     exact solution there: zero roll, pitch = crank - knee)."""
     cr = np.arange(-180.0, 180.0, 0.25)
-    det = []
-    for c in cr:
-        res, jac = rod_map(st, knee, (c, c), 0.0, c - knee)
-        assert np.abs(res).max() < 1e-12
-        det.append(np.linalg.det(jac))
-    det = np.array(det)
+    det = common_mode_map(st, np.array([knee]), cr)[0][0]
     return cr[np.nonzero(np.sign(det) != np.sign(np.roll(det, -1)))[0]]
 
 

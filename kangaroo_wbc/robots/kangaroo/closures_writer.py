@@ -23,23 +23,17 @@ def write_closures(desc: Description, header: str = "") -> str:
     """
     out = [f"# {line}".rstrip() for line in header.strip().splitlines()] if header else []
     out.append(f"format: {NATIVE_FORMAT}")
-    out.append("actuated_joints:")
-    out += _list(desc.joints_with_role("actuated"), "  ")
-    out.append("absolute_actuators:")
-    out += _list(desc.absolute_actuators, "  ")
-    out.append("absolute_encoders:")
-    out += _list(desc.absolute_encoders, "  ")
+    for key, names in (("actuated_joints", desc.joints_with_role("actuated")),
+                       ("absolute_actuators", desc.absolute_actuators), ("absolute_encoders", desc.absolute_encoders)):
+        out.append(f"{key}:")
+        out += _list(names, "  ")
     out.append("actuators:")
     for name, a in desc.actuators.items():
         out.append(f"  {name}:")
-        out.append(f"    screw_lead_m: {fmt(a['screw_lead_m'])}")
-        out.append(f"    screw_efficiency: {fmt(a['screw_efficiency'])}")
-        out.append(f"    max_force_n: {fmt(a['max_force_n'])}")
-        out.append(f"    max_velocity_m_s: {fmt(a['max_velocity_m_s'])}")
+        out += [f"    {key}: {fmt(a[key])}" for key in ("screw_lead_m", "screw_efficiency", "max_force_n",
+                                                        "max_velocity_m_s")]
         out.append(f"    stroke_m: [{fmt(a['stroke_m'][0])}, {fmt(a['stroke_m'][1])}]")
-        for key in ACTUATOR_DYNAMICS:
-            if key in a:
-                out.append(f"    {key}: {fmt(a[key])}")
+        out += [f"    {key}: {fmt(a[key])}" for key in ACTUATOR_DYNAMICS if key in a]
     out.append("closures:")
     for c in desc.closures:
         out.append(f"  - name: {c.name}")

@@ -15,7 +15,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from kangaroo_wbc.robots.kangaroo.description import Description, Joint, Shape, rpy_from_matrix
-from kangaroo_wbc.robots.kangaroo.urdf_writer import fmt, vec
+from kangaroo_wbc.robots.kangaroo.urdf_writer import fmt, vec, xml_start
 
 
 def _pose(xyz: np.ndarray, R: np.ndarray, relative_to: str | None = None) -> str:
@@ -46,11 +46,7 @@ def write_sdf(desc: Description, header: str = "") -> str:
             name = parent_joint[name].parent
         return name
 
-    out = ['<?xml version="1.0"?>']
-    if header:
-        out.append("<!--")
-        out.extend(f"  {line}".rstrip() for line in header.strip().splitlines())
-        out.append("-->")
+    out = xml_start(header)
     out.append('<sdf version="1.7">')
     out.append(f"  <model name={quoteattr(desc.name)}>")
     for link in desc.links:
@@ -74,8 +70,7 @@ def write_sdf(desc: Description, header: str = "") -> str:
     for j in desc.joints:
         if j.child in frame_links:
             continue
-        kind = "fixed" if j.kind == "fixed" else j.kind
-        out.append(f"    <joint name={quoteattr(j.name)} type={quoteattr(kind)}>")
+        out.append(f"    <joint name={quoteattr(j.name)} type={quoteattr(j.kind)}>")
         out.append(f"      <parent>{j.parent}</parent><child>{j.child}</child>")
         out.append(f"      {_pose(np.zeros(3), np.eye(3))}")
         if j.kind != "fixed":
@@ -89,8 +84,7 @@ def write_sdf(desc: Description, header: str = "") -> str:
         out.append(f"    <joint name={quoteattr(c.name)} type={quoteattr(c.cut_kind)}>")
         out.append(f"      <parent>{parent}</parent><child>{child}</child>")
         out.append(f"      {_pose(Rc.T @ (pa - pc), Rc.T @ Ra)}")
-        tags = ("axis", "axis2")
-        for tag, axis in zip(tags, c.cut_axes):
+        for tag, axis in zip(("axis", "axis2"), c.cut_axes):
             out.append(f"      <{tag}><xyz>{vec(np.array(axis, float))}</xyz></{tag}>")
         out.append("    </joint>")
     for name in (link.name for link in desc.links if link.name in frame_links):

@@ -30,6 +30,14 @@ def origin(xyz: np.ndarray, R: np.ndarray) -> str:
     return f'<origin xyz="{vec(xyz)}" rpy="{vec(rpy_from_matrix(R))}"/>'
 
 
+def xml_start(header: str) -> list[str]:
+    """The XML declaration and ``header`` as a comment, the first lines of a generated file."""
+    out = ['<?xml version="1.0"?>']
+    if header:
+        out += ["<!--", *(f"  {line}".rstrip() for line in header.strip().splitlines()), "-->"]
+    return out
+
+
 def _geometry(shape: Shape) -> str:
     if shape.kind == "box":
         return f'<geometry><box size="{vec(np.array(shape.size))}"/></geometry>'
@@ -38,11 +46,7 @@ def _geometry(shape: Shape) -> str:
 
 def write_urdf(desc: Description, header: str = "") -> str:
     """URDF text of the spanning tree of ``desc``."""
-    out = ['<?xml version="1.0"?>']
-    if header:
-        out.append("<!--")
-        out.extend(f"  {line}".rstrip() for line in header.strip().splitlines())
-        out.append("-->")
+    out = xml_start(header)
     out.append(f"<robot name={quoteattr(desc.name)}>")
     for link in desc.links:
         if link.inertial is None and not link.visuals:
