@@ -102,18 +102,13 @@ def model_gravity_compensation(clm: ClosedLoopModel) -> Callable[[Mapping[str, f
     estimator's output) are placed by name into the model's reference configuration (joints not
     given keep it); a floating base stays at its reference pose (upright base).
     """
-    import pinocchio as pin
-
     from kangaroo_wbc.model.dynamics import gravity_actuated
 
-    m = clm.model
-    slots = []
-    for name in clm.joint_names:
-        jm = m.joints[m.getJointId(name)]
-        slots.append((name, jm.idx_q, jm.nq))
+    joints = [clm.model.joints[clm.model.getJointId(name)] for name in clm.joint_names]
+    slots = [(name, jm.idx_q, jm.nq) for name, jm in zip(clm.joint_names, joints)]
 
     def compensate(joint_positions: Mapping[str, float]) -> np.ndarray:
-        q = np.array(getattr(clm, "q_ref", pin.neutral(m)), dtype=float)
+        q = np.array(clm.q_ref, dtype=float)
         for name, iq, nq in slots:
             if name not in joint_positions:
                 continue

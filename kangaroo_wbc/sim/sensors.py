@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -74,6 +75,7 @@ def _apply(noise, theta_a, theta_dot_a, force, gain, passive, quat_wxyz, gyro, a
         out[o + 7 + i] = accel[i] + boot[n + 3 + i] + noise[o + 6 + i]
 
 
+@lru_cache(maxsize=64)
 def _noise_plan(stds: tuple[float, ...], sizes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray | None]:
     """How :meth:`SensorSuite.read` scales one standard-normal draw into its channels: the
     per-entry standard deviations of the noisy entries and where they go in the stacked channels
@@ -211,7 +213,6 @@ class SensorSuite:
         self._pass = np.ones(n)  # gains of efforts that pass through (the drives' motor torques)
         self._boot = np.zeros(n + 6)  # the per-boot draws in one vector for the compiled read (views below)
         self.encoder_offset, self.gyro_bias, self.accel_bias = self._boot[:n], self._boot[n:n + 3], self._boot[n + 3:]
-        self._noise_plans: dict[tuple, tuple] = {}  # (stds, sizes) -> _noise_plan
 
     # ------------------------------------------------------------------ boot
     def boot(self, rng: np.random.Generator) -> None:
@@ -244,10 +245,7 @@ class SensorSuite:
         # one draw for all noisy channels: the same numbers as one rng.normal(0, std, size) per
         # channel in this order (normal(0, s) is s times a standard normal), for a seventh of the
         # cost; scaled in one product into one buffer, the channels are views of it
-        plan = self._noise_plans.get((stds, sizes))
-        if plan is None:
-            plan = self._noise_plans[(stds, sizes)] = _noise_plan(stds, sizes)
-        scale, noisy = plan
+        scale, noisy = _noise_plan(stds, sizes)  # cached: the configuration rarely changes
         z = rng.standard_normal(scale.shape[0])
         if noisy is None:  # every channel noisy
             full = scale * z

@@ -398,11 +398,8 @@ class ClosedChainSim:
         self.sole_names = self._meta.get("soles", "").split()
         # rigid group of a body: nearest ancestor-or-self with a joint (welded bodies share it)
         group = np.zeros(m.nbody, dtype=int)
-        for b in range(m.nbody):
-            k = b
-            while k != 0 and m.body_jntnum[k] == 0:
-                k = int(m.body_parentid[k])
-            group[b] = k
+        for b in range(1, m.nbody):  # parents come before children in MuJoCo
+            group[b] = b if m.body_jntnum[b] else group[m.body_parentid[b]]
         self._sole_site: dict[str, int] = {}
         self._sole_geom_mask: dict[str, np.ndarray] = {}
         self._sole_box: dict[str, int] = {}

@@ -38,14 +38,10 @@ def build_serial(desc: Description, clm: ClosedLoopModel, q_stand: np.ndarray) -
     m, d = clm.model, clm.data
     pin.forwardKinematics(m, d, q_stand)
     pin.updateFramePlacements(m, d)
-    keep = {"base_link"} | {f"{s}_{n}" for s in SIDES for n in
-                            ("hip_yaw_link", "hip_roll_link", "femur_link", "tibia_link", "ankle_cross_link",
-                             "foot_link")}
-    seg_link = {"base": "base_link"}
-    for s in SIDES:
-        seg_link.update({f"{s}_hip_yaw": f"{s}_hip_yaw_link", f"{s}_hip_roll": f"{s}_hip_roll_link",
-                         f"{s}_femur": f"{s}_femur_link", f"{s}_tibia": f"{s}_tibia_link",
-                         f"{s}_ankle_cross": f"{s}_ankle_cross_link", f"{s}_foot": f"{s}_foot_link"})
+    # serial segment -> the link that carries it
+    seg_link = {"base": "base_link"} | {f"{s}_{seg}": f"{s}_{seg}_link" for s in SIDES for seg in
+                                        ("hip_yaw", "hip_roll", "femur", "tibia", "ankle_cross", "foot")}
+    keep = set(seg_link.values())
 
     def placement(link: str) -> pin.SE3:
         return d.oMf[m.getFrameId(link, pin.FrameType.BODY)]
