@@ -9,6 +9,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.robots.kangaroo import SerialTwin, output_joints
 from test.robots.conftest import CLOSURES, SERIAL_URDF, URDF
 
@@ -21,7 +22,7 @@ FRAMES = ["left_sole", "right_sole", "left_sole_corner_fl", "right_sole_corner_r
 @pytest.fixture(scope="module", params=[False, True], ids=["fixed_base", "floating_base"])
 def twin(request) -> SerialTwin:
     """Full model + serial twin from the committed files (unit-test data)."""
-    return SerialTwin.from_files(URDF, CLOSURES, SERIAL_URDF, floating_base=request.param)
+    return SerialTwin.from_urdf(ClosedLoopModel.from_files(URDF, CLOSURES, floating_base=request.param), SERIAL_URDF)
 
 
 def _random_state(twin: SerialTwin, rng: np.random.Generator) -> np.ndarray:

@@ -88,14 +88,10 @@ def configuration_from_outputs(clm: ClosedLoopModel, outputs: dict[str, float],
     Newton with continuation through the serial twin's map (:meth:`SerialTwin.serial_to_full`);
     joints not named keep the standing value.
     """
-    import pinocchio as pin
-
     from kangaroo_wbc.robots.kangaroo.serial_twin import SerialTwin
 
-    serial_urdf = str(kangaroo_files()[0].with_name("kangaroo_serial.urdf"))
-    serial = pin.buildModelFromUrdf(serial_urdf, pin.JointModelFreeFlyer()) if clm.floating_base \
-        else pin.buildModelFromUrdf(serial_urdf)
-    twin = SerialTwin(clm, serial)
+    twin = SerialTwin.from_urdf(clm, kangaroo_files()[0].with_name("kangaroo_serial.urdf"))
+    serial = twin.serial
     q0 = standing_configuration(clm) if q_guess is None else q_guess
     qs = twin.full_to_serial(q0)
     for name, value in outputs.items():

@@ -109,15 +109,10 @@ class SerialTwin:
                                              | {i for i in full.idx_v_u.tolist() if i not in out_v}))
 
     @classmethod
-    def from_files(cls, urdf_path: str | Path, closures_path: str | Path, serial_urdf_path: str | Path,
-                   floating_base: bool = False) -> SerialTwin:
-        """Load the full model, its closures and the serial twin URDF."""
-        full = ClosedLoopModel.from_files(urdf_path, closures_path, floating_base=floating_base)
-        if floating_base:
-            serial = pin.buildModelFromUrdf(str(serial_urdf_path), pin.JointModelFreeFlyer())
-        else:
-            serial = pin.buildModelFromUrdf(str(serial_urdf_path))
-        return cls(full, serial)
+    def from_urdf(cls, full: ClosedLoopModel, serial_urdf_path: str | Path) -> SerialTwin:
+        """The twin of ``full``, its serial model loaded from ``serial_urdf_path`` (same base type)."""
+        root = (pin.JointModelFreeFlyer(),) if full.floating_base else ()
+        return cls(full, pin.buildModelFromUrdf(str(serial_urdf_path), *root))
 
     def full_to_serial(self, q_full: np.ndarray) -> np.ndarray:
         """Serial configuration (base, then the 12 output joints [rad]) of a full configuration."""
