@@ -48,6 +48,7 @@ from kangaroo_wbc.components.samples import (  # noqa: E402
     NameMap,
     Status,
 )
+from kangaroo_wbc.nodes import joint_indices  # noqa: E402
 from kangaroo_wbc.ros.node_base import KangarooNode, run_nodes  # noqa: E402
 
 BACKENDS = ("sim", "hardware")
@@ -75,8 +76,7 @@ class ComposedChain(KangarooNode):
         clm = estimator.clm
         self.link_tf = link_tf
         if link_tf is not None:
-            m = clm.model
-            self._link_q = [m.joints[m.getJointId(n)].idx_q for n in link_tf.joint_names]
+            self._link_q = joint_indices(clm.model, link_tf.joint_names)[0]
         self._stats = {"ticks": 0, "total": 0.0, "max": 0.0}
         self._reported = 0
         for node in (sim, estimator, wrench, controller, link_tf):  # one process: its CPU is reported here

@@ -31,7 +31,7 @@ from kangaroo_wbc.estimation.contact_wrench import (
     ContactWrenchEstimate,
     paper_screws,
 )
-from kangaroo_wbc.nodes import load_model, urdf_dir_parameter
+from kangaroo_wbc.nodes import joint_indices, load_model, urdf_dir_parameter
 from kangaroo_wbc.ros import qos
 from kangaroo_wbc.ros.conversions import (
     JointIndexMap,
@@ -126,8 +126,7 @@ class ContactWrenchNode(KangarooNode):
                 _ESTIMATOR.build(p), _SETTINGS.build(p), _compensation(p))
         except InputError as exc:
             raise ConfigError(str(exc)) from exc
-        self._idx_q = np.array([m.joints[m.getJointId(n)].idx_q for n in clm.joint_names])
-        self._idx_v = np.array([m.joints[m.getJointId(n)].idx_v for n in clm.joint_names])
+        self._idx_q, self._idx_v = joint_indices(m, clm.joint_names)
         self._act = JointIndexMap(clm.actuated_joint_names, what="actuator")
         self._joints = JointIndexMap(clm.joint_names, allow_extra=True)
         self._q, self._v = clm.q_ref.copy(), np.zeros(m.nv)
@@ -176,7 +175,7 @@ class ContactWrenchNode(KangarooNode):
         if not self.component.in_order("estimation/base_odometry", odom.stamp_s):
             return
         if self.clm.floating_base:
-            self._q[:3], self._q[3:7] = odom.position, odom.quaternion_xyzw / np.linalg.norm(odom.quaternion_xyzw)
+            self._q[:3], self._q[3:7] = odom.position, odom.quaternion_xyzw  # a unit quaternion
             self._v[:3], self._v[3:6] = odom.linear, odom.angular
         self._odom_stamp = odom.stamp_s
         if odom.stamp_s == self._joint_stamp:  # the base of the joint sample already passed on
@@ -239,11 +238,6 @@ class ContactWrenchNode(KangarooNode):
     def on_parameters_changed(self, params: ContactWrenchParams, changed: set[str]) -> None:
         if "odom_frame" in changed:
             self._w_zmp = point_stamped_writer(params.odom_frame)
-
-    def diagnostic_statuses(self) -> list:
-        statuses = self.to_diagnostics(self.component.statuses())
-        self.log_events(self.component)
-        return statuses
 
 
 def _marker(kind: int, ns: str, ident: int, frame: str, stamp, rgb: tuple[float, float, float]) -> Marker:

@@ -93,31 +93,20 @@ def run(executable: str) -> int:
     return code
 
 
-def sim() -> int:
-    """``sim``: the MuJoCo simulator node."""
-    return run("sim")
+def _entry(executable: str, doc: str):
+    """The console-script function ``() -> int`` of ``executable`` (``setup.py`` points at it)."""
+
+    def main() -> int:
+        return run(executable)
+
+    main.__name__ = main.__qualname__ = executable
+    main.__doc__ = f"``{executable}``: {doc}"
+    return main
 
 
-def state_estimator() -> int:
-    """``state_estimator``: calibration, passive state and floating base."""
-    return run("state_estimator")
-
-
-def contact_wrench_estimator() -> int:
-    """``contact_wrench_estimator``: contact wrenches, CoP and ZMP from motor torques."""
-    return run("contact_wrench_estimator")
-
-
-def whole_body_controller() -> int:
-    """``whole_body_controller``: the QP whole-body controller."""
-    return run("whole_body_controller")
-
-
-def composed() -> int:
-    """``composed``: the four nodes in one process."""
-    return run("composed")
-
-
-def link_tf() -> int:
-    """``link_tf``: TF of every link from ``joint_states`` (stand-in for robot_state_publisher)."""
-    return run("link_tf")
+sim = _entry("sim", "the MuJoCo simulator node.")
+state_estimator = _entry("state_estimator", "calibration, passive state and floating base.")
+contact_wrench_estimator = _entry("contact_wrench_estimator", "contact wrenches, CoP and ZMP from motor torques.")
+whole_body_controller = _entry("whole_body_controller", "the QP whole-body controller.")
+composed = _entry("composed", "the four nodes in one process.")
+link_tf = _entry("link_tf", "TF of every link from ``joint_states`` (stand-in for robot_state_publisher).")

@@ -49,6 +49,7 @@ from kangaroo_wbc.ros.conversions import (  # noqa: E402
     time_msg_to_seconds,
     vector_to_wrench_stamped,
 )
+from kangaroo_wbc.ros.diagnostics import LOG_LEVELS  # noqa: E402
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for  # noqa: E402
 from kangaroo_wbc.ros.params import SharedFields, parameter  # noqa: E402
 from kangaroo_wbc.ros.publication import publication_thread  # noqa: E402
@@ -56,7 +57,6 @@ from kangaroo_wbc.ros.serialized import imu_writer, joint_state_writer, odometry
 from kangaroo_wbc.ros.tf import make_tf_broadcaster  # noqa: E402
 
 _D = SimulatedRobotConfig()  # the defaults are the component's
-_LOG = ("info", "warning", "error", "error")  # Level -> ThrottledLogger level
 #: A lockstep timeout shows in /diagnostics for this long [s] (wall clock).
 EVENT_HOLD_S = 2.0
 
@@ -126,7 +126,7 @@ class SimNode(KangarooNode):
     def __init__(self, chained: bool = False) -> None:
         """``chained``: the composed deployment submits the commands in-process
         (:meth:`submit_command`); ``actuators/command`` is then not subscribed."""
-        super().__init__("sim", SimParams, diagnostics_period_s=1.0)
+        super().__init__("sim", SimParams)
         p = self.params
         self.robot = robot = SimulatedRobot(_robot_config(p))
         sim = robot.sim
@@ -189,7 +189,7 @@ class SimNode(KangarooNode):
 
     def _log(self, events) -> None:
         for e in events:
-            self.throttled.log(_LOG[int(e.level)], f"{e.key}:{int(e.level)}", e.message)
+            self.throttled.log(LOG_LEVELS[e.level], f"{e.key}:{int(e.level)}", e.message)
             self._events.set()
 
     # ------------------------------------------------------------------ in-process hooks (composed)
@@ -382,7 +382,7 @@ class SimNode(KangarooNode):
             values = {"timeouts": s["lockstep_timeouts"], "timeout_s": p.lockstep_timeout_s,
                       "controller_ready": self.robot.controller_ready}
             statuses.append(Status("lockstep", Level.WARN if late else Level.OK, text, values))
-        return [self.diagnostics.status(x.name, int(x.level), x.message, x.values) for x in statuses]
+        return self.to_diagnostics(statuses)
 
     def on_parameters_changed(self, params: SimParams, changed: set[str]) -> None:
         self.robot.config = _robot_config(params, self.robot.config)

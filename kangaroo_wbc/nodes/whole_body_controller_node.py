@@ -39,16 +39,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small matrices: BLAS threa
 from dataclasses import dataclass  # noqa: E402
 
 import numpy as np  # noqa: E402
-from geometry_msgs.msg import PointStamped, PoseStamped, Twist, WrenchStamped  # noqa: E402
+from geometry_msgs.msg import PointStamped, PoseStamped, Twist  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.clock import Clock, ClockType  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import (  # noqa: E402
-    Bool,
-    Float64MultiArray,
-    Header,  # noqa: E402
-    MultiArrayDimension,
-)
+from std_msgs.msg import Bool, Float64MultiArray, Header, MultiArrayDimension  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
@@ -62,14 +57,18 @@ from kangaroo_wbc.control.reduced_wbc import ReducedWholeBodyController  # noqa:
 from kangaroo_wbc.control.supervisor import SafetySettings, WbcSupervisor  # noqa: E402
 from kangaroo_wbc.control.wbc import FrameReference, WbcSettings, WholeBodyController  # noqa: E402
 from kangaroo_wbc.errors import ConfigError, InputError, KangarooWbcError  # noqa: E402
-from kangaroo_wbc.nodes import load_model, urdf_dir_parameter  # noqa: E402
+from kangaroo_wbc.nodes import (  # noqa: E402
+    joint_indices,
+    load_model,
+    subscribe_sole_wrenches,
+    urdf_dir_parameter,
+)
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.conversions import (  # noqa: E402
     JointIndexMap,
     odometry_msg_to_arrays,
     pose_msg_to_arrays,
     seconds_to_time_msg,
-    time_msg_to_seconds,
     vector3_msg_to_array,
     xyzw_to_pin_quaternion,
 )
@@ -91,193 +90,160 @@ def _check_behaviour(name: str) -> str | None:
 #: joint_states older than the odometry (by more than ``odometry_max_lag_s``) skipped in a row
 #: before the node runs without a base state (safe mode).
 MAX_JOINT_STATES_BEHIND = 20
+#: Parameters of the behaviours (besides the gait's): a change restarts the behaviour.
+BEHAVIOUR_PARAMETERS = frozenset({"behaviour", "squat_depth_m", "squat_period_s", "sway_ratio",
+                                  "sway_period_s", "behaviour_cycles", "stance_sole", "lift_height_m",
+                                  "cmd_vel"})
+#: Task gains changed at run time: parameter -> (task of the controller, its attribute).
+TASK_GAINS = {
+    "com_kp": ("com_task", "kp"),
+    "com_kd": ("com_task", "kd"),
+    "com_weight": ("com_task", "weight"),
+    "base_kp": ("base_task", "kp"),
+    "base_kd": ("base_task", "kd"),
+    "base_weight": ("base_task", "weight"),
+    "posture_weight": ("posture_task", "weight"),
+    "angular_momentum_kd": ("momentum_task", "kd"),
+    "angular_momentum_weight": ("momentum_task", "weight"),
+}
+#: Gains of every swing sole task: parameter -> attribute.
+FOOT_GAINS = {"foot_kp": "kp", "foot_kd": "kd", "foot_weight": "weight"}
+
 
 @dataclass
 class WholeBodyControllerParams:
     """Parameters of the ``whole_body_controller`` node (``config/whole_body_controller.yaml``)."""
 
     rate_hz: float = parameter(
-        1000.0,
-        "Nominal rate of joint_states [Hz] (stroke-limit horizon floor)",
-        bounds=(1.0, 10000.0),
-        read_only=True,
-    )
+        1000.0, "Nominal rate of joint_states [Hz] (stroke-limit horizon floor)",
+        bounds=(1.0, 10000.0), read_only=True)
     urdf_dir: str = urdf_dir_parameter()
     sole_frames: list[str] = parameter(
-        list(_C.sole_frames), "Contact frames (URDF)", read_only=True
-    )
+        list(_C.sole_frames), "Contact frames (URDF)", read_only=True)
     corner_suffixes: list[str] = parameter(
         ["_corner_fl", "_corner_fr", "_corner_rl", "_corner_rr"],
-        "Corner frames are <sole><suffix>; if absent, a sole_length_m x "
-        "sole_width_m rectangle is used",
-        read_only=True,
-    )
+        "Corner frames are <sole><suffix>; if absent, a sole_length_m x sole_width_m rectangle "
+        "is used", read_only=True)
     sole_length_m: float = parameter(
-        0.2, "Sole length when there are no corner frames [m]", bounds=(0.01, 1.0), read_only=True
-    )
+        0.2, "Sole length when there are no corner frames [m]", bounds=(0.01, 1.0), read_only=True)
     sole_width_m: float = parameter(
-        0.1, "Sole width when there are no corner frames [m]", bounds=(0.01, 1.0), read_only=True
-    )
+        0.1, "Sole width when there are no corner frames [m]", bounds=(0.01, 1.0), read_only=True)
     base_frame: str = parameter(
-        _W.base_frame, "Floating-base frame (orientation task)", read_only=True
-    )
+        _W.base_frame, "Floating-base frame (orientation task)", read_only=True)
     formulation: str = parameter(
-        "full",
-        "QP formulation: full (one QP) or reduced (centroidal two-stage)",
-        read_only=True,
-        check=lambda s: None if s in ("full", "reduced") else "full or reduced",
-    )
+        "full", "QP formulation: full (one QP) or reduced (centroidal two-stage)", read_only=True,
+        check=lambda s: None if s in ("full", "reduced") else "full or reduced")
     qp_solver: str = parameter(
-        _W.qp_solver,
-        "QP solver: " + ", ".join(SOLVERS) + " (docs/performance.md, QP solvers)",
-        read_only=True,
-        check=lambda s: None if s in SOLVERS else " or ".join(SOLVERS),
-    )
+        _W.qp_solver, "QP solver: " + ", ".join(SOLVERS) + " (docs/performance.md, QP solvers)",
+        read_only=True, check=lambda s: None if s in SOLVERS else " or ".join(SOLVERS))
     friction_coefficient: float = parameter(
-        0.8, "Coulomb friction coefficient [-]", bounds=(0.05, 2.0), read_only=True
-    )
+        0.8, "Coulomb friction coefficient [-]", bounds=(0.05, 2.0), read_only=True)
     min_normal_force_n: float = parameter(
-        0.0,
-        "Minimum normal force per sole corner in contact [N] (a value "
-        "the robot cannot press makes the QP infeasible: safe mode)",
-        bounds=(0.0, 1000.0),
-    )
+        0.0, "Minimum normal force per sole corner in contact [N] (a value the robot cannot press "
+        "makes the QP infeasible: safe mode)", bounds=(0.0, 1000.0))
     com_kp: float = parameter(_W.com_kp, "CoM task stiffness [1/s^2]", bounds=(0.0, 10000.0))
     com_kd: float = parameter(_W.com_kd, "CoM task damping [1/s]", bounds=(0.0, 1000.0))
     com_weight: float = parameter(_W.com_weight, "CoM task weight [-]", bounds=(0.0, 1e6))
     com_disturbance_cutoff_hz: float = parameter(
         _W.com_disturbance_cutoff_hz,
-        "CoM disturbance observer: low-pass cutoff [Hz] of the unmodelled CoM "
-        "acceleration it subtracts from the CoM task (the drives' force errors); 0 turns it off",
-        bounds=(0.0, 50.0),
-    )
+        "CoM disturbance observer: low-pass cutoff [Hz] of the unmodelled CoM acceleration it "
+        "subtracts from the CoM task (the drives' force errors); 0 turns it off",
+        bounds=(0.0, 50.0))
     com_disturbance_max_m_s2: float = parameter(
         _W.com_disturbance_max_m_s2,
-        "CoM disturbance observer: bound of each axis of its estimate [m/s^2] "
-        "(a push beyond it is left to the CoM task's PD)",
-        bounds=(0.0, 10.0),
-    )
+        "CoM disturbance observer: bound of each axis of its estimate [m/s^2] (a push beyond it "
+        "is left to the CoM task's PD)", bounds=(0.0, 10.0))
     base_kp: float = parameter(
-        _W.base_kp, "Base orientation stiffness [1/s^2]", bounds=(0.0, 10000.0)
-    )
+        _W.base_kp, "Base orientation stiffness [1/s^2]", bounds=(0.0, 10000.0))
     base_kd: float = parameter(_W.base_kd, "Base orientation damping [1/s]", bounds=(0.0, 1000.0))
     base_weight: float = parameter(
-        _W.base_weight, "Base orientation weight [-]", bounds=(0.0, 1e6)
-    )
+        _W.base_weight, "Base orientation weight [-]", bounds=(0.0, 1e6))
     foot_kp: float = parameter(_W.foot_kp, "Swing sole stiffness [1/s^2]", bounds=(0.0, 10000.0))
     foot_kd: float = parameter(_W.foot_kd, "Swing sole damping [1/s]", bounds=(0.0, 1000.0))
     foot_weight: float = parameter(_W.foot_weight, "Swing sole weight [-]", bounds=(0.0, 1e6))
     posture_weight: float = parameter(
-        _W.posture_weight, "Actuator posture weight [-]", bounds=(0.0, 1e6)
-    )
+        _W.posture_weight, "Actuator posture weight [-]", bounds=(0.0, 1e6))
     angular_momentum_kd: float = parameter(
-        _W.angular_momentum_kd, "Angular momentum damping [1/s]", bounds=(0.0, 1000.0)
-    )
+        _W.angular_momentum_kd, "Angular momentum damping [1/s]", bounds=(0.0, 1000.0))
     angular_momentum_weight: float = parameter(
-        _W.angular_momentum_weight, "Angular momentum weight [-]", bounds=(0.0, 1e6)
-    )
+        _W.angular_momentum_weight, "Angular momentum weight [-]", bounds=(0.0, 1e6))
     stroke_horizon_s: float = parameter(
-        _W.stroke_horizon_s,
-        "Horizon of the stroke-limit acceleration bounds [s]",
-        bounds=(1e-3, 1.0),
-        read_only=True,
-    )
+        _W.stroke_horizon_s, "Horizon of the stroke-limit acceleration bounds [s]",
+        bounds=(1e-3, 1.0), read_only=True)
     behaviour: str = parameter(
-        "stand",
-        "Running behaviour: stand, squat, sway, weight_shift, push_recovery, walk",
-        check=_check_behaviour,
-    )
+        "stand", "Running behaviour: stand, squat, sway, weight_shift, push_recovery, walk",
+        check=_check_behaviour)
     behaviour_delay_s: float = parameter(
         _C.behaviour_delay_s,
         "The start-up behaviour begins this long after the controller is ready; it stands "
-        "meanwhile (and leaves the crane) [s]",
-        bounds=(0.0, 60.0),
-        read_only=True,
-    )
+        "meanwhile (and leaves the crane) [s]", bounds=(0.0, 60.0), read_only=True)
     squat_depth_m: float = parameter(0.05, "Squat CoM depth [m]", bounds=(0.0, 0.3))
     squat_period_s: float = parameter(4.0, "Squat period [s]", bounds=(0.5, 60.0))
     sway_ratio: float = parameter(
-        0.6, "Sway amplitude / half distance between the soles [-]", bounds=(0.0, 0.95)
-    )
+        0.6, "Sway amplitude / half distance between the soles [-]", bounds=(0.0, 0.95))
     sway_period_s: float = parameter(3.0, "Sway period [s]", bounds=(0.5, 60.0))
     behaviour_cycles: int = parameter(1000, "Squat / sway cycles", bounds=(1, 1000000))
     stance_sole: str = parameter("left_sole", "Stance sole of weight_shift")
     lift_height_m: float = parameter(
-        0.05, "Swing sole lift of weight_shift [m]", bounds=(0.0, 0.3)
-    )
+        0.05, "Swing sole lift of weight_shift [m]", bounds=(0.0, 0.3))
     cmd_vel: list[float] = parameter(
         [0.0, 0.0, 0.0],
         "walk: velocity command [vx m/s, vy m/s, wz rad/s] until the cmd_vel topic gives one",
-        check=lambda v: None if len(v) == 3 and all(math.isfinite(x) for x in v) else "three finite numbers",
-    )
+        check=lambda v: None if len(v) == 3 and all(math.isfinite(x) for x in v) else "three finite numbers")
     cmd_vel_timeout_s: float = parameter(
-        _C.cmd_vel_timeout_s, "walk: a cmd_vel older than this stops the walk (it stands) [s]", bounds=(0.01, 60.0)
-    )
-    walk_single_support_s: float = parameter(_G.single_support_s, "walk: single support [s]", bounds=(0.2, 2.0))
-    walk_double_support_s: float = parameter(_G.double_support_s, "walk: double support [s]", bounds=(0.05, 2.0))
-    walk_step_height_m: float = parameter(_G.step_height_m, "walk: swing sole lift [m]", bounds=(0.0, 0.2))
-    walk_max_forward_mps: float = parameter(_G.max_forward_mps, "walk: cmd_vel x limit [m/s]", bounds=(0.01, 1.0))
-    walk_max_lateral_mps: float = parameter(_G.max_lateral_mps, "walk: cmd_vel y limit [m/s]", bounds=(0.01, 0.5))
+        _C.cmd_vel_timeout_s, "walk: a cmd_vel older than this stops the walk (it stands) [s]",
+        bounds=(0.01, 60.0))
+    walk_single_support_s: float = parameter(
+        _G.single_support_s, "walk: single support [s]", bounds=(0.2, 2.0))
+    walk_double_support_s: float = parameter(
+        _G.double_support_s, "walk: double support [s]", bounds=(0.05, 2.0))
+    walk_step_height_m: float = parameter(
+        _G.step_height_m, "walk: swing sole lift [m]", bounds=(0.0, 0.2))
+    walk_max_forward_mps: float = parameter(
+        _G.max_forward_mps, "walk: cmd_vel x limit [m/s]", bounds=(0.01, 1.0))
+    walk_max_lateral_mps: float = parameter(
+        _G.max_lateral_mps, "walk: cmd_vel y limit [m/s]", bounds=(0.01, 0.5))
     walk_max_yaw_rate_radps: float = parameter(
-        _G.max_yaw_rate_radps, "walk: cmd_vel yaw-rate limit [rad/s]", bounds=(0.01, 1.5)
-    )
+        _G.max_yaw_rate_radps, "walk: cmd_vel yaw-rate limit [rad/s]", bounds=(0.01, 1.5))
     use_measured_contacts: bool = parameter(
         _C.use_measured_contacts,
-        "Drop behaviour contacts that contact/<sole>/wrench says are unloaded",
-    )
+        "Drop behaviour contacts that contact/<sole>/wrench says are unloaded")
     contact_force_on_n: float = parameter(
-        _C.contact_force_on_n,
-        "A sole counts as in contact above this normal force [N]",
-        bounds=(0.0, None),
-    )
+        _C.contact_force_on_n, "A sole counts as in contact above this normal force [N]",
+        bounds=(0.0, None))
     contact_force_off_n: float = parameter(
-        _C.contact_force_off_n, "... and out of contact below this one [N]", bounds=(0.0, None)
-    )
+        _C.contact_force_off_n, "... and out of contact below this one [N]", bounds=(0.0, None))
     max_state_age_s: float = parameter(
-        _C.max_state_age_s,
-        "State older than this (node clock) triggers the safe mode [s]",
-        bounds=(0.0, None),
-    )
+        _C.max_state_age_s, "State older than this (node clock) triggers the safe mode [s]",
+        bounds=(0.0, None))
     state_timeout_s: float = parameter(
-        0.5,
-        "No joint_states for longer than this (steady clock): safe mode "
-        "(stale state), the behaviour restarts from the next state [s]",
-        bounds=(0.01, 60.0),
-    )
+        0.5, "No joint_states for longer than this (steady clock): safe mode (stale state), the "
+        "behaviour restarts from the next state [s]", bounds=(0.01, 60.0))
+    # the node's choice: WbcSettings' 0 stops only at an exactly singular J_l,u
     min_jlu_pivot_ratio: float = parameter(
-        1e-3,  # the node's choice: WbcSettings' 0 stops only at an exactly singular J_l,u
-        "J_l,u LU pivot ratio (about 1/cond) below which the "
-        "configuration counts as singular: safe mode [-]",
-        bounds=(0.0, 1.0),
-    )
+        1e-3,
+        "J_l,u LU pivot ratio (about 1/cond) below which the configuration counts as singular: "
+        "safe mode [-]", bounds=(0.0, 1.0))
     odometry_max_lag_s: float = parameter(
-        0.02, "Odometry older than joint_states by more than this is stale [s]", bounds=(0.0, None)
-    )
+        0.02, "Odometry older than joint_states by more than this is stale [s]",
+        bounds=(0.0, None))
     reference_timeout_s: float = parameter(
-        _C.reference_timeout_s, "External references expire after this [s]", bounds=(0.0, None)
-    )
+        _C.reference_timeout_s, "External references expire after this [s]", bounds=(0.0, None))
     safe_mode: str = parameter(
-        _S.fallback,
-        "Fallback: damp (tau = -d theta_dot) or zero",
-        check=lambda s: None if s in ("damp", "zero") else "damp or zero",
-    )
+        _S.fallback, "Fallback: damp (tau = -d theta_dot) or zero",
+        check=lambda s: None if s in ("damp", "zero") else "damp or zero")
     damping_n_s_per_m: float = parameter(
-        _S.damping_n_s_per_m, "Damping of the safe mode [N.s/m]", bounds=(0.0, 1e5)
-    )
+        _S.damping_n_s_per_m, "Damping of the safe mode [N.s/m]", bounds=(0.0, 1e5))
     max_tilt_rad: float = parameter(
-        _S.max_tilt_rad, "Base tilt that latches the safe mode [rad]", bounds=(0.0, 3.2)
-    )
+        _S.max_tilt_rad, "Base tilt that latches the safe mode [rad]", bounds=(0.0, 3.2))
     qp_failure_hold_s: float = parameter(
         _S.qp_failure_hold_s,
         "A QP failure within this long of the last control command repeats that command [s]",
-        bounds=(0.0, 0.1),
-    )
+        bounds=(0.0, 0.1))
     timing_rate_hz: float = parameter(
-        50.0, "Largest rate of wbc/timing [Hz] (stamp-based)", bounds=(0.1, 10000.0)
-    )
+        50.0, "Largest rate of wbc/timing [Hz] (stamp-based)", bounds=(0.1, 10000.0))
     publish_command_array: bool = parameter(
-        False, "Also publish actuators/command_array (ros2_control mirror)", read_only=True
-    )
+        False, "Also publish actuators/command_array (ros2_control mirror)", read_only=True)
     odom_frame: str = parameter("odom", "World frame of the references")
 
     def __post_init__(self) -> None:
@@ -292,6 +258,11 @@ _SAFETY = SharedFields(SafetySettings, names={"fallback": "safe_mode"})
 _CONTROL = SharedFields(ControlSettings)
 _GAIT = SharedFields(GaitSettings, prefix="walk_")
 SHARED_FIELDS = (_WBC, _SAFETY, _CONTROL, _GAIT)
+
+
+def wbc_settings(p: WholeBodyControllerParams) -> WbcSettings:
+    """The controller's settings (the stroke-limit horizon at least one sample)."""
+    return _WBC.build(p, stroke_horizon_s=max(p.stroke_horizon_s, 1.0 / p.rate_hz))
 
 
 class WholeBodyControllerNode(KangarooNode):
@@ -316,25 +287,24 @@ class WholeBodyControllerNode(KangarooNode):
                 if corners and all(m.existFrame(c) for c in corners):
                     contacts.append(ContactSpec.from_corner_frames(m, sole, sole, corners, **kw))
                 else:
-                    contacts.append(
-                        ContactSpec.rectangle(sole, sole, p.sole_length_m, p.sole_width_m, **kw)
-                    )
+                    contacts.append(ContactSpec.rectangle(sole, sole, p.sole_length_m, p.sole_width_m, **kw))
             except KangarooWbcError as exc:
                 raise ConfigError(f"whole_body_controller: sole {sole!r}: {exc}") from exc
-        settings = self._settings(p)
         cls = ReducedWholeBodyController if p.formulation == "reduced" else WholeBodyController
         try:
-            self.controller = cls(clm, contacts, settings)
+            self.controller = cls(clm, contacts, wbc_settings(p))
         except KangarooWbcError as exc:
             raise ConfigError(f"whole_body_controller: {exc}") from exc
         self.supervisor = WbcSupervisor(self.controller, _SAFETY.build(p))
         try:
-            self.component = self._component(p)
+            self.component = WholeBodyControl(self.supervisor, _CONTROL.build(p))
         except InputError as exc:
             raise ConfigError(f"whole_body_controller: {exc}") from exc
-        self._select(p.behaviour)
-        self._idx_q = np.array([m.joints[m.getJointId(n)].idx_q for n in clm.joint_names])
-        self._idx_v = np.array([m.joints[m.getJointId(n)].idx_v for n in clm.joint_names])
+        try:
+            self._select(p.behaviour)
+        except InputError as exc:
+            raise ConfigError(f"whole_body_controller: behaviour {p.behaviour!r}: {exc}") from exc
+        self._idx_q, self._idx_v = joint_indices(m, clm.joint_names)
         self._joints = JointIndexMap(clm.joint_names, allow_extra=True)
         self._act = JointIndexMap(clm.actuated_joint_names, what="actuator")
         self._q, self._v = clm.q_ref.copy(), np.zeros(m.nv)
@@ -346,9 +316,7 @@ class WholeBodyControllerNode(KangarooNode):
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._msg_cmd = JointState()
         # preserialised; frame_id names the source (a simulator or driver accepts this node's only)
-        self._w_cmd = joint_state_writer(
-            clm.actuated_joint_names, ("effort",), frame_id=self.get_name()
-        )
+        self._w_cmd = joint_state_writer(clm.actuated_joint_names, ("effort",), frame_id=self.get_name())
         self._last_state: float | None = None  # time.monotonic() [s] of the latest state
         self._ready: bool | None = None
         self._next_timing = -float("inf")  # stamp [s] from which the next wbc/timing goes out
@@ -356,14 +324,9 @@ class WholeBodyControllerNode(KangarooNode):
         self.command_listener = None
         pub = self.create_publisher
         self._pub_cmd = self.create_stream_publisher(JointState, "actuators/command", qos.COMMAND)
-        self.watch_single_writer(
-            "actuators/command", self.get_name()
-        )  # a second source is an ERROR
-        self._pub_arr = (
-            pub(Float64MultiArray, "actuators/command_array", qos.COMMAND)
-            if p.publish_command_array
-            else None
-        )
+        self.watch_single_writer("actuators/command", self.get_name())  # a second source is an ERROR
+        self._pub_arr = (pub(Float64MultiArray, "actuators/command_array", qos.COMMAND)
+                         if p.publish_command_array else None)
         self._pub_timing = pub(Float64MultiArray, "wbc/timing", qos.VISUALIZATION)
         self._pub_com = pub(PointStamped, "wbc/com_target", qos.VISUALIZATION)
         self._pub_footsteps = pub(MarkerArray, "wbc/footsteps", qos.VISUALIZATION)
@@ -375,56 +338,29 @@ class WholeBodyControllerNode(KangarooNode):
         if not chained:  # newest sample wins: an overrun tick skips to the latest state
             sub(JointState, "joint_states", self._on_joints, qos.SENSOR_LATEST)
             sub(Odometry, "estimation/base_odometry", self._on_odometry, qos.SENSOR_LATEST)
-            for i, sole in enumerate(p.sole_frames):
-                sub(
-                    WrenchStamped,
-                    f"contact/{sole}/wrench",
-                    lambda msg, i=i: self._on_wrench(i, msg),
-                    qos.SENSOR_LATEST,
-                )
+            subscribe_sole_wrenches(self, p.sole_frames)
         for sole in p.sole_frames:
-            sub(
-                PoseStamped,
-                f"wbc/{sole}/pose_reference",
-                lambda msg, s=sole: self._on_foot_reference(s, msg),
-                qos.SENSOR_STATE,
-            )
+            sub(PoseStamped, f"wbc/{sole}/pose_reference", lambda msg, s=sole: self._on_foot_reference(s, msg),
+                qos.SENSOR_STATE)
         sub(PointStamped, "wbc/com_reference", self._on_com_reference, qos.SENSOR_STATE)
         # the walk's velocity command (teleop_twist_keyboard, a joystick's teleop_twist_joy, nav2...)
         sub(Twist, "cmd_vel", self._on_cmd_vel, qos.SENSOR_STATE)
         self.create_timer(1.0, self._check_cmd_vel_sources, clock=self._steady)
         for name in BEHAVIOURS:
-            self.create_service(
-                Trigger,
-                f"wbc/behaviour/{name}",
-                lambda req, res, n=name: self._on_behaviour_service(n, res),
-            )
+            self.create_service(Trigger, f"wbc/behaviour/{name}",
+                                lambda req, res, n=name: self._on_behaviour_service(n, res))
         self.create_service(Trigger, "wbc/reset", self._on_reset)
         self.create_timer(WATCHDOG_PERIOD_S, self._watchdog, clock=self._steady)
         self.get_logger().info(
             f"whole_body_controller: {p.formulation} QP, {cls.__name__}, "
             f"{self.controller.layout.describe() if hasattr(self.controller, 'layout') else ''}, "
-            f"behaviour {p.behaviour}"
-        )
-
-    def _component(self, p: WholeBodyControllerParams) -> WholeBodyControl:
-        return WholeBodyControl(self.supervisor, self._control_settings(p))
-
-    @staticmethod
-    def _control_settings(p: WholeBodyControllerParams) -> ControlSettings:
-        return _CONTROL.build(p)
-
-    @staticmethod
-    def _settings(p: WholeBodyControllerParams) -> WbcSettings:
-        return _WBC.build(p, stroke_horizon_s=max(p.stroke_horizon_s, 1.0 / p.rate_hz))
+            f"behaviour {p.behaviour}")
 
     # ------------------------------------------------------------------ behaviours and parameters
     def _behaviour_params(self, name: str) -> dict:
         p = self.params
         if name == "squat":
-            return dict(
-                depth_m=p.squat_depth_m, period_s=p.squat_period_s, cycles=p.behaviour_cycles
-            )
+            return dict(depth_m=p.squat_depth_m, period_s=p.squat_period_s, cycles=p.behaviour_cycles)
         if name == "sway":
             return dict(ratio=p.sway_ratio, period_s=p.sway_period_s, cycles=p.behaviour_cycles)
         if name == "weight_shift":
@@ -433,76 +369,41 @@ class WholeBodyControllerNode(KangarooNode):
             return dict(cmd_vel=tuple(p.cmd_vel), gait=_GAIT.build(p))
         return {}
 
-    def _select(self, name: str) -> None:
-        try:
-            self.component.select(name, **self._behaviour_params(name))
-        except InputError as exc:
-            raise ConfigError(f"whole_body_controller: behaviour {name!r}: {exc}") from exc
-        self.get_logger().info(f"behaviour: {name}")
+    def _select(self, name: str, how: str = "") -> None:
+        """Start behaviour ``name`` with its parameters (InputError if they do not fit it)."""
+        self.component.select(name, **self._behaviour_params(name))
+        self.get_logger().info(f"behaviour: {name}{how}")
 
     def on_parameters_changed(self, params, changed: set[str]) -> None:
-        gains = {
-            "com_kp": ("com_task", "kp"),
-            "com_kd": ("com_task", "kd"),
-            "com_weight": ("com_task", "weight"),
-            "base_kp": ("base_task", "kp"),
-            "base_kd": ("base_task", "kd"),
-            "base_weight": ("base_task", "weight"),
-            "posture_weight": ("posture_task", "weight"),
-            "angular_momentum_kd": ("momentum_task", "kd"),
-            "angular_momentum_weight": ("momentum_task", "weight"),
-        }
         full = getattr(self.controller, "full", self.controller)
-        for key in changed & set(gains):
-            task, attr = gains[key]
+        for key in changed & TASK_GAINS.keys():
+            task, attr = TASK_GAINS[key]
             getattr(getattr(full, task), attr)[:] = getattr(params, key)
-        for key, attr in (("foot_kp", "kp"), ("foot_kd", "kd"), ("foot_weight", "weight")):
-            if key in changed:
-                for task in full.foot_tasks.values():
-                    getattr(task, attr)[:] = getattr(params, key)
+        for key in changed & FOOT_GAINS.keys():
+            for task in full.foot_tasks.values():
+                getattr(task, FOOT_GAINS[key])[:] = getattr(params, key)
         if changed & {"com_disturbance_cutoff_hz", "com_disturbance_max_m_s2"}:
-            full.com_observer.configure(
-                params.com_disturbance_cutoff_hz, params.com_disturbance_max_m_s2
-            )
+            full.com_observer.configure(params.com_disturbance_cutoff_hz, params.com_disturbance_max_m_s2)
         if "min_normal_force_n" in changed:
             for contact in self.contacts:  # shared with the controller's constraints: next tick
                 contact.set_normal_force_min(params.min_normal_force_n)
         full.pm.min_pivot_ratio = params.min_jlu_pivot_ratio
-        self.component.configure(self._control_settings(params))
-        for name, value in _SAFETY.values(
-            params
-        ).items():  # in place: the supervisor keeps its object
+        self.component.configure(_CONTROL.build(params))
+        for name, value in _SAFETY.values(params).items():  # in place: the supervisor keeps its object
             setattr(self.supervisor.safety, name, value)
-        behaviour_keys = {
-            "behaviour",
-            "squat_depth_m",
-            "squat_period_s",
-            "sway_ratio",
-            "sway_period_s",
-            "behaviour_cycles",
-            "stance_sole",
-            "lift_height_m",
-            "cmd_vel",
-            *(name for name in _GAIT.pairs(type(params)).values()),
-        }
-        if changed & behaviour_keys:
+        if changed & (BEHAVIOUR_PARAMETERS | set(_GAIT.pairs(type(params)).values())):
             try:
-                self.component.select(params.behaviour, **self._behaviour_params(params.behaviour))
-                self.get_logger().info(f"behaviour: {params.behaviour}")
+                self._select(params.behaviour)
             except InputError as exc:
                 self.get_logger().error(f"behaviour {params.behaviour!r} not started: {exc}")
 
     def _on_behaviour_service(self, name: str, response: Trigger.Response) -> Trigger.Response:
         try:
-            self.component.select(name, **self._behaviour_params(name))
+            self._select(name, " (service)")
         except InputError as exc:
             response.success, response.message = False, str(exc)
             return response
-        response.success, response.message = (
-            True,
-            f"behaviour {name} starts at the next state sample",
-        )
-        self.get_logger().info(f"behaviour: {name} (service)")
+        response.success, response.message = True, f"behaviour {name} starts at the next state sample"
         return response
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
@@ -517,24 +418,13 @@ class WholeBodyControllerNode(KangarooNode):
         except InputError as exc:
             self.throttled.warning("odometry", f"estimation/base_odometry skipped: {exc}")
             return
-        self._q[:3], self._q[3:7] = (
-            odom.position,
-            odom.quaternion_xyzw / np.linalg.norm(odom.quaternion_xyzw),
-        )
-        self._v[:3], self._v[3:6] = (
-            odom.linear,
-            odom.angular,
-        )  # twist in base_link = free-flyer convention
+        self._q[:3], self._q[3:7] = odom.position, odom.quaternion_xyzw  # a unit quaternion
+        self._v[:3], self._v[3:6] = odom.linear, odom.angular  # twist in base_link = free-flyer convention
         self._odom_stamp = odom.stamp_s
         pending, self._pending_joints = self._pending_joints, None
         if pending is not None and abs(pending[0] - odom.stamp_s) <= self.params.odometry_max_lag_s:
             self._waiting_since = None
             self.process(self._q, self._v, pending[0], pending[1])  # the pair is complete now
-
-    def _on_wrench(self, index: int, msg: WrenchStamped) -> None:
-        self.component.on_sole_force(
-            index, msg.wrench.force.z, time_msg_to_seconds(msg.header.stamp)
-        )
 
     def _on_com_reference(self, msg: PointStamped) -> None:
         self.component.set_com_reference(vector3_msg_to_array(msg.point), self._now_s())
@@ -559,9 +449,7 @@ class WholeBodyControllerNode(KangarooNode):
             self.throttled.warning("pose_reference", f"wbc/{sole}/pose_reference skipped: {exc}")
             return
         R = xyzw_to_pin_quaternion(quat).toRotationMatrix()
-        self.component.set_foot_reference(
-            sole, FrameReference(position=position, rotation=R), self._now_s()
-        )
+        self.component.set_foot_reference(sole, FrameReference(position=position, rotation=R), self._now_s())
 
     def _now_s(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -594,27 +482,15 @@ class WholeBodyControllerNode(KangarooNode):
             self._behind_count += 1
             return
         self._behind_count = 0
-        if (
-            self._odom_stamp is None
-            or abs(arr.stamp_s - self._odom_stamp) > self.params.odometry_max_lag_s
-        ):
-            stamp_s = float(
-                "nan"
-            )  # no base state of this sample's time (either way: a clock restart)
+        if self._odom_stamp is None or abs(arr.stamp_s - self._odom_stamp) > lag:
+            stamp_s = float("nan")  # no base state of this sample's time (either way: a clock restart)
         else:
             stamp_s = arr.stamp_s
         self.process(self._q, self._v, stamp_s, msg.header.stamp)
 
     # ------------------------------------------------------------------ one state sample
-    def process(
-        self,
-        q: np.ndarray,
-        v: np.ndarray,
-        stamp_s: float,
-        stamp=None,
-        prepared: bool = False,
-        now_s: float | None = None,
-    ):
+    def process(self, q: np.ndarray, v: np.ndarray, stamp_s: float, stamp=None, prepared: bool = False,
+                now_s: float | None = None):
         """Run the component on the state ``(q, v)`` of time ``stamp_s`` [s] (NaN: no consistent
         state) and publish the command. ``prepared``: the model was already updated at ``(q, v)``
         (:meth:`WholeBodyControl.prepare`, composed deployment). ``now_s``: the current time [s]
@@ -658,10 +534,7 @@ class WholeBodyControllerNode(KangarooNode):
             self._pub_cmd.publish(self._w_cmd.write(stamp_s, effort=cmd.tau_a))
         else:  # no state of a known time: stamped with the node's clock
             self._pub_cmd.publish(
-                self._act.to_joint_state(
-                    effort=cmd.tau_a, stamp=stamp, msg=self._msg_cmd, frame_id=self.get_name()
-                )
-            )
+                self._act.to_joint_state(effort=cmd.tau_a, stamp=stamp, msg=self._msg_cmd, frame_id=self.get_name()))
         if self.command_listener is not None:
             self.command_listener(ActuatorCommand(cmd.tau_a, stamp_s))
         if self._pub_arr is not None:
@@ -671,16 +544,10 @@ class WholeBodyControllerNode(KangarooNode):
             return
         self._next_timing = stamp_s + 1.0 / self.params.timing_rate_hz - 1e-9
         out = cmd.output
-        timing = (
-            [out.timing.get(k, 0.0) for k in TIMING_LABELS[:-1]] + [float(out.qp.iterations)]
-            if out
-            else [0.0] * 6
-        )
         msg = Float64MultiArray()
-        msg.layout.dim = [
-            MultiArrayDimension(label=label, size=1, stride=1) for label in TIMING_LABELS
-        ]
-        msg.data = timing
+        msg.layout.dim = [MultiArrayDimension(label=label, size=1, stride=1) for label in TIMING_LABELS]
+        msg.data = ([out.timing.get(k, 0.0) for k in TIMING_LABELS[:-1]] + [float(out.qp.iterations)]
+                    if out else [0.0] * len(TIMING_LABELS))
         self._pub_timing.publish(msg)
         ref = self.component.supervisor.last_references
         if cmd.mode == "control" and ref is not None and ref.com_position is not None:
@@ -706,19 +573,11 @@ class WholeBodyControllerNode(KangarooNode):
             markers.append(m)
         self._pub_footsteps.publish(MarkerArray(markers=markers))
 
-    # ------------------------------------------------------------------ diagnostics / shutdown
-    def diagnostic_statuses(self) -> list:
-        statuses = self.to_diagnostics(self.component.statuses())
-        self.log_events(self.component)
-        return statuses
-
+    # ------------------------------------------------------------------ shutdown
     def on_shutdown(self) -> None:
         """Leave the actuators with zero force, and say the controller is no longer ready."""
         self._pub_cmd.publish(
-            self._act.to_joint_state(
-                effort=np.zeros(self.clm.n_a), msg=self._msg_cmd, frame_id=self.get_name()
-            )
-        )
+            self._act.to_joint_state(effort=np.zeros(self.clm.n_a), msg=self._msg_cmd, frame_id=self.get_name()))
         self._publish_ready(False)
 
 

@@ -29,6 +29,8 @@ from kangaroo_wbc.components.samples import Level  # the levels of DiagnosticSta
 from kangaroo_wbc.ros import qos
 
 DIAGNOSTICS_TOPIC = "/diagnostics"
+#: :class:`Level` -> :class:`ThrottledLogger` level of an event.
+LOG_LEVELS = ("info", "warning", "error", "error")
 #: ``hardware_id`` of every status a node publishes.
 HARDWARE_ID = "kangaroo"
 

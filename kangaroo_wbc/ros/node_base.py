@@ -45,7 +45,7 @@ from rclpy.time_source import TimeSource
 
 from kangaroo_wbc.errors import ConfigError
 from kangaroo_wbc.ros import exit_guard
-from kangaroo_wbc.ros.diagnostics import DiagnosticsPublisher, Level, ThrottledLogger
+from kangaroo_wbc.ros.diagnostics import LOG_LEVELS, DiagnosticsPublisher, Level, ThrottledLogger
 from kangaroo_wbc.ros.params import ParameterBinding, declare_parameters
 from kangaroo_wbc.ros.publication import (
     PublicationThread,
@@ -70,6 +70,8 @@ SHUTDOWN_STACKS_AFTER_S = 6.0
 #: the node's own hooks and joins take at most about 5 s, and ``ros2 launch`` sends SIGKILL 10 s
 #: after its SIGINT (its default ``sigterm_timeout`` + ``sigkill_timeout``).
 SHUTDOWN_EXIT_AFTER_S = 8.0
+#: A throttled log line repeats at most once per this period [s].
+THROTTLE_PERIOD_S = 5.0
 #: Period [s, steady clock] of the ROS-graph check of the single-writer topics.
 WRITER_CHECK_PERIOD_S = 0.25
 
@@ -79,20 +81,21 @@ class StreamPublisher:
 
     A 1 kHz topic without a subscriber still costs the serialisation and ``rcl_publish`` (a few
     µs each, a dozen topics a tick); what nobody receives is skipped. The matched-subscription
-    count is asked again every ``idle_refresh`` calls while nobody listens (a new subscriber
+    count is asked again every ``IDLE_REFRESH`` calls while nobody listens (a new subscriber
     misses at most that many samples after its match, which discovery delays anyway) and every
-    ``busy_refresh`` calls while somebody does. Use::
+    ``BUSY_REFRESH`` calls while somebody does. Use::
 
         if stream.wanted():
             stream.publish(writer.write(...))
     """
 
-    def __init__(self, publisher: Any, idle_refresh: int = 50, busy_refresh: int = 200,
-                 sender: PublicationThread | None = None) -> None:
+    IDLE_REFRESH = 50
+    BUSY_REFRESH = 200
+
+    def __init__(self, publisher: Any, sender: PublicationThread | None = None) -> None:
         self.publisher = publisher
         self._sender = sender
         self._key = sender.register(publisher) if sender is not None else 0
-        self._idle, self._busy = idle_refresh, busy_refresh
         self._countdown = 0
         self._wanted = False
 
@@ -101,7 +104,7 @@ class StreamPublisher:
         self._countdown -= 1
         if self._countdown <= 0:
             self._wanted = self.publisher.get_subscription_count() > 0
-            self._countdown = self._busy if self._wanted else self._idle
+            self._countdown = self.BUSY_REFRESH if self._wanted else self.IDLE_REFRESH
         return self._wanted
 
     def publish(self, msg: Any) -> None:
@@ -109,10 +112,6 @@ class StreamPublisher:
         if self._sender is not None and type(msg) is bytes and self._sender.send(self._key, msg):
             return
         self.publisher.publish(msg)
-
-    @property
-    def topic_name(self) -> str:
-        return self.publisher.topic_name
 
 
 class KangarooNode(Node):
@@ -123,7 +122,6 @@ class KangarooNode(Node):
         params_cls: dataclass of the node's parameters (see :func:`~kangaroo_wbc.ros.params.parameter`),
             or None for a node without parameters.
         diagnostics_period_s: period [s] of the ``/diagnostics`` timer (steady clock); 0 disables it.
-        throttle_period_s: period [s] of :attr:`throttled`.
         **node_kwargs: passed to ``rclpy.node.Node``.
     """
 
@@ -133,7 +131,6 @@ class KangarooNode(Node):
         params_cls: type | None = None,
         *,
         diagnostics_period_s: float = 1.0,
-        throttle_period_s: float = 5.0,
         **node_kwargs: Any,
     ) -> None:
         super().__init__(node_name, **node_kwargs)
@@ -148,12 +145,11 @@ class KangarooNode(Node):
         self._in_diagnostics = False
         self.report_process = True
         self._cpu_mark = (time.process_time(), time.monotonic(), 0)
-        self.throttled = ThrottledLogger(self.get_logger(), throttle_period_s)
+        self.throttled = ThrottledLogger(self.get_logger(), THROTTLE_PERIOD_S)
         self._single_writer: dict[str, str] = {}  # resolved topic -> its one expected writer node
         self._writers_seen: dict[str, list[str]] = {}
-        self._diagnostics_timer = None
         if diagnostics_period_s > 0.0:
-            self._diagnostics_timer = self.create_timer(
+            self.create_timer(
                 diagnostics_period_s,
                 self.publish_diagnostics,
                 clock=Clock(clock_type=ClockType.STEADY_TIME),
@@ -168,8 +164,14 @@ class KangarooNode(Node):
         """Called after an accepted parameter change with the new values and changed field names."""
 
     def diagnostic_statuses(self) -> list[DiagnosticStatus]:
-        """Statuses published periodically; override (the default reports the node is running)."""
-        return [self.diagnostics.status("node", Level.OK, "running")]
+        """Statuses published periodically: those of the node's ``component`` (the plain-Python
+        class of its behaviour; its queued events are logged), else that the node is running."""
+        component = getattr(self, "component", None)
+        if component is None:
+            return [self.diagnostics.status("node", Level.OK, "running")]
+        statuses = self.to_diagnostics(component.statuses())
+        self.log_events(component)
+        return statuses
 
     def create_stream_publisher(self, msg_type: type, topic: str, qos_profile: Any) -> StreamPublisher:
         """A :class:`StreamPublisher` (high-rate topic published only while somebody subscribes)."""
@@ -275,8 +277,7 @@ class KangarooNode(Node):
         the next periodic report (a recalibration after a restart) is still seen."""
         urgent = False
         for event in component.drain_events():
-            level = ("info", "warning", "error", "error")[int(event.level)]
-            logged = self.throttled.log(level, event.key, event.message)
+            logged = self.throttled.log(LOG_LEVELS[event.level], event.key, event.message)
             urgent = urgent or (logged and int(event.level) >= 2)
         if urgent and not self._in_diagnostics:
             self.publish_diagnostics()

@@ -173,11 +173,10 @@ def test_default_parameters_build_the_default_configurations() -> None:
         ActuatorCompensation(),
     )
     p = wbc.WholeBodyControllerParams()
-    node = wbc.WholeBodyControllerNode
-    assert node._settings(p) == dataclasses.replace(
+    assert wbc.wbc_settings(p) == dataclasses.replace(
         WbcSettings(), min_jlu_pivot_ratio=p.min_jlu_pivot_ratio
     )
-    assert node._control_settings(p) == ControlSettings()
+    assert wbc._CONTROL.build(p) == ControlSettings()
     assert wbc._SAFETY.build(p) == SafetySettings()
 
 
