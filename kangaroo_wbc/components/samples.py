@@ -56,6 +56,19 @@ class ActuatorCommand:
     stamp_s: float
 
 
+def format_value(value: object) -> str:
+    """A diagnostic value as text (floats to 6 significant digits), as the nodes and the bag write it."""
+    if isinstance(value, bool | np.bool_):
+        return "true" if value else "false"
+    if isinstance(value, float | np.floating):
+        return f"{float(value):.6g}"
+    if isinstance(value, np.ndarray):
+        return np.array2string(value, precision=6, separator=", ", max_line_width=10_000)
+    if isinstance(value, list | tuple) and all(isinstance(v, float | int) for v in value):
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    return str(value)
+
+
 class Level(IntEnum):
     """Severity of an event or a status (values of ``diagnostic_msgs/DiagnosticStatus``)."""
 

@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
+from kangaroo_wbc.components.samples import format_value
 from kangaroo_wbc.control.locomotion import footstep_markers
 from kangaroo_wbc.model.link_poses import LinkPoses
 
@@ -217,7 +218,7 @@ class RunTopics:
         T, stamp_ns = self.T, self.stamp_ns(t)
         status = [T["diagnostic_msgs/msg/DiagnosticStatus"](
             level=int(s.level), name=f"{node}: {s.name}", message=s.message, hardware_id="kangaroo",
-            values=[T["diagnostic_msgs/msg/KeyValue"](key=str(key), value=_format_value(value))
+            values=[T["diagnostic_msgs/msg/KeyValue"](key=str(key), value=format_value(value))
                     for key, value in s.values.items()])
             for node, statuses in by_node.items() for s in statuses]
         return BagMessage("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", stamp_ns,
@@ -287,14 +288,3 @@ class RunTopics:
         msg = self.T["geometry_msgs/msg/PointStamped"](header=self._header(stamp_ns, "odom"),
                                                        point=self._vector(xyz, "Point"))
         return BagMessage(topic, "geometry_msgs/msg/PointStamped", stamp_ns, msg)
-
-
-def _format_value(value) -> str:
-    """A diagnostic value as text (floats to 6 significant digits, as the nodes write them)."""
-    if isinstance(value, bool | np.bool_):
-        return "true" if value else "false"
-    if isinstance(value, float | np.floating):
-        return f"{float(value):.6g}"
-    if isinstance(value, list | tuple | np.ndarray):
-        return "[" + ", ".join(_format_value(v) for v in value) + "]"
-    return str(value)

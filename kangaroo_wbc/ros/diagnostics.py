@@ -22,10 +22,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
-from kangaroo_wbc.components.samples import Level  # the levels of DiagnosticStatus
+from kangaroo_wbc.components.samples import Level, format_value  # the levels of DiagnosticStatus
 from kangaroo_wbc.ros import qos
 
 DIAGNOSTICS_TOPIC = "/diagnostics"
@@ -33,19 +32,6 @@ DIAGNOSTICS_TOPIC = "/diagnostics"
 LOG_LEVELS = ("info", "warning", "error", "error")
 #: ``hardware_id`` of every status a node publishes.
 HARDWARE_ID = "kangaroo"
-
-
-def format_value(value: Any) -> str:
-    """Human-readable string of a key-value entry (floats to 6 significant digits)."""
-    if isinstance(value, bool | np.bool_):
-        return "true" if value else "false"
-    if isinstance(value, float | np.floating):
-        return f"{float(value):.6g}"
-    if isinstance(value, np.ndarray):
-        return np.array2string(value, precision=6, separator=", ", max_line_width=10_000)
-    if isinstance(value, list | tuple) and all(isinstance(v, float | int) for v in value):
-        return "[" + ", ".join(format_value(v) for v in value) + "]"
-    return str(value)
 
 
 def make_status(
