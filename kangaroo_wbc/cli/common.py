@@ -215,6 +215,18 @@ def push_spec(text: str) -> tuple[float, float]:
     return force, at
 
 
+def fault_spec(text: str) -> tuple[str, str, float]:
+    """``MODE:ACTUATOR@TIME[s]`` (e.g. ``lock:left_ankle_inner_actuator@3``): actuator ``ACTUATOR``
+    locked (``lock``) or limp (``limp``) ``TIME`` [s] after the behaviour starts. The actuator name is
+    checked against the model when the run is built."""
+    match = re.fullmatch(r"\s*(lock|locked|limp)\s*:\s*([A-Za-z0-9_]+)\s*@\s*(\d+(?:\.\d*)?)\s*s?\s*", text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"expected lock:ACTUATOR@TIME or limp:ACTUATOR@TIME such as "
+                                         f"lock:left_ankle_inner_actuator@3, got {text!r}")
+    mode = "limp" if match.group(1) == "limp" else "locked"
+    return mode, match.group(2), float(match.group(3))
+
+
 def add_behaviour_option(parser: argparse.ArgumentParser, default: str = "stand") -> None:
     parser.add_argument("--behaviour", type=behaviour, default=default, metavar="NAME",
                         help=f"{BEHAVIOURS_HELP} (default {default})")

@@ -25,6 +25,7 @@ from kangaroo_wbc.cli.common import (
     add_plot_option,
     add_progress_flag,
     fail,
+    fault_spec,
     fraction,
     json_default,
     make_plot_folder,
@@ -48,7 +49,7 @@ _GRAPH = ("separate", "composed")
 _ONLY = (("sim_mode", "--sim-mode", _GRAPH), ("drop_ratio", "--drop-ratio", _GRAPH),
          ("startup_timeout", "--startup-timeout", _GRAPH), ("pipelined", "--pipelined", ("one",)),
          ("bag_decimation", "--bag-decimation", ("one",)), ("ideal_actuators", "--ideal-actuators", ("one",)),
-         ("push", "--push", ("one",)))
+         ("push", "--push", ("one",)), ("fault", "--fault", ("one",)))
 #: the walk's command when --cmd-vel is not given [m/s, m/s, rad/s]
 DEFAULT_CMD_VEL = (0.3, 0.0, 0.0)
 
@@ -72,6 +73,15 @@ def _validate_demo(args: argparse.Namespace) -> None:
     if args.processes in _GRAPH and args.behaviour == "push":
         raise UsageError("kangaroo-wbc demo: error: --behaviour push needs --processes one (the push is applied "
                          "by the one-process loop; the sim node applies none)")
+    if getattr(args, "fault", None):
+        from kangaroo_wbc.errors import suggest
+        from kangaroo_wbc.robots.kangaroo.generator import actuated_joints
+
+        names = actuated_joints("left") + actuated_joints("right")
+        for _, name, _ in args.fault:
+            if name not in names:
+                raise UsageError(f"kangaroo-wbc demo: error: --fault: unknown actuator {name!r}."
+                                 + suggest(name, names))
     if _writes(args):
         prepare_output_folder(args.out, args.force)
 
@@ -83,6 +93,7 @@ def _loop(args: argparse.Namespace, behaviour: str, stop: StopSignals):
     robot = SimulatedRobotConfig(ideal_actuators=bool(getattr(args, "ideal_actuators", False)))
     push = getattr(args, "push", None)
     extra = {} if push is None else {"push": True, "push_force_n": push[0], "push_delay_s": push[1]}
+    extra["faults"] = tuple(getattr(args, "fault", None) or ())
     run = ClosedLoopRun(LoopConfig(behaviour=behaviour, duration_s=args.duration, seed=args.seed,
                                    pipelined=bool(getattr(args, "pipelined", False)), robot=robot,
                                    behaviour_options=_behaviour_options(args), **extra))
@@ -181,6 +192,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--push", type=push_spec, default=None, metavar="FORCE@T",
                    help="one: push the pelvis sideways (world +y) with FORCE [N] for 0.1 s, T [s] after the "
                         "behaviour starts, e.g. 40N@5s (the push behaviour: 50N@1s by default)")
+    p.add_argument("--fault", type=fault_spec, action="append", default=None, metavar="MODE:ACTUATOR@T",
+                   help="one: lock (seized screw, brake) or limp (failed driver) an actuator T [s] after the "
+                        "behaviour starts, e.g. lock:left_ankle_inner_actuator@3; repeatable (docs/morphology.md)")
     p.add_argument("--duration", type=positive_float, default=10.0, metavar="S",
                    help="simulated time after boot [s], > 0 (separate/composed realtime: wall time) (default 10)")
     p.add_argument("--seed", type=seed, default=0, help="simulator seed: sensor noise, encoder offsets (default 0)")

@@ -220,6 +220,7 @@ class WbcSupervisor:
         except KangarooWbcError as exc:
             return self._safe(v, f"controller error: {exc}")
         tau = np.clip(out.tau_a, self.limits.force_min, self.limits.force_max)
+        tau[~self._full.driven] = 0.0  # a locked or limp actuator: no motor force
         if not finite(tau):
             return self._safe(v, "non-finite actuator forces")
         self.stats.iterations_max = max(self.stats.iterations_max, out.qp.iterations)

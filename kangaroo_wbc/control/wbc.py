@@ -230,11 +230,16 @@ class WholeBodyController:
         # Constraints.
         self.equalities: list[Constraint] = [FloatingBaseDynamics(L), StationaryContacts(L, s.contact_velocity_gain)]
         self.inequalities: list[Constraint] = [FrictionCones(L, s.inner_pyramid)]
+        self._force_limits = ActuatorForceLimits(L, self.limits.force_min.copy(), self.limits.force_max.copy())
         if s.enforce_force_limits:
-            self.inequalities.append(ActuatorForceLimits(L, self.limits.force_min, self.limits.force_max))
+            self.inequalities.append(self._force_limits)
         self._stroke_limits = ActuatorStrokeLimits(L, clm.idx_q_a, self.limits.position_min,
                                                    self.limits.position_max, self.limits.velocity_max,
                                                    s.stroke_horizon_s, s.acceleration_max)
+        self._acceleration_max = self._stroke_limits.acceleration_max.copy()
+        self._modes = ["active"] * clm.n_a
+        #: per actuator: True while it is driven (not locked or limp); the commanded force of the others is 0
+        self.driven = np.ones(clm.n_a, dtype=bool)
         self.boxes: list[Constraint] = [ContactForceBox(L), self._stroke_limits]
         # Preallocated problem data.
         n = L.n
@@ -290,6 +295,40 @@ class WholeBodyController:
         structure.H[self.layout.nu, self.layout.nu] = 1.0  # the nu block is dense in general
         self._initialised = False
         return structure
+
+    # ------------------------------------------------------------------ morphology
+    @property
+    def actuator_modes(self) -> dict[str, str]:
+        """Each actuator's mode (``active``, ``locked``, ``limp``), by actuated-joint name."""
+        return dict(zip(self.clm.actuated_joint_names, self._modes))
+
+    def set_actuator_mode(self, name: str, mode: str) -> None:
+        """Re-allocate around actuator ``name`` from the next :meth:`step` on, in place (the QP's
+        structure, the model and the other rows are untouched):
+
+        - ``locked`` (a seized screw, a brake): ``theta_ddot_a`` of that actuator bounded to 0 (its
+          stroke box) and its force row unbounded — the lock carries whatever the dynamics ask;
+        - ``limp`` (a failed driver): its force row bounded to ``[0, 0]``;
+        - ``active``: the limits of construction.
+
+        Raises:
+            InputError: unknown actuator or mode, or ``limp`` without the force-limit rows
+                (``WbcSettings.enforce_force_limits`` False).
+        """
+        names = self.clm.actuated_joint_names
+        if name not in names:
+            raise InputError(f"unknown actuator {name!r}." + suggest(name, names))
+        if mode not in ("active", "locked", "limp"):
+            raise InputError(f"unknown actuator mode {mode!r}; modes are ['active', 'locked', 'limp']")
+        if mode == "limp" and not self.settings.enforce_force_limits:
+            raise InputError("a limp actuator needs the force-limit rows (WbcSettings.enforce_force_limits)")
+        i = names.index(name)
+        lo, hi = self._force_limits.force_min, self._force_limits.force_max
+        lo[i], hi[i] = {"active": (self.limits.force_min[i], self.limits.force_max[i]),
+                        "locked": (-np.inf, np.inf), "limp": (0.0, 0.0)}[mode]
+        self._stroke_limits.acceleration_max[i] = 0.0 if mode == "locked" else self._acceleration_max[i]
+        self._modes[i] = mode
+        self.driven[i] = mode == "active"
 
     # ------------------------------------------------------------------ references
     @property

@@ -60,6 +60,10 @@ class LoopConfig:
     push_delay_s: float = 1.0  # after the behaviour starts
     #: whether the push is applied (None: with the "push" behaviour only)
     push: bool | None = None
+    #: actuator faults ``(mode, actuator, t)``: at ``t`` [s] after the behaviour starts the simulator
+    #: puts the actuator in ``mode`` (``locked`` or ``limp``) and the controller is told, as a drive's
+    #: fault report would tell it (:meth:`WholeBodyController.set_actuator_mode`)
+    faults: tuple[tuple[str, str, float], ...] = ()
     behaviour_options: dict = field(default_factory=dict)
     #: False: lockstep (each command drives the very next step). True: the simulator steps in a
     #: worker thread while the components compute; each command drives the step after.
@@ -133,6 +137,13 @@ class ClosedLoopRun:
         import mujoco
 
         self._push_body = mujoco.mj_name2id(self.sim.model, mujoco.mjtObj.mjOBJ_BODY, "base_link")
+        for mode, name, at in cfg.faults:
+            if mode not in ("locked", "limp") or name not in clm.actuated_joint_names or not at >= 0.0:
+                raise InputError(f"fault {mode}:{name}@{at}: mode locked or limp, an actuator of "
+                                 f"{clm.actuated_joint_names}, a time >= 0 s")
+        self._faults = sorted(cfg.faults, key=lambda f: f[2])
+        #: the faults applied: (t [s], actuator, mode, controller update time [ms])
+        self.morphology_changes: list[tuple[float, str, str, float]] = []
         self.log = TickLog()
         self.qp_failures = 0
         self.safe_mode_ticks = 0
@@ -302,8 +313,15 @@ class ClosedLoopRun:
 
     # ------------------------------------------------------------------ helpers
     def _push(self, t: float) -> None:
-        """The lateral push (``push``; the ``push`` behaviour's), applied during the step after time ``t``."""
+        """The lateral push (``push``; the ``push`` behaviour's), applied during the step after time ``t``,
+        and the actuator faults due by then."""
         cfg, started = self.config, self.control.behaviour_started_s
+        while self._faults and started is not None and t >= started + self._faults[0][2]:
+            mode, name, _ = self._faults.pop(0)
+            self.sim.set_actuator_mode(name, mode)
+            t0 = time.perf_counter()
+            self.wbc.set_actuator_mode(name, mode)
+            self.morphology_changes.append((t, name, mode, 1e3 * (time.perf_counter() - t0)))
         if (cfg.behaviour == "push" if cfg.push is None else cfg.push) and started is not None:
             t_push = started + cfg.push_delay_s
             on = t_push <= t < t_push + cfg.push_duration_s

@@ -76,7 +76,22 @@ def summarize(run) -> dict:
         "pipelined": bool(run.config.pipelined),
         **walking(run),
         **jumping(run),
+        **morphology(run, t, com_err, active),
     }
+
+
+def morphology(run, t: np.ndarray, com_err: np.ndarray, active: np.ndarray) -> dict:
+    """Actuator-fault metrics when the run injected faults (``LoopConfig.faults``), else ``{}``:
+    ``faults`` (time [s], actuator, mode, controller update [ms] each), ``morphology_change_ms`` (the
+    longest update) and ``com_rmse_after_fault_m`` (CoM error after the first fault)."""
+    changes = getattr(run, "morphology_changes", [])
+    if not changes:
+        return {}
+    after = active & (t >= changes[0][0])
+    return {"faults": [{"t_s": round(tc, 4), "actuator": n, "mode": m, "update_ms": round(ms, 4)}
+                       for tc, n, m, ms in changes],
+            "morphology_change_ms": round(max(c[3] for c in changes), 4),
+            "com_rmse_after_fault_m": _rmse(com_err[after]) if after.any() else None}
 
 
 def walking(run) -> dict:

@@ -166,6 +166,12 @@ class _Equality:
     weld: bool
 
 
+#: Run-time states of an actuator (:meth:`ClosedChainSim.set_actuator_mode`): driven; ``locked`` (a
+#: seized screw or an engaged brake: the joint is held where it is, the motor force is zero);
+#: ``limp`` (a failed driver: zero motor force, the screw still back-drivable with its losses).
+ACTUATOR_MODES = ("active", "locked", "limp")
+
+
 def _read_meta(model: mujoco.MjModel) -> tuple[dict[str, str], dict[str, float]]:
     texts, nums = {}, {}
     for i in range(model.ntext):
@@ -255,6 +261,9 @@ class ClosedChainSim:
         self._async_t0 = 0.0
         self._switch_interval = sys.getswitchinterval()
         self.last_closure_solve: ClosureSolveInfo | None = None
+        self._modes = ["active"] * m.nu
+        self._driven: np.ndarray | None = None  # 1 for a driven actuator, 0 else (None: all driven)
+        self._joint_limits = (m.jnt_limited[self._act_joint].copy(), m.jnt_range[self._act_joint].copy())
         self.reset(seed)
 
     # ------------------------------------------------------------------ construction helpers
@@ -297,10 +306,11 @@ class ClosedChainSim:
     def _apply_command(self) -> None:
         """The held command into MuJoCo's controls for one control period (through the drives)."""
         d = self.data
+        command = self._command if self._driven is None else self._command * self._driven
         if self.drives is None:
-            d.ctrl[:] = self._command
+            d.ctrl[:] = command
             return
-        self.drives.command(self._command, d.qvel[self._act_dadr], d.ctrl, self._friction)
+        self.drives.command(command, d.qvel[self._act_dadr], d.ctrl, self._friction)
         self.model.dof_frictionloss[self._act_dadr] = self._friction
 
     def _init_names(self) -> None:
@@ -652,6 +662,38 @@ class ClosedChainSim:
         clamped = [n for n, a, r in zip(self.actuator_names, applied, req) if a != r] if n_clamped else []
         self._command = applied
         return CommandReport(req, applied.copy(), clamped)
+
+    @property
+    def actuator_modes(self) -> dict[str, str]:
+        """Each actuator's mode (:data:`ACTUATOR_MODES`), by name."""
+        return dict(zip(self.actuator_names, self._modes))
+
+    def set_actuator_mode(self, name: str, mode: str) -> None:
+        """Lock, disable (``limp``) or re-enable (``active``) actuator ``name`` from the next step on.
+
+        ``locked`` holds its joint at the present position by a joint limit on both sides (MuJoCo's
+        limit constraint: the weld takes any force); ``locked`` and ``limp`` apply no motor force;
+        ``active`` restores the joint's limits and the commanded force. Call it between steps (not
+        while a :meth:`start_step` is under way).
+
+        Raises:
+            InputError: unknown actuator or mode.
+        """
+        if name not in self.actuator_names:
+            raise InputError(f"unknown actuator {name!r}." + suggest(name, self.actuator_names))
+        if mode not in ACTUATOR_MODES:
+            raise InputError(f"unknown actuator mode {mode!r}; modes are {list(ACTUATOR_MODES)}")
+        i = self.actuator_names.index(name)
+        m, j = self.model, self._act_joint[i]
+        self._modes[i] = mode
+        if mode == "locked":
+            x = float(self.data.qpos[self._act_qadr[i]])
+            m.jnt_limited[j], m.jnt_range[j] = 1, (x, x)
+        else:
+            m.jnt_limited[j], m.jnt_range[j] = self._joint_limits[0][i], self._joint_limits[1][i]
+        driven = np.array([x == "active" for x in self._modes], dtype=float)
+        self._driven = None if driven.all() else driven
+        self._fwd_state = None
 
     def step(self, n: int = 1) -> None:
         """Advance ``n`` control periods (each ``substeps`` MuJoCo steps) with the held command."""

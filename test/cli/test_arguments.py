@@ -46,6 +46,8 @@ REJECTED = [
     (["demo", "--behaviour", "walk", "--cmd-vel", "nan,0,0"], "--cmd-vel"),
     (["demo", "--behaviour", "stand", "--cmd-vel", "0.1,0,0"], "--cmd-vel"),
     (["demo", "--behaviour", "walk", "--push", "40N"], "--push"),
+    (["demo", "--fault", "lock:left_ankle@3"], "left_ankle_inner_actuator"),
+    (["demo", "--processes", "separate", "--fault", "lock:left_ankle_inner_actuator@3"], "--fault"),
     (["demo", "--behaviour", "walk", "--push", "5000N@1s"], "--push"),
     (["demo", "--processes", "separate", "--behaviour", "walk", "--push", "40N@1s"], "--push"),
     (["demo", "--out", "{file}"], "--out"),
@@ -129,6 +131,9 @@ def test_rejected_argument_with_json_ends_stdout_with_an_error_object(args, work
      ["0.3", "0.3,0", "0.3,0,0,0", "a,b,c", "inf,0,0", ""]),
     (common.push_spec, {"40N@5s": (40.0, 5.0), "-40@5.5": (-40.0, 5.5), " 12.5 N @ 0 s ": (12.5, 0.0)},
      ["40N", "@5s", "40N@-1s", "1001N@1s", "40N@x"]),
+    (common.fault_spec, {"lock:left_ankle_inner_actuator@3": ("locked", "left_ankle_inner_actuator", 3.0),
+                         "limp:right_hip_yaw_actuator@0.5s": ("limp", "right_hip_yaw_actuator", 0.5)},
+     ["lock:left_ankle_inner_actuator", "seize:x@1", "lock:@1", "limp:a@-1", "lock:a b@1"]),
 ])
 def test_argument_types_accept_their_range_only(parse, good, bad):
     """Unit: every shared type returns the value in range and raises ArgumentTypeError outside."""

@@ -234,3 +234,32 @@ def test_compiled_output_pass_equals_the_per_contact_products(digit_fb):
         for name in set(L.contact_names) - set(active):
             assert not out.wrenches[name].any() and not out.forces[name].any()
         assert np.abs(tau).max() > 1.0  # nontrivial forces
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_locked_and_limp_actuators_are_reallocated_in_place(digit_fb, seed):
+    """A locked actuator does not accelerate (its force is free: the lock carries it); a limp one
+    exerts no force; the other rows and the problem's shape stay; ``active`` restores the limits."""
+    clm = digit_fb
+    wbc = _wbc(clm)
+    q, _, v = random_state(clm, seed, speed=0.2)
+    names = clm.actuated_joint_names
+    locked, limp = names[1], names[7]
+    shape = (wbc.problem.A.shape, wbc.problem.G.shape)
+    wbc.set_actuator_mode(locked, "locked")
+    wbc.set_actuator_mode(limp, "limp")
+    out = wbc.step(q, v)
+    assert_kkt(out.qp)
+    i, k = names.index(locked), names.index(limp)
+    assert abs(out.nu_dot[clm.n_b + i]) < KKT_TOL
+    assert abs(out.tau_a[k]) < KKT_TOL * max(1.0, np.abs(out.tau_a).max())
+    assert (wbc.problem.A.shape, wbc.problem.G.shape) == shape
+    assert wbc.actuator_modes[locked] == "locked" and not wbc.driven[i] and not wbc.driven[k]
+    for name in (locked, limp):
+        wbc.set_actuator_mode(name, "active")
+    assert wbc.driven.all()
+    np.testing.assert_array_equal(wbc.inequalities[-1].force_max, wbc.limits.force_max)
+    with pytest.raises(InputError, match="unknown actuator"):
+        wbc.set_actuator_mode("no_such_actuator", "locked")
+    with pytest.raises(InputError, match="modes are"):
+        wbc.set_actuator_mode(locked, "broken")

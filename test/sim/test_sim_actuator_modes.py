@@ -1,0 +1,57 @@
+"""Unit tests of the simulator's actuator modes (a locked screw, a limp driver) on the Kangaroo model.
+
+Integration-light: the Kangaroo MJCF hanging on its crane (base held), ideal actuators.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kangaroo_wbc.errors import InputError
+from kangaroo_wbc.robots.kangaroo.sim import make_kangaroo_sim
+
+ACT = "left_ankle_inner_actuator"
+LOCK_DRIFT_TOL_M = 2e-4  # a locked joint under 3 kN moves less than this [m] (MuJoCo's soft limit)
+
+
+@pytest.fixture()
+def sim():
+    s = make_kangaroo_sim(ideal_actuators=True)
+    s.hold_base(True)
+    s.step(50)
+    return s
+
+
+def test_locked_actuator_holds_its_joint_under_a_large_command(sim):
+    i = sim.actuator_names.index(ACT)
+    x0 = sim.actuator_positions()[i]
+    sim.set_actuator_mode(ACT, "locked")
+    force = np.zeros(sim.n_actuators)
+    force[i] = 3000.0
+    sim.set_command(force)
+    sim.step(300)
+    assert abs(sim.actuator_positions()[i] - x0) < LOCK_DRIFT_TOL_M
+    assert sim.data.ctrl[i] == 0.0  # no motor force on a locked screw
+    assert sim.actuator_modes[ACT] == "locked"
+    sim.set_actuator_mode(ACT, "active")  # the command acts again and moves the joint
+    sim.step(200)
+    assert abs(sim.actuator_positions()[i] - x0) > 10 * LOCK_DRIFT_TOL_M
+
+
+def test_limp_actuator_applies_no_force_the_others_keep_theirs(sim):
+    i = sim.actuator_names.index(ACT)
+    sim.set_actuator_mode(ACT, "limp")
+    sim.set_command(np.full(sim.n_actuators, 100.0))
+    sim.step(1)
+    assert sim.data.ctrl[i] == 0.0
+    others = np.delete(np.arange(sim.n_actuators), i)
+    np.testing.assert_allclose(sim.data.ctrl[others], 100.0)
+
+
+def test_unknown_actuator_or_mode_is_an_input_error(sim):
+    with pytest.raises(InputError, match="left_ankle_inner_actuator"):
+        sim.set_actuator_mode("left_ankle_inner", "locked")
+    with pytest.raises(InputError, match="modes are"):
+        sim.set_actuator_mode(ACT, "seized")
+    assert set(sim.actuator_modes.values()) == {"active"}
