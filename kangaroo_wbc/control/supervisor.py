@@ -137,6 +137,7 @@ class WbcSupervisor:
         self._contact = {c.name: c for c in full.contacts}
         self._planned_since: dict[str, float] = {}  # planned contact -> when it entered the plan [s]
         self._own_com: np.ndarray | None = None
+        self._fault_anchor: np.ndarray | None = None  # the CoM reference when an actuator went out of action
 
     # ------------------------------------------------------------------ behaviours
     def select(self, name: str, **params) -> None:
@@ -273,11 +274,19 @@ class WbcSupervisor:
         governor = self.governor
         if ref.com_position is not None:
             self._own_com = np.asarray(ref.com_position, dtype=float)
+        own_com = self._own_com
+        if not self._full.driven.all() and com is None and own_com is not None:
+            # An actuator is out of action: the mechanism reaches less, and what it reaches lies about
+            # the pose it was in (a locked ankle keeps the roll it had). The behaviour's CoM reference
+            # is governed as an external one (support polygon, stroke hold) about its value then.
+            if self._fault_anchor is None:
+                self._fault_anchor = own_com.copy()
+            com, own_com = own_com, self._fault_anchor
         if com is None and feet is None and governor.idle:
             return  # the behaviour's own references: nothing to govern
         support = self.support_points(ref.active_contacts)
-        if self._own_com is not None:
-            governed = governor.com(t, self._own_com, com, support[:, :2], self._nearest_stroke_end(q))
+        if own_com is not None:
+            governed = governor.com(t, own_com, com, support[:, :2], self._nearest_stroke_end(q))
             if governed is not None:
                 ref.com_position, ref.com_velocity = governed
                 ref.com_acceleration = np.zeros(3)
@@ -301,6 +310,7 @@ class WbcSupervisor:
         """The actuator nearest to an end of its stroke and its distance to it [m]."""
         theta = q[self.clm.idx_q_a]
         margin = np.minimum(theta - self.limits.position_min, self.limits.position_max - theta)
+        margin[~self._full.driven] = np.inf  # a locked or limp actuator is not driven to its ends
         i = int(np.argmin(margin))
         return self.clm.actuated_joint_names[i], float(margin[i])
 

@@ -107,6 +107,10 @@ class WbcSettings:
     foot_kp: float = 300.0
     foot_kd: float = 35.0
     posture_weight: float = 1e-2
+    #: the posture weight while an actuator is locked or limp (:meth:`WholeBodyController.set_actuator_mode`):
+    #: the lost degree of freedom leaves the CoM and base tasks in conflict, and a weak posture lets the
+    #: solution drift along that conflict into the other actuators' stroke ends
+    posture_weight_degraded: float = 1.0
     posture_kp: float = 50.0
     posture_kd: float = 14.0
     angular_momentum_weight: float = 1e-2
@@ -329,6 +333,8 @@ class WholeBodyController:
         self._stroke_limits.acceleration_max[i] = 0.0 if mode == "locked" else self._acceleration_max[i]
         self._modes[i] = mode
         self.driven[i] = mode == "active"
+        s = self.settings
+        self.posture_task.weight[:] = s.posture_weight if self.driven.all() else s.posture_weight_degraded
 
     # ------------------------------------------------------------------ references
     @property

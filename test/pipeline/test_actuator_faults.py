@@ -6,6 +6,7 @@ time; the robot keeps standing.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from kangaroo_wbc.errors import InputError
@@ -30,3 +31,18 @@ def test_standing_through_a_locked_and_a_limp_actuator():
 def test_a_fault_on_an_unknown_actuator_is_an_input_error():
     with pytest.raises(InputError, match="fault locked:left_ankle@1"):
         ClosedLoopRun(LoopConfig(behaviour="stand", faults=(("locked", "left_ankle", 1.0),)))
+
+
+def test_sway_goes_on_smaller_about_where_an_ankle_actuator_locked():
+    """After the lock the behaviour's CoM reference is governed about its value at the lock: the
+    sway keeps going, smaller, and the robot neither falls nor fails a QP."""
+    fault = ("locked", "left_ankle_inner_actuator", 3.0)
+    run = ClosedLoopRun(LoopConfig(behaviour="sway", duration_s=8.0, faults=(fault,)))
+    summary = run.run()
+    assert not summary["fell"] and summary["qp_failures"] == 0
+    assert summary["com_rmse_after_fault_m"] < COM_RMSE_AFTER_FAULT_TOL_M
+    t, ref = run.log.array("t"), run.log.array("com_ref").reshape(-1, 3)
+    after = t >= summary["faults"][0]["t_s"]
+    before = (t > t[after][0] - 3.0) & ~after
+    sway_after, sway_before = np.ptp(ref[after, 1]), np.ptp(ref[before, 1])
+    assert 0.005 < sway_after < sway_before
