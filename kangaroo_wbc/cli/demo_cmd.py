@@ -29,6 +29,7 @@ from kangaroo_wbc.cli.common import (
     fraction,
     json_default,
     make_plot_folder,
+    payload_spec,
     positive_float,
     positive_int,
     prepare_output_folder,
@@ -49,7 +50,8 @@ _GRAPH = ("separate", "composed")
 _ONLY = (("sim_mode", "--sim-mode", _GRAPH), ("drop_ratio", "--drop-ratio", _GRAPH),
          ("startup_timeout", "--startup-timeout", _GRAPH), ("pipelined", "--pipelined", ("one",)),
          ("bag_decimation", "--bag-decimation", ("one",)), ("ideal_actuators", "--ideal-actuators", ("one",)),
-         ("push", "--push", ("one",)), ("fault", "--fault", ("one",)))
+         ("push", "--push", ("one",)), ("fault", "--fault", ("one",)),
+         ("payload", "--payload", ("one",)))
 #: the walk's command when --cmd-vel is not given [m/s, m/s, rad/s]
 DEFAULT_CMD_VEL = (0.3, 0.0, 0.0)
 
@@ -94,6 +96,7 @@ def _loop(args: argparse.Namespace, behaviour: str, stop: StopSignals):
     push = getattr(args, "push", None)
     extra = {} if push is None else {"push": True, "push_force_n": push[0], "push_delay_s": push[1]}
     extra["faults"] = tuple(getattr(args, "fault", None) or ())
+    extra["payloads"] = tuple(getattr(args, "payload", None) or ())
     run = ClosedLoopRun(LoopConfig(behaviour=behaviour, duration_s=args.duration, seed=args.seed,
                                    pipelined=bool(getattr(args, "pipelined", False)), robot=robot,
                                    behaviour_options=_behaviour_options(args), **extra))
@@ -195,6 +198,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fault", type=fault_spec, action="append", default=None, metavar="MODE:ACTUATOR@T",
                    help="one: lock (seized screw, brake) or limp (failed driver) an actuator T [s] after the "
                         "behaviour starts, e.g. lock:left_ankle_inner_actuator@3; repeatable (docs/morphology.md)")
+    p.add_argument("--payload", type=payload_spec, action="append", default=None, metavar="MASS@LINK@T",
+                   help="one: attach a point mass at LINK's centre of mass T [s] after the behaviour starts "
+                        "(torso: the base link; negative: remove), e.g. 6kg@torso@4; repeatable "
+                        "(docs/morphology.md)")
     p.add_argument("--duration", type=positive_float, default=10.0, metavar="S",
                    help="simulated time after boot [s], > 0 (separate/composed realtime: wall time) (default 10)")
     p.add_argument("--seed", type=seed, default=0, help="simulator seed: sensor noise, encoder offsets (default 0)")

@@ -23,6 +23,7 @@ kept, minus the redundant rows found by :func:`select_independent_rows`.
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -238,6 +239,9 @@ class ClosedLoopModel:
         self.joint_names: list[str] = [n for n in list(model.names)[1:]
                                        if not (self.floating_base and n == model.names[1])]
         self.mass_kg = float(sum(inertia.mass for inertia in model.inertias))
+        #: counts the changes of the model's inertias (:meth:`add_payload`): holders of mass-dependent
+        #: terms (:class:`~kangaroo_wbc.model.projected_model.ProjectedModel`) refresh them when it moves
+        self.inertia_version = 0
         self.locked_joint_names: list[str] = []
         self.free_rotations: list[dict] = []
         #: Names of the closures added to fix free ball-joint rotations (not in the closure file).
@@ -705,6 +709,26 @@ class ClosedLoopModel:
     def check_configuration(self, q: np.ndarray) -> np.ndarray:
         """Return ``q`` as a float array after checking its size and finiteness."""
         return self.check_vector(q, self.model.nq, "configuration")
+
+    def add_payload(self, link: str, mass_kg: float) -> None:
+        """Attach (``mass_kg`` > 0) or remove (< 0) a point payload at the centre of mass of the body
+        that frame ``link`` belongs to, in place: the body's mass changes, its CoM and rotational
+        inertia stay, every user of :attr:`model` sees it (the shared chain state); ``mass_kg`` is updated.
+
+        Raises:
+            FrameNotFound: unknown frame (the message lists the valid ones).
+            InputError: a non-finite mass, or one that leaves the body without mass.
+        """
+        m = self.model
+        if not m.existFrame(link):
+            raise FrameNotFound(f"unknown link {link!r}." + suggest(link, [f.name for f in m.frames]))
+        j = m.frames[m.getFrameId(link)].parentJoint
+        body = m.inertias[j]
+        if not (math.isfinite(mass_kg) and body.mass + mass_kg > 0.0):
+            raise InputError(f"payload {mass_kg} kg on {link!r}: the body's mass {body.mass:.3f} kg must stay > 0")
+        m.inertias[j] = pin.Inertia(body.mass + mass_kg, body.lever, body.inertia)
+        self.mass_kg = float(sum(inertia.mass for inertia in m.inertias))
+        self.inertia_version += 1
 
     def check_vector(self, x: np.ndarray, n: int, what: str) -> np.ndarray:
         """Return ``x`` as a float array after checking that it has shape ``(n,)`` and is finite.

@@ -87,10 +87,10 @@ class ProjectedModel:
         self.nv = m.nv
         self.n_b, self.n_a, self.n_u = clm.n_b, clm.n_a, clm.n_u
         self.n_nu = self.n_b + self.n_a
-        self.mass = float(pin.computeTotalMass(m))
         # free-flyer root: the centroidal terms come from the base rows of M and h
         self._free_flyer = clm.n_b == 6 and m.joints[1].shortname() == "JointModelFreeFlyer"
-        self._gravity_wrench = np.concatenate([self.mass * m.gravity.linear, np.zeros(3)])
+        self._gravity_wrench = np.zeros(6)
+        self._refresh_mass()
         if self._free_flyer:  # compile (or load) now, with pinocchio's own arrays (layouts are in the signature)
             n_nu = clm.n_b + clm.n_a
             M0 = np.zeros((m.nv, m.nv))
@@ -156,6 +156,13 @@ class ProjectedModel:
         self._updated = False
 
     # ------------------------------------------------------------------ update
+    def _refresh_mass(self) -> None:
+        """The total mass [kg] and gravity wrench from the model's inertias (at construction, and after
+        :meth:`ClosedLoopModel.add_payload`)."""
+        self.mass = float(pin.computeTotalMass(self.model))
+        self._gravity_wrench[:3] = self.mass * self.model.gravity.linear
+        self._inertia_version = self.clm.inertia_version
+
     def update(self, q: np.ndarray, nu: np.ndarray) -> None:
         """Evaluate everything at configuration ``q`` and independent velocity ``nu``.
 
@@ -176,6 +183,8 @@ class ProjectedModel:
         if not all_finite(q, nu):
             raise InputError("non-finite configuration or velocity")
         self._updated = False  # until every term below is evaluated
+        if self._inertia_version != self.clm.inertia_version:  # a payload changed the model's inertias
+            self._refresh_mass()
         self.q[:] = q
         self.nu[:] = nu
         twist, drift = self._closure_chain(q, nu)  # k included

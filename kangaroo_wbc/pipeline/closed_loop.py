@@ -20,6 +20,7 @@ compute, and each command drives the step after (the one-tick delay of the real-
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -64,6 +65,10 @@ class LoopConfig:
     #: puts the actuator in ``mode`` (``locked`` or ``limp``) and the controller is told, as a drive's
     #: fault report would tell it (:meth:`WholeBodyController.set_actuator_mode`)
     faults: tuple[tuple[str, str, float], ...] = ()
+    #: payloads ``(mass [kg], link, t)``: at ``t`` [s] after the behaviour starts a point mass is
+    #: attached at the link's centre of mass (negative: removed) in the simulator and in the model
+    #: the estimators and the controller share (``torso``: the base link, which carries the torso)
+    payloads: tuple[tuple[float, str, float], ...] = ()
     behaviour_options: dict = field(default_factory=dict)
     #: False: lockstep (each command drives the very next step). True: the simulator steps in a
     #: worker thread while the components compute; each command drives the step after.
@@ -80,6 +85,11 @@ class LoopConfig:
         if name not in BEHAVIOURS:
             raise InputError(f"unknown behaviour {self.behaviour!r}; known: "
                              f"{sorted(set(BEHAVIOURS) | set(BEHAVIOUR_ALIASES))}")
+
+
+#: Link names the command line may use for the Kangaroo's: its lower body carries the torso (and the
+#: torso cage) on ``base_link``.
+LINK_ALIASES = {"torso": "base_link"}
 
 
 @dataclass
@@ -141,9 +151,15 @@ class ClosedLoopRun:
             if mode not in ("locked", "limp") or name not in clm.actuated_joint_names or not at >= 0.0:
                 raise InputError(f"fault {mode}:{name}@{at}: mode locked or limp, an actuator of "
                                  f"{clm.actuated_joint_names}, a time >= 0 s")
-        self._faults = sorted(cfg.faults, key=lambda f: f[2])
-        #: the faults applied: (t [s], actuator, mode, controller update time [ms])
-        self.morphology_changes: list[tuple[float, str, str, float]] = []
+        for mass, link, at in cfg.payloads:
+            link = LINK_ALIASES.get(link, link)
+            if not (math.isfinite(mass) and at >= 0.0) or not clm.model.existFrame(link):
+                raise InputError(f"payload {mass}kg@{link}@{at}: a finite mass [kg], a link of the model, "
+                                 f"a time >= 0 s")
+        self._faults = sorted([(m, n, t) for m, n, t in cfg.faults]
+                              + [(m, LINK_ALIASES.get(n, n), t) for m, n, t in cfg.payloads], key=lambda f: f[2])
+        #: the faults and payloads applied: (t [s], actuator or link, mode or mass [kg], model update time [ms])
+        self.morphology_changes: list[tuple[float, str, str | float, float]] = []
         self.log = TickLog()
         self.qp_failures = 0
         self.safe_mode_ticks = 0
@@ -317,11 +333,16 @@ class ClosedLoopRun:
         and the actuator faults due by then."""
         cfg, started = self.config, self.control.behaviour_started_s
         while self._faults and started is not None and t >= started + self._faults[0][2]:
-            mode, name, _ = self._faults.pop(0)
-            self.sim.set_actuator_mode(name, mode)
-            t0 = time.perf_counter()
-            self.wbc.set_actuator_mode(name, mode)
-            self.morphology_changes.append((t, name, mode, 1e3 * (time.perf_counter() - t0)))
+            what, name, _ = self._faults.pop(0)
+            if isinstance(what, str):  # an actuator fault
+                self.sim.set_actuator_mode(name, what)
+                t0 = time.perf_counter()
+                self.wbc.set_actuator_mode(name, what)
+            else:  # a payload: the simulator's body and the shared model
+                self.sim.add_payload(name, what)
+                t0 = time.perf_counter()
+                self.clm.add_payload(name, what)
+            self.morphology_changes.append((t, name, what, 1e3 * (time.perf_counter() - t0)))
         if (cfg.behaviour == "push" if cfg.push is None else cfg.push) and started is not None:
             t_push = started + cfg.push_delay_s
             on = t_push <= t < t_push + cfg.push_duration_s

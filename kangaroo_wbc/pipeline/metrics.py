@@ -38,10 +38,17 @@ def summarize(run) -> dict:
     com_err = (log.array("com_true") - log.array("com_ref")).reshape(-1, 3)
     zmp_est, zmp_true = log.array("zmp_est").reshape(-1, 3), log.array("zmp_true").reshape(-1, 3)
     valid = (log.array("zmp_valid") > 0.5) & free & np.all(np.isfinite(zmp_true), axis=1)
-    mg = run.clm.mass_kg * 9.81
     fz_est = log.array("fz_est").reshape(-1, len(run.soles)).sum(axis=1)
     released = run.release_time_s if run.release_time_s is not None else np.inf
     settled = free & (t > released + 0.3)
+    # the weight at each tick, with the payloads of the run (LoopConfig.payloads) attached by then;
+    # the estimate settles for 1 s after each change
+    mg = np.full(t.shape, run.clm.mass_kg * 9.81)
+    weighed = settled.copy()
+    for tc, _, mass, _ in getattr(run, "morphology_changes", []):
+        if not isinstance(mass, str):
+            mg[t < tc] -= mass * 9.81
+            weighed &= ~((t >= tc) & (t < tc + 1.0))
     wbc_ms, est_ms = log.array("wbc_ms"), log.array("est_ms")
     offsets_true = run.sim.sensors.encoder_offset[run.sim_to_model]
     cal = run.calibration
@@ -56,7 +63,7 @@ def summarize(run) -> dict:
         "com_max_error_m": float(np.max(np.linalg.norm(com_err[settled], axis=1))) if settled.any() else None,
         "zmp_inside_support_ratio": float(np.mean(log.array("support_margin")[valid] >= -1e-9)) if valid.any() else 0.0,
         "zmp_rmse_m": _rmse((zmp_est - zmp_true)[valid][:, :2]) if valid.any() else None,
-        "fz_sum_over_mg": float(np.mean(fz_est[settled]) / mg) if settled.any() else None,
+        "fz_sum_over_mg": float(np.mean(fz_est[weighed] / mg[weighed])) if weighed.any() else None,
         "qp_failures": int(run.qp_failures),
         "safe_mode_ticks": int(run.safe_mode_ticks),
         "wbc_ms_p50": round(_pct(wbc_ms, 50), 4),
@@ -81,17 +88,21 @@ def summarize(run) -> dict:
 
 
 def morphology(run, t: np.ndarray, com_err: np.ndarray, active: np.ndarray) -> dict:
-    """Actuator-fault metrics when the run injected faults (``LoopConfig.faults``), else ``{}``:
-    ``faults`` (time [s], actuator, mode, controller update [ms] each), ``morphology_change_ms`` (the
-    longest update) and ``com_rmse_after_fault_m`` (CoM error after the first fault)."""
+    """Morphology metrics when the run changed the robot (``LoopConfig.faults``, ``payloads``), else
+    ``{}``: ``faults`` (time [s], actuator, mode, controller update [ms] each), ``payloads`` (time,
+    link, mass [kg], model update [ms]), ``morphology_change_ms`` (the longest update) and
+    ``com_rmse_after_fault_m`` (CoM error after the first change)."""
     changes = getattr(run, "morphology_changes", [])
     if not changes:
         return {}
     after = active & (t >= changes[0][0])
-    return {"faults": [{"t_s": round(tc, 4), "actuator": n, "mode": m, "update_ms": round(ms, 4)}
-                       for tc, n, m, ms in changes],
-            "morphology_change_ms": round(max(c[3] for c in changes), 4),
-            "com_rmse_after_fault_m": _rmse(com_err[after]) if after.any() else None}
+    out = {"morphology_change_ms": round(max(c[3] for c in changes), 4),
+           "com_rmse_after_fault_m": _rmse(com_err[after]) if after.any() else None}
+    faults = [{"t_s": round(tc, 4), "actuator": n, "mode": m, "update_ms": round(ms, 4)}
+              for tc, n, m, ms in changes if isinstance(m, str)]
+    payloads = [{"t_s": round(tc, 4), "link": n, "mass_kg": m, "update_ms": round(ms, 4)}
+                for tc, n, m, ms in changes if not isinstance(m, str)]
+    return {**out, **({"faults": faults} if faults else {}), **({"payloads": payloads} if payloads else {})}
 
 
 def walking(run) -> dict:

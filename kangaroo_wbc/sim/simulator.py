@@ -695,6 +695,26 @@ class ClosedChainSim:
         self._driven = None if driven.all() else driven
         self._fwd_state = None
 
+    def add_payload(self, body: str, mass_kg: float) -> None:
+        """Attach (``mass_kg`` > 0) or remove (< 0) a point payload at the centre of mass of ``body``
+        from the next step on: its mass changes, its CoM and rotational inertia stay (as
+        :meth:`ClosedLoopModel.add_payload` does); MuJoCo's mass-dependent constants are recomputed.
+
+        Raises:
+            InputError: unknown body, or a non-finite mass or one that leaves the body without mass.
+        """
+        m = self.model
+        b = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, body)
+        if b < 0:
+            names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, i) for i in range(1, m.nbody)]
+            raise InputError(f"unknown body {body!r}." + suggest(body, names))
+        if not (math.isfinite(mass_kg) and m.body_mass[b] + mass_kg > 0.0):
+            raise InputError(f"payload {mass_kg} kg on {body!r}: the body's mass {m.body_mass[b]:.3f} kg "
+                             f"must stay > 0")
+        m.body_mass[b] += mass_kg
+        mujoco.mj_setConst(m, mujoco.MjData(m))  # scratch data: mj_setConst moves its data to qpos0
+        self._fwd_state = None
+
     def step(self, n: int = 1) -> None:
         """Advance ``n`` control periods (each ``substeps`` MuJoCo steps) with the held command."""
         if n < 0:

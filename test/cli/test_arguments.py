@@ -134,6 +134,8 @@ def test_rejected_argument_with_json_ends_stdout_with_an_error_object(args, work
     (common.fault_spec, {"lock:left_ankle_inner_actuator@3": ("locked", "left_ankle_inner_actuator", 3.0),
                          "limp:right_hip_yaw_actuator@0.5s": ("limp", "right_hip_yaw_actuator", 0.5)},
      ["lock:left_ankle_inner_actuator", "seize:x@1", "lock:@1", "limp:a@-1", "lock:a b@1"]),
+    (common.payload_spec, {"6kg@torso@4": (6.0, "torso", 4.0), "-2.5@base_link@0.5s": (-2.5, "base_link", 0.5)},
+     ["6kg@torso", "0kg@torso@1", "101kg@torso@1", "6kg@@1", "x@torso@1", "6kg@torso@-1"]),
 ])
 def test_argument_types_accept_their_range_only(parse, good, bad):
     """Unit: every shared type returns the value in range and raises ArgumentTypeError outside."""

@@ -189,3 +189,29 @@ def test_bad_inputs_raise_input_error(mechanism_dir):
         clm.constraint_jacobian(q)
     with pytest.raises(InputError, match="actuator positions"):
         clm.closure_fk(np.array([np.inf]))
+
+
+def test_payload_updates_the_shared_model_in_place():
+    """A point payload at a body's CoM: the mass grows, the CoM lever and rotational inertia stay, and
+    a projected model built before sees the new mass at its next update."""
+    import pinocchio as pin
+
+    from kangaroo_wbc.errors import FrameNotFound, InputError
+    from kangaroo_wbc.model.projected_model import ProjectedModel
+    from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
+
+    clm = load_kangaroo(floating_base=True)
+    pm = ProjectedModel(clm)
+    j = clm.model.frames[clm.model.getFrameId("base_link")].parentJoint
+    before, mass0 = clm.model.inertias[j].copy(), clm.mass_kg
+    clm.add_payload("base_link", 6.0)
+    after = clm.model.inertias[j]
+    assert after.mass == pytest.approx(before.mass + 6.0) and clm.mass_kg == pytest.approx(mass0 + 6.0)
+    np.testing.assert_allclose(after.lever, before.lever)
+    np.testing.assert_allclose(after.inertia, before.inertia)
+    pm.update(clm.q_ref, np.zeros(clm.n_b + clm.n_a))
+    assert pm.mass == pytest.approx(pin.computeTotalMass(clm.model)) == pytest.approx(mass0 + 6.0)
+    with pytest.raises(FrameNotFound):
+        clm.add_payload("torso", 1.0)
+    with pytest.raises(InputError):
+        clm.add_payload("base_link", float("nan"))

@@ -46,3 +46,16 @@ def test_sway_goes_on_smaller_about_where_an_ankle_actuator_locked():
     before = (t > t[after][0] - 3.0) & ~after
     sway_after, sway_before = np.ptp(ref[after, 1]), np.ptp(ref[before, 1])
     assert 0.005 < sway_after < sway_before
+
+
+def test_payload_on_the_torso_is_carried_and_weighed():
+    """6 kg attached at 1 s: the robot stands, and the estimated vertical forces sum to the new weight."""
+    run = ClosedLoopRun(LoopConfig(behaviour="stand", duration_s=4.0, payloads=((6.0, "torso", 1.0),)))
+    masses = run.sim.total_mass_kg, run.clm.mass_kg
+    summary = run.run()
+    assert not summary["fell"] and summary["qp_failures"] == 0
+    assert summary["payloads"][0]["link"] == "base_link" and summary["payloads"][0]["mass_kg"] == 6.0
+    assert 0.97 <= summary["fz_sum_over_mg"] <= 1.03
+    assert summary["morphology_change_ms"] < MORPHOLOGY_CHANGE_MAX_MS
+    assert run.sim.total_mass_kg - masses[0] == pytest.approx(6.0)  # the simulator and the shared model
+    assert run.clm.mass_kg - masses[1] == pytest.approx(6.0)

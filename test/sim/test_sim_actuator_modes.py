@@ -55,3 +55,16 @@ def test_unknown_actuator_or_mode_is_an_input_error(sim):
     with pytest.raises(InputError, match="modes are"):
         sim.set_actuator_mode(ACT, "seized")
     assert set(sim.actuator_modes.values()) == {"active"}
+
+
+def test_payload_changes_the_body_mass_and_not_the_state(sim):
+    mass, qpos = sim.total_mass_kg, sim.data.qpos.copy()
+    sim.add_payload("base_link", 6.0)
+    assert sim.total_mass_kg == pytest.approx(mass + 6.0)
+    np.testing.assert_array_equal(sim.data.qpos, qpos)  # MuJoCo's constants recomputed on scratch data
+    sim.add_payload("base_link", -6.0)
+    assert sim.total_mass_kg == pytest.approx(mass)
+    with pytest.raises(InputError, match="base_link"):
+        sim.add_payload("base_lnk", 1.0)
+    with pytest.raises(InputError, match="must stay > 0"):
+        sim.add_payload("base_link", -1e3)
