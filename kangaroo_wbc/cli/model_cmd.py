@@ -16,11 +16,13 @@ def _load(args: argparse.Namespace):
 
 def _info(args: argparse.Namespace) -> int:
     clm = _load(args)
-    info = clm.info()
+    info = clm.info(locked_actuators=args.lock or ())
     if not args.json:
         print(f"model        {info['source']}")
         print(f"joints       {info['n_joints']} ({info['n_actuated']} actuated, {info['n_passive']} passive DOF"
               f"{', locked: ' + str(info['locked_joints']) if info['locked_joints'] else ''})")
+        if info["locked_actuators"]:
+            print(f"locked       {info['locked_actuators']}: {info['n_dof']} degrees of freedom left")
         print(f"constraints  {info['n_constraints']} independent of {info['n_constraints_declared']} declared")
         print(f"mass         {info['mass_kg']:.3f} kg")
         print(f"reference    closure residual {info['reference_closure_residual']:.3g}"
@@ -64,5 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         sp.add_argument("--reference", default=None, metavar="FILE",
                         help="pose the loops are closed from (YAML or JSON: joint name -> value; default: "
                              "the neutral pose, assembled by moving every joint if it does not close)")
+        if name == "info":
+            sp.add_argument("--lock", action="append", default=None, metavar="ACTUATOR",
+                            help="count ACTUATOR as locked (held at its position); repeatable")
         add_json_flag(sp)
         sp.set_defaults(func=func)

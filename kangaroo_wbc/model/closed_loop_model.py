@@ -24,6 +24,7 @@ kept, minus the redundant rows found by :func:`select_independent_rows`.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -1070,22 +1071,37 @@ class ClosedLoopModel:
         return np.linalg.lstsq(A.T, tau_a, rcond=None)[0]
 
     # ------------------------------------------------------------------ info
-    def info(self) -> dict:
-        """Counts and sub-mechanism table (the ``model info`` command)."""
+    def info(self, locked_actuators: Sequence[str] = ()) -> dict:
+        """Counts and sub-mechanism table (the ``model info`` command).
+
+        ``locked_actuators``: actuated joints held at their position (a seized screw, a brake): they
+        leave the actuated counts (``n_actuated``, the sub-mechanisms' ``n_actuated``), the
+        mechanism's mobility ``n_dof = n_b + n_actuated`` drops with them, and ``locked_actuators``
+        lists them. Raises :class:`InputError` for a name that is not an actuated joint.
+        """
+        locked = list(dict.fromkeys(locked_actuators))
+        for name in locked:
+            if name not in self.actuated_joint_names:
+                raise InputError(f"--lock: {name!r} is not an actuated joint."
+                                 + suggest(name, self.actuated_joint_names))
+        subs = {n: {**s.counts, "n_actuated": len([j for j in s.actuated_joints if j not in locked])}
+                for n, s in self.submechanisms.items()}
         return {
             "source": self.source,
             "floating_base": self.floating_base,
             "nq": int(self.model.nq),
             "nv": int(self.model.nv),
             "n_joints": len(self.joint_names),
-            "n_actuated": self.n_a,
+            "n_actuated": self.n_a - len(locked),
+            "n_dof": self.n_b + self.n_a - len(locked),
+            "locked_actuators": locked,
             "n_passive": self.n_u,
             "n_closures": len(self.closures),
             "n_constraints_declared": self.n_c_declared,
             "n_constraints": self.n_c,
             "constraint_rank": self.constraint_rank,
             "mass_kg": round(self.mass_kg, 6),
-            "submechanisms": {n: s.counts for n, s in self.submechanisms.items()},
+            "submechanisms": subs,
             "actuated_joints": self.actuated_joint_names,
             "absolute_encoders": self.absolute_encoders,
             "locked_joints": self.locked_joint_names,

@@ -215,3 +215,16 @@ def test_payload_updates_the_shared_model_in_place():
         clm.add_payload("torso", 1.0)
     with pytest.raises(InputError):
         clm.add_payload("base_link", float("nan"))
+
+
+def test_info_counts_a_locked_actuator_out():
+    from kangaroo_wbc.errors import InputError
+    from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
+
+    clm = load_kangaroo(floating_base=True)
+    full, locked = clm.info(), clm.info(locked_actuators=["left_ankle_inner_actuator"])
+    assert locked["n_actuated"] == full["n_actuated"] - 1 and locked["n_dof"] == full["n_dof"] - 1 == 17
+    assert locked["submechanisms"]["left_ankle"]["n_actuated"] == full["submechanisms"]["left_ankle"]["n_actuated"] - 1
+    assert locked["n_passive"] == full["n_passive"] and locked["locked_actuators"] == ["left_ankle_inner_actuator"]
+    with pytest.raises(InputError, match="left_ankle_inner_actuator"):
+        clm.info(locked_actuators=["left_ankle"])
