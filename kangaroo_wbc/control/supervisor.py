@@ -221,7 +221,8 @@ class WbcSupervisor:
         except KangarooWbcError as exc:
             return self._safe(v, f"controller error: {exc}")
         tau = np.clip(out.tau_a, self.limits.force_min, self.limits.force_max)
-        tau[~self._full.driven] = 0.0  # a locked or limp actuator: no motor force
+        if not self._full.all_driven:
+            tau[~self._full.driven] = 0.0  # a locked or limp actuator: no motor force
         if not finite(tau):
             return self._safe(v, "non-finite actuator forces")
         self.stats.iterations_max = max(self.stats.iterations_max, out.qp.iterations)
@@ -275,13 +276,15 @@ class WbcSupervisor:
         if ref.com_position is not None:
             self._own_com = np.asarray(ref.com_position, dtype=float)
         own_com = self._own_com
-        if not self._full.driven.all() and com is None and own_com is not None:
+        if not self._full.all_driven and com is None and own_com is not None:
             # An actuator is out of action: the mechanism reaches less, and what it reaches lies about
             # the pose it was in (a locked ankle keeps the roll it had). The behaviour's CoM reference
             # is governed as an external one (support polygon, stroke hold) about its value then.
             if self._fault_anchor is None:
                 self._fault_anchor = own_com.copy()
             com, own_com = own_com, self._fault_anchor
+        elif self._fault_anchor is not None and self._full.all_driven:
+            self._fault_anchor = None  # every actuator driven again: a later fault anchors anew
         if com is None and feet is None and governor.idle:
             return  # the behaviour's own references: nothing to govern
         support = self.support_points(ref.active_contacts)
@@ -310,7 +313,8 @@ class WbcSupervisor:
         """The actuator nearest to an end of its stroke and its distance to it [m]."""
         theta = q[self.clm.idx_q_a]
         margin = np.minimum(theta - self.limits.position_min, self.limits.position_max - theta)
-        margin[~self._full.driven] = np.inf  # a locked or limp actuator is not driven to its ends
+        if not self._full.all_driven:
+            margin[~self._full.driven] = np.inf  # a locked or limp actuator is not driven to its ends
         i = int(np.argmin(margin))
         return self.clm.actuated_joint_names[i], float(margin[i])
 

@@ -244,6 +244,7 @@ class WholeBodyController:
         self._modes = ["active"] * clm.n_a
         #: per actuator: True while it is driven (not locked or limp); the commanded force of the others is 0
         self.driven = np.ones(clm.n_a, dtype=bool)
+        self.all_driven = True  # every actuator driven (read each tick: no array test)
         self.boxes: list[Constraint] = [ContactForceBox(L), self._stroke_limits]
         # Preallocated problem data.
         n = L.n
@@ -333,8 +334,9 @@ class WholeBodyController:
         self._stroke_limits.acceleration_max[i] = 0.0 if mode == "locked" else self._acceleration_max[i]
         self._modes[i] = mode
         self.driven[i] = mode == "active"
+        self.all_driven = bool(self.driven.all())
         s = self.settings
-        self.posture_task.weight[:] = s.posture_weight if self.driven.all() else s.posture_weight_degraded
+        self.posture_task.weight[:] = s.posture_weight if self.all_driven else s.posture_weight_degraded
 
     # ------------------------------------------------------------------ references
     @property
