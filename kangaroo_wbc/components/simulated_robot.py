@@ -120,7 +120,7 @@ class SimulatedRobot:
         self._n_latency = 0  # latencies recorded in all
         self._latency_mark = 0  # ... when latency_ms(reset=True) was last called
         self._pending: OrderedDict[int, float] = OrderedDict()  # sample stamp [ns] -> hand-out wall time [s]
-        self.counts = {"valid": 0, "rejected": 0, "clamped": 0, "ticks": 0, "resets": 0}
+        self.counts = {"valid": 0, "rejected": 0, "clamped": 0, "ticks": 0, "resets": 0, "watchdog_trips": 0}
         self._last_reject = (-math.inf, "")  # (wall time, reason)
         self._last_clamp = (-math.inf, [])
         self._busy = [0.0, 0.0]  # wall and thread CPU time spent in step() [s]
@@ -358,6 +358,7 @@ class SimulatedRobot:
             self._had_command = True
             return [Event(Level.OK, "watchdog", "actuators/command fresh: applying it")]
         if previous == "command":
+            self.counts["watchdog_trips"] += 1
             what = {"hold": "hold PD (on the crane)", "pd": "in-process PD", "damping": "zero force plus damping"}
             return [Event(Level.WARN, "watchdog", f"watchdog: no valid actuators/command for more than "
                                                   f"{self._config.watchdog_timeout_s * 1e3:.0f} ms (sim time): "
@@ -430,7 +431,8 @@ class SimulatedRobot:
         else:
             out.append(Status("command", Level.OK, "ok", counts))
         values = {"command_age_s": math.inf if cmd is None else sim_t - cmd.arrival_s,
-                  "timeout_s": cfg.watchdog_timeout_s, "fallback": self._mode, "controller": cfg.controller}
+                  "timeout_s": cfg.watchdog_timeout_s, "fallback": self._mode, "controller": cfg.controller,
+                  "trips": s["watchdog_trips"]}
         if self._mode == "command":
             out.append(Status("watchdog", Level.OK, "command fresh", values))
         elif not self._had_command:

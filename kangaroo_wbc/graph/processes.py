@@ -361,6 +361,9 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
                 for kv in status.values:
                     if kv.key in ("cpu_ms_per_tick", "tick_rate_hz", "cpu_load"):
                         values.setdefault(kv.key, []).append(float(kv.value))
+            elif check == "watchdog":  # the simulator's: fallbacks since its start (a stalled command stream)
+                trips = [int(float(kv.value)) for kv in status.values if kv.key == "trips"]
+                st["watchdog_trips"] = max([st.get("watchdog_trips", 0), *trips])
             elif check == "wbc":
                 safe = status.message.startswith("safe mode")
                 if safe and not st["safe"]:
@@ -470,5 +473,6 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
             "controller_stayed_ready": not st["ready_lost"], "com_rmse_m": com_rmse, **motion,
             "min_base_height_whole_run_m": st.get("min_height_any"),
             "safe_mode_entries": st["safe_entries"], "safe_mode_reasons": st["safe_reasons"],
+            "sim_watchdog_trips": st.get("watchdog_trips", 0),
             "nodes": {n: {k: _median(v) for k, v in d.items()} for n, d in node_stats.items()},
             **({"periods": periods} if monitor_period_s else {})}

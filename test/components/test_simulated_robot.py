@@ -129,6 +129,7 @@ def test_watchdog_falls_back_to_hold_then_damping():
                                   np.clip(-robot.config.watchdog_damping_n_s_per_m * velocity, -limits, limits))
     status = {s.name: s for s in robot.statuses(0.0)}["watchdog"]
     assert status.level == Level.WARN
+    assert status.values["trips"] == 2  # command -> hold on the crane, command -> damping after the release
 
 
 def test_latency_measured_from_stamps(robot):
