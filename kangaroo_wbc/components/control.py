@@ -19,22 +19,36 @@ commands in a row (the estimator is calibrated, since states arrive, and the QP 
 when a latched safe mode is entered or the state stops (:meth:`WholeBodyControl.stale`: a restarted
 robot or estimator). The simulator (or the robot's driver) keeps the robot on its
 crane until then.
+
+**Actuator modes** (``docs/morphology.md``). :meth:`WholeBodyControl.set_actuator_mode` is the
+operator's word (the node's ``locked_actuators`` / ``limp_actuators`` parameters): the supervisor
+re-allocates around a ``locked`` or ``limp`` actuator (:meth:`WbcSupervisor.set_actuator_mode`) from
+the next tick, an event says what was lost. The fault detector
+(:class:`~kangaroo_wbc.control.fault_detector.ActuatorFaultDetector`) watches every driven actuator
+once the controller is ready: each actuator sample (:meth:`WholeBodyControl.on_actuator_sample`:
+motor torques, stroke velocities) against the command sent before it; an actuator that does not
+follow for ``window_s`` is an ERROR naming it and, with ``fault_declare``, is declared ``limp`` (its
+driver does not produce the commanded force). :attr:`WholeBodyControl.modes_version` counts the
+changes (an adapter publishes the modes when it moves). The ``actuators`` status reports each mode and who set it.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from kangaroo_wbc.components.base import Component
-from kangaroo_wbc.components.samples import Level, Status
+from kangaroo_wbc.components.samples import ActuatorSample, Level, Status
 from kangaroo_wbc.control.behaviours import make_behaviour
+from kangaroo_wbc.control.fault_detector import ActuatorFaultDetector, FaultDetectorSettings
 from kangaroo_wbc.control.supervisor import Command, WbcSupervisor
 from kangaroo_wbc.control.wbc import FrameReference
 from kangaroo_wbc.errors import InputError
+from kangaroo_wbc.estimation import paper_screws
 from kangaroo_wbc.estimation.floating_base import ContactDetector
+from kangaroo_wbc.model.ball_screw import BallScrewActuators
 
 
 @dataclass
@@ -50,6 +64,11 @@ class ControlSettings:
     ready_ticks: int = 20
     behaviour_delay_s: float = 1.0  # from ready to the start-up behaviour [s] (stand meanwhile)
     cmd_vel_timeout_s: float = 0.5  # a velocity command older than this stops the walk [s]
+    #: watch the actuator samples for actuators that do not follow their commands (module docstring)
+    fault_detection: bool = True
+    #: declare such an actuator limp or locked (False: the ERROR only)
+    fault_declare: bool = True
+    fault_detector: FaultDetectorSettings = field(default_factory=FaultDetectorSettings)
 
 
 class WholeBodyControl(Component):
@@ -58,9 +77,12 @@ class WholeBodyControl(Component):
     Args:
         supervisor: the :class:`~kangaroo_wbc.control.supervisor.WbcSupervisor` (controller inside).
         settings: :class:`ControlSettings`.
+        screws: the actuators' ball-screw model for the fault detector (default: the closure file's,
+            :func:`~kangaroo_wbc.estimation.contact_wrench.paper_screws`).
     """
 
-    def __init__(self, supervisor: WbcSupervisor, settings: ControlSettings | None = None) -> None:
+    def __init__(self, supervisor: WbcSupervisor, settings: ControlSettings | None = None,
+                 screws: BallScrewActuators | None = None) -> None:
         super().__init__()
         self.supervisor, self.settings = supervisor, settings or ControlSettings()
         s = self.settings
@@ -90,6 +112,16 @@ class WholeBodyControl(Component):
         self._cause = ""
         self._wrenches_fresh: bool | None = None  # None: no fresh sole force yet
         self._bounded: dict[str, str] = {}  # references bounded since the last statuses()
+        names = self.clm.actuated_joint_names
+        self.detector = ActuatorFaultDetector(screws or paper_screws(self.clm), s.fault_detector)
+        self._sent_force = np.zeros(len(names))  # the last command that reached the actuators [N]
+        self._sent = False  # a command was sent since the controller became ready
+        #: who set each actuator out of action: "operator", or the detector's finding
+        self._mode_cause: dict[str, str] = {}
+        self._detected: set[str] = set()  # detector ERRORs reported (once each) and not yet cleared
+        #: counts the actuator mode changes (an adapter publishes the modes when it moves)
+        self.modes_version = 0
+        self._detector_s = [0.0, 0.0, 0]  # sum, max [s] and count of detector updates since statuses()
 
     @property
     def projected_model(self):
@@ -115,6 +147,9 @@ class WholeBodyControl(Component):
         if tuple(settings.sole_frames) != tuple(self.settings.sole_frames):
             raise InputError("sole_frames cannot change at run time")
         self.settings = settings
+        self.detector.settings = settings.fault_detector
+        if not settings.fault_detection:
+            self.detector.reset()
         self.contacts.force_on_n = settings.contact_force_on_n
         self.contacts.force_off_n = settings.contact_force_off_n
         if not settings.use_measured_contacts:
@@ -124,6 +159,65 @@ class WholeBodyControl(Component):
     def behaviour_name(self) -> str:
         """The behaviour running, or waiting to start."""
         return self._startup[0] if self._startup is not None else self.supervisor.behaviour_name
+
+    # ------------------------------------------------------------------ actuator modes
+    @property
+    def actuator_modes(self) -> dict[str, str]:
+        """Each actuator's mode (``active``, ``locked``, ``limp``), by actuated-joint name."""
+        return self.supervisor.actuator_modes
+
+    def set_actuator_mode(self, name: str, mode: str) -> None:
+        """The operator's word: actuator ``name`` is ``active``, ``locked`` or ``limp`` from the next
+        tick on (:meth:`WbcSupervisor.set_actuator_mode`); an event names what was lost. It replaces
+        a mode the fault detector declared for that actuator (and clears its ERROR).
+
+        Raises:
+            InputError: unknown actuator or mode.
+        """
+        self._apply_mode(name, mode, "operator")
+        self._detected.discard(name)
+
+    def _apply_mode(self, name: str, mode: str, cause: str) -> None:
+        old = self.supervisor.actuator_modes.get(name)
+        lost = self.supervisor.set_actuator_mode(name, mode)  # raises InputError on a typo
+        if mode == "active":
+            self._mode_cause.pop(name, None)
+        else:
+            self._mode_cause[name] = cause
+        if mode != old:
+            self.modes_version += 1
+            level = Level.OK if mode == "active" else Level.ERROR if cause != "operator" else Level.WARN
+            self.event(level, f"actuator {name}", f"actuator {name} {mode} ({cause}): {lost}")
+
+    def on_actuator_sample(self, sample: ActuatorSample) -> None:
+        """An actuator sample (``clm.actuated_joint_names`` order: motor torques [N·m], stroke
+        velocities [m/s]) for the fault detector, checked against the command sent before it (module
+        docstring). A sample without torques or velocities, or before the controller's commands
+        reach the actuators, restarts the detector's evidence."""
+        s = self.settings
+        if not (s.fault_detection and self._sent) or sample.effort is None or sample.velocity is None:
+            return
+        t0 = time.perf_counter()
+        full = self._full
+        if self.detector.update(sample.stamp_s, self._sent_force, sample.effort, sample.velocity, full.driven):
+            for i in np.flatnonzero(self.detector.found):
+                self._found(int(i))
+        dt, c = time.perf_counter() - t0, self._detector_s
+        c[0], c[1], c[2] = c[0] + dt, max(c[1], dt), c[2] + 1
+
+    def _found(self, i: int) -> None:
+        """The detector's finding on actuator ``i``: an ERROR once, and the declaration ``limp``
+        (``fault_declare``; :mod:`~kangaroo_wbc.control.fault_detector` says why limp)."""
+        name = self.clm.actuated_joint_names[i]
+        d, ds = self.detector, self.settings.fault_detector
+        why = (f"its driver does not produce the commanded force ({d.residual_n[i]:.0f} N off "
+               f"{self._sent_force[i]:.0f} N commanded, tolerance {d.tolerance_n[i]:.0f} N, for {ds.window_s:g} s)")
+        if self.settings.fault_declare:
+            self._apply_mode(name, "limp", f"fault detector: {why}")
+        elif name not in self._detected:
+            self.event(Level.ERROR, f"actuator {name}", f"actuator {name} does not follow its command: {why} "
+                       "(not declared: fault_declare is off)")
+        self._detected.add(name)
 
     # ------------------------------------------------------------------ inputs
     def on_sole_force(self, index: int, normal_force_n: float, stamp_s: float) -> None:
@@ -238,6 +332,9 @@ class WholeBodyControl(Component):
         return cmd
 
     def _after(self, cmd: Command, now_s: float | None) -> None:
+        # what the actuators are told from now on (the fault detector compares the next samples with it)
+        self._sent_force[:] = cmd.tau_a
+        self._sent = self._sent or self.ready  # once ready, the robot applies the commands
         if cmd.mode == "hold":  # a QP failure right after control: the last command again
             self.event(Level.WARN, "hold", f"last command held: {cmd.reason}")
             return
@@ -251,6 +348,9 @@ class WholeBodyControl(Component):
             self._cause = ""
             return
         self._good_ticks = 0
+        if now_s is None:  # no state: the adapter publishes nothing (the actuators' watchdog acts)
+            self._sent = False
+            self.detector.reset()
         if cmd.latched and self.ready:
             self.ready = False
             self.event(Level.ERROR, "not ready", f"not ready: latched safe mode ({cmd.reason})")
@@ -294,4 +394,23 @@ class WholeBodyControl(Component):
         else:
             references = Status("references", Level.OK, "external references within bounds")
         self._bounded = {}
-        return [Status("wbc", level, message, values), references]
+        return [Status("wbc", level, message, values), references, self._actuators_status()]
+
+    def _actuators_status(self) -> Status:
+        """``actuators``: every actuator's mode; ERROR while the fault detector's finding stands (until
+        the operator's word on that actuator), WARN while an actuator is out of action, else OK."""
+        modes = self.actuator_modes
+        out = {n: m for n, m in modes.items() if m != "active"}
+        total, worst, n = self._detector_s
+        self._detector_s = [0.0, 0.0, 0]
+        values = {**modes, "driven": f"{len(modes) - len(out)} of {len(modes)}",
+                  "fault_detection": self.settings.fault_detection, "detector_samples": n,
+                  "detector_mean_us": 1e6 * total / max(n, 1), "detector_max_us": 1e6 * worst}
+        if self._detected:
+            text = "; ".join(f"{n} does not follow its command" + (f": declared {modes[n]}" if modes[n] != "active"
+                                                                   else "") for n in sorted(self._detected))
+            return Status("actuators", Level.ERROR, text, values)
+        if out:
+            text = "; ".join(f"{n} {m} ({self._mode_cause.get(n, 'operator')})" for n, m in out.items())
+            return Status("actuators", Level.WARN, text, values)
+        return Status("actuators", Level.OK, f"all {len(modes)} actuators driven", values)

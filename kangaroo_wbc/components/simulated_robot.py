@@ -26,6 +26,12 @@ and behaves like the robot and its driver at boot:
 5. **Latency.** :meth:`samples` remembers the wall time at which each sample (by stamp) was handed
    out; a command carrying that stamp (the contract: a command is stamped with the sample it was
    computed from) gives ``latency = receive_wall_s − that time`` (:meth:`latency_ms`).
+6. **Faults and payloads** (``docs/morphology.md``). :meth:`set_actuator_mode` welds (``locked``) or
+   disables (``limp``) an actuator, :meth:`add_payload` attaches a mass, from the next step on
+   (:class:`~kangaroo_wbc.sim.ClosedChainSim`). ``faults`` in the configuration schedules actuator
+   faults ``MODE:ACTUATOR@T`` (:func:`parse_fault`) at ``T`` seconds of simulated time after the
+   crane's release: the simulator changes the robot, and tells nobody (the controller learns it
+   from its operator or its fault detector, as on the robot).
 
 Threads: :meth:`submit`, :meth:`reject` and :meth:`set_controller_ready` may be called from another
 thread than :meth:`step` / :meth:`samples` (the ROS executor vs the simulation loop); the rest
@@ -35,6 +41,7 @@ belongs to the loop's thread.
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -51,7 +58,7 @@ from kangaroo_wbc.components.samples import (
     Level,
     Status,
 )
-from kangaroo_wbc.errors import InputError, KangarooWbcError
+from kangaroo_wbc.errors import InputError, KangarooWbcError, suggest
 
 #: A rejection or clamping shows in the ``command`` status for this long [s] (wall clock).
 EVENT_HOLD_S = 2.0
@@ -61,6 +68,22 @@ PENDING_STAMPS = 4096
 STATUS_LATENCY_WINDOW = 10_000
 #: The loop-closure violation is sampled every this many steps (it costs a residual evaluation).
 CLOSURE_SAMPLE_TICKS = 250
+#: Fault modes of :func:`parse_fault`: the text's word → the simulator's actuator mode.
+FAULT_MODES = {"lock": "locked", "locked": "locked", "limp": "limp", "active": "active"}
+
+
+def parse_fault(text: str) -> tuple[str, str, float]:
+    """``MODE:ACTUATOR@T`` → ``(mode, actuator, T [s])``: ``MODE`` is ``lock`` (or ``locked``),
+    ``limp`` or ``active`` (the actuator repaired), ``T >= 0`` (e.g. ``lock:left_ankle_inner_actuator@3``).
+
+    Raises:
+        InputError: not of that form (the actuator's name is checked by the robot).
+    """
+    match = re.fullmatch(r"\s*([a-z]+)\s*:\s*([A-Za-z0-9_]+)\s*@\s*(\d+(?:\.\d*)?)\s*s?\s*", str(text))
+    if match is None or match.group(1) not in FAULT_MODES:
+        raise InputError(f"fault {text!r}: expected MODE:ACTUATOR@T with MODE one of {sorted(FAULT_MODES)} and "
+                         "T seconds after the crane's release, e.g. lock:left_ankle_inner_actuator@3")
+    return FAULT_MODES[match.group(1)], match.group(2), float(match.group(3))
 
 
 @dataclass
@@ -81,6 +104,8 @@ class SimulatedRobotConfig:
     pd_kp_n_per_m: float = 2.0e5  # [N/m] the in-process standing PD
     pd_kd_n_s_per_m: float = 300.0  # [N·s/m]
     latency_buffer: int = 120_000  # latencies kept (ring buffer)
+    #: actuator faults ``MODE:ACTUATOR@T`` (:func:`parse_fault`), ``T`` [s] of simulated time after the release
+    faults: tuple[str, ...] = ()
 
 
 @dataclass
@@ -127,6 +152,8 @@ class SimulatedRobot:
         self._window = None  # at the last statuses(): wall, sim time, ticks, busy, cpu
         self._closure_m = 0.0
         self._stepping = False  # a step begun by start_step() is under way
+        self._faults_applied: set[str] = set()  # the fault texts applied (each once)
+        self._fault_plan = self._plan_faults(cfg)
         self._make_pd()
         self._boot()
 
@@ -137,10 +164,27 @@ class SimulatedRobot:
 
     @config.setter
     def config(self, cfg: SimulatedRobotConfig) -> None:
-        """Run-time changes (watchdog, gains, delays); the construction fields are ignored."""
+        """Run-time changes (watchdog, gains, delays, faults); the construction fields are ignored.
+
+        Raises:
+            InputError: a fault that :func:`parse_fault` refuses or that names no actuator (nothing changes).
+        """
+        plan = self._plan_faults(cfg)
         old, self._config = self._config, cfg
+        self._fault_plan = plan  # one assignment: the loop thread sees the old plan or the new one
         if (old.pd_kp_n_per_m, old.pd_kd_n_s_per_m) != (cfg.pd_kp_n_per_m, cfg.pd_kd_n_s_per_m):
             self._make_pd()
+
+    def _plan_faults(self, cfg: SimulatedRobotConfig) -> list[tuple[float, str, str, str]]:
+        """The faults of ``cfg`` not applied yet, ``(T [s], mode, actuator, text)`` in time order."""
+        plan = []
+        for text in cfg.faults:
+            mode, name, at = parse_fault(text)
+            if name not in self.sim.actuator_names:
+                raise InputError(f"fault {text!r}: unknown actuator {name!r}." + suggest(name, self.sim.actuator_names))
+            if text not in self._faults_applied:
+                plan.append((at, mode, name, text))
+        return sorted(plan)
 
     def _make_pd(self) -> None:
         from kangaroo_wbc.sim import BaselinePd
@@ -207,6 +251,48 @@ class SimulatedRobot:
     def mode(self) -> str:
         """What drove the last step: ``hold`` (crane PD), ``command``, ``damping`` or ``pd``."""
         return self._mode
+
+    @property
+    def actuator_modes(self) -> dict[str, str]:
+        """Each actuator's mode in the simulator (``active``, ``locked``, ``limp``), by name."""
+        return self.sim.actuator_modes
+
+    def set_actuator_mode(self, name: str, mode: str) -> list[Event]:
+        """Weld (``locked``), disable (``limp``) or re-enable (``active``) actuator ``name`` from the next
+        step on (:meth:`~kangaroo_wbc.sim.ClosedChainSim.set_actuator_mode`); the loop's thread, between
+        steps. Returns the events to log.
+
+        Raises:
+            InputError: unknown actuator or mode.
+        """
+        old = self.sim.actuator_modes.get(name)
+        self.sim.set_actuator_mode(name, mode)
+        if mode == old:
+            return []
+        level = Level.OK if mode == "active" else Level.WARN
+        return [Event(level, f"fault {name}", f"actuator {name} {mode} at t = {self.sim.time:.3f} s")]
+
+    def add_payload(self, body: str, mass_kg: float) -> list[Event]:
+        """Attach (``mass_kg`` > 0) or remove (< 0) a point mass at the centre of mass of ``body``
+        from the next step on (:meth:`~kangaroo_wbc.sim.ClosedChainSim.add_payload`); the loop's
+        thread, between steps. Returns the events to log.
+
+        Raises:
+            InputError: unknown body, or a mass that leaves the body without mass.
+        """
+        self.sim.add_payload(body, mass_kg)
+        return [Event(Level.WARN, f"payload {body}", f"payload {mass_kg:+g} kg on {body} at t = {self.sim.time:.3f} s "
+                                                     f"(robot {self.sim.total_mass_kg:.2f} kg)")]
+
+    def _due_faults(self) -> list[Event]:
+        """Apply the scheduled faults whose time after the release has come."""
+        plan, events = self._fault_plan, []
+        start = self._released_at if self._released_at is not None else 0.0  # fixed base: from boot
+        while plan and self.sim.time - start >= plan[0][0] - 1e-9:
+            _, mode, name, text = plan.pop(0)
+            self._faults_applied.add(text)
+            events += self.set_actuator_mode(name, mode)
+        return events
 
     def ground_truth(self):
         """The simulator's :class:`~kangaroo_wbc.sim.GroundTruth` (metrics only; the robot never has it)."""
@@ -310,6 +396,8 @@ class SimulatedRobot:
             self._released, self._released_at = True, sim.time
             events.append(Event(Level.OK, "crane", f"crane released at t = {sim.time:.3f} s"))
             forces, mode = self._forces()
+        if self._fault_plan and self._released:
+            events += self._due_faults()
         events += self._watch(mode)
         try:
             sim.set_command(forces)  # clamps; raises on a non-finite value (then zero force)
@@ -400,7 +488,7 @@ class SimulatedRobot:
 
     def statuses(self, wall_s: float, *, loop: dict | None = None,
                  min_real_time_factor: float | None = None) -> list[Status]:
-        """Diagnostics: ``simulation``, ``command``, ``watchdog``, ``crane``, ``latency``.
+        """Diagnostics: ``simulation``, ``command``, ``watchdog``, ``crane``, ``actuators``, ``latency``.
 
         Args:
             wall_s: now, wall clock [s] (rates are measured since the previous call).
@@ -447,6 +535,14 @@ class SimulatedRobot:
             out.append(Status("crane", Level.OK, f"hanging: controller ready since t = {ready_since:.3f} s", values))
         else:
             out.append(Status("crane", Level.OK, "hanging: waiting for wbc/ready", values))
+        modes = self.sim.actuator_modes
+        out_of_action = {n: m for n, m in modes.items() if m != "active"}
+        values = {**modes, "scheduled": ", ".join(f[3] for f in self._fault_plan)}
+        if out_of_action:
+            out.append(Status("actuators", Level.WARN, "; ".join(f"{n} {m}" for n, m in out_of_action.items()),
+                              values))
+        else:
+            out.append(Status("actuators", Level.OK, f"all {len(modes)} actuators driven", values))
         with self._lock:
             lat = self._latencies_from(self._n_latency - STATUS_LATENCY_WINDOW)
         values = {"samples": int(lat.size), "p50_ms": float(np.percentile(lat, 50)) if lat.size else math.nan,

@@ -157,6 +157,35 @@ class WbcSupervisor:
     def behaviour_name(self) -> str:
         return self._pending[0] if self._pending else (self.behaviour.name if self.behaviour else "")
 
+    # ------------------------------------------------------------------ actuator modes
+    @property
+    def actuator_modes(self) -> dict[str, str]:
+        """Each actuator's mode (``active``, ``locked``, ``limp``), by actuated-joint name."""
+        return self._full.actuator_modes
+
+    def set_actuator_mode(self, name: str, mode: str) -> str:
+        """Put actuator ``name`` in ``mode`` from the next tick on
+        (:meth:`WholeBodyController.set_actuator_mode`: the QP re-allocates in place); while an
+        actuator is out of action the behaviour's CoM reference is governed about its value at the
+        fault and the failed actuator is left out of the stroke hold (:meth:`tick`). Returns what
+        was lost, in words (for the caller's event).
+
+        Raises:
+            InputError: unknown actuator or mode.
+        """
+        self._full.set_actuator_mode(name, mode)
+        full, n = self._full, self.clm.n_a
+        driven = int(full.driven.sum())
+        what = {"locked": "its stroke is held: the lock carries its force, the QP keeps its acceleration at 0",
+                "limp": "no force from it: the QP bounds its force to 0",
+                "active": "driven again"}[mode]
+        if full.all_driven:
+            return f"{what}; all {n} actuators driven, the behaviour's own references"
+        out = [a for a, m in full.actuator_modes.items() if m != "active"]
+        return (f"{what}; {driven} of {n} actuators driven (out: {', '.join(out)}), the behaviour's CoM "
+                f"reference governed about its value at the fault, posture weight "
+                f"{full.settings.posture_weight_degraded:g}")
+
     # ------------------------------------------------------------------ tick
     def tick(
         self,
