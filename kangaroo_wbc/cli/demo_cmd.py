@@ -50,7 +50,7 @@ _GRAPH = ("separate", "composed")
 _ONLY = (("sim_mode", "--sim-mode", _GRAPH), ("drop_ratio", "--drop-ratio", _GRAPH),
          ("startup_timeout", "--startup-timeout", _GRAPH), ("pipelined", "--pipelined", ("one",)),
          ("bag_decimation", "--bag-decimation", ("one",)), ("ideal_actuators", "--ideal-actuators", ("one",)),
-         ("push", "--push", ("one",)), ("fault", "--fault", ("one",)),
+         ("push", "--push", ("one",)),
          ("payload", "--payload", ("one",)))
 #: the walk's command when --cmd-vel is not given [m/s, m/s, rad/s]
 DEFAULT_CMD_VEL = (0.3, 0.0, 0.0)
@@ -124,7 +124,8 @@ def _demo_graph(args: argparse.Namespace) -> int:
                                 startup_timeout_s=args.startup_timeout or DEFAULT_STARTUP_TIMEOUT_S,
                                 progress=Progress.from_args(args), stop=stop,
                                 log_dir=None if out is None else out / "logs",
-                                controller_params={k: list(v) for k, v in _behaviour_options(args).items()})
+                                controller_params={k: list(v) for k, v in _behaviour_options(args).items()},
+                                faults=tuple(args.fault or ()))
         except GraphStartError as exc:
             fail(f"kangaroo-wbc demo: error: {exc}", args.json)
             return stop.exit_code or 1
@@ -196,8 +197,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="one: push the pelvis sideways (world +y) with FORCE [N] for 0.1 s, T [s] after the "
                         "behaviour starts, e.g. 40N@5s (the push behaviour: 50N@1s by default)")
     p.add_argument("--fault", type=fault_spec, action="append", default=None, metavar="MODE:ACTUATOR@T",
-                   help="one: lock (seized screw, brake) or limp (failed driver) an actuator T [s] after the "
-                        "behaviour starts, e.g. lock:left_ankle_inner_actuator@3; repeatable (docs/morphology.md)")
+                   help="lock (seized screw, brake) or limp (failed driver) an actuator T [s] after the "
+                        "behaviour starts, e.g. lock:left_ankle_inner_actuator@3; repeatable; separate/composed: "
+                        "the sim node's faults parameter, then the controller's locked_actuators/limp_actuators "
+                        "parameters as an operator would set them (docs/morphology.md)")
     p.add_argument("--payload", type=payload_spec, action="append", default=None, metavar="MASS@LINK@T",
                    help="one: attach a point mass at LINK's centre of mass T [s] after the behaviour starts "
                         "(torso: the base link; negative: remove), e.g. 6kg@torso@4; repeatable "

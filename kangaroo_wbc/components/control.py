@@ -166,6 +166,11 @@ class WholeBodyControl(Component):
         """Each actuator's mode (``active``, ``locked``, ``limp``), by actuated-joint name."""
         return self.supervisor.actuator_modes
 
+    @property
+    def actuator_mode_causes(self) -> dict[str, str]:
+        """Who set each actuator out of action: ``operator`` or the fault detector's finding."""
+        return dict(self._mode_cause)
+
     def set_actuator_mode(self, name: str, mode: str) -> None:
         """The operator's word: actuator ``name`` is ``active``, ``locked`` or ``limp`` from the next
         tick on (:meth:`WbcSupervisor.set_actuator_mode`); an event names what was lost. It replaces

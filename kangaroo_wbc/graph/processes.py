@@ -23,6 +23,16 @@ closes at 1 kHz of simulated time however slow the machine (``duration_s`` is si
 would (``duration_s`` is wall time). ``drop_ratio`` makes the simulator drop that fraction of the
 commands (fault injection).
 
+Actuator faults (``faults``: mode, actuator, ``t`` [s] after the behaviour starts, as the one-process
+demo's ``--fault``): the simulator's ``faults`` parameter welds or disables the actuator ``t +
+behaviour_delay_s`` after the crane's release (the behaviour starts ``behaviour_delay_s`` after the
+controller is ready, the crane lets go at ready), and this runner plays the operator who tells the
+controller: once the simulator's stamps (``actuators/state``) pass that time it sets the
+controller's ``locked_actuators`` / ``limp_actuators`` parameters (``SetParameters``, as ``ros2 param
+set``). The result lists each fault with the simulated time from the fault to the controller's
+``actuators/modes`` saying so (``modes_after_fault_s``: the operator's or the fault detector's word,
+whichever came first) and the final modes.
+
 Children are supervised: each runs in a process group of its own (a terminal's Ctrl-C reaches this
 runner only, which stops the graph in order: the simulator first) and is started with
 ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` (Linux), so even a SIGKILL of the runner leaves no node behind
@@ -41,7 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -97,10 +107,21 @@ def _kill_group(p: subprocess.Popen) -> None:
         pass
 
 
-def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int, controller: dict | None = None) -> dict:
+def _behaviour_delay_s(controller: dict | None) -> float:
+    """The controller's ``behaviour_delay_s`` [s] (its parameter, else the component's default)."""
+    from kangaroo_wbc.components.control import ControlSettings
+
+    return float((controller or {}).get("behaviour_delay_s", ControlSettings().behaviour_delay_s))
+
+
+def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int, controller: dict | None = None,
+            faults: Sequence[tuple[str, str, float]] = ()) -> dict:
     # the ground truth only feeds the fall detection here: 100 Hz (its contact wrenches cost most)
     sim = {"lockstep": lockstep, "realtime": True, "drop_ratio": float(drop_ratio), "seed": int(seed),
            "ground_truth_decimation": 10}
+    if faults:  # the simulator counts from the crane's release (at ready), the faults from the behaviour's start
+        delay = _behaviour_delay_s(controller)
+        sim["faults"] = [f"{mode}:{name}@{at + delay:g}" for mode, name, at in faults]
     # a numeric list is a double array to rcl only if every item is a float (``[0.3, 0, 0]`` is refused)
     def numeric(v) -> bool:
         return isinstance(v, list | tuple) and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
@@ -136,7 +157,8 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
               startup_timeout_s: float = 120.0, fall_height_m: float = 0.6,
               wall_timeout_s: float | None = None, monitor_period_s: float | None = None,
               start_delays_s: dict[str, float] | None = None, stop: Callable[[], bool] | None = None,
-              log_dir: Path | None = None, controller_params: dict | None = None) -> dict:
+              log_dir: Path | None = None, controller_params: dict | None = None,
+              faults: Sequence[tuple[str, str, float]] = ()) -> dict:
     """Run the graph for ``duration_s`` once the controller is ready; returns the results dict.
 
     Args:
@@ -158,6 +180,8 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         log_dir: folder for the processes' logs and parameter file (created; default: a new
             temporary folder).
         controller_params: more ``whole_body_controller`` parameters (e.g. the walk's ``cmd_vel``).
+        faults: actuator faults ``(mode, actuator, t)``: ``locked`` or ``limp``, ``t`` [s] after the
+            behaviour starts (module docstring: the simulator's, then the operator's word).
 
     Raises:
         GraphStartError: a process died, the controller was not ready within ``startup_timeout_s``
@@ -180,7 +204,11 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
     log_dir = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix=f"kangaroo_wbc_demo_{processes}_"))
     log_dir.mkdir(parents=True, exist_ok=True)
     params_file = log_dir / "params.yaml"
-    params = _params(behaviour, lockstep, drop_ratio, seed, controller_params)
+    faults = [(mode, name, float(at)) for mode, name, at in faults]
+    bad = [f for f in faults if f[0] not in ("locked", "limp") or not f[2] >= 0.0]
+    if bad:
+        raise ValueError(f"faults: (mode locked or limp, actuator, t >= 0 s after the behaviour starts), got {bad}")
+    params = _params(behaviour, lockstep, drop_ratio, seed, controller_params, faults)
     params_file.write_text(yaml.safe_dump(params, sort_keys=False))
     delays = dict(start_delays_s or {})
     unknown = sorted(set(delays) - set(EXECUTABLES))
@@ -192,9 +220,11 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         procs = {"composed": _start("composed", ["composed", "--backend", "sim"], params_file, log_dir)}
     late = sorted((d, n) for n, d in delays.items() if d)
     try:
+        operator = [(at + _behaviour_delay_s(controller_params), mode, name, at) for mode, name, at in faults]
         result = _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s,
                           progress, log_dir, monitor_period_s, stop,
-                          late=[(d, n, lambda n=n: _start(n, [n], params_file, log_dir)) for d, n in late])
+                          late=[(d, n, lambda n=n: _start(n, [n], params_file, log_dir)) for d, n in late],
+                          operator=sorted(operator))
     finally:
         exit_codes = _stop(procs)
     return {"processes": processes, "sim_mode": sim_mode, "behaviour": behaviour, "drop_ratio": drop_ratio,
@@ -292,12 +322,14 @@ def _median(values: list[float]) -> float | None:
 
 
 def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s, progress,
-             log_dir, monitor_period_s=None, stop=None, late=()) -> dict:
+             log_dir, monitor_period_s=None, stop=None, late=(), operator=()) -> dict:
     import rclpy
-    from diagnostic_msgs.msg import DiagnosticArray
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
     from geometry_msgs.msg import PointStamped, WrenchStamped
     from nav_msgs.msg import Odometry
+    from rcl_interfaces.srv import SetParameters
     from rclpy.experimental import EventsExecutor
+    from rclpy.parameter import Parameter
     from rclpy.signals import SignalHandlerOptions
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Bool, Float64MultiArray
@@ -319,7 +351,37 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
             t = stamp_of_serialized(raw)
             span = stamps[topic]
             span[:] = [t, t] if not span else [span[0], t]
+            if topic == "actuators/state":
+                st["sim_t"] = t
         return cb
+
+    # the operator's word on the faults: (sim time after ready [s], mode, actuator) still to tell
+    told: dict[str, list[str]] = {"locked_actuators": [], "limp_actuators": []}
+    fault_log = [{"actuator": name, "mode": mode, "t_s": at, "after_ready_s": after}
+                 for after, mode, name, at in operator]
+    pending_faults = list(operator)
+    calls: list = []  # (fault entry, future) of the SetParameters calls
+
+    def on_modes(msg: DiagnosticStatus) -> None:
+        modes = {kv.key: kv.value for kv in msg.values}
+        st["modes"], st["modes_message"] = modes, msg.message
+        for entry in fault_log:
+            if "modes_at_sim_s" not in entry and modes.get(entry["actuator"]) not in (None, "active"):
+                entry["modes_at_sim_s"] = st.get("sim_t")
+                entry["declared"] = modes[entry["actuator"]]
+
+    def tell_operator() -> None:
+        """Set the controller's mode parameters once the simulator's time passed a fault's."""
+        while pending_faults and st.get("ready_sim_t") is not None and st.get("sim_t") is not None \
+                and st["sim_t"] - st["ready_sim_t"] >= pending_faults[0][0]:
+            _, mode, name, _ = pending_faults.pop(0)
+            told["locked_actuators" if mode == "locked" else "limp_actuators"].append(name)
+            request = SetParameters.Request()
+            request.parameters = [Parameter(k, Parameter.Type.STRING_ARRAY, v).to_parameter_msg()
+                                  for k, v in told.items()]
+            entry = next(e for e in fault_log if e["actuator"] == name and "told_at_sim_s" not in e)
+            entry["told_at_sim_s"] = st["sim_t"]
+            calls.append((entry, set_params.call_async(request)))
 
     def on_ready(msg: Bool) -> None:
         if st["started"] and not msg.data:
@@ -386,6 +448,8 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     node.create_subscription(JointState, "sim/ground_truth/joint_states", on_truth_joints, qos.SENSOR_STATE)
     node.create_subscription(PointStamped, "wbc/com_target", on_com_target, qos.VISUALIZATION)
     node.create_subscription(Float64MultiArray, "sim/command_latency", on_latency, qos.VISUALIZATION)
+    node.create_subscription(DiagnosticStatus, "actuators/modes", on_modes, qos.LATCHED)
+    set_params = node.create_client(SetParameters, "whole_body_controller/set_parameters")
     try:
         t0 = time.monotonic()
         pending = list(late)  # (delay [s], name, start) of the processes started late
@@ -403,6 +467,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
                 raise GraphStartError(f"the controller was not ready (wbc/ready) within {startup_timeout_s:g} s "
                                       f"(messages seen: {counts}); logs in {log_dir}")
         startup_s = time.monotonic() - t0
+        st["ready_sim_t"] = st.get("sim_t")  # the crane lets go at ready (release_delay_s 0)
         for _, name, start in pending:  # ready without them (the wrench estimator is optional)
             procs[name] = start()
         for t in WATCHED:
@@ -437,6 +502,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
                 interrupted = True
                 break
             executor.spin_once(timeout_sec=0.01)
+            tell_operator()
             if monitor_period_s and now - last_monitor >= monitor_period_s:
                 last_monitor = now
                 monitor(now)
@@ -458,6 +524,15 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
         executor.shutdown()
         node.destroy_node()
         context.try_shutdown()
+    for entry, future in calls:
+        entry["told_ok"] = bool(future.done() and future.result().results[0].successful)
+    ready_t = st.get("ready_sim_t")
+    for entry in fault_log:  # simulated times from the fault (its time after ready)
+        at = None if ready_t is None else ready_t + entry.pop("after_ready_s")
+        for key, out in (("told_at_sim_s", "told_after_fault_s"), ("modes_at_sim_s", "modes_after_fault_s")):
+            t = entry.pop(key, None)
+            entry[out] = None if t is None or at is None else round(t - at, 4)
+    modes = st.get("modes", {})
     com_rmse = _com_rmse(truth, targets)
     motion = _base_motion(truth)
     latency = np.asarray(st["latency"])
@@ -474,5 +549,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
             "min_base_height_whole_run_m": st.get("min_height_any"),
             "safe_mode_entries": st["safe_entries"], "safe_mode_reasons": st["safe_reasons"],
             "sim_watchdog_trips": st.get("watchdog_trips", 0),
+            **({"faults": fault_log, "actuator_modes": {n: m for n, m in modes.items() if m != "active"},
+                "actuator_modes_message": st.get("modes_message")} if fault_log else {}),
             "nodes": {n: {k: _median(v) for k, v in d.items()} for n, d in node_stats.items()},
             **({"periods": periods} if monitor_period_s else {})}

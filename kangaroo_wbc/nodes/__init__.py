@@ -52,3 +52,39 @@ def subscribe_sole_wrenches(node: Any, sole_frames: Sequence[str]) -> None:
     for i, sole in enumerate(sole_frames):
         node.create_subscription(WrenchStamped, f"contact/{sole}/wrench",
                                  lambda msg, i=i: on_wrench(i, msg), qos.SENSOR_LATEST)
+
+
+def add_parameter_check(node: Any, names: Sequence[str], check: Any) -> None:
+    """Check parameters ``names`` of ``node`` against what only the running node knows (e.g. its
+    model's actuator names): ``check(name, value) -> None | reason``. A set-parameters request that
+    fails is rejected with ``"<name>: <reason>"`` (what ``ros2 param set`` prints), never a
+    traceback; the values in effect now are checked at once.
+
+    Raises:
+        ConfigError: a value in effect at start-up fails (parameter file or ``-p``).
+    """
+    from rcl_interfaces.msg import SetParametersResult
+
+    from kangaroo_wbc.errors import ConfigError
+
+    for name in names:
+        reason = check(name, node.get_parameter(name).value)
+        if reason:
+            raise ConfigError(f"node {node.get_name()!r}: parameter {name!r}: {reason}")
+
+    def validate(parameters: Any) -> Any:
+        for p in parameters:
+            reason = check(p.name, p.value) if p.name in names else None
+            if reason:
+                return SetParametersResult(successful=False, reason=f"{p.name}: {reason}")
+        return SetParametersResult(successful=True)
+
+    node.add_on_set_parameters_callback(validate)
+
+
+def unknown_names(values: Sequence[str], valid: Sequence[str], what: str) -> str | None:
+    """None if every value is one of ``valid``, else the reason naming the first unknown one."""
+    from kangaroo_wbc.errors import suggest
+
+    unknown = [v for v in values or () if v not in valid]
+    return f"unknown {what} {unknown[0]!r}." + suggest(unknown[0], list(valid)) if unknown else None

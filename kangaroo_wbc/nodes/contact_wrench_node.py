@@ -7,6 +7,8 @@ A thin adapter around :class:`~kangaroo_wbc.components.contact_wrench.ContactWre
 ``contact/<sole>/cop`` (sole frame, while loaded), ``zmp`` (odom, while in contact) and, decimated,
 ``contact/markers``, every output with the actuator sample's stamp. Topics: ``docs/interface.md``.
 A ``joint_states`` sample is used once odometry of the same time (within ``max_input_age_s``) came.
+The actuator modes the controller publishes on the latched ``actuators/modes`` (a locked or limp
+actuator, ``docs/morphology.md``) are applied before the next sample, in every deployment.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PointStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
@@ -39,6 +42,7 @@ from kangaroo_wbc.ros.conversions import (
     odometry_msg_to_arrays,
     seconds_to_time_msg,
 )
+from kangaroo_wbc.ros.diagnostics import actuator_modes_from_msg
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for
 from kangaroo_wbc.ros.params import SharedFields, parameter
 from kangaroo_wbc.ros.serialized import point_stamped_writer, wrench_stamped_writer
@@ -147,6 +151,9 @@ class ContactWrenchNode(KangarooNode):
             sub(JointState, "joint_states", self._on_joints, qos.SENSOR_LATEST)
             sub(Odometry, "estimation/base_odometry", self._on_odometry, qos.SENSOR_LATEST)
             sub(Bool, "wbc/ready", lambda msg: self.component.set_released(msg.data), qos.LATCHED)
+        #: the modes of actuators/modes not applied yet (applied in the thread that runs the component)
+        self._pending_modes: dict[str, str] | None = None
+        self.create_subscription(DiagnosticStatus, "actuators/modes", self._on_modes, qos.LATCHED)
         self.get_logger().info(f"contact_wrench_estimator: soles {p.sole_frames}, leads [m] "
                                f"{np.array2string(transmission.screw_lead_m, precision=3)}")
 
@@ -189,10 +196,28 @@ class ContactWrenchNode(KangarooNode):
             return self.log_events(self.component)
         self.process(ActuatorSample(arr.position, arr.velocity, arr.effort, arr.stamp_s), msg.header.stamp)
 
+    def _on_modes(self, msg: DiagnosticStatus) -> None:
+        try:
+            self._pending_modes = actuator_modes_from_msg(msg)
+        except InputError as exc:
+            self.throttled.warning("actuators/modes", f"actuators/modes skipped: {exc}")
+
+    def _apply_modes(self) -> None:
+        modes, self._pending_modes = self._pending_modes, None
+        for name, mode in modes.items():
+            try:
+                self.component.set_actuator_mode(name, mode)
+            except InputError as exc:
+                self.throttled.warning(f"actuators/modes {name}", f"actuators/modes: {name} {mode} not applied: {exc}")
+        changed = {n: m for n, m in modes.items() if m != "active"}
+        self.get_logger().info(f"actuator modes applied: {changed or 'all active'}")
+
     # ------------------------------------------------------------------ one sample
     def process(self, sample: ActuatorSample, stamp=None, projected=None) -> ContactWrenchEstimate | None:
         """Run the component on one torque sample and publish the outputs (``projected``: the
         controller's model already updated at this state, composed deployment)."""
+        if self._pending_modes is not None:
+            self._apply_modes()
         out = self.component.step(sample, projected)
         self.tick_count += 1
         if out is not None:

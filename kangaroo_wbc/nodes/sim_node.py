@@ -5,7 +5,10 @@ the crane, ``wbc/ready`` release, command guard, watchdog, latency): every tick 
 the robot's driver would (``actuators/state``, ``passive_encoders/state``, ``imu/data``), the
 simulation time on ``/clock`` and the ground truth (``sim/ground_truth/*``, built only for subscribed
 topics); it applies ``actuators/command``, follows ``wbc/ready`` and publishes the command latencies
-on ``sim/command_latency`` once per wall second. See ``docs/sim.md``.
+on ``sim/command_latency`` once per wall second. See ``docs/sim.md``. The parameter ``faults``
+(``["lock:ACTUATOR@T", "limp:ACTUATOR@T", ...]``, ``T`` seconds of simulated time after the crane's
+release) welds or disables actuators in the simulation; the simulator tells no other node (the
+controller learns it from its operator or its fault detector, ``docs/morphology.md``).
 
 Threads: the simulation runs in its own loop thread, paced to the wall clock (``realtime``), as
 fast as possible, or in ``lockstep`` (paced until the controller is ready, then one step per command
@@ -38,8 +41,13 @@ from sensor_msgs.msg import Imu, JointState  # noqa: E402
 from std_msgs.msg import Bool, Float64MultiArray  # noqa: E402
 
 from kangaroo_wbc.components.samples import ActuatorCommand, Level, Status  # noqa: E402
-from kangaroo_wbc.components.simulated_robot import SimulatedRobot, SimulatedRobotConfig  # noqa: E402
-from kangaroo_wbc.errors import InputError  # noqa: E402
+from kangaroo_wbc.components.simulated_robot import (  # noqa: E402
+    SimulatedRobot,
+    SimulatedRobotConfig,
+    parse_fault,
+)
+from kangaroo_wbc.errors import ConfigError, InputError  # noqa: E402
+from kangaroo_wbc.nodes import add_parameter_check, unknown_names  # noqa: E402
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.conversions import (  # noqa: E402
     JointIndexMap,
@@ -64,6 +72,16 @@ EVENT_HOLD_S = 2.0
 #: Realtime pacing: a loop late by up to this [s] catches up (simulated time keeps to the wall
 #: clock on average); later than that it restarts its schedule (an overrun, in the diagnostics).
 MAX_CATCH_UP_S = 0.02
+
+
+def _check_faults(texts: list[str]) -> str | None:
+    """None if every entry reads ``MODE:ACTUATOR@T`` (:func:`parse_fault`), else the reason."""
+    try:
+        for text in texts:
+            parse_fault(text)
+    except InputError as exc:
+        return str(exc)
+    return None
 
 
 @dataclass
@@ -110,6 +128,10 @@ class SimParams:
     ground_truth_decimation: int = parameter(10, "Publish the ground truth every N ticks", bounds=(1, 1000))
     tf_rate_hz: float = parameter(100.0, "Rate of TF odom → ground_truth/base_link [Hz] (0: off)",
                                   bounds=(0.0, 1000.0), read_only=True)
+    faults: list[str] = parameter(list(_D.faults), "Actuator faults MODE:ACTUATOR@T (MODE lock, limp or "
+                                  "active; T [s] of sim time after the crane's release), e.g. "
+                                  "lock:left_ankle_inner_actuator@3; the controller is not told",
+                                  check=_check_faults)
 
 
 #: The parameters that are fields of the component's configuration (same names).
@@ -128,8 +150,13 @@ class SimNode(KangarooNode):
         (:meth:`submit_command`); ``actuators/command`` is then not subscribed."""
         super().__init__("sim", SimParams)
         p = self.params
-        self.robot = robot = SimulatedRobot(_robot_config(p))
+        try:
+            self.robot = robot = SimulatedRobot(_robot_config(p))
+        except InputError as exc:  # e.g. a fault naming no actuator
+            raise ConfigError(f"node 'sim': {exc}") from exc
         sim = robot.sim
+        add_parameter_check(self, ["faults"], lambda name, value: _check_faults(value or []) or unknown_names(
+            [parse_fault(t)[1] for t in value or ()], robot.actuator_names, "actuator"))
         import mujoco
 
         jid = [mujoco.mj_name2id(sim.model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in sim.joint_names]

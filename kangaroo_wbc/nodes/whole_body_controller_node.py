@@ -26,6 +26,15 @@ ratio below ``min_jlu_pivot_ratio``) or a breached limit give damping (or zero f
 ``joint_states`` stop for longer than ``state_timeout_s`` (steady clock) the node reports the safe
 mode and publishes nothing (the actuators' own command watchdog acts); the behaviour restarts from
 the next good state.
+
+Actuator faults (``docs/morphology.md``): the operator declares actuators out of action with the
+parameters ``locked_actuators`` and ``limp_actuators`` (``ros2 param set``; an unknown name is
+rejected with the valid ones); the fault detector (parameter ``fault_detection``, on
+``actuators/state``) reports an actuator that does not follow its command as an ERROR naming it and,
+with ``fault_declare``, declares it limp. A parameter change sets every actuator to what the two
+lists say (the operator's word replaces the detector's). The modes in effect go out on the latched
+``actuators/modes`` (DiagnosticStatus, one KeyValue per actuator) whenever they change: the contact
+wrench estimator applies them, so the change is made once and reaches every node.
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small matrices: BLAS threa
 from dataclasses import dataclass  # noqa: E402
 
 import numpy as np  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
 from geometry_msgs.msg import PointStamped, PoseStamped, Twist  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.clock import Clock, ClockType  # noqa: E402
@@ -48,9 +58,10 @@ from std_srvs.srv import Trigger  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
 from kangaroo_wbc.components.control import ControlSettings, WholeBodyControl  # noqa: E402
-from kangaroo_wbc.components.samples import ActuatorCommand  # noqa: E402
+from kangaroo_wbc.components.samples import ActuatorCommand, ActuatorSample  # noqa: E402
 from kangaroo_wbc.control.behaviours import BEHAVIOURS  # noqa: E402
 from kangaroo_wbc.control.contacts import ContactSpec  # noqa: E402
+from kangaroo_wbc.control.fault_detector import FaultDetectorSettings  # noqa: E402
 from kangaroo_wbc.control.locomotion import GaitSettings, footstep_markers  # noqa: E402
 from kangaroo_wbc.control.qp_solvers import SOLVERS  # noqa: E402
 from kangaroo_wbc.control.reduced_wbc import ReducedWholeBodyController  # noqa: E402
@@ -58,9 +69,11 @@ from kangaroo_wbc.control.supervisor import SafetySettings, WbcSupervisor  # noq
 from kangaroo_wbc.control.wbc import FrameReference, WbcSettings, WholeBodyController  # noqa: E402
 from kangaroo_wbc.errors import ConfigError, InputError, KangarooWbcError  # noqa: E402
 from kangaroo_wbc.nodes import (  # noqa: E402
+    add_parameter_check,
     joint_indices,
     load_model,
     subscribe_sole_wrenches,
+    unknown_names,
     urdf_dir_parameter,
 )
 from kangaroo_wbc.ros import qos  # noqa: E402
@@ -72,6 +85,7 @@ from kangaroo_wbc.ros.conversions import (  # noqa: E402
     vector3_msg_to_array,
     xyzw_to_pin_quaternion,
 )
+from kangaroo_wbc.ros.diagnostics import actuator_modes_msg  # noqa: E402
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for  # noqa: E402
 from kangaroo_wbc.ros.params import SharedFields, parameter  # noqa: E402
 from kangaroo_wbc.ros.serialized import joint_state_writer, point_stamped_writer  # noqa: E402
@@ -80,7 +94,9 @@ TIMING_LABELS = ("model", "build", "solve", "output", "total", "iterations")
 #: Period [s] of the joint_states watchdog (steady clock).
 WATCHDOG_PERIOD_S = 0.1
 # the defaults are the controller's, the supervisor's and the component's
-_W, _S, _C, _G = WbcSettings(), SafetySettings(), ControlSettings(), GaitSettings()
+_W, _S, _C, _G, _F = WbcSettings(), SafetySettings(), ControlSettings(), GaitSettings(), FaultDetectorSettings()
+#: The parameters of the actuator modes (the operator's word).
+MODE_PARAMETERS = {"locked_actuators": "locked", "limp_actuators": "limp"}
 
 
 def _check_behaviour(name: str) -> str | None:
@@ -245,10 +261,32 @@ class WholeBodyControllerParams:
     publish_command_array: bool = parameter(
         False, "Also publish actuators/command_array (ros2_control mirror)", read_only=True)
     odom_frame: str = parameter("odom", "World frame of the references")
+    locked_actuators: list[str] = parameter(
+        [], "Actuators locked (seized screw, brake, driver holding position): the QP keeps their stroke "
+        "still and the lock carries their force (ros2 param set; docs/morphology.md)")
+    limp_actuators: list[str] = parameter(
+        [], "Actuators limp (failed driver): the QP bounds their force to 0 (ros2 param set)")
+    fault_detection: bool = parameter(
+        _C.fault_detection, "Watch actuators/state: an actuator whose motor torque does not follow its "
+        "command is an ERROR naming it", read_only=True)
+    fault_declare: bool = parameter(
+        _C.fault_declare, "Declare such an actuator limp (false: the ERROR only)")
+    fault_window_s: float = parameter(
+        _F.window_s, "Fault detector: disagreement without a break this long is a fault [s]",
+        bounds=(0.001, 10.0))
+    fault_force_tolerance_n: float = parameter(
+        _F.force_tolerance_n, "Fault detector: force residual allowed at zero command [N]",
+        bounds=(0.1, 1e5))
+    fault_force_tolerance_ratio: float = parameter(
+        _F.force_tolerance_ratio, "Fault detector: ... plus this fraction of the commanded force [-]",
+        bounds=(0.0, 10.0))
 
     def __post_init__(self) -> None:
         if self.contact_force_off_n > self.contact_force_on_n:
             raise ValueError("contact_force_off_n must not exceed contact_force_on_n")
+        both = sorted(set(self.locked_actuators) & set(self.limp_actuators))
+        if both:
+            raise ValueError(f"actuators both locked and limp: {both}")
 
 
 # The parameters that are fields of the controller's, the supervisor's and the component's
@@ -257,7 +295,13 @@ _WBC = SharedFields(WbcSettings)
 _SAFETY = SharedFields(SafetySettings, names={"fallback": "safe_mode"})
 _CONTROL = SharedFields(ControlSettings)
 _GAIT = SharedFields(GaitSettings, prefix="walk_")
-SHARED_FIELDS = (_WBC, _SAFETY, _CONTROL, _GAIT)
+_FAULTS = SharedFields(FaultDetectorSettings, prefix="fault_")
+SHARED_FIELDS = (_WBC, _SAFETY, _CONTROL, _GAIT, _FAULTS)
+
+
+def control_settings(p: WholeBodyControllerParams) -> ControlSettings:
+    """The component's settings, its fault detector's included."""
+    return _CONTROL.build(p, fault_detector=_FAULTS.build(p))
 
 
 def wbc_settings(p: WholeBodyControllerParams) -> WbcSettings:
@@ -297,13 +341,19 @@ class WholeBodyControllerNode(KangarooNode):
             raise ConfigError(f"whole_body_controller: {exc}") from exc
         self.supervisor = WbcSupervisor(self.controller, _SAFETY.build(p))
         try:
-            self.component = WholeBodyControl(self.supervisor, _CONTROL.build(p))
+            self.component = WholeBodyControl(self.supervisor, control_settings(p))
         except InputError as exc:
             raise ConfigError(f"whole_body_controller: {exc}") from exc
         try:
             self._select(p.behaviour)
         except InputError as exc:
             raise ConfigError(f"whole_body_controller: behaviour {p.behaviour!r}: {exc}") from exc
+        add_parameter_check(self, list(MODE_PARAMETERS),
+                            lambda name, value: unknown_names(value, clm.actuated_joint_names, "actuator"))
+        self._pub_modes = self.create_publisher(DiagnosticStatus, "actuators/modes", qos.LATCHED)
+        self._modes_version = -1  # the component's modes_version last published
+        self._pending_modes: dict[str, str] | None = self._modes(p)  # the operator's word, not applied yet
+        self._apply_modes()
         self._idx_q, self._idx_v = joint_indices(m, clm.joint_names)
         self._joints = JointIndexMap(clm.joint_names, allow_extra=True)
         self._act = JointIndexMap(clm.actuated_joint_names, what="actuator")
@@ -336,6 +386,8 @@ class WholeBodyControllerNode(KangarooNode):
         self._publish_ready(False)
         sub = self.create_subscription
         if not chained:  # newest sample wins: an overrun tick skips to the latest state
+            if p.fault_detection:  # the motor torques for the fault detector (composed: chained in)
+                sub(JointState, "actuators/state", self._on_actuators, qos.SENSOR_LATEST)
             sub(JointState, "joint_states", self._on_joints, qos.SENSOR_LATEST)
             sub(Odometry, "estimation/base_odometry", self._on_odometry, qos.SENSOR_LATEST)
             subscribe_sole_wrenches(self, p.sole_frames)
@@ -388,7 +440,9 @@ class WholeBodyControllerNode(KangarooNode):
             for contact in self.contacts:  # shared with the controller's constraints: next tick
                 contact.set_normal_force_min(params.min_normal_force_n)
         full.pm.min_pivot_ratio = params.min_jlu_pivot_ratio
-        self.component.configure(_CONTROL.build(params))
+        self.component.configure(control_settings(params))
+        if changed & MODE_PARAMETERS.keys():  # applied in the controller's thread, before its next tick
+            self._pending_modes = self._modes(params)
         for name, value in _SAFETY.values(params).items():  # in place: the supervisor keeps its object
             setattr(self.supervisor.safety, name, value)
         if changed & (BEHAVIOUR_PARAMETERS | set(_GAIT.pairs(type(params)).values())):
@@ -396,6 +450,43 @@ class WholeBodyControllerNode(KangarooNode):
                 self._select(params.behaviour)
             except InputError as exc:
                 self.get_logger().error(f"behaviour {params.behaviour!r} not started: {exc}")
+
+    def _modes(self, params: WholeBodyControllerParams) -> dict[str, str]:
+        """Every actuator's mode as the parameters say (the others active)."""
+        modes = dict.fromkeys(self.clm.actuated_joint_names, "active")
+        for key, mode in MODE_PARAMETERS.items():
+            modes.update(dict.fromkeys(getattr(params, key), mode))
+        return modes
+
+    def _apply_modes(self) -> None:
+        """The operator's modes to the component (the controller's thread), then ``actuators/modes``."""
+        modes, self._pending_modes = self._pending_modes, None
+        for name, mode in (modes or {}).items():
+            try:
+                self.component.set_actuator_mode(name, mode)
+            except InputError as exc:  # the parameter check let it through: say so, keep the rest
+                self.get_logger().error(f"actuator mode {name} {mode} not applied: {exc}")
+        self._publish_modes()
+
+    def _publish_modes(self) -> None:
+        """``actuators/modes`` (latched) when the component's modes changed since the last one."""
+        c = self.component
+        if c.modes_version == self._modes_version:
+            return
+        self._modes_version = c.modes_version
+        causes = c.actuator_mode_causes
+        text = "; ".join(f"{n} {c.actuator_modes[n]} ({why})" for n, why in causes.items()) or "all actuators active"
+        self._pub_modes.publish(actuator_modes_msg(c.actuator_modes, text))
+        self.log_events(c)
+
+    def _on_actuators(self, msg: JointState) -> None:
+        """``actuators/state`` → the fault detector (motor torques, stroke velocities)."""
+        try:
+            arr = self._act.from_joint_state(msg, required=("velocity", "effort"))
+        except InputError as exc:
+            self.throttled.warning("actuators/state", f"actuators/state skipped by the fault detector: {exc}")
+            return
+        self.component.on_actuator_sample(ActuatorSample(arr.position, arr.velocity, arr.effort, arr.stamp_s))
 
     def _on_behaviour_service(self, name: str, response: Trigger.Response) -> Trigger.Response:
         try:
@@ -498,21 +589,30 @@ class WholeBodyControllerNode(KangarooNode):
         node's clock. Returns the command."""
         now = self._now_s() if now_s is None else now_s
         self._last_state = time.monotonic()
+        if self._pending_modes is not None:
+            self._apply_modes()
         age = now - stamp_s if stamp_s == stamp_s else float("inf")
         if not prepared and age != float("inf"):
             self.component.prepare(q, v)
         cmd = self.component.step(now, q, v, age)
         self.tick_count += 1
+        if self.component.modes_version != self._modes_version:  # the fault detector declared one
+            self._publish_modes()
         if stamp is None and stamp_s != stamp_s:  # no state of a known time: the node's clock
             stamp = seconds_to_time_msg(now)
         self._publish(cmd, stamp, stamp_s)
         return cmd
 
     def _watchdog(self) -> None:
-        """Safe mode while no state arrives for longer than ``state_timeout_s`` (steady clock)."""
+        """Safe mode while no state arrives for longer than ``state_timeout_s`` (steady clock); the
+        operator's modes are applied here while no tick runs."""
         if self._last_state is None:
+            if self._pending_modes is not None:
+                self._apply_modes()
             return
         silent = time.monotonic() - self._last_state
+        if silent > self.params.state_timeout_s and self._pending_modes is not None:
+            self._apply_modes()
         if silent > self.params.state_timeout_s:
             self.component.stale(silent)
             self._after()

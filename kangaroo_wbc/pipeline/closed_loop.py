@@ -62,8 +62,9 @@ class LoopConfig:
     #: whether the push is applied (None: with the "push" behaviour only)
     push: bool | None = None
     #: actuator faults ``(mode, actuator, t)``: at ``t`` [s] after the behaviour starts the simulator
-    #: puts the actuator in ``mode`` (``locked`` or ``limp``) and the controller is told, as a drive's
-    #: fault report would tell it (:meth:`WholeBodyController.set_actuator_mode`)
+    #: puts the actuator in ``mode`` (``locked`` or ``limp``) and the controller and the wrench
+    #: estimator are told at the same tick, as the operator tells the nodes (the components'
+    #: ``set_actuator_mode``, what the nodes' parameters and ``actuators/modes`` call)
     faults: tuple[tuple[str, str, float], ...] = ()
     #: payloads ``(mass [kg], link, t)``: at ``t`` [s] after the behaviour starts a point mass is
     #: attached at the link's centre of mass (negative: removed) in the simulator and in the model
@@ -254,6 +255,7 @@ class ClosedLoopRun:
                 return out
 
             q, v = est.q.copy(), est.v.copy()
+            self.control.on_actuator_sample(sample)  # the fault detector: this sample against the last command
             out, cmd = after_estimate(
                 est_c, self.wrench, self.control, sample, est, wrench_step,
                 lambda prepared: self.control.step(t, q, v, 0.0 if est.base_valid else float("inf")))
@@ -334,12 +336,13 @@ class ClosedLoopRun:
         cfg, started = self.config, self.control.behaviour_started_s
         while self._faults and started is not None and t >= started + self._faults[0][2]:
             what, name, _ = self._faults.pop(0)
-            if isinstance(what, str):  # an actuator fault
-                self.sim.set_actuator_mode(name, what)
+            if isinstance(what, str):  # an actuator fault: the simulator, then the nodes' components
+                self.robot.set_actuator_mode(name, what)
                 t0 = time.perf_counter()
-                self.wbc.set_actuator_mode(name, what)
+                self.control.set_actuator_mode(name, what)
+                self.wrench.set_actuator_mode(name, what)
             else:  # a payload: the simulator's body and the shared model
-                self.sim.add_payload(name, what)
+                self.robot.add_payload(name, what)
                 t0 = time.perf_counter()
                 self.clm.add_payload(name, what)
             self.morphology_changes.append((t, name, what, 1e3 * (time.perf_counter() - t0)))

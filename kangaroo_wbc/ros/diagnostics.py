@@ -52,6 +52,32 @@ def make_status(
     return status
 
 
+#: The actuator modes a ``actuators/modes`` message may carry (``WholeBodyController.set_actuator_mode``).
+ACTUATOR_MODES = ("active", "locked", "limp")
+
+
+def actuator_modes_msg(modes: Mapping[str, str], message: str) -> DiagnosticStatus:
+    """``actuators/modes``: one KeyValue per actuator (name → ``active``, ``locked`` or ``limp``);
+    level OK when every actuator is active, else WARN; ``message`` says who set them."""
+    out = any(m != "active" for m in modes.values())
+    return make_status("actuator modes", Level.WARN if out else Level.OK, message, modes, hardware_id=HARDWARE_ID)
+
+
+def actuator_modes_from_msg(msg: DiagnosticStatus) -> dict[str, str]:
+    """The modes of an ``actuators/modes`` message by actuator name.
+
+    Raises:
+        InputError: a value that is not a mode (:data:`ACTUATOR_MODES`).
+    """
+    from kangaroo_wbc.errors import InputError
+
+    modes = {kv.key: kv.value for kv in msg.values}
+    bad = {k: v for k, v in modes.items() if v not in ACTUATOR_MODES}
+    if bad:
+        raise InputError(f"actuators/modes: not a mode {bad}; modes are {list(ACTUATOR_MODES)}")
+    return modes
+
+
 class DiagnosticsPublisher:
     """Publishes DiagnosticArrays on ``/diagnostics`` for one node.
 

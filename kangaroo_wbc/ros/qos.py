@@ -40,7 +40,8 @@ SENSOR_BEST_EFFORT = _profile(10, best_effort=True)
 SENSOR_LATEST = _profile(1, best_effort=True)
 #: ``actuators/command``: only the newest command matters.
 COMMAND = _profile(1)
-#: Latched results (``estimation/calibration``, ``robot_description``): late joiners get the last one.
+#: Latched results (``estimation/calibration``, ``robot_description``, ``wbc/ready``, ``actuators/modes``):
+#: late joiners get the last one (a wrench estimator restarted after a fault learns the modes in effect).
 LATCHED = _profile(1, latched=True)
 #: Low-rate outputs for people and tools (markers, contact wrenches for RViz, timing, ZMP).
 VISUALIZATION = _profile(10)
