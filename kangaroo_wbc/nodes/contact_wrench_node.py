@@ -153,6 +153,7 @@ class ContactWrenchNode(KangarooNode):
             sub(Bool, "wbc/ready", lambda msg: self.component.set_released(msg.data), qos.LATCHED)
         #: the modes of actuators/modes not applied yet (applied in the thread that runs the component)
         self._pending_modes: dict[str, str] | None = None
+        self._modes = dict.fromkeys(clm.actuated_joint_names, "active")  # the modes applied (component's start)
         self.create_subscription(DiagnosticStatus, "actuators/modes", self._on_modes, qos.LATCHED)
         self.get_logger().info(f"contact_wrench_estimator: soles {p.sole_frames}, leads [m] "
                                f"{np.array2string(transmission.screw_lead_m, precision=3)}")
@@ -204,13 +205,16 @@ class ContactWrenchNode(KangarooNode):
 
     def _apply_modes(self) -> None:
         modes, self._pending_modes = self._pending_modes, None
-        for name, mode in modes.items():
+        changed = {n: m for n, m in modes.items() if self._modes.get(n) != m}
+        for name, mode in changed.items():  # only what changed: one call per actuator and change
             try:
                 self.component.set_actuator_mode(name, mode)
+                self._modes[name] = mode
             except InputError as exc:
                 self.throttled.warning(f"actuators/modes {name}", f"actuators/modes: {name} {mode} not applied: {exc}")
-        changed = {n: m for n, m in modes.items() if m != "active"}
-        self.get_logger().info(f"actuator modes applied: {changed or 'all active'}")
+        if changed:
+            out = {n: m for n, m in self._modes.items() if m != "active"}
+            self.get_logger().info(f"actuator modes applied: {out or 'all active'}")
 
     # ------------------------------------------------------------------ one sample
     def process(self, sample: ActuatorSample, stamp=None, projected=None) -> ContactWrenchEstimate | None:
