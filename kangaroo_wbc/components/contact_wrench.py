@@ -12,6 +12,10 @@ the motor torques become forces through the ball-screw model (driving/back-drivi
 friction at the sample's velocities, reflected rotor inertia with the acceleration of the state
 estimate's actuator velocities, a torque bias learnt while the robot stands still on both soles
 after the release); without one, through eq. (47) alone.
+
+**Locked and limp actuators** (:meth:`ContactWrenchEstimation.set_actuator_mode`): a locked
+actuator's row leaves eq. (46) (its force, the lock's, comes from the solution), a limp one's force
+is zero; neither one's residual teaches the torque bias (its motor torque is not used).
 """
 
 from __future__ import annotations
@@ -104,6 +108,25 @@ class ContactWrenchEstimation(Component):
                     self.forces.reset()
         return True
 
+    def set_actuator_mode(self, name: str, mode: str) -> None:
+        """Estimate with actuator ``name`` ``active``, ``locked`` or ``limp`` from the next sample on
+        (:meth:`~kangaroo_wbc.estimation.contact_wrench.ContactWrenchEstimator.set_actuator_mode`):
+        an event names the change (OK back to ``active``, WARN otherwise) and the ``wrench`` status
+        lists the actuators not driven (``actuator_modes``).
+
+        Raises:
+            InputError: unknown actuator or mode (nothing changes).
+        """
+        before = self.estimator.actuator_modes.get(name)
+        self.estimator.set_actuator_mode(name, mode)
+        if before == mode:
+            return
+        level = Level.OK if mode == "active" else Level.WARN
+        what = {"active": "its measured force used again", "locked": "its row left out of eq. (46), its force "
+                "the lock's", "limp": "its force taken as zero, its motor torque ignored"}[mode]
+        self.event(level, f"actuator {name}", f"{name}: {before} -> {mode} ({what}; "
+                   f"{self.estimator.mode_change_ms:.3f} ms)")
+
     def on_state(self, q: np.ndarray, v: np.ndarray, stamp_s: float, source: str = STATE) -> None:
         """The newest state estimate (closed configuration and velocity, pinocchio order) of time
         ``stamp_s`` (its order is the caller's: :meth:`in_order`); ``source``: the input that
@@ -157,6 +180,7 @@ class ContactWrenchEstimation(Component):
                 if self._released and self.estimator.base_rows:  # on the soles: their residual is the offset
                     est = self.estimator
                     residual = est.J_cm_T @ out.wrench_sole_in_sole_raw.reshape(-1) - (est.g_pa - force)
+                    residual *= est.driven  # a locked or limp actuator's torque is not used: no bias to learn
                     self.forces.update_bias(residual, velocity, out.wrench_sole_in_sole[:, 2])
         except EstimationError as exc:
             self.reject("estimation", exc)
@@ -168,6 +192,11 @@ class ContactWrenchEstimation(Component):
         self._timed(t0)
         return out
 
+    def _modes_text(self) -> str:
+        """``"all active"`` or the actuators not driven, ``"name: mode, ..."``."""
+        out = [f"{n}: {m}" for n, m in self.estimator.actuator_modes.items() if m != "active"]
+        return ", ".join(out) or "all active"
+
     def statuses(self) -> list[Status]:
         """The ``wrench`` status since the last call."""
         s, est = self.stats, self.estimator.estimate
@@ -177,7 +206,8 @@ class ContactWrenchEstimation(Component):
         faults = "; ".join(self._errors.values())
         self._errors = {}
         values = {**self._step_timing(), "total_force_z_n": float(est.total_force_in_world[2]),
-                  "cop_valid": est.cop_valid.tolist(), "residual_n": est.residual, **s, "last_error": self.last_error}
+                  "cop_valid": est.cop_valid.tolist(), "residual_n": est.residual, **s, "last_error": self.last_error,
+                  "actuator_modes": self._modes_text()}
         if skipped and not recent["ticks"]:
             level, message = Level.ERROR, f"no output, input skipped: {faults}"
         elif skipped:

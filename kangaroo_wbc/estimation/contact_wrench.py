@@ -63,6 +63,20 @@ momentum rate ``dh_b``, and the filtered wrenches solve the equations above with
 inputs and the current model terms. For a still configuration this equals filtering the wrenches
 (the map is linear); ``wrench_sole_in_sole_raw`` is the unfiltered solution.
 
+**Locked and limp actuators** (:meth:`ContactWrenchEstimator.set_actuator_mode`, issue #25). A
+locked actuator ``k`` (seized screw, brake) carries whatever force the lock must: ``tau_bar_k`` is
+an unknown, so row ``k`` of eq. (46), row ``k`` of ``J_c,m^T`` and of ``g_p,a - tau_bar``, leaves
+the system: the normal equations become ``N = A_r^T A_r + w_b^2 J_c,b^T J_c,b`` over the kept rows
+``A_r`` (11 of 12 on Kangaroo) and column ``k`` of the map ``P`` is zero; with two soles and the
+base rows, 11 + 6 equations still determine the 12 unknowns. The lock's force is then read off the
+removed row, ``tau_k = g_p,a,k - (J_c,m^T f)_k``. Without base rows (``base_row_weight = 0``) the
+11 actuated rows under-determine the two soles' 12 unknowns: the minimum-norm least-squares
+solution. A limp actuator (failed driver) exerts no motor force: its row stays with
+``tau_bar_k = 0`` whatever its current sensor reads. Nothing in the model terms changes (``J_c,m``,
+``g_p,a``, ``J_c,b`` are those of the same closed chain: the locked joint is still a joint of the
+model, its encoder still reads); only the gain of eq. (47) (0 where not driven) and the row
+indices are rebuilt at the change, and ``P`` re-factorised once — each tick factorises it anyway.
+
 **CoP** of a sole wrench ``(f, tau)`` about the sole origin, in the sole frame (z normal):
 ``p = (-tau_y / f_z, tau_x / f_z, 0)``. **ZMP** of the summed wrench ``(F, T)`` about the world
 origin, on the horizontal plane at height ``h`` (force-weighted sole height):
@@ -73,6 +87,7 @@ invalid, NaN) when the normal force is below ``min_normal_force_n``.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -92,6 +107,11 @@ from kangaroo_wbc.model.dynamics import projected_dynamics
 
 if TYPE_CHECKING:
     from kangaroo_wbc.model.projected_model import ProjectedModel
+
+#: Run-time modes of an actuator (:meth:`ContactWrenchEstimator.set_actuator_mode`), as in the
+#: simulator and the whole-body controller: driven; ``locked`` (its force carried by the lock, an
+#: unknown); ``limp`` (a failed driver: its force zero).
+ACTUATOR_MODES = ("active", "locked", "limp")
 
 #: Paper values (Section VI-B): ball-screw efficiency, lead of the hip/ankle actuators.
 PAPER_SCREW_EFFICIENCY = 0.95
@@ -234,6 +254,14 @@ class ContactWrenchEstimator:
         self._B = np.zeros((n_rhs, 2))  # [b_a; b_b] stacked: raw and filtered columns
         self._P = np.zeros((6 * c, n_rhs))
         self._eye_a = np.eye(n_a)
+        #: per actuator: True while driven (``active``); the force of the others is not measured
+        self.driven = np.ones(n_a, dtype=bool)
+        self._modes = ["active"] * n_a
+        self._rows = np.arange(n_a, dtype=np.int64)  # actuated rows of eq. (46) kept (not locked)
+        self._locked = np.zeros(0, dtype=np.int64)  # locked rows: their force from the solution
+        self._gain = self.transmission.paper_gain.copy()  # eq. (47), 0 where not driven
+        #: duration of the last :meth:`set_actuator_mode` [ms]
+        self.mode_change_ms = 0.0
         #: sole placements (rotation, translation) at the last model update
         self._sole_R, self._sole_p = np.zeros((c, 3, 3)), np.zeros((c, 3))
         self._F = np.zeros((6 * c, 2))  # wrenches from the factored map: raw, filtered
@@ -277,11 +305,12 @@ class ContactWrenchEstimator:
         _projected_sole_terms(self._sole_terms, np.zeros((1, 3, 3)), np.zeros((1, 3)),
                               np.zeros((1, 6, clm.n_b + n_a)), np.zeros(nv), np.zeros((n_u, n_a)))
         if self.base_rows:
-            _normal_equations_map(np.eye(n_a, 6 * c), np.eye(6, 6 * c), 1.0, self._P.copy())
+            _normal_equations_map(np.eye(n_a, 6 * c), self._rows, np.eye(6, 6 * c), 1.0, self._P.copy())
         _wrench_rhs(self.g_pa, est.actuator_force, self.g_base, self.momentum_rate_in_base,
                     self._filter_in if cfg.filter_enabled else self._empty, self.base_rows, cfg.filter_enabled,
                     self._B)
-        _wrench_from_map(self._P, self._B, 2, self.J_cm_T, self.J_cb_T, self.base_rows, self._F, self._res)
+        _wrench_from_map(self._P, self._B, 2, self.J_cm_T, self._rows, self.J_cb_T, self.base_rows, self._F,
+                         self._res, self._locked, self.g_pa, est.actuator_force)
         _cop_zmp(est.wrench_sole_in_sole, self._sole_R, self._sole_p, 1.0, est.wrench_sole_in_world, est.cop_valid,
                  est.cop_sole_in_sole, est.cop_in_world, est.total_force_in_world, est.zmp_in_world)
 
@@ -376,14 +405,17 @@ class ContactWrenchEstimator:
         """The linear map from right-hand sides to wrenches, ``f = P [b_a; b_b]`` (model part).
 
         With base rows, ``P = N^{-1} [A^T, w^2 J_b^T]`` (normal equations, ``N = A^T A + w^2 J_b^T J_b``,
-        by Cholesky); else ``P = A^{-1}`` for a square ``A = J_c,m^T``. False when this is singular
-        (the estimation step then falls back to least squares).
+        by Cholesky, ``A`` the rows of ``J_c,m^T`` kept: not those of locked actuators, whose columns
+        of ``P`` are zero); else ``P = A^{-1}`` for a square ``A = J_c,m^T`` with every row kept.
+        False when this is singular or a lock leaves the actuated rows alone under-determined (the
+        estimation step then falls back to least squares).
         """
         if self.base_rows:
             # N is symmetric positive definite unless the contact Jacobians lose rank: Cholesky
             # (compiled, 12 x 12); where it fails the estimation step solves with LU or least squares
-            return _normal_equations_map(self.J_cm_T, self.J_cb_T, self.config.base_row_weight ** 2, self._P)
-        X = lu_solve(self.J_cm_T, self._eye_a) if self._square else None
+            return _normal_equations_map(self.J_cm_T, self._rows, self.J_cb_T, self.config.base_row_weight ** 2,
+                                         self._P)
+        X = lu_solve(self.J_cm_T, self._eye_a) if self._square and self._locked.size == 0 else None
         if X is None or not np.isfinite(X).all():
             return False
         self._P[:] = X
@@ -393,9 +425,12 @@ class ContactWrenchEstimator:
         """Wrenches for the right-hand-side columns ``B_a`` (actuated rows) and ``B_b`` (base rows)
         when the factored map is not available (:meth:`_factor` failed: near a singular contact
         Jacobian): weighted least squares with base rows, else eq. (46) in the least-squares sense;
-        one column per wanted solution."""
+        one column per wanted solution. The rows of locked actuators leave ``A`` and ``B_a``, and
+        their forces come from the solution (:meth:`set_actuator_mode`)."""
         cfg, est = self.config, self.estimate
         A = self.J_cm_T
+        if self._locked.size:
+            A, B_a = A[self._rows], B_a[self._rows]
         est.base_residual = 0.0
         if B_b is None:
             F = np.linalg.lstsq(A, B_a, rcond=cfg.rcond)[0]
@@ -406,7 +441,54 @@ class ContactWrenchEstimator:
                 F = np.linalg.lstsq(np.vstack([A, w * J_b]), np.vstack([B_a, w * B_b]), rcond=cfg.rcond)[0]
             est.base_residual = float(np.linalg.norm(J_b @ F[:, 0] - B_b[:, 0]))
         est.residual = float(np.linalg.norm(A @ F[:, 0] - B_a[:, 0]))
+        if self._locked.size:  # the locks' forces, eq. (46)'s removed rows: g_p,a - J_c,m^T f
+            lk = self._locked
+            est.actuator_force[lk] = self.g_pa[lk] - self.J_cm_T[lk] @ F[:, 0]
         return F
+
+    # ------------------------------------------------------------------ morphology
+    @property
+    def actuator_modes(self) -> dict[str, str]:
+        """Each actuator's mode (:data:`ACTUATOR_MODES`), by actuated-joint name."""
+        return dict(zip(self.clm.actuated_joint_names, self._modes))
+
+    def set_actuator_mode(self, name: str, mode: str) -> None:
+        """Estimate with actuator ``name`` driven (``active``), ``locked`` or ``limp`` from the next
+        estimate on (module docstring, "Locked and limp actuators").
+
+        - ``locked`` (a seized screw, a brake): its force is carried by the lock and is an unknown.
+          Row ``k`` of eq. (46) (row ``k`` of ``J_c,m^T`` and of ``g_p,a - tau_bar``) leaves the
+          least squares: the wrenches come from the other actuated rows and the base rows, and the
+          lock's force is then read off the removed row, ``tau_k = g_p,a,k - (J_c,m^T f)_k``, into
+          ``estimate.actuator_force[k]``.
+        - ``limp`` (a failed driver): its force is known to be zero. Row ``k`` stays with
+          ``tau_bar_k = 0``; the measured motor torque is ignored (the driver no longer sets the
+          current; what its sensor reads is not the screw's force).
+        - ``active``: the measured force again.
+
+        The per-actuator gain of eq. (47) (0 where not driven), the kept rows and the locked rows
+        are rebuilt here once; the map ``P`` of the last model update is re-factorised at once (the
+        next tick's update re-factorises it anyway), so the tick itself does not look at the modes.
+        The time taken is :attr:`mode_change_ms`.
+
+        Raises:
+            InputError: unknown actuator or mode (the message lists the valid ones).
+        """
+        names = list(self.clm.actuated_joint_names)
+        if name not in names:
+            raise InputError(f"unknown actuator {name!r}." + suggest(name, names))
+        if mode not in ACTUATOR_MODES:
+            raise InputError(f"unknown actuator mode {mode!r}; modes are {list(ACTUATOR_MODES)}")
+        t0 = time.perf_counter()
+        self._modes[names.index(name)] = mode
+        modes = np.array(self._modes)
+        self.driven[:] = modes == "active"
+        self._rows = np.flatnonzero(modes != "locked").astype(np.int64)
+        self._locked = np.flatnonzero(modes == "locked").astype(np.int64)
+        np.multiply(self.transmission.paper_gain, self.driven, out=self._gain)
+        if self._model_ready:
+            self._solver_ready = self._factor()
+        self.mode_change_ms = 1e3 * (time.perf_counter() - t0)
 
     # ------------------------------------------------------------------ public
     def update(self, q: np.ndarray, motor_torque: np.ndarray | None = None,
@@ -497,10 +579,10 @@ class ContactWrenchEstimator:
         if x.shape != (n_a,) or not all_finite(x, self._empty):
             raise EstimationError(f"actuator efforts must be finite with shape ({n_a},), got {x.shape}")
         tau_bar = est.actuator_force
-        if motor_torque is None:
-            tau_bar[:] = x
-        else:
-            np.multiply(self.transmission.paper_gain, x, out=tau_bar)  # eq. (47): BallScrewActuators.paper_force
+        if motor_torque is None:  # 0 where not driven (set_actuator_mode)
+            np.multiply(self.driven, x, out=tau_bar)
+        else:  # eq. (47): BallScrewActuators.paper_force, with a gain of 0 where not driven
+            np.multiply(self._gain, x, out=tau_bar)
         c = self.n_soles
         filt = self.config.filter_enabled
         cols = 2 if filt else 1
@@ -515,7 +597,8 @@ class ContactWrenchEstimator:
         _wrench_rhs(self.g_pa, tau_bar, self.g_base, self.momentum_rate_in_base, y, self.base_rows, filt, self._B)
         if self._solver_ready:
             F, res = self._F, self._res
-            _wrench_from_map(self._P, self._B, cols, self.J_cm_T, self.J_cb_T, self.base_rows, F, res)
+            _wrench_from_map(self._P, self._B, cols, self.J_cm_T, self._rows, self.J_cb_T, self.base_rows, F, res,
+                             self._locked, self.g_pa, tau_bar)
             est.residual, est.base_residual = float(res[0]), float(res[1])
         else:
             F = self._solve(self._B[:n_a, :cols], self._B[n_a:, :cols] if self.base_rows else None)
@@ -594,17 +677,19 @@ def _momentum_rate_kernel(linear, angular, com, R, p, h, valid, rate, out):
 
 
 @compiled
-def _normal_equations_map(A, J_b, w2, P):
-    """``P = N^{-1} [A^T, w2 J_b^T]`` with ``N = A^T A + w2 J_b^T J_b`` by Cholesky (compiled: far
-    below the cost of the numpy products and the LAPACK call's overhead at this size). False, with
-    ``P`` untouched, if ``N`` is not numerically positive definite (a pivot below 1e-12 of its
-    diagonal entry) or the result is not finite."""
+def _normal_equations_map(A, rows, J_b, w2, P):
+    """``P = N^{-1} [A_r^T, w2 J_b^T]`` with ``N = A_r^T A_r + w2 J_b^T J_b`` by Cholesky, ``A_r`` the
+    rows ``rows`` of ``A`` (the other rows' columns of ``P`` are zero: those equations are left out);
+    compiled: far below the cost of the numpy products and the LAPACK call's overhead at this size.
+    False, with ``P`` untouched, if ``N`` is not numerically positive definite (a pivot below 1e-12
+    of its diagonal entry) or the result is not finite."""
     n_a, n, n_b = A.shape[0], A.shape[1], J_b.shape[0]
     L = np.zeros((n, n))
     for i in range(n):  # N, lower triangle, into L
         for j in range(i + 1):
             s = 0.0
-            for k in range(n_a):
+            for kk in range(rows.shape[0]):
+                k = rows[kk]
                 s += A[k, i] * A[k, j]
             sb = 0.0
             for k in range(n_b):
@@ -612,9 +697,10 @@ def _normal_equations_map(A, J_b, w2, P):
             L[i, j] = s + w2 * sb
     if not cholesky_in_place(L, n, 1e-12):  # a pivot lost to cancellation: rank-deficient (cond > ~1e12)
         return False
-    X = np.empty((n, n_a + n_b))
+    X = np.zeros((n, n_a + n_b))
     y = np.empty(n)
-    for c in range(n_a + n_b):
+    for cc in range(rows.shape[0] + n_b):
+        c = rows[cc] if cc < rows.shape[0] else n_a + cc - rows.shape[0]
         for i in range(n):  # forward: L y = column c of [A^T, w2 J_b^T]
             s = A[c, i] if c < n_a else w2 * J_b[c - n_a, i]
             for k in range(i):
@@ -648,11 +734,12 @@ def _wrench_rhs(g_pa, tau_bar, g_base, momentum_rate, y, base_rows, filtered, B)
 
 
 @compiled
-def _wrench_from_map(P, B, cols, A, J_b, base_rows, F, res):
+def _wrench_from_map(P, B, cols, A, rows, J_b, base_rows, F, res, locked, g_pa, tau):
     """``F[:, :cols] = P B[:, :cols]`` (the factored least-squares map of
     :meth:`ContactWrenchEstimator._factor`) and the residuals of the raw column:
-    ``res = (|A f_0 - b_a|, |J_b f_0 - b_b|)`` with base rows, zeros for the square system (solved
-    exactly)."""
+    ``res = (|A_r f_0 - b_a,r|, |J_b f_0 - b_b|)`` over the kept actuated rows ``rows`` with base
+    rows, zeros for the square system (solved exactly); the forces of the ``locked`` rows (left out
+    of ``P``) from the raw solution, ``tau[k] = g_pa[k] - A[k] f_0``."""
     n, m = P.shape[0], P.shape[1]
     for i in range(n):
         for j in range(cols):
@@ -661,10 +748,17 @@ def _wrench_from_map(P, B, cols, A, J_b, base_rows, F, res):
                 s += P[i, q] * B[q, j]
             F[i, j] = s
     res[0] = res[1] = 0.0
+    for kk in range(locked.shape[0]):
+        k = locked[kk]
+        s = g_pa[k]
+        for q in range(n):
+            s -= A[k, q] * F[q, 0]
+        tau[k] = s
     if base_rows:
         n_a = A.shape[0]
         r = 0.0
-        for i in range(n_a):
+        for ii in range(rows.shape[0]):
+            i = rows[ii]
             s = 0.0
             for q in range(n):
                 s += A[i, q] * F[q, 0]
@@ -729,4 +823,4 @@ def _cop_zmp(W, R, p, f_min, W_world, cop_valid, cop_sole, cop_world, total, zmp
 
 
 __all__ = ["ContactWrenchConfig", "ContactWrenchEstimate", "ContactWrenchEstimator", "paper_screws",
-           "PAPER_LEAD_HIP_ANKLE_M", "PAPER_SCREW_EFFICIENCY"]
+           "PAPER_LEAD_HIP_ANKLE_M", "PAPER_SCREW_EFFICIENCY", "ACTUATOR_MODES"]

@@ -432,13 +432,13 @@ def test_normal_equation_map_matches_a_dense_solve_and_rejects_rank_loss():
     rng = np.random.default_rng(5)
     A, J_b, w2 = rng.standard_normal((12, 12)), rng.standard_normal((6, 12)), 0.3
     P = np.zeros((12, 18))
-    assert _normal_equations_map(A, J_b, w2, P)
+    assert _normal_equations_map(A, np.arange(12), J_b, w2, P)
     N = A.T @ A + w2 * J_b.T @ J_b
     expected = np.linalg.solve(N, np.hstack([A.T, w2 * J_b.T]))
     np.testing.assert_allclose(P, expected, rtol=0, atol=1e-10 * np.abs(expected).max())
     A[:, 6:], J_b[:, 6:] = A[:, :6], J_b[:, :6]  # the second sole's columns repeat the first's
     P[:] = 7.0
-    assert not _normal_equations_map(A, J_b, w2, P)
+    assert not _normal_equations_map(A, np.arange(12), J_b, w2, P)
     assert (P == 7.0).all()
 
 
