@@ -39,12 +39,14 @@ from kangaroo_wbc.model.compiled import compiled
 
 
 @compiled
-def _drive_period(params, force, velocity, tau_max, alpha, kt_ratio, current, tau_ref, saturated, ctrl, friction):
+def _drive_period(params, force, velocity, tau_max, alpha, kt_ratio, current, tau_ref, saturated, ctrl, friction,
+                  enabled):
     """Steps 1-3 of the module docstring for every actuator (compiled; the screw through
-    :func:`~kangaroo_wbc.model.ball_screw.screw_torque`)."""
+    :func:`~kangaroo_wbc.model.ball_screw.screw_torque`). A disabled drive's torque reference is
+    zero (no friction feed-forward either): its current decays and the screw keeps its losses."""
     for i in range(force.shape[0]):
         p = params[i]
-        t = screw_torque(p, force[i], velocity[i], 0.0, True, True)
+        t = screw_torque(p, force[i], velocity[i], 0.0, True, True) if enabled[i] else 0.0
         saturated[i] = abs(t) > tau_max[i]
         tau_ref[i] = min(max(t, -tau_max[i]), tau_max[i])
         current[i] += alpha[i] * (tau_ref[i] - current[i])
@@ -82,6 +84,7 @@ class ActuatorDrives:
         self.current_nm = np.zeros(n)  # k_t,nominal i [N·m]: what the current sensor reads, noise-free
         self.torque_reference_nm = np.zeros(n)
         self.saturated = np.zeros(n, dtype=bool)
+        self._all_enabled = np.ones(n, dtype=bool)
 
     def boot(self, rng: np.random.Generator) -> None:
         """Per-boot draws: torque-constant errors and current-sensor biases; currents at zero."""
@@ -97,7 +100,7 @@ class ActuatorDrives:
         return self.torque_constant_ratio * self.current_nm
 
     def command(self, force_n: np.ndarray, velocity_m_s: np.ndarray, ctrl: np.ndarray,
-                friction_n: np.ndarray) -> None:
+                friction_n: np.ndarray, enabled: np.ndarray | None = None) -> None:
         """One command period (steps 1-3): writes the MuJoCo actuator force ``ctrl = eta_m y`` [N]
         and the dry friction ``friction_n = F_c + Delta |y|`` [N] (MuJoCo's ``frictionloss``; the
         viscous part is the joint's damping).
@@ -105,10 +108,13 @@ class ActuatorDrives:
         Args:
             force_n: commanded axial forces [N] (torques [N·m] for revolute actuators).
             velocity_m_s: actuator velocities at the period's start [m/s].
+            enabled: per actuator, False for a drive that produces no current (a failed driver, a
+                locked actuator's): its torque reference is zero whatever the command (None: all enabled).
         """
         _drive_period(self.model.params, np.asarray(force_n, dtype=float), np.asarray(velocity_m_s, dtype=float),
                       self.model.max_motor_torque_nm, self.alpha, self.torque_constant_ratio, self.current_nm,
-                      self.torque_reference_nm, self.saturated, ctrl, friction_n)
+                      self.torque_reference_nm, self.saturated, ctrl, friction_n,
+                      self._all_enabled if enabled is None else np.asarray(enabled, dtype=bool))
 
     def measured_torque(self, rng: np.random.Generator) -> np.ndarray:
         """The current sensor's motor torque [N·m]: ``k_t (i + b_i)`` plus white noise."""

@@ -310,7 +310,8 @@ class ClosedChainSim:
         if self.drives is None:
             d.ctrl[:] = command
             return
-        self.drives.command(command, d.qvel[self._act_dadr], d.ctrl, self._friction)
+        self.drives.command(command, d.qvel[self._act_dadr], d.ctrl, self._friction,
+                            None if self._driven is None else self._driven > 0.0)
         self.model.dof_frictionloss[self._act_dadr] = self._friction
 
     def _init_names(self) -> None:

@@ -68,3 +68,21 @@ def test_payload_changes_the_body_mass_and_not_the_state(sim):
         sim.add_payload("base_lnk", 1.0)
     with pytest.raises(InputError, match="must stay > 0"):
         sim.add_payload("base_link", -1e3)
+
+
+def test_limp_drive_produces_no_current_while_its_screw_is_back_driven():
+    """With the simulated drives, a failed driver's current (and so its motor torque) stays at zero
+    while the mechanism back-drives its screw: no friction feed-forward from a drive that is off."""
+    s = make_kangaroo_sim()
+    s.hold_base(True)
+    s.step(50)
+    i = s.actuator_names.index(ACT)
+    s.set_actuator_mode(ACT, "limp")
+    s.set_command(np.zeros(s.n_actuators))
+    s.step(20)  # the current loop (kHz bandwidth) lets go of what it carried
+    moved, x0 = 0.0, s.actuator_positions()[i]
+    for _ in range(100):  # the unpowered leg sags on the crane: the limp screw creeps
+        s.step(1)
+        moved = max(moved, abs(s.actuator_positions()[i] - x0))
+        assert abs(s.drives.current_nm[i]) < 1e-9 and abs(s.data.ctrl[i]) < 1e-6
+    assert moved > 1e-6  # it moves (friction ff would then act)
