@@ -383,6 +383,7 @@ class WholeBodyControl(Component):
             level, message = Level.WARN, "no joint_states in the last period"
         values = {"behaviour": self.behaviour_name, "ready": self.ready, "ticks": st.ticks, "safe_ticks": st.safe_ticks,
                   "qp_failures": st.qp_failures, "singular": st.singular, "stale": st.stale, "invalid": st.invalid,
+                  "internal_errors": st.internal_errors,
                   "iterations_max": st.iterations_max, **self._step_timing(),
                   "latched": bool(last.latched) if last else False,
                   "contacts": "measured" if self._wrenches_fresh else "planned"}

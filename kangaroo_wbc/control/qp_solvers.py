@@ -109,15 +109,20 @@ class DaqpSolver(_DenseSolver):
             st = self.settings
             self._model = self._daqp.Model()
             self._model.settings = {**self._model.settings, "primal_tol": st.eps_abs, "iter_limit": 10 * st.max_iter}
-            self._model.setup(H, c, C, bu, bl, sense)
-            self._shape, self._sense = shape, sense
+            flag = self._model.setup(H, c, C, bu, bl, sense)[0]
             self.n_setups += 1
+            if flag < 0:  # e.g. H not positive definite: DAQP keeps no model, its solve() would raise
+                self.reset()
+                raise NoSolutionFound(f"DAQP set-up failed (exit flag {flag})", problem=problem)
+            self._shape, self._sense = shape, sense
             setup_time = time.perf_counter() - t0
-        elif np.array_equal(sense, self._sense):
-            self._model.update(H=H, f=c, A=C, bupper=bu, blower=bl)
         else:
-            self._model.update(H=H, f=c, A=C, bupper=bu, blower=bl, sense=sense)
+            flag = (self._model.update(H=H, f=c, A=C, bupper=bu, blower=bl) if np.array_equal(sense, self._sense)
+                    else self._model.update(H=H, f=c, A=C, bupper=bu, blower=bl, sense=sense))
             self._sense = sense
+            if isinstance(flag, int) and flag < 0:
+                self.reset()
+                raise NoSolutionFound(f"DAQP update failed (exit flag {flag})", problem=problem)
         x, _, exitflag, info = self._model.solve()
         x = np.array(x, dtype=float)
         lam = np.array(info["lam"], dtype=float)  # DAQP's sign: > 0 on upper bounds, as OSQP's

@@ -95,6 +95,7 @@ class SupervisorStats:
     singular: int = 0
     stale: int = 0
     invalid: int = 0
+    internal_errors: int = 0  # an exception from outside the package's hierarchy (a library's): safe mode
     iterations_max: int = 0
 
 
@@ -249,6 +250,9 @@ class WbcSupervisor:
             return self._safe(v, f"controller rejected the state: {exc}")
         except KangarooWbcError as exc:
             return self._safe(v, f"controller error: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a library's own exception must still end in a safe command
+            self.stats.internal_errors += 1
+            return self._safe(v, f"internal error ({type(exc).__name__}: {exc})")
         tau = np.clip(out.tau_a, self.limits.force_min, self.limits.force_max)
         if not self._full.all_driven:
             tau[~self._full.driven] = 0.0  # a locked or limp actuator: no motor force

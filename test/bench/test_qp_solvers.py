@@ -59,3 +59,28 @@ def test_the_recorder_keeps_copies_of_the_problems():
     p.c[:] = 0.0  # the owner writes its arrays in place: the record keeps what was solved
     assert len(rec.problems) == 1
     np.testing.assert_array_equal(rec.problems[0].c, c)
+
+
+@pytest.mark.parametrize("name", sorted(SOLVERS))
+def test_a_non_convex_problem_is_no_solution_found_and_the_solver_recovers(name):
+    """A Hessian that is not positive semi-definite (a corrupted cost) is a NoSolutionFound from
+    every solver, at set-up and at a warm update, never the solver library's own exception; the
+    next good problem solves."""
+    from kangaroo_wbc.errors import NoSolutionFound
+
+    good = _problems()
+    bad = QpProblem(H=-good[0].H, c=good[0].c, A=good[0].A, b=good[0].b, G=good[0].G, h=good[0].h,
+                    h_lower=good[0].h_lower, lb=good[0].lb, ub=good[0].ub)
+    solver = make_solver(name)
+    for sequence in ([bad, good[1]], [good[0], bad, good[2]]):  # set-up, then warm update
+        solver.reset()
+        for p in sequence:
+            if p is bad:
+                try:
+                    sol = solver.solve(p)
+                except NoSolutionFound:
+                    continue
+                # a solver that returns must have returned a KKT point of the problem it was given
+                assert sol.kkt().ok(KKT_TOLERANCE), (name, sol.status)
+            else:
+                assert solver.solve(p).kkt().ok(KKT_TOLERANCE), name

@@ -76,10 +76,11 @@ def test_qp_failure_gives_safe_mode(digit_fb):
 
 
 class _FailingController:
-    """The controller, whose step raises NoSolutionFound while ``failing`` (a solver giving up)."""
+    """The controller, whose step raises ``error`` (default NoSolutionFound: a solver giving up)
+    while ``failing``."""
 
-    def __init__(self, wbc: WholeBodyController) -> None:
-        self.wbc, self.failing = wbc, False
+    def __init__(self, wbc: WholeBodyController, error: Exception | None = None) -> None:
+        self.wbc, self.failing, self.error = wbc, False, error
 
     def __getattr__(self, name):
         return getattr(self.wbc, name)
@@ -88,8 +89,25 @@ class _FailingController:
         from kangaroo_wbc.errors import NoSolutionFound
 
         if self.failing:
-            raise NoSolutionFound("the solver gave up")
+            raise self.error or NoSolutionFound("the solver gave up")
         return self.wbc.step(*args, **kwargs)
+
+
+def test_a_library_exception_in_the_controller_gives_safe_mode_not_a_traceback(digit_fb):
+    """An exception from outside the package (a solver library's RuntimeError) ends in the safe
+    mode with its text in the reason, counted; control resumes once it stops."""
+    wbc = WholeBodyController(digit_fb, digit_contacts(), WbcSettings(base_frame="torso"), digit_limits(digit_fb))
+    controller = _FailingController(wbc, RuntimeError("Model has not been set up. Call setup() first."))
+    sup = WbcSupervisor(controller)
+    q, v = _rest(digit_fb)
+    assert sup.tick(0.0, q, v).mode == "control"
+    controller.failing = True
+    cmd = sup.tick(0.5, q, v)
+    assert cmd.mode == "safe" and sup.stats.internal_errors == 1
+    assert cmd.reason == "internal error (RuntimeError: Model has not been set up. Call setup() first.)"
+    assert np.isfinite(cmd.tau_a).all()
+    controller.failing = False
+    assert sup.tick(0.6, q, v).mode == "control"
 
 
 def test_qp_failure_right_after_control_holds_the_last_command(digit_fb):
