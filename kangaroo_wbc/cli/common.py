@@ -217,14 +217,20 @@ def push_spec(text: str) -> tuple[float, float]:
 
 def fault_spec(text: str) -> tuple[str, str, float]:
     """``MODE:ACTUATOR@TIME[s]`` (e.g. ``lock:left_ankle_inner_actuator@3``): actuator ``ACTUATOR``
-    locked (``lock``) or limp (``limp``) ``TIME`` [s] after the behaviour starts. The actuator name is
+    locked (``lock``) or limp (``limp``) ``TIME`` [s] after the behaviour starts; the simulator's
+    format (:func:`~kangaroo_wbc.components.simulated_robot.parse_fault`). The actuator name is
     checked against the model when the run is built."""
-    match = re.fullmatch(r"\s*(lock|locked|limp)\s*:\s*([A-Za-z0-9_]+)\s*@\s*(\d+(?:\.\d*)?)\s*s?\s*", text)
-    if match is None:
+    from kangaroo_wbc.components.simulated_robot import parse_fault
+    from kangaroo_wbc.errors import InputError
+
+    try:
+        mode, name, at = parse_fault(text)
+    except InputError:
+        mode = "active"
+    if mode == "active":  # an actuator starts active: nothing to change
         raise argparse.ArgumentTypeError(f"expected lock:ACTUATOR@TIME or limp:ACTUATOR@TIME such as "
                                          f"lock:left_ankle_inner_actuator@3, got {text!r}")
-    mode = "limp" if match.group(1) == "limp" else "locked"
-    return mode, match.group(2), float(match.group(3))
+    return mode, name, at
 
 
 def payload_spec(text: str) -> tuple[float, str, float]:
