@@ -23,6 +23,12 @@ Per ``actuators/state`` sample (:meth:`StateEstimation.step`):
 
 Nothing non-finite leaves :meth:`StateEstimation.step`; the ROS node and the composed loop publish
 what it returns.
+
+**Locked or limp actuators** (issue #25) need nothing here: the estimators read positions, never
+motor torques, a locked actuator's encoder still reads (still, with its noise: neither a jump nor a
+freeze) and the closed chain keeps its joints, and the soles' normal forces come from the
+contact-wrench estimator, which is told the modes
+(:meth:`~kangaroo_wbc.components.contact_wrench.ContactWrenchEstimation.set_actuator_mode`).
 """
 
 from __future__ import annotations
