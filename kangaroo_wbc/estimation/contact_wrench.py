@@ -260,6 +260,8 @@ class ContactWrenchEstimator:
         self._rows = np.arange(n_a, dtype=np.int64)  # actuated rows of eq. (46) kept (not locked)
         self._locked = np.zeros(0, dtype=np.int64)  # locked rows: their force from the solution
         self._gain = self.transmission.paper_gain.copy()  # eq. (47), 0 where not driven
+        self._force_scale = np.ones(n_a)  # 1 where driven, 0 else
+        self._degraded = False  # an actuator not driven: the tick's one check of the modes
         #: duration of the last :meth:`set_actuator_mode` [ms]
         self.mode_change_ms = 0.0
         #: sole placements (rotation, translation) at the last model update
@@ -309,8 +311,9 @@ class ContactWrenchEstimator:
         _wrench_rhs(self.g_pa, est.actuator_force, self.g_base, self.momentum_rate_in_base,
                     self._filter_in if cfg.filter_enabled else self._empty, self.base_rows, cfg.filter_enabled,
                     self._B)
-        _wrench_from_map(self._P, self._B, 2, self.J_cm_T, self._rows, self.J_cb_T, self.base_rows, self._F,
-                         self._res, self._locked, self.g_pa, est.actuator_force)
+        _wrench_from_map(self._P, self._B, 2, self.J_cm_T, self.J_cb_T, self.base_rows, self._F, self._res)
+        _locked_rows(self.J_cm_T, self._rows, self._locked, self.g_pa, self._B, self._F, self.base_rows,
+                     est.actuator_force, self._res)
         _cop_zmp(est.wrench_sole_in_sole, self._sole_R, self._sole_p, 1.0, est.wrench_sole_in_world, est.cop_valid,
                  est.cop_sole_in_sole, est.cop_in_world, est.total_force_in_world, est.zmp_in_world)
 
@@ -468,7 +471,8 @@ class ContactWrenchEstimator:
 
         The per-actuator gain of eq. (47) (0 where not driven), the kept rows and the locked rows
         are rebuilt here once; the map ``P`` of the last model update is re-factorised at once (the
-        next tick's update re-factorises it anyway), so the tick itself does not look at the modes.
+        next tick's update re-factorises it anyway). The tick looks at the modes once (one flag):
+        while every actuator is driven it runs as it did before modes existed.
         The time taken is :attr:`mode_change_ms`.
 
         Raises:
@@ -485,7 +489,9 @@ class ContactWrenchEstimator:
         self.driven[:] = modes == "active"
         self._rows = np.flatnonzero(modes != "locked").astype(np.int64)
         self._locked = np.flatnonzero(modes == "locked").astype(np.int64)
-        np.multiply(self.transmission.paper_gain, self.driven, out=self._gain)
+        self._force_scale[:] = self.driven
+        np.multiply(self.transmission.paper_gain, self._force_scale, out=self._gain)
+        self._degraded = not self.driven.all()
         if self._model_ready:
             self._solver_ready = self._factor()
         self.mode_change_ms = 1e3 * (time.perf_counter() - t0)
@@ -579,8 +585,10 @@ class ContactWrenchEstimator:
         if x.shape != (n_a,) or not all_finite(x, self._empty):
             raise EstimationError(f"actuator efforts must be finite with shape ({n_a},), got {x.shape}")
         tau_bar = est.actuator_force
-        if motor_torque is None:  # 0 where not driven (set_actuator_mode)
-            np.multiply(self.driven, x, out=tau_bar)
+        if motor_torque is None:
+            tau_bar[:] = x
+            if self._degraded:  # 0 where not driven (set_actuator_mode)
+                tau_bar *= self._force_scale
         else:  # eq. (47): BallScrewActuators.paper_force, with a gain of 0 where not driven
             np.multiply(self._gain, x, out=tau_bar)
         c = self.n_soles
@@ -597,8 +605,10 @@ class ContactWrenchEstimator:
         _wrench_rhs(self.g_pa, tau_bar, self.g_base, self.momentum_rate_in_base, y, self.base_rows, filt, self._B)
         if self._solver_ready:
             F, res = self._F, self._res
-            _wrench_from_map(self._P, self._B, cols, self.J_cm_T, self._rows, self.J_cb_T, self.base_rows, F, res,
-                             self._locked, self.g_pa, tau_bar)
+            _wrench_from_map(self._P, self._B, cols, self.J_cm_T, self.J_cb_T, self.base_rows, F, res)
+            if self._degraded:  # the locks' forces, the residual of the kept rows
+                _locked_rows(self.J_cm_T, self._rows, self._locked, self.g_pa, self._B, F, self.base_rows, tau_bar,
+                             res)
             est.residual, est.base_residual = float(res[0]), float(res[1])
         else:
             F = self._solve(self._B[:n_a, :cols], self._B[n_a:, :cols] if self.base_rows else None)
@@ -734,12 +744,35 @@ def _wrench_rhs(g_pa, tau_bar, g_base, momentum_rate, y, base_rows, filtered, B)
 
 
 @compiled
-def _wrench_from_map(P, B, cols, A, rows, J_b, base_rows, F, res, locked, g_pa, tau):
+def _locked_rows(A, rows, locked, g_pa, B, F, base_rows, tau, res):
+    """With locked actuators (:meth:`ContactWrenchEstimator.set_actuator_mode`), after
+    :func:`_wrench_from_map`: the forces of the ``locked`` rows (left out of the map) from the raw
+    solution, ``tau[k] = g_pa[k] - A[k] f_0``, and the actuated rows' residual over the kept
+    ``rows`` only (with base rows; the square system has none)."""
+    n = A.shape[1]
+    for kk in range(locked.shape[0]):
+        k = locked[kk]
+        s = g_pa[k]
+        for q in range(n):
+            s -= A[k, q] * F[q, 0]
+        tau[k] = s
+    if base_rows:
+        r = 0.0
+        for ii in range(rows.shape[0]):
+            i = rows[ii]
+            s = -B[i, 0]
+            for q in range(n):
+                s += A[i, q] * F[q, 0]
+            r += s * s
+        res[0] = math.sqrt(r)
+
+
+@compiled
+def _wrench_from_map(P, B, cols, A, J_b, base_rows, F, res):
     """``F[:, :cols] = P B[:, :cols]`` (the factored least-squares map of
     :meth:`ContactWrenchEstimator._factor`) and the residuals of the raw column:
-    ``res = (|A_r f_0 - b_a,r|, |J_b f_0 - b_b|)`` over the kept actuated rows ``rows`` with base
-    rows, zeros for the square system (solved exactly); the forces of the ``locked`` rows (left out
-    of ``P``) from the raw solution, ``tau[k] = g_pa[k] - A[k] f_0``."""
+    ``res = (|A f_0 - b_a|, |J_b f_0 - b_b|)`` with base rows, zeros for the square system (solved
+    exactly)."""
     n, m = P.shape[0], P.shape[1]
     for i in range(n):
         for j in range(cols):
@@ -748,17 +781,10 @@ def _wrench_from_map(P, B, cols, A, rows, J_b, base_rows, F, res, locked, g_pa, 
                 s += P[i, q] * B[q, j]
             F[i, j] = s
     res[0] = res[1] = 0.0
-    for kk in range(locked.shape[0]):
-        k = locked[kk]
-        s = g_pa[k]
-        for q in range(n):
-            s -= A[k, q] * F[q, 0]
-        tau[k] = s
     if base_rows:
         n_a = A.shape[0]
         r = 0.0
-        for ii in range(rows.shape[0]):
-            i = rows[ii]
+        for i in range(n_a):
             s = 0.0
             for q in range(n):
                 s += A[i, q] * F[q, 0]
