@@ -173,7 +173,8 @@ class ContactWrenchEstimate:
 
     Attributes:
         sole_frames: the soles, order of every per-sole array.
-        actuator_force: actuator forces used [N] (or [N·m]).
+        actuator_force: actuator forces used [N] (or [N·m]): 0 for a limp actuator; for a locked
+            one the lock's force read off its removed row of eq. (46) (module docstring).
         wrench_sole_in_sole_raw: unfiltered ground wrench on each sole, ``[f; tau]`` about the
             sole origin in the sole frame, (c, 6) [N, N·m].
         wrench_sole_in_sole: filtered estimate (what CoP/ZMP use), (c, 6).
