@@ -170,6 +170,10 @@ class _Equality:
 #: seized screw or an engaged brake: the joint is held where it is, the motor force is zero);
 #: ``limp`` (a failed driver: zero motor force, the screw still back-drivable with its losses).
 ACTUATOR_MODES = ("active", "locked", "limp")
+#: A locked actuator's joint limit: time constant in physics steps and (d0, dmax, width) of the
+#: impedance (MuJoCo's solref / solimp of that joint while it is locked).
+LOCK_TIME_CONSTANT_STEPS = 2.0
+LOCK_SOLIMP = (0.99, 0.999, 0.001)
 
 
 def _read_meta(model: mujoco.MjModel) -> tuple[dict[str, str], dict[str, float]]:
@@ -263,7 +267,8 @@ class ClosedChainSim:
         self.last_closure_solve: ClosureSolveInfo | None = None
         self._modes = ["active"] * m.nu
         self._driven: np.ndarray | None = None  # 1 for a driven actuator, 0 else (None: all driven)
-        self._joint_limits = (m.jnt_limited[self._act_joint].copy(), m.jnt_range[self._act_joint].copy())
+        self._joint_limits = (m.jnt_limited[self._act_joint].copy(), m.jnt_range[self._act_joint].copy(),
+                              m.jnt_solref[self._act_joint].copy(), m.jnt_solimp[self._act_joint].copy())
         self.reset(seed)
 
     # ------------------------------------------------------------------ construction helpers
@@ -690,8 +695,13 @@ class ClosedChainSim:
         if mode == "locked":
             x = float(self.data.qpos[self._act_qadr[i]])
             m.jnt_limited[j], m.jnt_range[j] = 1, (x, x)
+            # a seized screw is rigid: the stiffest limit the step resolves (time constant of two
+            # steps, impedance near 1); MuJoCo's default (20 ms, 0.9-0.95) lets a loaded lock creep
+            m.jnt_solref[j] = (LOCK_TIME_CONSTANT_STEPS * m.opt.timestep, 1.0)
+            m.jnt_solimp[j, :3] = LOCK_SOLIMP
         else:
             m.jnt_limited[j], m.jnt_range[j] = self._joint_limits[0][i], self._joint_limits[1][i]
+            m.jnt_solref[j], m.jnt_solimp[j] = self._joint_limits[2][i], self._joint_limits[3][i]
         driven = np.array([x == "active" for x in self._modes], dtype=float)
         self._driven = None if driven.all() else driven
         self._fwd_state = None

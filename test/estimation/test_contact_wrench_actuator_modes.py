@@ -278,20 +278,20 @@ def test_locked_ankle_while_standing_matches_the_simulator(locked_ankle):
     assert r["loop_modes"][ANKLE] == "locked"  # the loop told its own estimator
 
 
-LOADED_UNTOLD_MIN = 8.0  # [N], [N·m] (measured 15.7)
+LOADED_UNTOLD_MIN = 5.0  # [N], [N·m] (measured 8.4)
 
 
 @pytest.mark.integration
 @pytest.mark.slow
 def test_a_locked_ankle_carrying_the_lean_matches_the_simulator(locked_loaded_ankle):
-    """Leaning to the left, the locked left ankle outer actuator carries ~98 N: told, the estimate
+    """Leaning to the left, the locked left ankle outer actuator carries ~58 N: told, the estimate
     matches MuJoCo's contact wrenches on average and the lock's force MuJoCo's limit force; untold
     (the motor force zero), the soles' wrenches are off."""
     r = locked_loaded_ankle
-    assert abs(r["lock_true"].mean()) > 60.0
+    assert abs(r["lock_true"].mean()) > 40.0
     assert _bias(r["told"]) < LOCKED_ANKLE_TOL
     assert _bias(r["untold"]) > LOADED_UNTOLD_MIN
-    assert r["lock"].mean() == pytest.approx(r["lock_true"].mean(), abs=3.0)  # (-98.5 N, -97.7 N)
+    assert r["lock"].mean() == pytest.approx(r["lock_true"].mean(), abs=3.0)  # (-57.5 N, -57.6 N)
     assert r["loop_modes"][ANKLE_OUTER] == "locked"
 
 

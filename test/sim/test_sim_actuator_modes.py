@@ -86,3 +86,26 @@ def test_limp_drive_produces_no_current_while_its_screw_is_back_driven():
         moved = max(moved, abs(s.actuator_positions()[i] - x0))
         assert abs(s.drives.current_nm[i]) < 1e-9 and abs(s.data.ctrl[i]) < 1e-6
     assert moved > 1e-6  # it moves (friction ff would then act)
+
+
+def test_a_locked_actuator_carries_a_load_without_creeping():
+    """A seized screw is rigid: 400 N pushed up under the sole of the hanging leg (the locked
+    leg-length actuator carries it through the knee linkage) moves the lock by less than the
+    tolerance; MuJoCo's default limit softness let the same load push it 81 mm."""
+    import mujoco
+
+    s = make_kangaroo_sim(ideal_actuators=True)
+    s.hold_base(True)
+    s.step(50)
+    name = "left_leg_length_actuator"
+    i = s.actuator_names.index(name)
+    j = int(s.model.actuator_trnid[i, 0])
+    solref = s.model.jnt_solref[j].copy()
+    s.set_actuator_mode(name, "locked")
+    x0 = s.actuator_positions()[i]
+    s.set_command(np.zeros(s.n_actuators))
+    s.data.xfrc_applied[mujoco.mj_name2id(s.model, mujoco.mjtObj.mjOBJ_BODY, "left_sole"), 2] = 400.0
+    s.step(300)
+    assert abs(s.actuator_positions()[i] - x0) < LOCK_DRIFT_TOL_M
+    s.set_actuator_mode(name, "active")  # unlocked: the limit's softness is the model's again
+    np.testing.assert_array_equal(s.model.jnt_solref[j], solref)
