@@ -12,6 +12,13 @@
 * ``theta_ddot_a`` (n_a): actuator accelerations [m/s² for the ball screws, rad/s² for revolute];
 * ``f_{k,i}`` (3 each): force at corner ``i`` of contact ``k``, world axes [N].
 
+**Fixtures.** A contact marked ``bilateral`` (:attr:`ContactSpec.bilateral`) models a clamp: the
+same stationarity rows (the frame does not accelerate) and the same corner-force columns, but no
+friction-cone or normal-force rows (:class:`~kangaroo_wbc.control.constraints.FrictionCones` writes
+zeros there): its ``W f`` spans every wrench, which the clamp carries. The one-leg test bench's
+pelvis clamp is one (:mod:`kangaroo_wbc.control.rig`); with it active the floating base's rows
+(eq. (62)) stay and ``v_dot_base = 0`` follows from the stationarity rows.
+
 **Contact model.** Each sole touches the ground through its ``P`` corner points (4 for a
 rectangular sole), each with a unilateral point force inside a linearised friction cone; this is
 the Kangaroo paper's own formulation (III-B, ``F_i ∈ R³`` at ``c = 8`` points in double support).
@@ -38,7 +45,7 @@ from kangaroo_wbc.model.compiled import compiled
 
 @dataclass
 class ContactSpec:
-    """A sole in contact through corner points.
+    """A sole in contact through corner points, or a bilateral fixture.
 
     The controllers built with a spec read its normal-force bounds every tick, so
     :meth:`set_normal_force_min` takes effect at the next tick; the other fields fix the problem's
@@ -51,6 +58,9 @@ class ContactSpec:
         mu: Coulomb friction coefficient [-].
         normal_force_min_n: minimum normal force per corner when in contact [N].
         normal_force_max_n: maximum normal force per corner [N].
+        bilateral: a fixture that holds the frame in place whatever the load (a test rig's clamp):
+            its corner forces are free (no friction cone, no unilaterality, no normal-force
+            bounds); three corners not on a line let it take any wrench. False: a sole.
     """
 
     name: str
@@ -59,6 +69,7 @@ class ContactSpec:
     mu: float = 0.7
     normal_force_min_n: float = 0.0
     normal_force_max_n: float = 2000.0
+    bilateral: bool = False
 
     def __post_init__(self) -> None:
         c = np.asarray(self.corners, dtype=float)

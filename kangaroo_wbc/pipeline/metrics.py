@@ -243,3 +243,73 @@ def _footstep_errors(run, behaviour, t: np.ndarray, q: np.ndarray) -> dict:
     if not errors:
         return {}
     return {"footstep_error_m_mean": float(np.mean(errors)), "footstep_error_m_max": float(np.max(errors))}
+
+
+def summarize_rig(run) -> dict:
+    """Metrics of a :class:`~kangaroo_wbc.pipeline.rig.RigRun` (the one-leg test bench) after its run.
+
+    * ``foot_rmse_m``: over the circle phase, the sole's true position in the true pelvis frame
+      against its reference in the estimated pelvis frame (``foot_max_error_m`` the largest);
+      ``foot_orientation_rmse_rad`` the sole's true rotation against its start rotation (level);
+    * ``press_force_n``: the force plate's normal force (the simulator's contact force on the foot,
+      world vertical) averaged over the hold (from ``press_settle_s`` after the force ramp's end);
+      ``press_force_error_n`` against the behaviour's ``press_force_n``, ``press_force_std_n``;
+    * ``wrench_estimate_error_n``: the contact-wrench estimator's normal force (from the motor
+      torques) minus the plate's, averaged over the hold (``wrench_estimate_rmse_n`` per tick);
+    * ``fell``: None (meaningless on a rig: the pelvis is clamped).
+    """
+    log, cfg = run.log, run.config
+    t = log.array("t")
+    phase = np.array(log.rows.get("phase", []), dtype=object)
+    behaviour = run.behaviour
+    circle = phase == "circle"
+    err = (log.array("sole_true_in_base") - log.array("sole_ref_in_base")).reshape(-1, 3)
+    rot = np.array(log.rows.get("sole_rot_true_in_base", [])).reshape(-1, 3, 3)
+    R0 = rot[np.flatnonzero(circle)[0]] if circle.any() else None
+    press_target = float(getattr(behaviour, "press_force_n", float("nan"))) if behaviour is not None else None
+    fz_true = log.array("plate_force_world").reshape(-1, 3)[:, 2]
+    fz_est = log.array("force_est_world").reshape(-1, 3)[:, 2]
+    press_t = [tt for tt, ph in zip(t, phase) if ph == "press"]
+    hold = np.zeros(t.shape, dtype=bool)
+    if press_t and behaviour is not None:
+        hold = (phase == "press") & (t >= press_t[0] + behaviour.force_ramp_s + cfg.press_settle_s)
+    cal = run.calibration
+    offsets_true = run.sim.sensors.encoder_offset[run.sim_to_model]
+    loop_ms = log.array("loop_ms")
+
+    def angle(R: np.ndarray) -> float:
+        return float(np.arccos(np.clip(0.5 * (np.trace(R) - 1.0), -1.0, 1.0)))
+
+    press_force = float(np.mean(fz_true[hold])) if hold.any() else None
+    return {
+        "rig": cfg.rig,
+        "leg": cfg.leg,
+        "behaviour": "rig",
+        "duration_s": round(float(t[-1] - t[0]) if t.size else 0.0, 4),
+        "fell": None,
+        "n_actuated": int(run.clm.n_a),
+        "n_joints": len(run.clm.joint_names),
+        "circle_s": round(float(np.sum(circle) * run.dt), 4),
+        "foot_rmse_m": _rmse(err[circle]) if circle.any() else None,
+        "foot_max_error_m": float(np.max(np.linalg.norm(err[circle], axis=1))) if circle.any() else None,
+        "foot_orientation_rmse_rad": (float(np.sqrt(np.mean([angle(R0.T @ R) ** 2 for R in rot[circle]])))
+                                      if circle.any() else None),
+        "press_hold_s": round(float(np.sum(hold) * run.dt), 4),
+        "press_force_target_n": press_target,
+        "press_force_n": press_force,
+        "press_force_error_n": None if press_force is None else press_force - press_target,
+        "press_force_std_n": float(np.std(fz_true[hold])) if hold.any() else None,
+        "wrench_estimate_force_n": float(np.mean(fz_est[hold])) if hold.any() else None,
+        "wrench_estimate_error_n": float(np.mean(fz_est[hold] - fz_true[hold])) if hold.any() else None,
+        "wrench_estimate_rmse_n": _rmse(fz_est[hold] - fz_true[hold]) if hold.any() else None,
+        "qp_failures": int(run.qp_failures),
+        "safe_mode_ticks": int(run.safe_mode_ticks),
+        "loop_ms_p50": round(_pct(loop_ms, 50), 4),
+        "loop_ms_p99": round(_pct(loop_ms, 99), 4),
+        "calibration_offset_error_m": float(np.max(np.abs(cal.offsets - offsets_true))) if cal is not None else None,
+        "passive_position_rmse_rad": _rmse(log.array("passive_q_err")),
+        "base_position_drift_m": (float(np.linalg.norm(log.array("base_est").reshape(-1, 3)[-1]
+                                                       - log.array("base_est").reshape(-1, 3)[0])) if t.size else None),
+        "sim_time_s": round(float(run.sim.time), 4),
+        "wall_time_s": round(float(run.wall_time_s), 3),
+    }

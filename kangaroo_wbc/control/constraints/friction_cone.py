@@ -42,6 +42,8 @@ class FrictionCones(Constraint):
         for c in layout.contacts:
             mu = c.mu / np.sqrt(2.0) if self.inner_pyramid else c.mu
             cones.append([[1.0, 0.0, -mu], [-1.0, 0.0, -mu], [0.0, 1.0, -mu], [0.0, -1.0, -mu], [0.0, 0.0, 1.0]])
+            if c.bilateral:  # a fixture (ContactSpec.bilateral): zero rows, 0 <= 0 and f_min <= 0 <= f_max
+                cones[-1] = np.zeros((5, 3)).tolist()
         self._cones = np.array(cones, dtype=float).reshape(-1, 5, 3)
 
     def n_rows(self) -> int:
