@@ -56,13 +56,45 @@ _ONLY = (("sim_mode", "--sim-mode", _GRAPH), ("drop_ratio", "--drop-ratio", _GRA
 DEFAULT_CMD_VEL = (0.3, 0.0, 0.0)
 
 
+def rig_name(text: str) -> str:
+    """A test-bench configuration of ``--rig`` (:data:`~kangaroo_wbc.robots.kangaroo.rig.RIGS`)."""
+    from kangaroo_wbc.robots.kangaroo.rig import RIGS
+
+    if text not in RIGS:
+        raise argparse.ArgumentTypeError(f"unknown rig {text!r} (choose from {', '.join(RIGS)})")
+    return text
+
+
+#: Options the test bench (``--rig``) does not take: (dest, flag, value that means "not given").
+_NOT_ON_RIG = (("cmd_vel", "--cmd-vel", None), ("push", "--push", None), ("fault", "--fault", None),
+               ("payload", "--payload", None), ("pipelined", "--pipelined", False),
+               ("bag_decimation", "--bag-decimation", None))
+
+
+def _validate_rig(args: argparse.Namespace) -> None:
+    """``--rig``: the one-process loop on the bench, with its own behaviour."""
+    if args.processes != "one":
+        raise UsageError(f"kangaroo-wbc demo: error: --rig needs --processes one (the bench runs in the "
+                         f"one-process loop), not {args.processes}")
+    if args.behaviour != "stand":
+        raise UsageError("kangaroo-wbc demo: error: --behaviour with --rig: the bench runs its own behaviour "
+                         "(the sole circles in the air, then presses the force plate)")
+    for dest, flag, absent in _NOT_ON_RIG:
+        if getattr(args, dest, absent) not in (absent, None):
+            raise UsageError(f"kangaroo-wbc demo: error: {flag} does not apply to --rig")
+
+
 def _writes(args: argparse.Namespace) -> bool:
     """Whether the run writes into ``--out``."""
+    if getattr(args, "rig", None) is not None:  # the bench: summary.json only
+        return not args.no_report
     return not args.no_report or (args.processes == "one" and not args.no_bag)
 
 
 def _validate_demo(args: argparse.Namespace) -> None:
     """Option combinations and the output folder, before anything runs."""
+    if getattr(args, "rig", None) is not None:
+        _validate_rig(args)
     for dest, flag, deployments in _ONLY:
         value = getattr(args, dest)
         if value not in (None, False) and args.processes not in deployments:
@@ -140,9 +172,27 @@ def _demo_graph(args: argparse.Namespace) -> int:
     return 1 if summary.get("fell") is not False else 0
 
 
+def _demo_rig(args: argparse.Namespace) -> int:
+    """``--rig``: the bench in one process (:mod:`kangaroo_wbc.pipeline.rig`); ``summary.json`` in ``--out``."""
+    from kangaroo_wbc.pipeline.rig import RigConfig, RigRun
+
+    with StopSignals() as stop:
+        run = RigRun(RigConfig(rig=args.rig, duration_s=args.duration, seed=args.seed,
+                               ideal_actuators=bool(args.ideal_actuators)))
+        summary = run.run(progress=Progress.from_args(args), stop=stop)
+    summary.update(requested_duration_s=args.duration, seed=args.seed)
+    if not args.no_report:
+        (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default) + "\n")
+        summary["report_files"] = ["summary.json"]
+    print_result(summary, args.json)
+    return stop.exit_code if stop.interrupted else 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     if args.processes in _GRAPH:
         return _demo_graph(args)
+    if args.rig is not None:
+        return _demo_rig(args)
     out = args.out
     with StopSignals() as stop:
         summary, run = _loop(args, args.behaviour, stop)
@@ -205,6 +255,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="one: attach a point mass at LINK's centre of mass T [s] after the behaviour starts "
                         "(torso: the base link; negative: remove), e.g. 6kg@torso@4; repeatable "
                         "(docs/morphology.md)")
+    p.add_argument("--rig", type=rig_name, default=None, metavar="NAME",
+                   help="a test bench instead of the free robot: one_leg (one leg, the pelvis clamped, a force "
+                        "plate under the foot: the sole circles in the air, then presses the plate with 200 N; "
+                        "docs/morphology.md); one process, summary.json only")
     p.add_argument("--duration", type=positive_float, default=10.0, metavar="S",
                    help="simulated time after boot [s], > 0 (separate/composed realtime: wall time) (default 10)")
     p.add_argument("--seed", type=seed, default=0, help="simulator seed: sensor noise, encoder offsets (default 0)")

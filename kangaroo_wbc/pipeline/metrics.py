@@ -301,7 +301,7 @@ def summarize_rig(run) -> dict:
         "press_force_std_n": float(np.std(fz_true[hold])) if hold.any() else None,
         "wrench_estimate_force_n": float(np.mean(fz_est[hold])) if hold.any() else None,
         "wrench_estimate_error_n": float(np.mean(fz_est[hold] - fz_true[hold])) if hold.any() else None,
-        "wrench_estimate_rmse_n": _rmse(fz_est[hold] - fz_true[hold]) if hold.any() else None,
+        "wrench_estimate_rmse_n": _rmse((fz_est[hold] - fz_true[hold])[:, None]) if hold.any() else None,
         "qp_failures": int(run.qp_failures),
         "safe_mode_ticks": int(run.safe_mode_ticks),
         "loop_ms_p50": round(_pct(loop_ms, 50), 4),

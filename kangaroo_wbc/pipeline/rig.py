@@ -102,7 +102,12 @@ class RigRun:
         # hanging sole for a contact), restarted from the state at the ready handshake
         supervisor = WbcSupervisor(self.wbc)
         supervisor.select("rig", **options)
-        self.control = WholeBodyControl(supervisor, ControlSettings(sole_frames=soles, behaviour_delay_s=0.0))
+        # the fault detector's evidence is the drive firmware's torque for a force (friction feed-forward
+        # included); ideal actuators have no firmware: their torque sensor reads eq. (47)'s inverse, which
+        # a fast sole (0.2 m/s of stroke: ~35 N of feed-forward) would take for a failed driver
+        control_settings = ControlSettings(sole_frames=soles, behaviour_delay_s=0.0,
+                                           fault_detection=not self.sim.ideal_actuators)
+        self.control = WholeBodyControl(supervisor, control_settings)
         self.control.select("rig", **options)
         self.log = TickLog()
         self.qp_failures = 0
