@@ -16,7 +16,8 @@ One weighted QP per tick over the decision vector (documented in :mod:`kangaroo_
       J_{c} T \\dot\\nu + \\dot J_c v + J_c k = 0 & \\text{eq. (25b)/(65), stance soles} \\\\
       |t^T f_i| \\le \\tilde\\mu\\, n^T f_i,\\; f_{min} \\le n^T f_i \\le f_{max} & \\text{friction cones} \\\\
       \\tau_{min} \\le \\tau_a(x) \\le \\tau_{max} & \\text{eq. (69), actuator forces} \\\\
-      \\ddot\\theta_{min} \\le \\ddot\\theta_a \\le \\ddot\\theta_{max} & \\text{stroke limits}
+      \\ddot\\theta_{min} \\le \\ddot\\theta_a \\le \\ddot\\theta_{max} & \\text{stroke limits} \\\\
+      \\ddot\\theta_{u,min} \\le J_m \\ddot\\theta_a + k_u \\le \\ddot\\theta_{u,max} & \\text{passive joints}
     \\end{cases}
 
 then the actuator forces (eq. (29)/(69)) ``tau_a = M_{p,a} nu_dot + h_{p,a} - (J_c T)_a^T W f`` and,
@@ -42,6 +43,7 @@ from kangaroo_wbc.control.constraints import (
     ContactForceBox,
     FloatingBaseDynamics,
     FrictionCones,
+    PassiveJointLimits,
     StationaryContacts,
 )
 from kangaroo_wbc.control.constraints.base import NO_CONTACT
@@ -58,6 +60,7 @@ from kangaroo_wbc.control.tasks import (
 )
 from kangaroo_wbc.errors import FrameNotFound, InputError, NoSolutionFound, suggest
 from kangaroo_wbc.model import ClosedLoopModel
+from kangaroo_wbc.model.closed_loop_model import PASSIVE_LIMIT_MARGIN
 from kangaroo_wbc.model.compiled import compiled
 from kangaroo_wbc.model.projected_model import ProjectedModel
 
@@ -122,6 +125,13 @@ class WbcSettings:
     enforce_force_limits: bool = True
     stroke_horizon_s: float = 0.05
     acceleration_max: float = 500.0  # [m/s²] on theta_ddot_a
+    #: passive-joint limits (:mod:`~kangaroo_wbc.control.constraints.passive_joint_limits`): the margin
+    #: [rad] kept inside each URDF limit, the rows (joints constrained at once; 0: none) and the
+    #: distance [rad/s²] of the last solution to a joint's acceleration bound below which it gets a
+    #: row; horizon: the stroke limits'
+    passive_limit_margin_rad: float = PASSIVE_LIMIT_MARGIN
+    passive_limit_rows: int = 6
+    passive_limit_activation_rad_s2: float = 50.0
     compute_lambda: bool = False
     #: ``J_lu`` pivot ratio below which ``step`` raises ModelError (near-singular configuration,
     #: :attr:`ProjectedModel.min_pivot_ratio`); 0 rejects only an exactly singular ``J_lu``.
@@ -249,6 +259,11 @@ class WholeBodyController:
         self.driven = np.ones(clm.n_a, dtype=bool)
         self.all_driven = True  # every actuator driven (read each tick: no array test)
         self.boxes: list[Constraint] = [ContactForceBox(L), self._stroke_limits]
+        self.passive_limits = PassiveJointLimits(L, clm.passive_joint_limits(s.passive_limit_margin_rad),
+                                                 self._stroke_limits, s.passive_limit_rows,
+                                                 s.passive_limit_activation_rad_s2)
+        if self.passive_limits.n_slots:
+            self.inequalities.append(self.passive_limits)
         # Preallocated problem data.
         n = L.n
         m_eq = sum(c.n_rows() for c in self.equalities)
@@ -297,6 +312,8 @@ class WholeBodyController:
         self._init_references()
         terms = self.contact_terms(tuple(self.layout.contact_names))
         self._fill(terms, all_tasks=True)
+        for con, (M, _, _) in zip(self.inequalities, self._in_views):
+            con.mark_pattern(M)
         p = self.problem
         structure = QpProblem(H=p.H + np.eye(p.n), c=p.c.copy(), A=p.A.copy(), b=p.b.copy(), G=p.G.copy(),
                               h=p.h.copy(), h_lower=p.h_lower.copy(), lb=p.lb.copy(), ub=p.ub.copy())
@@ -340,6 +357,16 @@ class WholeBodyController:
         self.all_driven = bool(self.driven.all())
         s = self.settings
         self.posture_task.weight[:] = s.posture_weight if self.all_driven else s.posture_weight_degraded
+
+    def active_limits(self) -> dict[str, list[str]]:
+        """The limits binding the last solution, ``"<joint> lower|upper"`` by constraint name
+        (``actuator_stroke_limits``, ``passive_joint_limits``): the joint brakes toward, or rests at,
+        that limit (its margin included); empty lists before the first step."""
+        x = None if self.last_output is None else self.last_output.qp.x
+        names = self.clm.actuated_joint_names
+        stroke = [] if x is None else [f"{names[i]} {side}" for i, side in self._stroke_limits.active(x)]
+        passive = [] if x is None else [f"{n} {side}" for n, side in self.passive_limits.active(x)]
+        return {self._stroke_limits.name: stroke, self.passive_limits.name: passive}
 
     # ------------------------------------------------------------------ references
     @property
@@ -512,6 +539,7 @@ class WholeBodyController:
         t2 = time.perf_counter()
         # The data derive from the validated state; a numerical failure shows in the solution.
         sol = self.solver.solve(self.problem, validate=False)
+        self.passive_limits.observe(sol.x)
         t3 = time.perf_counter()
         out = self._output(sol, terms, active)
         self.plan_com(stamp_s, out.nu_dot)

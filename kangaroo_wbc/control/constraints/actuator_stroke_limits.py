@@ -53,6 +53,7 @@ class ActuatorStrokeLimits(Constraint):
         if np.any(self.position_min >= self.position_max):
             raise InputError("actuator stroke limits: need position_min < position_max")
         self._actuators = np.arange(n_a, dtype=np.int64)
+        self._bounds: tuple[np.ndarray, np.ndarray] | None = None  # (lb, ub) of the last fill
 
     def n_rows(self) -> int:
         return 0
@@ -75,6 +76,24 @@ class ActuatorStrokeLimits(Constraint):
     def fill(self, M: np.ndarray | None, lo: np.ndarray, hi: np.ndarray, pm: ProjectedModel,
              contacts: Mapping[str, ContactTerms]) -> None:
         _stroke_bounds(pm.q, self.idx_q_a, pm.nu, self.layout.n_b, self.limits(), self.horizon_s, lo, hi)
+        self._bounds = (lo, hi)
+
+    def active(self, x: np.ndarray, tol: float = 1e-5) -> list[tuple[int, str]]:
+        """``(actuator index, "lower" | "upper")`` of the stroke bounds binding ``x`` (the solution of
+        the QP the last :meth:`fill` wrote, within ``tol (1 + |bound|)``), where the bound is a
+        stroke or speed bound (not only the acceleration limit): the actuator brakes toward, or rests
+        at, that end."""
+        if self._bounds is None:
+            return []
+        lo, hi = self._bounds
+        n_b, out = self.layout.n_b, []
+        for i in range(self.layout.n_a):
+            a, lo_i, hi_i = x[n_b + i], lo[n_b + i], hi[n_b + i]
+            if hi_i < self.acceleration_max[i] and a >= hi_i - tol * (1.0 + abs(hi_i)):
+                out.append((i, "upper"))
+            elif lo_i > -self.acceleration_max[i] and a <= lo_i + tol * (1.0 + abs(lo_i)):
+                out.append((i, "lower"))
+        return out
 
 
 @compiled

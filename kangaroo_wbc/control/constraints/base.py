@@ -50,6 +50,12 @@ class Constraint(ABC):
         """Write the rows (``M``: (n_rows, n) view, ``lo``/``hi``: (n_rows,) views; for box
         constraints ``M`` is None and ``lo``/``hi`` are the full ``lb``/``ub`` of size n)."""
 
+    def mark_pattern(self, M: np.ndarray) -> None:
+        """Write nonzeros where this constraint's rows (``M``: its (n_rows, n) view) may have
+        entries that its fill at one state does not show (rows whose joints change from tick to
+        tick); the QP solver is set up on that pattern. Default: nothing to add."""
+        return None
+
     def contact_terms(self, contacts: Mapping[str, ContactTerms]) -> list[ContactTerms]:
         """The layout's contacts' terms, in layout order."""
         return [contacts[name] for name in self.layout.contact_names]
