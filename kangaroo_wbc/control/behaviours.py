@@ -315,8 +315,9 @@ class RigCircleAndPress(Behaviour):
        before the end, at a few millimetres per second.
     3. **Press**: the sole is a contact (stationary) and its normal force rises to ``press_force_n``
        over ``force_ramp_s`` (minimum jerk), then holds (:attr:`WbcReferences.contact_normal_force`:
-       each corner at least ``F / 4``; nothing else asks for more, so the QP's minimum-norm forces
-       sit at that bound). With a measured normal force (:meth:`measure_normal_force`, the rig's
+       each corner ``F / 4``: a prescribed force, not a lower bound, since below about half the
+       leg's weight the QP's force regularisation, which splits that weight between the clamp and
+       the sole, would push harder than asked). With a measured normal force (:meth:`measure_normal_force`, the rig's
        force plate) the reference is corrected by the integral of the error,
 
        .. math::  F_{ref}(t) = F_d(t) + \\mathrm{clip}\\Big(k_i \\int (F_d - F_{meas})\\,dt,\\; \\pm\\Delta_{max}\\Big)
@@ -412,7 +413,7 @@ class RigCircleAndPress(Behaviour):
             foot = FrameReference(position=p, rotation=self._R, twist=np.concatenate([v, zero]),
                                   acceleration=np.concatenate([acc, zero]))
             return WbcReferences(active_contacts=(self.fixture,), base_rotation=self.state.base_rotation,
-                                 foot_poses={self.sole: foot}, contact_normal_force={self.sole: 0.0})
+                                 foot_poses={self.sole: foot}, contact_normal_force={self.sole: None})
         self.phase = "press"
         s, _, _ = min_jerk((tau - self._t_press) / self.force_ramp_s)
         desired = s * self.press_force_n

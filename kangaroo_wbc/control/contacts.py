@@ -47,9 +47,10 @@ from kangaroo_wbc.model.compiled import compiled
 class ContactSpec:
     """A sole in contact through corner points, or a bilateral fixture.
 
-    The controllers built with a spec read its normal-force bounds every tick, so
-    :meth:`set_normal_force_min` takes effect at the next tick; the other fields fix the problem's
-    structure and must not change after a controller is built.
+    The controllers built with a spec read its normal-force bounds every tick
+    (:meth:`normal_force_bounds`), so :meth:`set_normal_force_min` and :meth:`prescribe_normal_force`
+    take effect at the next tick; the other fields fix the problem's structure and must not change
+    after a controller is built.
 
     Attributes:
         name: contact name used in references and messages (e.g. ``"left"``).
@@ -61,6 +62,8 @@ class ContactSpec:
         bilateral: a fixture that holds the frame in place whatever the load (a test rig's clamp):
             its corner forces are free (no friction cone, no unilaterality, no normal-force
             bounds); three corners not on a line let it take any wrench. False: a sole.
+        normal_force_n: the prescribed total normal force [N] (:meth:`prescribe_normal_force`), or
+            None: the bounds above.
     """
 
     name: str
@@ -70,6 +73,7 @@ class ContactSpec:
     normal_force_min_n: float = 0.0
     normal_force_max_n: float = 2000.0
     bilateral: bool = False
+    normal_force_n: float | None = None
 
     def __post_init__(self) -> None:
         c = np.asarray(self.corners, dtype=float)
@@ -94,6 +98,30 @@ class ContactSpec:
             raise InputError(f"contact {self.name!r}: need 0 <= normal_force_min_n < {self.normal_force_max_n}, "
                              f"got {newtons}")
         self.normal_force_min_n = float(newtons)
+
+    def prescribe_normal_force(self, newtons: float | None) -> None:
+        """Prescribe the total normal force [N] the contact pushes with while active (a press of known
+        force): each of its P corners ``F / P``, equal lower and upper bounds on its normal rows. None:
+        back to the bounds ``[normal_force_min_n, normal_force_max_n]`` per corner.
+
+        Raises:
+            InputError: not ``0 <= newtons <= P normal_force_max_n``, or a bilateral contact.
+        """
+        if newtons is not None:
+            if self.bilateral:
+                raise InputError(f"contact {self.name!r} is a bilateral fixture: it has no normal force to prescribe")
+            if not (np.isfinite(newtons) and 0.0 <= newtons <= self.n_points * self.normal_force_max_n):
+                raise InputError(f"contact {self.name!r}: a prescribed normal force must lie in "
+                                 f"[0, {self.n_points * self.normal_force_max_n:g}] N, got {newtons}")
+        self.normal_force_n = None if newtons is None else float(newtons)
+
+    def normal_force_bounds(self) -> tuple[float, float]:
+        """This tick's bounds of each corner's normal force [N]: ``(F / P, F / P)`` while a normal force
+        ``F`` is prescribed, else ``(normal_force_min_n, normal_force_max_n)``."""
+        if self.normal_force_n is None:
+            return float(self.normal_force_min_n), float(self.normal_force_max_n)
+        per_corner = self.normal_force_n / self.n_points
+        return per_corner, per_corner
 
     @classmethod
     def rectangle(cls, name: str, frame: str, length_m: float, width_m: float,

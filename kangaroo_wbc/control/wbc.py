@@ -174,9 +174,9 @@ class WbcReferences:
     #: the stroke-limit horizon [s] of this tick (None: the settings'): a fast push (a jump's) may
     #: extend the legs at speed closer to their stroke end
     stroke_horizon_s: float | None = None
-    #: contact name → the normal force [N] it must at least push with while active: each of its P
-    #: corners at least ``F / P`` (:meth:`ContactSpec.set_normal_force_min`; kept until changed)
-    contact_normal_force: dict[str, float] = field(default_factory=dict)
+    #: contact name → the normal force [N] it pushes with while active, each of its P corners ``F / P``
+    #: (:meth:`ContactSpec.prescribe_normal_force`; None: its bounds again; kept until changed)
+    contact_normal_force: dict[str, float | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -423,8 +423,7 @@ class WholeBodyController:
         for name, force in ref.contact_normal_force.items():
             if name not in self.foot_tasks:
                 raise InputError(f"normal force for unknown contact {name!r}; contacts are {list(self.foot_tasks)}")
-            spec = self.contacts[self.layout.contact_names.index(name)]
-            spec.set_normal_force_min(float(force) / spec.n_points)
+            self.contacts[self.layout.contact_names.index(name)].prescribe_normal_force(force)
 
     # ------------------------------------------------------------------ per tick
     def switch_contacts(self, active: tuple[str, ...], references: WbcReferences | None = None) -> None:

@@ -54,8 +54,8 @@ class FrictionCones(Constraint):
         terms = self.contact_terms(contacts)
         if not terms:
             return
-        # the normal-force bounds are read every tick (ContactSpec.set_normal_force_min)
-        normal = tuple([(float(c.normal_force_min_n), float(c.normal_force_max_n)) for c in self.layout.contacts])
+        # the normal-force bounds are read every tick (ContactSpec.normal_force_bounds)
+        normal = tuple([c.normal_force_bounds() for c in self.layout.contacts])
         _cone_rows(self._cones, self.force_columns, tuple([t.R for t in terms]), tuple([t.active for t in terms]),
                    normal, M, lo, hi)
 
