@@ -66,7 +66,7 @@ class ActuatorStrokeLimits(Constraint):
         if theta.shape != (n,) or theta_dot.shape != (n,):
             raise InputError(f"stroke bounds: theta {theta.shape} and theta_dot {theta_dot.shape}, expected ({n},)")
         lo, hi = np.empty(n), np.empty(n)
-        _stroke_bounds(theta, self._actuators, theta_dot, 0, self.limits(), self.horizon_s, lo, hi)
+        stroke_bounds(theta, self._actuators, theta_dot, 0, self.limits(), self.horizon_s, lo, hi)
         return lo, hi
 
     def limits(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -75,7 +75,7 @@ class ActuatorStrokeLimits(Constraint):
 
     def fill(self, M: np.ndarray | None, lo: np.ndarray, hi: np.ndarray, pm: ProjectedModel,
              contacts: Mapping[str, ContactTerms]) -> None:
-        _stroke_bounds(pm.q, self.idx_q_a, pm.nu, self.layout.n_b, self.limits(), self.horizon_s, lo, hi)
+        stroke_bounds(pm.q, self.idx_q_a, pm.nu, self.layout.n_b, self.limits(), self.horizon_s, lo, hi)
         self._bounds = (lo, hi)
 
     def active(self, x: np.ndarray, tol: float = 1e-5) -> list[tuple[int, str]]:
@@ -97,7 +97,7 @@ class ActuatorStrokeLimits(Constraint):
 
 
 @compiled
-def _stroke_bounds(q, idx_q_a, nu, n_b, limits, dt, lo, hi):
+def stroke_bounds(q, idx_q_a, nu, n_b, limits, dt, lo, hi):
     """The bounds of the module docstring on ``theta_ddot_a[i]`` into ``lo[n_b + i]``, ``hi[n_b + i]``
     with ``theta = q[idx_q_a[i]]``, ``theta_dot = nu[n_b + i]`` and ``limits = (position_min,
     position_max, velocity_max, acceleration_max)``, over the horizon ``dt`` [s]."""
@@ -116,4 +116,4 @@ def _stroke_bounds(q, idx_q_a, nu, n_b, limits, dt, lo, hi):
         hi[n_b + i] = min(max(hi_i, -a), a)
 
 
-__all__ = ["ActuatorStrokeLimits"]
+__all__ = ["ActuatorStrokeLimits", "stroke_bounds"]

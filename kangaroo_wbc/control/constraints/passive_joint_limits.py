@@ -47,17 +47,30 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from kangaroo_wbc.control.constraints.actuator_stroke_limits import ActuatorStrokeLimits
+from kangaroo_wbc.control.constraints.actuator_stroke_limits import (
+    ActuatorStrokeLimits,
+    stroke_bounds,
+)
 from kangaroo_wbc.control.constraints.base import Constraint
 from kangaroo_wbc.control.contacts import ContactTerms, DecisionLayout
 from kangaroo_wbc.errors import InputError
 from kangaroo_wbc.model.closed_loop_model import PassiveLimits
-from kangaroo_wbc.model.compiled import compiled
+from kangaroo_wbc.model.compiled import buffers, compiled
 from kangaroo_wbc.model.projected_model import ProjectedModel
 
 #: Relative tolerance of :meth:`PassiveJointLimits.active`: a row counts as binding when its value
 #: is within ``ACTIVE_TOL (1 + |bound|)`` of the bound (the QP solvers' primal tolerance scale).
 ACTIVE_TOL = 1e-5
+
+#: The kernel's arrays, built once (:class:`PassiveJointLimits`): the limited joints' ``idx_q``,
+#: ``idx_v``, ``lower``, ``upper``, ``velocity`` (:class:`~kangaroo_wbc.model.closed_loop_model.PassiveLimits`);
+#: the slots' ``selected`` joints and the last solution ``nu_dot_prev``; per joint work ``slack``,
+#: ``taken``, ``lo_j``, ``hi_j``; the stroke box ``box_lo``, ``box_hi`` of ``x`` and the stroke limits'
+#: ``strokes`` tuple ``(idx_q_a, position_min, position_max, velocity_max, acceleration_max)`` (the
+#: stroke constraint's own arrays); ``params = [horizon_s, activation, n_b]``.
+PassiveLimitBuffers = buffers("PassiveLimitBuffers", (
+    "idx_q", "idx_v", "lower", "upper", "velocity", "selected", "nu_dot_prev", "slack", "taken", "lo_j", "hi_j",
+    "box_lo", "box_hi", "strokes", "params"))
 
 
 class PassiveJointLimits(Constraint):
@@ -88,15 +101,17 @@ class PassiveJointLimits(Constraint):
         self.activation = float(activation)
         n_j = len(limits.names)
         self.n_slots = min(int(slots), n_j)
-        self._table = (limits.idx_q, limits.idx_v, limits.lower, limits.upper, limits.velocity)
         #: per slot: the index (in ``limits``) of the joint it constrains, -1 when empty
         self.selected = np.full(self.n_slots, -1, dtype=np.int64)
-        self._work = (np.empty(n_j), np.zeros(n_j, dtype=np.bool_), np.empty(n_j), np.empty(n_j))  # slack,
-        # taken, lo, hi per joint
         #: the last solution's ``nu_dot`` (:meth:`observe`), zero before the first
         self.nu_dot_prev = np.zeros(layout.n_nu)
         n = layout.n
-        self._box = (np.full(n, -np.inf), np.full(n, np.inf))  # the stroke box of the tick
+        self._params = np.array([strokes.horizon_s, self.activation, layout.n_b], dtype=float)
+        self._buf = PassiveLimitBuffers.make(
+            idx_q=limits.idx_q, idx_v=limits.idx_v, lower=limits.lower, upper=limits.upper, velocity=limits.velocity,
+            selected=self.selected, nu_dot_prev=self.nu_dot_prev, slack=np.empty(n_j),
+            taken=np.zeros(n_j, dtype=np.bool_), lo_j=np.empty(n_j), hi_j=np.empty(n_j), box_lo=np.full(n, -np.inf),
+            box_hi=np.full(n, np.inf), strokes=(strokes.idx_q_a, *strokes.limits()), params=self._params)
         self._rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # views of the last fill
 
     def n_rows(self) -> int:
@@ -106,11 +121,8 @@ class PassiveJointLimits(Constraint):
              contacts: Mapping[str, ContactTerms]) -> None:
         if self.n_slots == 0:
             return
-        box_lo, box_hi = self._box
-        self.strokes.fill(None, box_lo, box_hi, pm, contacts)
-        _passive_limit_rows(pm.q, pm.v, pm.T, pm.k, self._table, (self.strokes.horizon_s, self.activation,
-                                                                    float(self.layout.n_b)),
-                            self._box, self._work, (self.selected, self.nu_dot_prev), M, (lo, hi))
+        self._params[0] = self.strokes.horizon_s
+        _passive_limit_rows(pm.q, pm.v, pm.nu, pm.T, pm.k, self._buf, M, lo, hi)
         self._rows = (M, lo, hi)
 
     def observe(self, x: np.ndarray) -> None:
@@ -148,18 +160,18 @@ class PassiveJointLimits(Constraint):
 
 
 @compiled
-def _passive_limit_rows(q, v, T, k, table, params, box, work, slots, M, bounds):
-    """Select the joints of ``table = (idx_q, idx_v, lower, upper, velocity)`` near their limits into
-    the slots and write their rows ``M[s, :n_nu] = T[idx_v]`` and bounds (module docstring).
-    ``params = (dt, activation, n_b)``, ``box = (lb, ub)`` the stroke box of ``x``, ``work =
-    (slack, taken, lo, hi)`` per-joint buffers, ``slots = (selected, nu_dot_prev)``, ``bounds = (lo,
-    hi)`` of the rows."""
-    idx_q, idx_v, lower, upper, velocity = table
+def _passive_limit_rows(q, v, nu, T, k, buf, M, lo, hi):
+    """Select the limited joints of ``buf`` (:data:`PassiveLimitBuffers`) near their limits into its
+    slots and write their rows ``M[s, :n_nu] = T[idx_v]`` and bounds ``lo``, ``hi`` (module
+    docstring), the stroke box of the tick first (:func:`stroke_bounds` at ``q``, ``nu``)."""
+    idx_q, idx_v, lower, upper, velocity = buf.idx_q, buf.idx_v, buf.lower, buf.upper, buf.velocity
+    params = buf.params
     dt, activation, n_b = params[0], params[1], int(params[2])
-    box_lo, box_hi = box
-    slack, taken, lo_j, hi_j = work
-    selected, nu_dot_prev = slots
-    lo, hi = bounds
+    box_lo, box_hi = buf.box_lo, buf.box_hi
+    strokes = buf.strokes
+    stroke_bounds(q, strokes[0], nu, n_b, (strokes[1], strokes[2], strokes[3], strokes[4]), dt, box_lo, box_hi)
+    slack, taken, lo_j, hi_j = buf.slack, buf.taken, buf.lo_j, buf.hi_j
+    selected, nu_dot_prev = buf.selected, buf.nu_dot_prev
     n_j, n_s, n_nu = idx_q.shape[0], selected.shape[0], T.shape[1]
     dt2 = dt * dt
     # 1. every joint's bounds on its acceleration, and its slack at the previous solution
