@@ -103,8 +103,8 @@ class RigRun:
         supervisor = WbcSupervisor(self.wbc)
         supervisor.select("rig", **options)
         # the fault detector's evidence is the drive firmware's torque for a force (friction feed-forward
-        # included); ideal actuators have no firmware: their torque sensor reads eq. (47)'s inverse, which
-        # a fast sole (0.2 m/s of stroke: ~35 N of feed-forward) would take for a failed driver
+        # included); ideal actuators have no firmware: their torque sensor reads eq. (47)'s inverse, and
+        # with 1 s turns the detector took the leg-length actuator for a failed driver (33 N off 50 N)
         control_settings = ControlSettings(sole_frames=soles, behaviour_delay_s=0.0,
                                            fault_detection=not self.sim.ideal_actuators)
         self.control = WholeBodyControl(supervisor, control_settings)
