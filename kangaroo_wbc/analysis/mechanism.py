@@ -5,8 +5,9 @@ naming the leg's actuators, output joints and sole frame, so it applies to any l
 
 * :func:`singularity_scan` — condition number of ``J_lu`` over a grid of the actuator box.
 * :func:`joint_limit_shape` — reachable output-joint region by the QP IK of eq. (IV): for each
-  direction in the output plane, bounded least-squares steps (a box-constrained QP on the actuator
-  velocities) push the output joints until the actuator limits stop them.
+  direction in the output plane, least-squares steps (a QP on the actuator displacements with the
+  actuator strokes as a box and the passive joints' limits, linearised through ``J_m``, as rows)
+  push the output joints until an actuator or passive-joint limit stops them.
 * :func:`manipulability_map` — normalised manipulability of the foot (Fig. 5).
 * :func:`transmission_sweep` — foot-orientation deviation over the leg-length stroke with the
   other actuators fixed (Figs. 12-13) and the sole normal force produced by the leg-length
@@ -20,7 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pinocchio as pin
-from scipy.optimize import lsq_linear
+from scipy.optimize import lsq_linear, minimize
 
 from kangaroo_wbc.errors import ClosureFkError
 from kangaroo_wbc.model import ClosedLoopModel
@@ -78,17 +79,48 @@ def singularity_scan(clm: ClosedLoopModel, q_nominal: np.ndarray, actuators: lis
             "samples": samples, "fk_failures": failures, "conditions": conds_a}
 
 
+def _ik_step(A: np.ndarray, target: np.ndarray, box: tuple[np.ndarray, np.ndarray], G: np.ndarray,
+             g_lo: np.ndarray, g_hi: np.ndarray) -> np.ndarray:
+    """One QP IK step of eq. (IV): ``min ||A x - target||^2`` s.t. ``box[0] <= x <= box[1]`` and
+    ``g_lo <= G x <= g_hi`` (the passive joints' rows). The box-only solution when it meets the rows,
+    else SLSQP from it."""
+    x = lsq_linear(A, target, bounds=box).x
+    if G.shape[0] == 0 or (np.all(G @ x <= g_hi + 1e-12) and np.all(G @ x >= g_lo - 1e-12)):
+        return x
+    C = np.vstack([-G, G])
+    d = np.concatenate([g_hi, -g_lo])
+    res = minimize(lambda y: 0.5 * float(np.sum((A @ y - target) ** 2)), np.clip(np.zeros_like(x), *box),
+                   jac=lambda y: A.T @ (A @ y - target), bounds=list(zip(*box)), method="SLSQP",
+                   constraints=[{"type": "ineq", "fun": lambda y: d + C @ y, "jac": lambda y: C}],
+                   options={"maxiter": 200, "ftol": 1e-14})
+    y = res.x
+    return y if np.all(C @ y >= -d - 1e-9) else np.zeros_like(x)
+
+
 def joint_limit_shape(clm: ClosedLoopModel, q_nominal: np.ndarray, actuators: list[str], outputs: list[str],
-                      directions: int = 48, step: float = 0.02, max_steps: int = 200) -> np.ndarray:
+                      directions: int = 48, step: float = 0.02, max_steps: int = 200,
+                      passive_margin_rad: float | None = 0.0) -> np.ndarray:
     """Boundary of the reachable (output_0, output_1) region [rad] by the QP IK of eq. (IV).
 
-    For each direction ``d`` in the output plane: repeat ``min ||S J_m dtheta - step d||^2`` subject
-    to ``lo <= theta + dtheta <= hi`` (bounded least squares), then closure FK, until the output
-    stops moving. Returns an array (directions, 2) of boundary points.
+    For each direction ``d`` in the output plane: repeat
+
+    .. math::
+
+        \\min_{\\Delta\\theta} \\| S J_m \\Delta\\theta - \\text{step}\\, d \\|^2 \\quad \\text{s.t.} \\quad
+        \\theta_{min} \\le \\theta + \\Delta\\theta \\le \\theta_{max}, \\quad
+        \\theta_{u,min} + m \\le \\theta_u + J_{m,u} \\Delta\\theta \\le \\theta_{u,max} - m
+
+    over the named actuators, then closure FK, until the output stops moving. The rows are the
+    passive joints with a URDF limit that these actuators move
+    (:meth:`~kangaroo_wbc.model.ClosedLoopModel.passive_joint_limits`, margin ``m =
+    passive_margin_rad`` [rad]; 0: the URDF's limits, which carry the model's dead-point margins;
+    None: actuator strokes only); a joint already past its margined limit may not move further out.
+    Returns an array (directions, 2) of boundary points.
     """
     idx, lo, hi = _limits(clm, actuators)
     sel = [clm.passive_joint_names.index(o) for o in outputs]
     iq = [clm.model.joints[clm.model.getJointId(o)].idx_q for o in outputs]
+    limits = None if passive_margin_rad is None else clm.passive_joint_limits(passive_margin_rad)
     pts = []
     for phi in np.linspace(0.0, 2 * np.pi, directions, endpoint=False):
         d = np.array([np.cos(phi), np.sin(phi)])
@@ -97,11 +129,19 @@ def joint_limit_shape(clm: ClosedLoopModel, q_nominal: np.ndarray, actuators: li
             J_m = clm.mapping_jacobian(q)
             A = J_m[np.ix_(sel, idx)]
             th = q[clm.idx_q_a]
-            res = lsq_linear(A, step * d, bounds=(lo - th[idx] - 1e-12, hi - th[idx] + 1e-12))
-            if np.linalg.norm(A @ res.x) < 1e-5:
+            G, g_lo, g_hi = np.zeros((0, len(idx))), np.zeros(0), np.zeros(0)
+            if limits is not None:
+                G = J_m[np.ix_(limits.row_u, idx)]
+                moved = np.any(np.abs(G) > 1e-12, axis=1)
+                theta_u = q[limits.idx_q[moved]]
+                G = G[moved]
+                g_lo = np.minimum(limits.lower[moved] - theta_u, 0.0)  # past the margin: no further out
+                g_hi = np.maximum(limits.upper[moved] - theta_u, 0.0)
+            x = _ik_step(A, step * d, (lo - th[idx] - 1e-12, hi - th[idx] + 1e-12), G, g_lo, g_hi)
+            if np.linalg.norm(A @ x) < 1e-5:
                 break
             theta = th.copy()
-            theta[idx] = np.clip(th[idx] + res.x, lo, hi)
+            theta[idx] = np.clip(th[idx] + x, lo, hi)
             try:
                 q, _ = clm.closure_fk(theta, q, max_iter=60)
             except ClosureFkError:

@@ -67,7 +67,8 @@ def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out:
     ax.set_title(f"{leg.side} leg: {sing['samples']} configurations of the actuator box")
     save(fig, "singularity_condition_numbers.png", "Condition number of J_l,u over the actuator box")
 
-    # 2. joint-limit shapes (hip, ankle) by the QP IK of eq. (IV)
+    # 2. joint-limit shapes (hip, ankle) by the QP IK of eq. (IV): actuator strokes and the passive
+    # joints' URDF limits
     shapes = {}
     for name, acts, outs in (("hip", leg.actuators["hip_pitch_roll"], leg.hip_outputs),
                              ("ankle", leg.actuators["ankle"], leg.ankle_outputs)):

@@ -60,7 +60,6 @@ from kangaroo_wbc.control.tasks import (
 )
 from kangaroo_wbc.errors import FrameNotFound, InputError, NoSolutionFound, suggest
 from kangaroo_wbc.model import ClosedLoopModel
-from kangaroo_wbc.model.closed_loop_model import PASSIVE_LIMIT_MARGIN
 from kangaroo_wbc.model.compiled import compiled
 from kangaroo_wbc.model.projected_model import ProjectedModel
 
@@ -129,7 +128,7 @@ class WbcSettings:
     #: [rad] kept inside each URDF limit, the rows (joints constrained at once; 0: none) and the
     #: distance [rad/s²] of the last solution to a joint's acceleration bound below which it gets a
     #: row; horizon: the stroke limits'
-    passive_limit_margin_rad: float = PASSIVE_LIMIT_MARGIN
+    passive_limit_margin_rad: float = 0.02
     passive_limit_rows: int = 6
     passive_limit_activation_rad_s2: float = 50.0
     compute_lambda: bool = False

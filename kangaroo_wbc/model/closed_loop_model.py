@@ -214,10 +214,6 @@ class KernelTables(NamedTuple):
     universal: tuple[np.ndarray, np.ndarray]
 
 
-#: Default margin [rad or m] kept between a passive joint and its URDF limit by the users of
-#: :meth:`ClosedLoopModel.passive_joint_limits` (the whole-body controller, the QP IK of eq. (IV)).
-PASSIVE_LIMIT_MARGIN = 0.02
-
 #: A position limit at or beyond this magnitude counts as absent (URDF/MJCF importers' "unbounded").
 UNBOUNDED_LIMIT = 1e10
 
@@ -781,7 +777,7 @@ class ClosedLoopModel:
         return KernelTables(self._frame_ids, self._slot_a, self._slot_u, self._signed_mask, self._flat_rows,
                             self._rot_idx, (self._uj_idx, self._uj_ijk))
 
-    def passive_joint_limits(self, margin: float | np.ndarray = PASSIVE_LIMIT_MARGIN) -> PassiveLimits:
+    def passive_joint_limits(self, margin: float | np.ndarray = 0.0) -> PassiveLimits:
         """The passive 1-DOF joints with a finite position limit, their limits moved inwards by ``margin``
         [rad or m] (a scalar or one value per passive joint of :attr:`passive_joint_names`), read from
         the model's ``lowerPositionLimit``/``upperPositionLimit`` and ``velocityLimit`` (the URDF's
