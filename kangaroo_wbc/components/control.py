@@ -387,6 +387,11 @@ class WholeBodyControl(Component):
                   "iterations_max": st.iterations_max, **self._step_timing(),
                   "latched": bool(last.latched) if last else False,
                   "contacts": "measured" if self._wrenches_fresh else "planned"}
+        active_limits = getattr(sv.controller, "active_limits", None)  # the full QP's (the reduced has none)
+        if active_limits is not None:  # the stroke and passive-joint limits binding the last solution
+            binding = [f"{n} ({kind.removesuffix('_limits').replace('_', ' ')})"
+                       for kind, names in active_limits().items() for n in names]
+            values["active_limits"] = ", ".join(binding) or "none"
         behaviour = sv.behaviour
         if hasattr(behaviour, "velocity_command"):  # a walk: the command in use and the gait phase
             values.update(cmd_vel=behaviour.velocity_command.round(3).tolist(), gait_phase=behaviour.phase,

@@ -218,3 +218,24 @@ def test_velocity_command_reaches_the_walk_and_stops_it_when_stale(standing):
     c.set_velocity_command(0.2, 0.0, 0.0, 1.3)
     c.step(1.3, q, v, 0.0)
     assert [e.level for e in c.drain_events() if e.key == "cmd_vel"] == [Level.OK]
+
+
+def test_the_wbc_status_names_the_binding_limits(standing):
+    """The ``wbc`` status carries the limits binding the last solution, as the controller names
+    them: none while every stroke is mid-range; a stroke end placed where an actuator stands binds
+    and is named."""
+    from kangaroo_wbc.control.wbc import ActuatorLimits
+
+    clm, q, v = standing
+    c = _control(clm, ready_ticks=1)
+    c.step(0.0, q, v, 0.0)
+    assert c.statuses()[0].values["active_limits"] == "none"
+    limits = ActuatorLimits.from_model(clm)
+    name = "left_leg_length_actuator"
+    k = clm.actuated_joint_names.index(name)
+    limits.position_max[k] = q[clm.model.joints[clm.model.getJointId(name)].idx_q]  # at its end now
+    wbc = WholeBodyController(clm, contact_specs(clm), WbcSettings(base_frame="base_link"), limits)
+    c = WholeBodyControl(WbcSupervisor(wbc), ControlSettings(ready_ticks=1))
+    c.step(0.0, q, v, 0.0)
+    assert f"{name} upper" in wbc.active_limits()["actuator_stroke_limits"]
+    assert f"{name} upper (actuator stroke)" in c.statuses()[0].values["active_limits"]
