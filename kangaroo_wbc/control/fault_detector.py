@@ -55,6 +55,10 @@ class FaultDetectorSettings:
     window_s: float = 0.1  # disagreement without a break this long [s] is a fault
     force_tolerance_n: float = 20.0  # force residual allowed at zero command [N]
     force_tolerance_ratio: float = 0.2  # ... plus this fraction of the commanded force [-]
+    #: the torque sensor reads what the drive's firmware applies (efficiency switch and friction
+    #: feed-forward: a real drive, the simulated drives); False: eq. (47) alone (ideal actuators,
+    #: whose sensor reads eq. (47)'s inverse: the feed-forward would be a residual of 20-35 N)
+    drive_model: bool = True
 
     def __post_init__(self) -> None:
         w, f, r = self.window_s, self.force_tolerance_n, self.force_tolerance_ratio
@@ -119,7 +123,8 @@ class ActuatorFaultDetector:
             watched: actuators that gather evidence (driven, their commands reaching them).
         """
         s = self.settings
-        expected = self.screws.torque_from_force(force_cmd_n, velocity_m_s)
+        expected = self.screws.torque_from_force(force_cmd_n, velocity_m_s, switch=s.drive_model,
+                                                 friction=s.drive_model)
         np.multiply(self._gain, np.abs(np.asarray(motor_torque_nm, dtype=float) - expected), out=self.residual_n)
         np.multiply(np.abs(force_cmd_n), s.force_tolerance_ratio, out=self.tolerance_n)
         self.tolerance_n += s.force_tolerance_n

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pinocchio as pin
@@ -141,7 +141,10 @@ class ClosedLoopRun:
                                               settings=ContactWrenchSettings(sole_frames=tuple(self.soles)),
                                               compensation=compensation)
         self.wbc = WholeBodyController(clm, contact_specs(clm), wbc_settings or WbcSettings(base_frame="base_link"))
-        control_settings = ControlSettings(**{**cfg.control.__dict__, "sole_frames": tuple(self.soles)})
+        # the detector expects what the torque sensor reads: the drive firmware's model, or eq. (47) alone
+        detector = replace(cfg.control.fault_detector, drive_model=not self.sim.ideal_actuators)
+        control_settings = ControlSettings(**{**cfg.control.__dict__, "sole_frames": tuple(self.soles),
+                                              "fault_detector": detector})
         self.control = WholeBodyControl(WbcSupervisor(self.wbc), control_settings)
         behaviour = BEHAVIOUR_ALIASES.get(cfg.behaviour, cfg.behaviour)
         self.control.select(behaviour, **cfg.behaviour_options)

@@ -40,6 +40,7 @@ from kangaroo_wbc.components.control import ControlSettings, WholeBodyControl
 from kangaroo_wbc.components.samples import ActuatorCommand, ActuatorSample, EncoderSample, NameMap
 from kangaroo_wbc.components.simulated_robot import SimulatedRobot, SimulatedRobotConfig
 from kangaroo_wbc.components.state_estimation import StateEstimation, StateEstimationConfig
+from kangaroo_wbc.control.fault_detector import FaultDetectorSettings
 from kangaroo_wbc.control.rig import FIXTURE, rig_controller
 from kangaroo_wbc.control.supervisor import WbcSupervisor
 from kangaroo_wbc.errors import InputError
@@ -103,10 +104,11 @@ class RigRun:
         supervisor = WbcSupervisor(self.wbc)
         supervisor.select("rig", **options)
         # the fault detector's evidence is the drive firmware's torque for a force (friction feed-forward
-        # included); ideal actuators have no firmware: their torque sensor reads eq. (47)'s inverse, and
-        # with 1 s turns the detector took the leg-length actuator for a failed driver (33 N off 50 N)
-        control_settings = ControlSettings(sole_frames=soles, behaviour_delay_s=0.0,
-                                           fault_detection=not self.sim.ideal_actuators)
+        # included); ideal actuators have no firmware: their torque sensor reads eq. (47)'s inverse (with
+        # the drive model, 1 s turns made the leg-length actuator look like a failed driver: 33 N off 50 N)
+        control_settings = ControlSettings(
+            sole_frames=soles, behaviour_delay_s=0.0,
+            fault_detector=FaultDetectorSettings(drive_model=not self.sim.ideal_actuators))
         self.control = WholeBodyControl(supervisor, control_settings)
         self.control.select("rig", **options)
         self.log = TickLog()

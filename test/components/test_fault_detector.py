@@ -151,3 +151,23 @@ def test_an_unknown_actuator_is_an_input_error(kangaroo):
     clm, _ = kangaroo
     with pytest.raises(InputError, match="left_ankle_inner_actuator"):
         _control(clm).set_actuator_mode("left_ankle", "locked")
+
+
+def test_ideal_actuators_are_judged_by_eq_47_alone(kangaroo):
+    """Ideal actuators' torque sensor reads eq. (47)'s inverse (no firmware feed-forward): judged
+    with the drive model, moving healthy screws leave a residual of the size of the feed-forward;
+    with ``drive_model=False`` the residual is zero and nothing is found."""
+    clm, screws = kangaroo
+    n = len(clm.actuated_joint_names)
+    force, velocity = np.full(n, 50.0), np.full(n, 0.05)
+    ideal = screws.torque_from_force(force, velocity, switch=False, friction=False)
+    residual = {}
+    for drive_model in (True, False):
+        d = ActuatorFaultDetector(screws, FaultDetectorSettings(drive_model=drive_model))
+        for k in range(200):
+            d.update(k * DT, force, ideal, velocity, np.ones(n, dtype=bool))
+        residual[drive_model] = d.residual_n.copy()
+        if not drive_model:
+            assert not d.found.any()
+    assert residual[False].max() < 1e-9
+    assert residual[True].min() > 5.0  # the feed-forward the ideal sensor does not read
