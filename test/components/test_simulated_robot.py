@@ -167,3 +167,18 @@ def test_nan_never_reaches_mujoco(robot, monkeypatch):
     assert applied and all(np.all(np.isfinite(f)) for f in applied)
     assert np.all(np.isfinite(robot.sim.data.ctrl)) and np.all(np.isfinite(robot.sim.data.qpos))
     assert robot.counts["valid"] == 0 and robot.mode == "hold"
+
+
+@pytest.mark.parametrize(("faults", "match"), [
+    (("seize:left_ankle_inner_actuator@1",), "expected MODE:ACTUATOR@T"),
+    (("lock:left_ankle_inner_actuator@-1",), "expected MODE:ACTUATOR@T"),
+    (("lock:left_ankle_inner_actuatr@1",), "unknown actuator 'left_ankle_inner_actuatr'"),
+])
+def test_a_malformed_fault_schedule_is_an_input_error_naming_it(robot, faults, match):
+    """Unit: the ``faults`` schedule (the sim node's parameter) is checked when set: a bad mode, a
+    negative time or an unknown actuator is an InputError naming it; the running schedule stays."""
+    from kangaroo_wbc.errors import InputError
+
+    with pytest.raises(InputError, match=match):
+        robot.config = SimulatedRobotConfig(**{**robot.config.__dict__, "faults": faults})
+    assert robot.config.faults == ()
