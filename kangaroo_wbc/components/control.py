@@ -387,7 +387,7 @@ class WholeBodyControl(Component):
                   "iterations_max": st.iterations_max, **self._step_timing(),
                   "latched": bool(last.latched) if last else False,
                   "contacts": "measured" if self._wrenches_fresh else "planned"}
-        active_limits = getattr(sv.controller, "active_limits", None)  # the full QP's (the reduced has none)
+        active_limits = getattr(sv.controller, "active_limits", None)  # both formulations name them
         if active_limits is not None:  # the stroke and passive-joint limits binding the last solution
             binding = [f"{n} ({kind.removesuffix('_limits').replace('_', ' ')})"
                        for kind, names in active_limits().items() for n in names]

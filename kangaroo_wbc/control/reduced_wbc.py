@@ -32,6 +32,16 @@ eq. (29)/(69) with the assembled ``nu_dot`` and ``f``.
 
 ``J̇_G θ̇_uc`` is the backward difference of ``J_G`` over the last tick (first tick: zero).
 
+**Limits and actuator modes** are the full controller's, split by chain: the stroke damper
+(:attr:`WholeBodyController.stroke_limits`, a locked actuator's zero box) bounds the ``cc``
+accelerations in LQP 1 and the ``uc`` ones in LQP 2; the force bounds in effect
+(:attr:`WholeBodyController.force_bounds`: a limp actuator's are 0) bound eq. (14)'s ``cc`` rows in
+LQP 1 and eq. (69)'s ``uc`` rows in LQP 2; each passive-joint limit row ``lo <= T_u nu_dot <= hi``
+(:class:`~kangaroo_wbc.control.constraints.PassiveJointLimits`, eq. (7)/(10): a passive joint moves
+with its own leg's actuators only) goes to the QP that owns its leg — LQP 1 over ``[v_base, cc]``
+for a stance leg, LQP 2 over ``uc`` (the ``vc ∪ cc`` part of ``nu_dot`` then known) for a swing leg.
+:meth:`ReducedWholeBodyController.active_limits` names the limits binding the assembled ``nu_dot``.
+
 With Kangaroo's 6-actuator legs ``n_uc = 6``: ``J_r`` is square, the reduction is an exact change of
 coordinates (no fewer variables: 6 + 6 + 6 + forces, as the full QP) and ``N_r = 0``. Setting
 ``swing_task_in_lqp1`` (the default in that case) then places the swing-sole task in LQP 1
@@ -109,6 +119,14 @@ class ReducedWholeBodyController:
         self._lqp1: dict[tuple[str, ...], tuple[DecisionLayout, tuple, OsqpSolver]] = {}
         self._lqp2: dict[tuple[str, ...], OsqpSolver] = {}
         self._J_G_prev: dict[tuple[str, ...], np.ndarray] = {}
+        # the passive-joint limit rows of a reduced tick (full layout's width: the constraint's
+        # `active` then reads them against the assembled solution), their bounds, and the stroke box
+        L, n_s = self.layout, self.full.passive_limits.n_slots
+        self._P = np.zeros((n_s, L.n))
+        self._P_lo, self._P_hi = np.full(n_s, -np.inf), np.full(n_s, np.inf)
+        self._box_lo, self._box_hi = np.full(L.n, -np.inf), np.full(L.n, np.inf)
+        #: the last reduced tick's ``nu_dot`` in the full layout (None: the last tick was the full QP's)
+        self._x_reduced: np.ndarray | None = None
 
     # ------------------------------------------------------------------ chains
     def _find_chains(self, q_nominal: np.ndarray | None) -> dict[str, tuple[np.ndarray, list[int]]]:
@@ -146,11 +164,22 @@ class ReducedWholeBodyController:
         active = full.active_contacts if active_contacts is None else tuple(active_contacts)
         swing = tuple(c.name for c in full.contacts if c.name not in active)
         if not swing:
+            self._x_reduced = None
             return full.step(q, v, active, references, stamp_s)
         return self._reduced_step(q, v, active, swing, references, stamp_s)
 
+    def set_actuator_mode(self, name: str, mode: str) -> None:
+        """The full controller's (:meth:`WholeBodyController.set_actuator_mode`): both QPs read its
+        stroke box and force bounds every tick."""
+        self.full.set_actuator_mode(name, mode)
+
+    def active_limits(self) -> dict[str, list[str]]:
+        """The stroke and passive-joint limits binding the last tick's solution
+        (:meth:`WholeBodyController.active_limits`; a reduced tick's assembled ``nu_dot``)."""
+        return self.full.active_limits(self._x_reduced)
+
     def _reduced_step(self, q, v, active, swing, references, stamp_s) -> WbcOutput:
-        full, pm, clm, L = self.full, self.pm, self.clm, self.layout
+        full, pm, L = self.full, self.pm, self.layout
         t0 = time.perf_counter()
         full.update_model(q, v)
         nu = pm.nu
@@ -211,9 +240,16 @@ class ReducedWholeBodyController:
         swing_in_lqp1 = self.reduced.swing_task_in_lqp1
         if swing_in_lqp1 is None:
             swing_in_lqp1 = n_uc == 6
-        stroke = full.boxes[1].bounds(pm.q[clm.idx_q_a], pm.nu[n_b:])  # theta_ddot_a bounds
+        box_lo, box_hi = self._box_lo, self._box_hi
+        full.stroke_limits.fill(None, box_lo, box_hi, pm, terms_full)  # theta_ddot_a bounds
+        stroke = (box_lo[n_b:n_b + n_a], box_hi[n_b:n_b + n_a])
+        P, P_lo, P_hi = self._P, self._P_lo, self._P_hi
+        plim = full.passive_limits
+        if plim.n_slots:
+            plim.fill(P, P_lo, P_hi, pm, terms_full)
+        on_uc = np.abs(P[:, cols_uc]).max(axis=1, initial=0.0) > 0.0  # the swing legs' rows
         p1, L1, solver1 = self._lqp1_problem(swing, n_r, n_cc, cc, M_r, h_r, terms_r, J_bar, Jdot_r_v, stroke,
-                                             swing_in_lqp1)
+                                             swing_in_lqp1, P[:, cols_vc_cc], ~on_uc)
         sol1 = solver1.solve(p1)
         x1 = sol1.x
         q_ddot_r = x1[:n_r]
@@ -225,9 +261,13 @@ class ReducedWholeBodyController:
         nu_dot[cols_vc_cc] = q_ddot_r[:n_b + n_cc]
         x_G = q_ddot_r[n_b + n_cc:]
         p2, solver2 = self._lqp2_problem(swing, uc, cols_uc, nu_dot, x_G, J_G, Jdot_G_v, terms_full, forces, stroke,
-                                         swing_in_lqp1)
+                                         swing_in_lqp1, P[:, cols_uc], on_uc, P[:, cols_vc_cc] @ nu_dot[cols_vc_cc])
         sol2 = solver2.solve(p2)
         nu_dot[cols_uc] = sol2.x
+        x = np.zeros(L.n)
+        x[:n_nu] = nu_dot
+        plim.observe(x)
+        self._x_reduced = x
         full.plan_com(stamp_s, nu_dot)
         t3 = time.perf_counter()
         # --- eq. (29)/(69) with the assembled accelerations and forces.
@@ -251,7 +291,9 @@ class ReducedWholeBodyController:
         return out
 
     # ------------------------------------------------------------------ LQP 1
-    def _lqp1_problem(self, swing, n_r, n_cc, cc, M_r, h_r, terms_r, J_bar, Jdot_r_v, stroke, swing_in_lqp1):
+    def _lqp1_problem(self, swing, n_r, n_cc, cc, M_r, h_r, terms_r, J_bar, Jdot_r_v, stroke, swing_in_lqp1,
+                      P, mine):
+        """LQP 1; ``P`` (slots × ``vc ∪ cc``) the passive-limit rows, ``mine`` the stance legs' slots."""
         full, pm, s = self.full, self.pm, self.settings
         if swing not in self._lqp1:
             L1 = DecisionLayout(pm.n_b, n_r - pm.n_b, full.contacts)
@@ -281,19 +323,24 @@ class ReducedWholeBodyController:
         b = np.zeros(m_eq)
         dyn.fill(A[:dyn.n_rows()], b[:dyn.n_rows()], b[:dyn.n_rows()], view, terms_r)
         stat.fill(A[dyn.n_rows():], b[dyn.n_rows():], None, view, terms_r)
-        m_c = cones.n_rows()
-        G = np.zeros((m_c + n_cc, n))
-        lo, hi = np.full(m_c + n_cc, -np.inf), np.full(m_c + n_cc, np.inf)
+        m_c, n_s = cones.n_rows(), P.shape[0]
+        G = np.zeros((m_c + n_cc + n_s, n))
+        lo, hi = np.full(m_c + n_cc + n_s, -np.inf), np.full(m_c + n_cc + n_s, np.inf)
         cones.fill(G[:m_c], lo[:m_c], hi[:m_c], view, terms_r)
+        r_p = slice(m_c + n_cc, m_c + n_cc + n_s)  # passive-joint limits of the stance legs
+        G[r_p, :P.shape[1]] = P * mine[:, None]
+        lo[r_p] = np.where(mine, self._P_lo, -np.inf)
+        hi[r_p] = np.where(mine, self._P_hi, np.inf)
         # cc actuator forces from the cc rows of the reduced dynamics (14).
         r_cc = slice(pm.n_b, pm.n_b + n_cc)
-        G[m_c:, :n_r] = M_r[r_cc]
+        r_f = slice(m_c, m_c + n_cc)
+        G[r_f, :n_r] = M_r[r_cc]
         for cs in full.contacts:
             t = terms_r[cs.name]
-            G[m_c:, L1.force_slice(cs.name)] = -(t.J[:, r_cc].T @ t.W)
-        lim = full.limits
-        lo[m_c:] = lim.force_min[cc] - h_r[r_cc]
-        hi[m_c:] = lim.force_max[cc] - h_r[r_cc]
+            G[r_f, L1.force_slice(cs.name)] = -(t.J[:, r_cc].T @ t.W)
+        force_min, force_max = full.force_bounds
+        lo[r_f] = force_min[cc] - h_r[r_cc]
+        hi[r_f] = force_max[cc] - h_r[r_cc]
         lb, ub = np.full(n, -np.inf), np.full(n, np.inf)
         fbox.fill(None, lb, ub, view, terms_r)
         lb[r_cc], ub[r_cc] = stroke[0][cc], stroke[1][cc]
@@ -301,7 +348,9 @@ class ReducedWholeBodyController:
 
     # ------------------------------------------------------------------ LQP 2
     def _lqp2_problem(self, swing, uc, cols_uc, nu_dot, x_G, J_G, Jdot_G_v, terms_full, forces, stroke,
-                      swing_in_lqp1):
+                      swing_in_lqp1, P, mine, P_known):
+        """LQP 2; ``P`` (slots × ``uc``) the passive-limit rows, ``mine`` the swing legs' slots,
+        ``P_known`` their ``vc ∪ cc`` part times LQP 1's accelerations."""
         full, pm, s = self.full, self.pm, self.settings
         if swing not in self._lqp2:
             self._lqp2[swing] = make_solver(s.qp_solver, s.osqp)
@@ -321,13 +370,15 @@ class ReducedWholeBodyController:
         _accumulate(H, c, np.eye(n), rp[uc], k * full.posture_task.weight[uc])
         # uc actuator forces, eq. (69) rows (the stance contacts do not load the swing chain).
         a_uc = pm.n_b + uc
-        G = pm.M_p[np.ix_(a_uc, cols_uc)]
         rest = pm.M_p[a_uc] @ nu_dot + pm.h_p[a_uc]
         for cs in full.contacts:
             t = terms_full[cs.name]
             rest = rest - t.J[:, a_uc].T @ (t.W @ forces[cs.name])
-        lim = full.limits
-        lo, hi = lim.force_min[uc] - rest, lim.force_max[uc] - rest
+        force_min, force_max = full.force_bounds
+        # rows: the uc actuator forces, then the swing legs' passive-joint limits
+        G = np.vstack([pm.M_p[np.ix_(a_uc, cols_uc)], P * mine[:, None]])
+        lo = np.concatenate([force_min[uc] - rest, np.where(mine, self._P_lo - P_known, -np.inf)])
+        hi = np.concatenate([force_max[uc] - rest, np.where(mine, self._P_hi - P_known, np.inf)])
         return QpProblem(H=H, c=c, G=G, h=hi, h_lower=lo, lb=stroke[0][uc], ub=stroke[1][uc]), self._lqp2[swing]
 
 

@@ -357,11 +357,25 @@ class WholeBodyController:
         s = self.settings
         self.posture_task.weight[:] = s.posture_weight if self.all_driven else s.posture_weight_degraded
 
-    def active_limits(self) -> dict[str, list[str]]:
-        """The limits binding the last solution, ``"<joint> lower|upper"`` by constraint name
-        (``actuator_stroke_limits``, ``passive_joint_limits``): the joint brakes toward, or rests at,
-        that limit (its margin included); empty lists before the first step."""
-        x = None if self.last_output is None else self.last_output.qp.x
+    @property
+    def stroke_limits(self) -> ActuatorStrokeLimits:
+        """The actuator stroke limits (their damper on ``theta_ddot_a``, a locked actuator's zero box)."""
+        return self._stroke_limits
+
+    @property
+    def force_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The actuator force bounds in effect [N]: :attr:`limits` with the actuator modes applied
+        (:meth:`set_actuator_mode`: a limp actuator's are 0, a locked one's unbounded)."""
+        return self._force_limits.force_min, self._force_limits.force_max
+
+    def active_limits(self, x: np.ndarray | None = None) -> dict[str, list[str]]:
+        """The limits binding ``x`` (default: the last solution), ``"<joint> lower|upper"`` by
+        constraint name (``actuator_stroke_limits``, ``passive_joint_limits``): the joint brakes
+        toward, or rests at, that limit (its margin included); empty lists before the first step.
+        ``x`` is in this controller's decision layout and solves the rows the constraints last wrote
+        (the reduced controller writes them for its assembled ``nu_dot``)."""
+        if x is None:
+            x = None if self.last_output is None else self.last_output.qp.x
         names = self.clm.actuated_joint_names
         stroke = [] if x is None else [f"{names[i]} {side}" for i, side in self._stroke_limits.active(x)]
         passive = [] if x is None else [f"{n} {side}" for n, side in self.passive_limits.active(x)]

@@ -74,3 +74,26 @@ def test_double_support_is_the_full_controller(digit_fb):
     assert "lqp2" not in out.timing  # one QP: the full controller's
     full = red.full
     np.testing.assert_allclose(out.tau_a, full.last_output.tau_a)
+
+
+def test_actuator_modes_reach_both_qps(digit_fb):
+    """A limp actuator (:meth:`WholeBodyController.set_actuator_mode`) gives no force whether it is
+    in the stance chain (LQP 1's eq. (14) rows) or the swing chain (LQP 2's eq. (69) rows); a locked
+    one keeps its acceleration at 0 (the stroke box both QPs read)."""
+    clm = digit_fb
+    red = _reduced(clm)
+    stance, swing = red._chains["right"][0], red._chains["left"][0]
+    names = clm.actuated_joint_names
+    limp = (names[stance[1]], names[swing[2]])
+    locked = names[swing[0]]
+    for n in limp:
+        red.set_actuator_mode(n, "limp")
+    red.set_actuator_mode(locked, "locked")
+    q, nu, v = random_state(clm, 7, speed=0.0)
+    red.step(q, v, active_contacts=("right",))
+    out = red.step(q, v, active_contacts=("right",))
+    assert_kkt(out.qp)
+    for n in limp:
+        assert abs(out.tau_a[names.index(n)]) < 1e-6
+    assert abs(out.nu_dot[red.pm.n_b + names.index(locked)]) < 1e-6
+    assert red.active_limits()["passive_joint_limits"] == []
