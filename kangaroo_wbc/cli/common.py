@@ -236,15 +236,16 @@ def fault_spec(text: str) -> tuple[str, str, float]:
 def payload_spec(text: str) -> tuple[float, str, float]:
     """``MASS[kg]@LINK@TIME[s]`` (e.g. ``6kg@torso@4``): a point mass attached at the centre of mass of
     ``LINK`` (``torso``: the base link; a negative mass removes one) ``TIME`` [s] after the behaviour
-    starts; ``|MASS| <= 100``."""
-    match = re.fullmatch(r"\s*([-+]?\d+(?:\.\d*)?)\s*(?:kg)?\s*@\s*([A-Za-z0-9_]+)\s*@\s*(\d+(?:\.\d*)?)\s*s?\s*",
-                         text)
-    if match is None:
-        raise argparse.ArgumentTypeError(f"expected MASS@LINK@TIME such as 6kg@torso@4, got {text!r}")
-    mass = float(match.group(1))
-    if not 0.0 < abs(mass) <= 100.0:
-        raise argparse.ArgumentTypeError(f"payload mass {mass} kg: a non-zero mass of at most 100 kg")
-    return mass, match.group(2), float(match.group(3))
+    starts; ``|MASS| <= 100``; the simulator's format
+    (:func:`~kangaroo_wbc.components.simulated_robot.parse_payload`). The link is checked against
+    the model when the run is built."""
+    from kangaroo_wbc.components.simulated_robot import parse_payload
+    from kangaroo_wbc.errors import InputError
+
+    try:
+        return parse_payload(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"payload {text!r}: ")) from None
 
 
 def add_behaviour_option(parser: argparse.ArgumentParser, default: str = "stand") -> None:

@@ -50,8 +50,7 @@ _GRAPH = ("separate", "composed")
 _ONLY = (("sim_mode", "--sim-mode", _GRAPH), ("drop_ratio", "--drop-ratio", _GRAPH),
          ("startup_timeout", "--startup-timeout", _GRAPH), ("pipelined", "--pipelined", ("one",)),
          ("bag_decimation", "--bag-decimation", ("one",)), ("ideal_actuators", "--ideal-actuators", ("one",)),
-         ("push", "--push", ("one",)),
-         ("payload", "--payload", ("one",)))
+         ("push", "--push", ("one",)))
 #: the walk's command when --cmd-vel is not given [m/s, m/s, rad/s]
 DEFAULT_CMD_VEL = (0.3, 0.0, 0.0)
 
@@ -82,6 +81,15 @@ def _validate_rig(args: argparse.Namespace) -> None:
     for dest, flag, absent in _NOT_ON_RIG:
         if getattr(args, dest, absent) not in (absent, None):
             raise UsageError(f"kangaroo-wbc demo: error: {flag} does not apply to --rig")
+
+
+def _link_names() -> list[str]:
+    """The links of the Kangaroo's URDF (read as XML: no model is built before the run)."""
+    import xml.etree.ElementTree as ET
+
+    from kangaroo_wbc.robots.kangaroo.files import kangaroo_files
+
+    return [str(e.get("name")) for e in ET.parse(str(kangaroo_files()[0])).getroot().findall("link")]
 
 
 def _writes(args: argparse.Namespace) -> bool:
@@ -116,6 +124,15 @@ def _validate_demo(args: argparse.Namespace) -> None:
             if name not in names:
                 raise UsageError(f"kangaroo-wbc demo: error: --fault: unknown actuator {name!r}."
                                  + suggest(name, names))
+    if getattr(args, "payload", None):
+        from kangaroo_wbc.components.simulated_robot import payload_link
+        from kangaroo_wbc.errors import suggest
+
+        links = _link_names()
+        for _, name, _ in args.payload:
+            if payload_link(name) not in links:
+                raise UsageError(f"kangaroo-wbc demo: error: --payload: unknown link {name!r} (torso: base_link)."
+                                 + suggest(name, links))
     if _writes(args):
         prepare_output_folder(args.out, args.force)
 
@@ -157,7 +174,7 @@ def _demo_graph(args: argparse.Namespace) -> int:
                                 progress=Progress.from_args(args), stop=stop,
                                 log_dir=None if out is None else out / "logs",
                                 controller_params={k: list(v) for k, v in _behaviour_options(args).items()},
-                                faults=tuple(args.fault or ()))
+                                faults=tuple(args.fault or ()), payloads=tuple(args.payload or ()))
         except GraphStartError as exc:
             fail(f"kangaroo-wbc demo: error: {exc}", args.json)
             return stop.exit_code or 1
@@ -252,9 +269,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the sim node's faults parameter, then the controller's locked_actuators/limp_actuators "
                         "parameters as an operator would set them (docs/morphology.md)")
     p.add_argument("--payload", type=payload_spec, action="append", default=None, metavar="MASS@LINK@T",
-                   help="one: attach a point mass at LINK's centre of mass T [s] after the behaviour starts "
-                        "(torso: the base link; negative: remove), e.g. 6kg@torso@4; repeatable "
-                        "(docs/morphology.md)")
+                   help="attach a point mass at LINK's centre of mass T [s] after the behaviour starts "
+                        "(torso: the base link; negative: remove), e.g. 6kg@torso@4; repeatable; separate/composed: "
+                        "the sim node's payloads parameter, then the controller's payloads parameter as an "
+                        "operator would set it (docs/morphology.md)")
     p.add_argument("--rig", type=rig_name, default=None, metavar="NAME",
                    help="a test bench instead of the free robot: one_leg (one leg, the pelvis clamped, a force "
                         "plate under the foot: the sole circles in the air, then presses the plate with 200 N; "

@@ -29,9 +29,10 @@ and behaves like the robot and its driver at boot:
 6. **Faults and payloads** (``docs/morphology.md``). :meth:`set_actuator_mode` welds (``locked``) or
    disables (``limp``) an actuator, :meth:`add_payload` attaches a mass, from the next step on
    (:class:`~kangaroo_wbc.sim.ClosedChainSim`). ``faults`` in the configuration schedules actuator
-   faults ``MODE:ACTUATOR@T`` (:func:`parse_fault`) at ``T`` seconds of simulated time after the
-   crane's release: the simulator changes the robot, and tells nobody (the controller learns it
-   from its operator or its fault detector, as on the robot).
+   faults ``MODE:ACTUATOR@T`` (:func:`parse_fault`) and ``payloads`` attaches masses
+   ``MASS@LINK@T`` (:func:`parse_payload`) at ``T`` seconds of simulated time after the crane's
+   release: the simulator changes the robot, and tells nobody (the controller learns it from its
+   operator or its fault detector, as on the robot).
 
 Threads: :meth:`submit`, :meth:`reject` and :meth:`set_controller_ready` may be called from another
 thread than :meth:`step` / :meth:`samples` (the ROS executor vs the simulation loop); the rest
@@ -70,6 +71,11 @@ STATUS_LATENCY_WINDOW = 10_000
 CLOSURE_SAMPLE_TICKS = 250
 #: Fault modes of :func:`parse_fault`: the text's word → the simulator's actuator mode.
 FAULT_MODES = {"lock": "locked", "locked": "locked", "limp": "limp", "active": "active"}
+#: Link names a payload may use for the Kangaroo's: its lower body carries the torso (and the torso
+#: cage) on ``base_link``.
+LINK_ALIASES = {"torso": "base_link"}
+#: The largest payload mass [kg] of :func:`parse_payload` (either sign).
+MAX_PAYLOAD_KG = 100.0
 
 
 def parse_fault(text: str) -> tuple[str, str, float]:
@@ -84,6 +90,30 @@ def parse_fault(text: str) -> tuple[str, str, float]:
         raise InputError(f"fault {text!r}: expected MODE:ACTUATOR@T with MODE one of {sorted(FAULT_MODES)} and "
                          "T seconds after the crane's release, e.g. lock:left_ankle_inner_actuator@3")
     return FAULT_MODES[match.group(1)], match.group(2), float(match.group(3))
+
+
+def parse_payload(text: str) -> tuple[float, str, float]:
+    """``MASS[kg]@LINK@T[s]`` → ``(mass [kg], link, T [s])`` (e.g. ``6kg@torso@4``): a point mass
+    attached at the centre of mass of ``LINK`` (a negative mass removes one), ``0 < |MASS| <=``
+    :data:`MAX_PAYLOAD_KG`, ``T >= 0``; ``LINK`` as written (:func:`payload_link` resolves
+    ``torso``); whether the link exists is checked by its user (robot or model).
+
+    Raises:
+        InputError: not of that form, or a mass out of range.
+    """
+    match = re.fullmatch(r"\s*([-+]?\d+(?:\.\d*)?)\s*(?:kg)?\s*@\s*([A-Za-z0-9_]+)\s*@\s*(\d+(?:\.\d*)?)\s*s?\s*",
+                         str(text))
+    if match is None:
+        raise InputError(f"payload {text!r}: expected MASS@LINK@TIME such as 6kg@torso@4")
+    mass = float(match.group(1))
+    if not 0.0 < abs(mass) <= MAX_PAYLOAD_KG:
+        raise InputError(f"payload {text!r}: mass {mass} kg; a non-zero mass of at most {MAX_PAYLOAD_KG:g} kg")
+    return mass, match.group(2), float(match.group(3))
+
+
+def payload_link(name: str) -> str:
+    """The link a payload's ``name`` means (:data:`LINK_ALIASES`: ``torso`` is ``base_link``)."""
+    return LINK_ALIASES.get(name, name)
 
 
 @dataclass
@@ -106,6 +136,8 @@ class SimulatedRobotConfig:
     latency_buffer: int = 120_000  # latencies kept (ring buffer)
     #: actuator faults ``MODE:ACTUATOR@T`` (:func:`parse_fault`), ``T`` [s] of simulated time after the release
     faults: tuple[str, ...] = ()
+    #: payloads ``MASS@LINK@T`` (:func:`parse_payload`), ``T`` [s] of simulated time after the release
+    payloads: tuple[str, ...] = ()
 
 
 @dataclass
@@ -167,7 +199,8 @@ class SimulatedRobot:
         """Run-time changes (watchdog, gains, delays, faults); the construction fields are ignored.
 
         Raises:
-            InputError: a fault that :func:`parse_fault` refuses or that names no actuator (nothing changes).
+            InputError: a fault or payload that :func:`parse_fault` or :func:`parse_payload` refuses, or
+                that names no actuator or body (nothing changes).
         """
         plan = self._plan_faults(cfg)
         old, self._config = self._config, cfg
@@ -175,16 +208,33 @@ class SimulatedRobot:
         if (old.pd_kp_n_per_m, old.pd_kd_n_s_per_m) != (cfg.pd_kp_n_per_m, cfg.pd_kd_n_s_per_m):
             self._make_pd()
 
-    def _plan_faults(self, cfg: SimulatedRobotConfig) -> list[tuple[float, str, str, str]]:
-        """The faults of ``cfg`` not applied yet, ``(T [s], mode, actuator, text)`` in time order."""
-        plan = []
+    def _plan_faults(self, cfg: SimulatedRobotConfig) -> list[tuple[float, str | float, str, str]]:
+        """The faults and payloads of ``cfg`` not applied yet, ``(T [s], mode or mass [kg], actuator or
+        body, text)`` in time order."""
+        plan: list[tuple[float, str | float, str, str]] = []
         for text in cfg.faults:
             mode, name, at = parse_fault(text)
             if name not in self.sim.actuator_names:
                 raise InputError(f"fault {text!r}: unknown actuator {name!r}." + suggest(name, self.sim.actuator_names))
             if text not in self._faults_applied:
                 plan.append((at, mode, name, text))
-        return sorted(plan)
+        bodies = self.body_names
+        for text in cfg.payloads:
+            mass, link, at = parse_payload(text)
+            link = payload_link(link)
+            if link not in bodies:
+                raise InputError(f"payload {text!r}: unknown link {link!r}." + suggest(link, bodies))
+            if text not in self._faults_applied:
+                plan.append((at, mass, link, text))
+        return sorted(plan, key=lambda f: f[0])
+
+    @property
+    def body_names(self) -> list[str]:
+        """The simulated robot's bodies (the links a payload may go on)."""
+        import mujoco
+
+        m = self.sim.model
+        return [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, i) for i in range(1, m.nbody)]
 
     def _make_pd(self) -> None:
         from kangaroo_wbc.sim import BaselinePd
@@ -285,13 +335,13 @@ class SimulatedRobot:
                                                      f"(robot {self.sim.total_mass_kg:.2f} kg)")]
 
     def _due_faults(self) -> list[Event]:
-        """Apply the scheduled faults whose time after the release has come."""
+        """Apply the scheduled faults and payloads whose time after the release has come."""
         plan, events = self._fault_plan, []
         start = self._released_at if self._released_at is not None else 0.0  # fixed base: from boot
         while plan and self.sim.time - start >= plan[0][0] - 1e-9:
-            _, mode, name, text = plan.pop(0)
+            _, what, name, text = plan.pop(0)
             self._faults_applied.add(text)
-            events += self.set_actuator_mode(name, mode)
+            events += self.set_actuator_mode(name, what) if isinstance(what, str) else self.add_payload(name, what)
         return events
 
     def ground_truth(self):

@@ -33,6 +33,16 @@ set``). The result lists each fault with the simulated time from the fault to th
 ``actuators/modes`` saying so (``modes_after_fault_s``: the operator's or the fault detector's word,
 whichever came first) and the final modes.
 
+Payloads (``payloads``: mass [kg], link, ``t`` [s] after the behaviour starts, as ``--payload``) go
+the same way: the simulator's ``payloads`` parameter attaches the mass, and once the simulator's
+stamps pass that time this runner sets the controller's ``payloads`` parameter (``LINK:MASS_KG``, the
+sum told so far per link); the result lists each payload with ``told_after_payload_s`` and
+``model_after_payload_s`` (to the controller's ``model/payloads`` saying so). ``fz_sum_over_mg`` is
+the estimated sole normal forces (``contact/<sole>/wrench``, sole frames, every 10th stamp) over
+the robot's weight with the payloads attached by then, from 0.3 s after the release, leaving out
+the second after each payload (as the one-process demo measures it); each payload's
+``fz_sum_over_mg_after`` from 1 s after it to the next one or the end.
+
 Children are supervised: each runs in a process group of its own (a terminal's Ctrl-C reaches this
 runner only, which stops the graph in order: the simulator first) and is started with
 ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` (Linux), so even a SIGKILL of the runner leaves no node behind
@@ -45,6 +55,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import math
 import os
 import signal
 import subprocess
@@ -115,13 +126,16 @@ def _behaviour_delay_s(controller: dict | None) -> float:
 
 
 def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int, controller: dict | None = None,
-            faults: Sequence[tuple[str, str, float]] = ()) -> dict:
+            faults: Sequence[tuple[str, str, float]] = (), payloads: Sequence[tuple[float, str, float]] = ()) -> dict:
     # the ground truth only feeds the fall detection here: 100 Hz (its contact wrenches cost most)
     sim = {"lockstep": lockstep, "realtime": True, "drop_ratio": float(drop_ratio), "seed": int(seed),
            "ground_truth_decimation": 10}
     if faults:  # the simulator counts from the crane's release (at ready), the faults from the behaviour's start
         delay = _behaviour_delay_s(controller)
         sim["faults"] = [f"{mode}:{name}@{at + delay:g}" for mode, name, at in faults]
+    if payloads:
+        delay = _behaviour_delay_s(controller)
+        sim["payloads"] = [f"{mass:g}kg@{link}@{at + delay:g}" for mass, link, at in payloads]
     # a numeric list is a double array to rcl only if every item is a float (``[0.3, 0, 0]`` is refused)
     def numeric(v) -> bool:
         return isinstance(v, list | tuple) and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
@@ -158,7 +172,8 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
               wall_timeout_s: float | None = None, monitor_period_s: float | None = None,
               start_delays_s: dict[str, float] | None = None, stop: Callable[[], bool] | None = None,
               log_dir: Path | None = None, controller_params: dict | None = None,
-              faults: Sequence[tuple[str, str, float]] = ()) -> dict:
+              faults: Sequence[tuple[str, str, float]] = (),
+              payloads: Sequence[tuple[float, str, float]] = ()) -> dict:
     """Run the graph for ``duration_s`` once the controller is ready; returns the results dict.
 
     Args:
@@ -182,6 +197,8 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         controller_params: more ``whole_body_controller`` parameters (e.g. the walk's ``cmd_vel``).
         faults: actuator faults ``(mode, actuator, t)``: ``locked`` or ``limp``, ``t`` [s] after the
             behaviour starts (module docstring: the simulator's, then the operator's word).
+        payloads: ``(mass [kg], link, t)``: a point mass at the link's centre of mass (``torso``: the
+            base link; negative: removed), ``t`` [s] after the behaviour starts (the same way).
 
     Raises:
         GraphStartError: a process died, the controller was not ready within ``startup_timeout_s``
@@ -208,7 +225,14 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
     bad = [f for f in faults if f[0] not in ("locked", "limp") or not f[2] >= 0.0]
     if bad:
         raise ValueError(f"faults: (mode locked or limp, actuator, t >= 0 s after the behaviour starts), got {bad}")
-    params = _params(behaviour, lockstep, drop_ratio, seed, controller_params, faults)
+    from kangaroo_wbc.components.simulated_robot import MAX_PAYLOAD_KG, payload_link
+
+    payloads = [(float(mass), payload_link(link), float(at)) for mass, link, at in payloads]
+    bad = [p for p in payloads if not (0.0 < abs(p[0]) <= MAX_PAYLOAD_KG and p[2] >= 0.0)]
+    if bad:
+        raise ValueError(f"payloads: (mass 0 < |m| <= {MAX_PAYLOAD_KG:g} kg, link, t >= 0 s after the behaviour "
+                         f"starts), got {bad}")
+    params = _params(behaviour, lockstep, drop_ratio, seed, controller_params, faults, payloads)
     params_file.write_text(yaml.safe_dump(params, sort_keys=False))
     delays = dict(start_delays_s or {})
     unknown = sorted(set(delays) - set(EXECUTABLES))
@@ -220,16 +244,24 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         procs = {"composed": _start("composed", ["composed", "--backend", "sim"], params_file, log_dir)}
     late = sorted((d, n) for n, d in delays.items() if d)
     try:
-        operator = [(at + _behaviour_delay_s(controller_params), mode, name, at) for mode, name, at in faults]
+        delay = _behaviour_delay_s(controller_params)
+        operator = ([(at + delay, mode, name, at) for mode, name, at in faults]
+                    + [(at + delay, mass, link, at) for mass, link, at in payloads])
         result = _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s,
                           progress, log_dir, monitor_period_s, stop,
                           late=[(d, n, lambda n=n: _start(n, [n], params_file, log_dir)) for d, n in late],
-                          operator=sorted(operator))
+                          operator=sorted(operator, key=lambda o: o[0]))
     finally:
         exit_codes = _stop(procs)
     return {"processes": processes, "sim_mode": sim_mode, "behaviour": behaviour, "drop_ratio": drop_ratio,
             **result, "exit_codes": exit_codes, "logs": str(log_dir)}
 
+
+#: The weight is measured from this long after the release [s], and not for this long after a
+#: payload [s] (the one-process demo's windows); gravity [m/s^2].
+SETTLE_S = 0.3
+PAYLOAD_SETTLE_S = 1.0
+GRAVITY_M_S2 = 9.81
 
 #: Soak acceptance: largest resident-memory growth of any process [MB] and largest relative change
 #: of the command latency's 99th percentile between the first and the last period.
@@ -270,19 +302,18 @@ def soak_graph(minutes: float, *, processes: str = "separate", sim_mode: str = "
 COM_FROM_S = 1.0
 
 
-def _com_rmse(truth: dict, targets: list) -> float | None:
+def _com_rmse(truth: dict, targets: list, clm, payloads: Sequence[tuple[float, str, float]] = ()) -> float | None:
     """RMS distance [m] between the true CoM (pinocchio on the simulator's ground truth) and the
     controller's CoM target (``wbc/com_target``, interpolated to the ground truth's stamps), from
-    ``COM_FROM_S`` after the first target; None without pairs."""
+    ``COM_FROM_S`` after the first target; None without pairs. ``clm``: the robot's model as loaded;
+    ``payloads``: ``(simulated time [s], link, mass [kg])`` of the point masses the simulator attached
+    (at the link's centre of mass), in the true CoM from that time on."""
     import pinocchio as pin
-
-    from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
 
     if not targets or not truth:
         return None
     t_target = np.array([t for t, _ in targets])
     xyz = np.array([p for _, p in targets])
-    clm = load_kangaroo(floating_base=True)
     m = clm.model
     data = m.createData()
     errors = []
@@ -298,7 +329,12 @@ def _com_rmse(truth: dict, targets: list) -> float | None:
             if m.existJointName(name):
                 q[m.joints[m.getJointId(name)].idx_q] = value
         target = [np.interp(t, t_target, xyz[:, k]) for k in range(3)]  # targets come at 50 Hz
-        errors.append(pin.centerOfMass(m, data, q) - target)
+        com, mass = pin.centerOfMass(m, data, q) * clm.mass_kg, clm.mass_kg  # kinematics in data
+        for at, link, extra in payloads:
+            if t >= at:
+                j = m.frames[m.getFrameId(link)].parentJoint
+                com, mass = com + extra * data.oMi[j].act(m.inertias[j].lever), mass + extra
+        errors.append(com / mass - target)
     return round(float(np.sqrt(np.mean(np.sum(np.square(errors), axis=1)))), 6) if errors else None
 
 
@@ -321,6 +357,30 @@ def _median(values: list[float]) -> float | None:
     return round(float(np.median(v)), 4) if v.size else None
 
 
+def _weighed(fz: dict[int, list[float]], release_s: float | None, payload_log: list[dict],
+             model_mass_kg: float) -> dict:
+    """``fz_sum_over_mg`` (and each payload's ``fz_sum_over_mg_after``) from the sole normal forces
+    ``fz`` (stamp [ms] → per sole [N]) against the weight with the payloads attached by then (module
+    docstring); {} without forces."""
+    if release_s is None or not fz:
+        return {}
+    stamps = np.array(sorted(fz)) * 1e-3
+    total = np.array([sum(fz[k]) for k in sorted(fz)])
+    mass = np.full(stamps.shape, model_mass_kg)
+    weighed = (stamps > release_s + SETTLE_S) & np.isfinite(total)
+    changes = sorted((release_s + e["after_ready_s"], e) for e in payload_log)
+    for tc, e in changes:
+        mass[stamps >= tc] += e["mass_kg"]
+        weighed &= ~((stamps >= tc) & (stamps < tc + PAYLOAD_SETTLE_S))
+    ratio = total / (mass * GRAVITY_M_S2)
+    for i, (tc, e) in enumerate(changes):
+        end = changes[i + 1][0] if i + 1 < len(changes) else np.inf
+        after = weighed & (stamps >= tc + PAYLOAD_SETTLE_S) & (stamps < end)
+        e["fz_sum_over_mg_after"] = round(float(np.mean(ratio[after])), 5) if after.any() else None
+    return {"fz_sum_over_mg": round(float(np.mean(ratio[weighed])), 5) if weighed.any() else None,
+            "robot_mass_kg": round(float(mass[-1]), 4)}
+
+
 def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s, progress,
              log_dir, monitor_period_s=None, stop=None, late=(), operator=()) -> dict:
     import rclpy
@@ -330,6 +390,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     from rcl_interfaces.srv import SetParameters
     from rclpy.experimental import EventsExecutor
     from rclpy.parameter import Parameter
+    from rclpy.serialization import deserialize_message
     from rclpy.signals import SignalHandlerOptions
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Bool, Float64MultiArray
@@ -353,14 +414,20 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
             span[:] = [t, t] if not span else [span[0], t]
             if topic == "actuators/state":
                 st["sim_t"] = t
+            elif topic in soles:
+                on_wrench_sample(topic, raw, t)
         return cb
 
-    # the operator's word on the faults: (sim time after ready [s], mode, actuator) still to tell
+    # the operator's word on the faults and payloads: (sim time after ready [s], mode or mass [kg],
+    # actuator or link, t [s]) still to tell
     told: dict[str, list[str]] = {"locked_actuators": [], "limp_actuators": []}
-    fault_log = [{"actuator": name, "mode": mode, "t_s": at, "after_ready_s": after}
-                 for after, mode, name, at in operator]
+    told_payloads: dict[str, float] = {}  # link -> mass [kg] told so far
+    fault_log = [{"actuator": name, "mode": what, "t_s": at, "after_ready_s": after}
+                 for after, what, name, at in operator if isinstance(what, str)]
+    payload_log = [{"link": name, "mass_kg": what, "t_s": at, "after_ready_s": after}
+                   for after, what, name, at in operator if not isinstance(what, str)]
     pending_faults = list(operator)
-    calls: list = []  # (fault entry, future) of the SetParameters calls
+    calls: list = []  # (fault or payload entry, future) of the SetParameters calls
 
     def on_modes(msg: DiagnosticStatus) -> None:
         modes = {kv.key: kv.value for kv in msg.values}
@@ -370,18 +437,43 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
                 entry["modes_at_sim_s"] = st.get("sim_t")
                 entry["declared"] = modes[entry["actuator"]]
 
+    def on_payloads(msg: DiagnosticStatus) -> None:
+        carried = {kv.key: float(kv.value) for kv in msg.values}
+        st["payloads"], st["payloads_message"] = carried, msg.message
+        for entry in payload_log:  # the first message carrying what was told with it
+            if "told" in entry and "model_at_sim_s" not in entry and all(
+                    abs(carried.get(k, 0.0) - m) < 1e-9 for k, m in entry["told"].items()):
+                entry["model_at_sim_s"] = st.get("sim_t")
+
     def tell_operator() -> None:
-        """Set the controller's mode parameters once the simulator's time passed a fault's."""
+        """Set the controller's parameters once the simulator's time passed a fault's or payload's."""
         while pending_faults and st.get("ready_sim_t") is not None and st.get("sim_t") is not None \
                 and st["sim_t"] - st["ready_sim_t"] >= pending_faults[0][0]:
-            _, mode, name, _ = pending_faults.pop(0)
-            told["locked_actuators" if mode == "locked" else "limp_actuators"].append(name)
+            _, what, name, _ = pending_faults.pop(0)
             request = SetParameters.Request()
-            request.parameters = [Parameter(k, Parameter.Type.STRING_ARRAY, v).to_parameter_msg()
-                                  for k, v in told.items()]
-            entry = next(e for e in fault_log if e["actuator"] == name and "told_at_sim_s" not in e)
+            if isinstance(what, str):
+                told["locked_actuators" if what == "locked" else "limp_actuators"].append(name)
+                request.parameters = [Parameter(k, Parameter.Type.STRING_ARRAY, v).to_parameter_msg()
+                                      for k, v in told.items()]
+                entry = next(e for e in fault_log if e["actuator"] == name and "told_at_sim_s" not in e)
+            else:
+                told_payloads[name] = told_payloads.get(name, 0.0) + what
+                value = [f"{k}:{m:g}" for k, m in told_payloads.items() if abs(m) > 1e-9]
+                request.parameters = [Parameter("payloads", Parameter.Type.STRING_ARRAY, value).to_parameter_msg()]
+                entry = next(e for e in payload_log if e["link"] == name and "told_at_sim_s" not in e)
+                entry["told"] = {k: m for k, m in told_payloads.items() if abs(m) > 1e-9}
             entry["told_at_sim_s"] = st["sim_t"]
             calls.append((entry, set_params.call_async(request)))
+
+    # the sole normal forces of the wrench estimator, every 10th stamp: stamp [ms] -> [fz per sole]
+    soles = [t for t in WATCHED if "wrench" in t]
+    fz: dict[int, list[float]] = {}
+
+    def on_wrench_sample(topic: str, raw: bytes, t: float) -> None:
+        ms = round(t * 1e3)
+        if st["started"] and ms % 10 == 0:
+            msg = deserialize_message(raw, WrenchStamped)
+            fz.setdefault(ms, [math.nan] * len(soles))[soles.index(topic)] = msg.wrench.force.z
 
     def on_ready(msg: Bool) -> None:
         if st["started"] and not msg.data:
@@ -449,6 +541,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     node.create_subscription(PointStamped, "wbc/com_target", on_com_target, qos.VISUALIZATION)
     node.create_subscription(Float64MultiArray, "sim/command_latency", on_latency, qos.VISUALIZATION)
     node.create_subscription(DiagnosticStatus, "actuators/modes", on_modes, qos.LATCHED)
+    node.create_subscription(DiagnosticStatus, "model/payloads", on_payloads, qos.LATCHED)
     set_params = node.create_client(SetParameters, "whole_body_controller/set_parameters")
     try:
         t0 = time.monotonic()
@@ -532,8 +625,19 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
         for key, out in (("told_at_sim_s", "told_after_fault_s"), ("modes_at_sim_s", "modes_after_fault_s")):
             t = entry.pop(key, None)
             entry[out] = None if t is None or at is None else round(t - at, 4)
+    from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
+
+    clm = load_kangaroo(floating_base=True)
+    weighed = _weighed(fz, ready_t, payload_log, clm.mass_kg)
+    for entry in payload_log:
+        at = entry["at_sim_s"] = None if ready_t is None else ready_t + entry.pop("after_ready_s")
+        entry.pop("told", None)
+        for key, out in (("told_at_sim_s", "told_after_payload_s"), ("model_at_sim_s", "model_after_payload_s")):
+            t = entry.pop(key, None)
+            entry[out] = None if t is None or at is None else round(t - at, 4)
     modes = st.get("modes", {})
-    com_rmse = _com_rmse(truth, targets)
+    com_rmse = _com_rmse(truth, targets, clm, [(e["at_sim_s"], e["link"], e["mass_kg"]) for e in payload_log
+                                               if e["at_sim_s"] is not None])
     motion = _base_motion(truth)
     latency = np.asarray(st["latency"])
     fell = bool(st["min_height"] < fall_height_m) if np.isfinite(st["min_height"]) else None
@@ -551,5 +655,9 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
             "sim_watchdog_trips": st.get("watchdog_trips", 0),
             **({"faults": fault_log, "actuator_modes": {n: m for n, m in modes.items() if m != "active"},
                 "actuator_modes_message": st.get("modes_message")} if fault_log else {}),
+            **weighed,
+            **({"payloads": [{k: v for k, v in e.items() if k != "at_sim_s"} for e in payload_log],
+                "model_payloads": st.get("payloads"), "model_payloads_message": st.get("payloads_message")}
+               if payload_log else {}),
             "nodes": {n: {k: _median(v) for k, v in d.items()} for n, d in node_stats.items()},
             **({"periods": periods} if monitor_period_s else {})}

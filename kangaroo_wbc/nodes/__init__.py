@@ -88,3 +88,202 @@ def unknown_names(values: Sequence[str], valid: Sequence[str], what: str) -> str
 
     unknown = [v for v in values or () if v not in valid]
     return f"unknown {what} {unknown[0]!r}." + suggest(unknown[0], list(valid)) if unknown else None
+
+
+# ---------------------------------------------------------------------------------------- payloads
+#: The latched topic on which the controller publishes the payloads its model carries.
+PAYLOADS_TOPIC = "model/payloads"
+
+
+def payload_links(clm: Any) -> list[str]:
+    """The links of ``clm`` a payload may go on (pinocchio's body frames: the URDF links, which are
+    the simulator's bodies)."""
+    import pinocchio as pin
+
+    return [f.name for f in clm.model.frames if f.type == pin.FrameType.BODY]
+
+
+def parse_payload_parameter(values: Sequence[str]) -> dict[str, float]:
+    """The ``payloads`` parameter (``["LINK:MASS_KG", ...]``, e.g. ``["base_link:6.0"]``; ``torso`` is
+    ``base_link``, a ``kg`` suffix is allowed) → ``{link: mass [kg]}``. Links are not checked here
+    (:meth:`ModelPayloads.check`).
+
+    Raises:
+        InputError: an entry not of that form, a mass not finite or beyond ``MAX_PAYLOAD_KG`` in
+            size, or a link given twice.
+    """
+    import math
+    import re
+
+    from kangaroo_wbc.components.simulated_robot import MAX_PAYLOAD_KG, payload_link
+    from kangaroo_wbc.errors import InputError
+
+    out: dict[str, float] = {}
+    for text in values or ():
+        link, colon, mass_text = str(text).partition(":")
+        link, mass_text = link.strip(), mass_text.strip().removesuffix("kg").strip()
+        if not (colon and re.fullmatch(r"[A-Za-z0-9_]+", link)):
+            raise InputError(f"{text!r}: expected LINK:MASS_KG such as base_link:6.0")
+        try:
+            mass = float(mass_text)
+        except ValueError:
+            raise InputError(f"{text!r}: the mass {mass_text!r} is not a number [kg]") from None
+        if not (math.isfinite(mass) and abs(mass) <= MAX_PAYLOAD_KG):
+            raise InputError(f"{text!r}: the mass must be finite and at most {MAX_PAYLOAD_KG:g} kg in size")
+        link = payload_link(link)
+        if link in out:
+            raise InputError(f"{text!r}: link {link!r} given twice")
+        out[link] = mass
+    return out
+
+
+class ModelPayloads:
+    """The payloads a closed-loop model carries, set as a whole: :meth:`set` makes each body's mass its
+    mass as loaded plus the payloads on it, through
+    :meth:`~kangaroo_wbc.model.ClosedLoopModel.add_payload` (the difference only, so setting what the
+    model already carries changes nothing). One object per model (:func:`model_payloads`): nodes that
+    share a model (the composed deployment) share it, and a change is applied once.
+    """
+
+    def __init__(self, clm: Any) -> None:
+        self.clm = clm
+        m = clm.model
+        self._links = payload_links(clm)
+        self._body = {name: m.frames[m.getFrameId(name)].parentJoint for name in self._links}
+        #: each body's mass as loaded [kg], by joint index
+        self._nominal = {j: float(m.inertias[j].mass) for j in set(self._body.values())}
+        self.carried: dict[str, float] = {}  # link -> mass [kg]
+
+    def check(self, payloads: dict[str, float]) -> str | None:
+        """None if :meth:`set` accepts ``payloads``, else the reason (naming the valid links)."""
+        from kangaroo_wbc.errors import suggest
+
+        for link in payloads:
+            if link not in self._body:
+                return f"unknown link {link!r}." + suggest(link, self._links)
+        for j, mass in self._targets(payloads).items():
+            if not mass > 0.0:
+                links = [n for n in payloads if self._body[n] == j]
+                return f"payloads on {links} leave the body without mass ({self._nominal[j]:.3f} kg as loaded)"
+        return None
+
+    def _targets(self, payloads: dict[str, float]) -> dict[int, float]:
+        targets = dict(self._nominal)
+        for link, mass in payloads.items():
+            targets[self._body[link]] += mass
+        return targets
+
+    def set(self, payloads: dict[str, float]) -> bool:
+        """Make the model carry ``payloads`` (``{link: mass [kg]}``, nothing else); returns whether a
+        mass changed.
+
+        Raises:
+            InputError: :meth:`check` refuses them (nothing changes).
+        """
+        from kangaroo_wbc.errors import InputError
+
+        reason = self.check(payloads)
+        if reason:
+            raise InputError(reason)
+        m, changed = self.clm.model, False
+        link_of = {j: link for link, j in self._body.items()}
+        for j, mass in self._targets(payloads).items():
+            delta = mass - float(m.inertias[j].mass)
+            if abs(delta) > 1e-9:
+                self.clm.add_payload(link_of[j], delta)
+                changed = True
+        self.carried = {k: float(v) for k, v in payloads.items() if v != 0.0}
+        return changed
+
+    def describe(self) -> str:
+        """``"base_link +6 kg"``-like text of the payloads carried, or ``"no payload"``."""
+        return ", ".join(f"{k} {v:+g} kg" for k, v in self.carried.items()) or "no payload"
+
+
+_MODEL_PAYLOADS: Any = None  # weakref.WeakKeyDictionary: model -> ModelPayloads
+
+
+def model_payloads(clm: Any) -> ModelPayloads:
+    """The :class:`ModelPayloads` of ``clm`` (one per model in the process; created on first use,
+    so before any payload: the masses as loaded)."""
+    global _MODEL_PAYLOADS
+    import weakref
+
+    if _MODEL_PAYLOADS is None:
+        _MODEL_PAYLOADS = weakref.WeakKeyDictionary()
+    if clm not in _MODEL_PAYLOADS:
+        _MODEL_PAYLOADS[clm] = ModelPayloads(clm)
+    return _MODEL_PAYLOADS[clm]
+
+
+def payloads_msg(payloads: dict[str, float], message: str) -> Any:
+    """``model/payloads``: one KeyValue per link (name → mass [kg] carried); level OK (a payload is no
+    fault); ``message`` says what changed."""
+    from kangaroo_wbc.components.samples import Level
+    from kangaroo_wbc.ros.diagnostics import HARDWARE_ID, make_status
+
+    return make_status("model payloads", Level.OK, message, {k: f"{v:g}" for k, v in payloads.items()},
+                       hardware_id=HARDWARE_ID)
+
+
+def payloads_from_msg(msg: Any) -> dict[str, float]:
+    """The payloads of a ``model/payloads`` message by link [kg].
+
+    Raises:
+        InputError: a value that is not a finite number.
+    """
+    import math
+
+    from kangaroo_wbc.errors import InputError
+
+    out = {}
+    for kv in msg.values:
+        try:
+            out[kv.key] = float(kv.value)
+        except ValueError:
+            out[kv.key] = math.nan
+        if not math.isfinite(out[kv.key]):
+            raise InputError(f"model/payloads: {kv.key}: {kv.value!r} is not a mass [kg]")
+    return out
+
+
+class PayloadFollower:
+    """A node's model follows the controller's ``model/payloads`` (latched): the message is kept by
+    the subscription and applied by :meth:`apply` in the thread that runs the node's component,
+    before its next sample. With a model shared with the controller (composed) the masses are
+    already set and nothing changes (:class:`ModelPayloads`)."""
+
+    def __init__(self, node: Any, clm: Any) -> None:
+        from diagnostic_msgs.msg import DiagnosticStatus
+
+        from kangaroo_wbc.ros import qos
+
+        self._node = node
+        self.payloads = model_payloads(clm)
+        self._pending: dict[str, float] | None = None
+        node.create_subscription(DiagnosticStatus, PAYLOADS_TOPIC, self._on_msg, qos.LATCHED)
+
+    def _on_msg(self, msg: Any) -> None:
+        from kangaroo_wbc.errors import InputError
+
+        try:
+            self._pending = payloads_from_msg(msg)
+        except InputError as exc:
+            self._node.throttled.warning(PAYLOADS_TOPIC, f"{PAYLOADS_TOPIC} skipped: {exc}")
+
+    def apply(self) -> None:
+        """Set the model to the payloads last received (no-op when none is pending)."""
+        if self._pending is None:
+            return
+        from kangaroo_wbc.errors import InputError
+
+        payloads, self._pending = self._pending, None
+        try:
+            changed = self.payloads.set(payloads)
+        except InputError as exc:
+            self._node.throttled.warning(PAYLOADS_TOPIC, f"{PAYLOADS_TOPIC}: {payloads} not applied: {exc}")
+            return
+        if changed or self.payloads.carried:
+            how = "applied" if changed else "in the model already"
+            self._node.get_logger().info(f"payloads {how}: {self.payloads.describe()}, robot "
+                                         f"{self.payloads.clm.mass_kg:.3f} kg")

@@ -129,6 +129,7 @@ class ComposedChain(KangarooNode):
         """Everything after the state estimate of one sample (any backend)."""
         t0 = time.perf_counter()
         stamp_s = est.stamp_s if est.base_valid else float("nan")
+        self.controller.apply_pending()  # the operator's modes and payloads, before the model update
         self.controller.component.on_actuator_sample(sample)  # the fault detector (separate: actuators/state)
         after_estimate(  # the components' order (components.chain); the node adapters publish
             self.estimator.component, self.wrench.component, self.controller.component, sample, est,

@@ -8,7 +8,8 @@ A thin adapter around :class:`~kangaroo_wbc.components.contact_wrench.ContactWre
 ``contact/markers``, every output with the actuator sample's stamp. Topics: ``docs/interface.md``.
 A ``joint_states`` sample is used once odometry of the same time (within ``max_input_age_s``) came.
 The actuator modes the controller publishes on the latched ``actuators/modes`` (a locked or limp
-actuator, ``docs/morphology.md``) are applied before the next sample, in every deployment.
+actuator, ``docs/morphology.md``) are applied before the next sample, in every deployment, and so
+are the payloads it publishes on the latched ``model/payloads`` (the model's inertias).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from kangaroo_wbc.estimation.contact_wrench import (
     ContactWrenchEstimate,
     paper_screws,
 )
-from kangaroo_wbc.nodes import joint_indices, load_model, urdf_dir_parameter
+from kangaroo_wbc.nodes import PayloadFollower, joint_indices, load_model, urdf_dir_parameter
 from kangaroo_wbc.ros import qos
 from kangaroo_wbc.ros.conversions import (
     JointIndexMap,
@@ -155,6 +156,7 @@ class ContactWrenchNode(KangarooNode):
         self._pending_modes: dict[str, str] | None = None
         self._modes = dict.fromkeys(clm.actuated_joint_names, "active")  # the modes applied (component's start)
         self.create_subscription(DiagnosticStatus, "actuators/modes", self._on_modes, qos.LATCHED)
+        self._payloads = PayloadFollower(self, clm)  # the controller's model/payloads
         self.get_logger().info(f"contact_wrench_estimator: soles {p.sole_frames}, leads [m] "
                                f"{np.array2string(transmission.screw_lead_m, precision=3)}")
 
@@ -222,6 +224,7 @@ class ContactWrenchNode(KangarooNode):
         controller's model already updated at this state, composed deployment)."""
         if self._pending_modes is not None:
             self._apply_modes()
+        self._payloads.apply()
         out = self.component.step(sample, projected)
         self.tick_count += 1
         if out is not None:

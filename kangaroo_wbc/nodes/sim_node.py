@@ -7,8 +7,9 @@ simulation time on ``/clock`` and the ground truth (``sim/ground_truth/*``, buil
 topics); it applies ``actuators/command``, follows ``wbc/ready`` and publishes the command latencies
 on ``sim/command_latency`` once per wall second. See ``docs/sim.md``. The parameter ``faults``
 (``["lock:ACTUATOR@T", "limp:ACTUATOR@T", ...]``, ``T`` seconds of simulated time after the crane's
-release) welds or disables actuators in the simulation; the simulator tells no other node (the
-controller learns it from its operator or its fault detector, ``docs/morphology.md``).
+release) welds or disables actuators in the simulation, and the parameter ``payloads``
+(``["MASS@LINK@T", ...]``, e.g. ``6kg@torso@4``) attaches point masses; the simulator tells no
+other node (the controller learns it from its operator or its fault detector, ``docs/morphology.md``).
 
 Threads: the simulation runs in its own loop thread, paced to the wall clock (``realtime``), as
 fast as possible, or in ``lockstep`` (paced until the controller is ready, then one step per command
@@ -45,6 +46,8 @@ from kangaroo_wbc.components.simulated_robot import (  # noqa: E402
     SimulatedRobot,
     SimulatedRobotConfig,
     parse_fault,
+    parse_payload,
+    payload_link,
 )
 from kangaroo_wbc.errors import ConfigError, InputError  # noqa: E402
 from kangaroo_wbc.nodes import add_parameter_check, unknown_names  # noqa: E402
@@ -79,6 +82,16 @@ def _check_faults(texts: list[str]) -> str | None:
     try:
         for text in texts:
             parse_fault(text)
+    except InputError as exc:
+        return str(exc)
+    return None
+
+
+def _check_payloads(texts: list[str]) -> str | None:
+    """None if every entry reads ``MASS@LINK@T`` (:func:`parse_payload`), else the reason."""
+    try:
+        for text in texts:
+            parse_payload(text)
     except InputError as exc:
         return str(exc)
     return None
@@ -132,6 +145,10 @@ class SimParams:
                                   "active; T [s] of sim time after the crane's release), e.g. "
                                   "lock:left_ankle_inner_actuator@3; the controller is not told",
                                   check=_check_faults)
+    payloads: list[str] = parameter(list(_D.payloads), "Payloads MASS@LINK@T: a point mass [kg] attached at "
+                                    "the link's centre of mass (torso: base_link; negative: removed), T [s] of "
+                                    "sim time after the crane's release, e.g. 6kg@torso@4; the controller is "
+                                    "not told", check=_check_payloads)
 
 
 #: The parameters that are fields of the component's configuration (same names).
@@ -157,6 +174,8 @@ class SimNode(KangarooNode):
         sim = robot.sim
         add_parameter_check(self, ["faults"], lambda name, value: _check_faults(value or []) or unknown_names(
             [parse_fault(t)[1] for t in value or ()], robot.actuator_names, "actuator"))
+        add_parameter_check(self, ["payloads"], lambda name, value: _check_payloads(value or []) or unknown_names(
+            [payload_link(parse_payload(t)[1]) for t in value or ()], robot.body_names, "link"))
         import mujoco
 
         jid = [mujoco.mj_name2id(sim.model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in sim.joint_names]

@@ -6,7 +6,8 @@ its module docstring). This file converts ``actuators/state``, ``passive_encoder
 ``imu/data`` and ``contact/<sole>/wrench`` to samples and publishes ``joint_states`` (all joints),
 ``estimation/base_odometry`` and TF ``odom → base_link`` (while the IMU is fresh), the latched
 ``estimation/calibration`` and ``/diagnostics``, all stamped with the actuator sample's stamp.
-Topics: ``docs/interface.md``.
+Topics: ``docs/interface.md``. The model follows the payloads the controller publishes on the
+latched ``model/payloads`` (``docs/morphology.md``), applied before the next sample.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from kangaroo_wbc.estimation.calibration import CalibrationConfig
 from kangaroo_wbc.estimation.encoder_sanity import EncoderSanityConfig
 from kangaroo_wbc.estimation.floating_base import FloatingBaseConfig
 from kangaroo_wbc.nodes import (
+    PayloadFollower,
     joint_indices,
     load_model,
     subscribe_sole_wrenches,
@@ -222,6 +224,7 @@ class StateEstimatorNode(KangarooNode):
             from kangaroo_wbc.ros.tf import make_tf_broadcaster
 
             self._tf = make_tf_broadcaster(self)
+        self._payloads = PayloadFollower(self, clm)  # the controller's model/payloads
         if not chained:
             sub = self.create_subscription
             sub(JointState, "actuators/state", self._on_actuators, qos.SENSOR_LATEST)
@@ -264,6 +267,7 @@ class StateEstimatorNode(KangarooNode):
     def process(self, sample: ActuatorSample, stamp=None) -> StateEstimate | None:
         """Run the component on one actuator sample and publish its outputs (``stamp``: the
         sample's ``builtin_interfaces/Time``, made from ``sample.stamp_s`` when None)."""
+        self._payloads.apply()
         est = self.component.step(sample)
         self.tick_count += 1
         if stamp is None:

@@ -35,6 +35,13 @@ with ``fault_declare``, declares it limp. A parameter change sets every actuator
 lists say (the operator's word replaces the detector's). The modes in effect go out on the latched
 ``actuators/modes`` (DiagnosticStatus, one KeyValue per actuator) whenever they change: the contact
 wrench estimator applies them, so the change is made once and reaches every node.
+
+Payloads (``docs/morphology.md``): the parameter ``payloads`` (``["LINK:MASS_KG", ...]``, e.g.
+``["base_link:6.0"]``: the point masses the robot carries beyond its model as loaded, at each link's
+centre of mass) sets the model's inertias (:class:`~kangaroo_wbc.nodes.ModelPayloads`) before the
+next tick; an unknown link, a non-finite mass or one beyond 100 kg is rejected with the reason. The
+payloads in effect go out on the latched ``model/payloads`` (DiagnosticStatus, one KeyValue per
+link, mass [kg]): the state and contact-wrench estimators set their models to the same.
 """
 
 from __future__ import annotations
@@ -69,9 +76,13 @@ from kangaroo_wbc.control.supervisor import SafetySettings, WbcSupervisor  # noq
 from kangaroo_wbc.control.wbc import FrameReference, WbcSettings, WholeBodyController  # noqa: E402
 from kangaroo_wbc.errors import ConfigError, InputError, KangarooWbcError  # noqa: E402
 from kangaroo_wbc.nodes import (  # noqa: E402
+    PAYLOADS_TOPIC,
     add_parameter_check,
     joint_indices,
     load_model,
+    model_payloads,
+    parse_payload_parameter,
+    payloads_msg,
     subscribe_sole_wrenches,
     unknown_names,
     urdf_dir_parameter,
@@ -266,6 +277,10 @@ class WholeBodyControllerParams:
         "still and the lock carries their force (ros2 param set; docs/morphology.md)")
     limp_actuators: list[str] = parameter(
         [], "Actuators limp (failed driver): the QP bounds their force to 0 (ros2 param set)")
+    payloads: list[str] = parameter(
+        [], "Payloads the robot carries beyond its model, LINK:MASS_KG (e.g. base_link:6.0; torso is "
+        "base_link; negative: mass removed), point masses at the link's centre of mass (ros2 param set; "
+        "docs/morphology.md)")
     fault_detection: bool = parameter(
         _C.fault_detection, "Watch actuators/state: an actuator whose motor torque does not follow its "
         "command is an ERROR naming it", read_only=True)
@@ -354,6 +369,12 @@ class WholeBodyControllerNode(KangarooNode):
         self._modes_version = -1  # the component's modes_version last published
         self._pending_modes: dict[str, str] | None = self._modes(p)  # the operator's word, not applied yet
         self._apply_modes()
+        self._payloads = model_payloads(clm)
+        add_parameter_check(self, ["payloads"], lambda name, value: self._check_payloads(value))
+        self._pub_payloads = self.create_publisher(DiagnosticStatus, PAYLOADS_TOPIC, qos.LATCHED)
+        #: the operator's payloads not applied yet ({link: mass [kg]})
+        self._pending_payloads: dict[str, float] | None = parse_payload_parameter(p.payloads)
+        self._apply_payloads()
         self._idx_q, self._idx_v = joint_indices(m, clm.joint_names)
         self._joints = JointIndexMap(clm.joint_names, allow_extra=True)
         self._act = JointIndexMap(clm.actuated_joint_names, what="actuator")
@@ -443,6 +464,8 @@ class WholeBodyControllerNode(KangarooNode):
         self.component.configure(control_settings(params))
         if changed & MODE_PARAMETERS.keys():  # applied in the controller's thread, before its next tick
             self._pending_modes = self._modes(params)
+        if "payloads" in changed:  # the same
+            self._pending_payloads = parse_payload_parameter(params.payloads)
         for name, value in _SAFETY.values(params).items():  # in place: the supervisor keeps its object
             setattr(self.supervisor.safety, name, value)
         if changed & (BEHAVIOUR_PARAMETERS | set(_GAIT.pairs(type(params)).values())):
@@ -467,6 +490,38 @@ class WholeBodyControllerNode(KangarooNode):
             except InputError as exc:  # the parameter check let it through: say so, keep the rest
                 self.get_logger().error(f"actuator mode {name} {mode} not applied: {exc}")
         self._publish_modes()
+
+    def apply_pending(self) -> None:
+        """Apply the operator's word not applied yet (actuator modes, payloads): the controller's
+        thread, before a tick's model update (the composed chain calls it before the chain)."""
+        if self._pending_modes is not None:
+            self._apply_modes()
+        if self._pending_payloads is not None:
+            self._apply_payloads()
+
+    def _check_payloads(self, value) -> str | None:
+        """None if the ``payloads`` parameter's value can be applied, else the reason."""
+        try:
+            return self._payloads.check(parse_payload_parameter(value))
+        except InputError as exc:
+            return str(exc)
+
+    def _apply_payloads(self) -> None:
+        """The operator's payloads to the model (the controller's thread), then ``model/payloads``."""
+        payloads, self._pending_payloads = self._pending_payloads, None
+        t0 = time.perf_counter()
+        try:
+            changed = self._payloads.set(payloads or {})
+        except InputError as exc:  # the parameter check let it through: say so, keep the model
+            self.get_logger().error(f"payloads {payloads} not applied: {exc}")
+            return
+        ms = 1e3 * (time.perf_counter() - t0)
+        text = self._payloads.describe()
+        if changed:
+            self.get_logger().warning(f"payloads: {text}, robot {self.clm.mass_kg:.2f} kg (model updated in "
+                                      f"{ms:.3f} ms)")
+        self._pub_payloads.publish(payloads_msg(self._payloads.carried, f"{text} (operator); robot "
+                                                f"{self.clm.mass_kg:.3f} kg"))
 
     def _publish_modes(self) -> None:
         """``actuators/modes`` (latched) when the component's modes changed since the last one."""
@@ -589,8 +644,7 @@ class WholeBodyControllerNode(KangarooNode):
         node's clock. Returns the command."""
         now = self._now_s() if now_s is None else now_s
         self._last_state = time.monotonic()
-        if self._pending_modes is not None:
-            self._apply_modes()
+        self.apply_pending()
         age = now - stamp_s if stamp_s == stamp_s else float("inf")
         if not prepared and age != float("inf"):
             self.component.prepare(q, v)
@@ -605,14 +659,13 @@ class WholeBodyControllerNode(KangarooNode):
 
     def _watchdog(self) -> None:
         """Safe mode while no state arrives for longer than ``state_timeout_s`` (steady clock); the
-        operator's modes are applied here while no tick runs."""
+        operator's modes and payloads are applied here while no tick runs."""
         if self._last_state is None:
-            if self._pending_modes is not None:
-                self._apply_modes()
+            self.apply_pending()
             return
         silent = time.monotonic() - self._last_state
-        if silent > self.params.state_timeout_s and self._pending_modes is not None:
-            self._apply_modes()
+        if silent > self.params.state_timeout_s:
+            self.apply_pending()
         if silent > self.params.state_timeout_s:
             self.component.stale(silent)
             self._after()

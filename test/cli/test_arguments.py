@@ -47,7 +47,7 @@ REJECTED = [
     (["demo", "--behaviour", "stand", "--cmd-vel", "0.1,0,0"], "--cmd-vel"),
     (["demo", "--behaviour", "walk", "--push", "40N"], "--push"),
     (["demo", "--fault", "lock:left_ankle@3"], "left_ankle_inner_actuator"),
-    (["demo", "--processes", "separate", "--payload", "6kg@torso@4"], "--payload"),
+    (["demo", "--processes", "separate", "--payload", "6kg@torsoo@4"], "unknown link 'torsoo'"),
     (["demo", "--behaviour", "walk", "--push", "5000N@1s"], "--push"),
     (["demo", "--processes", "separate", "--behaviour", "walk", "--push", "40N@1s"], "--push"),
     (["demo", "--out", "{file}"], "--out"),
