@@ -16,6 +16,16 @@ after the release); without one, through eq. (47) alone.
 **Locked and limp actuators** (:meth:`ContactWrenchEstimation.set_actuator_mode`): a locked
 actuator's row leaves eq. (46) (its force, the lock's, comes from the solution), a limp one's force
 is zero; neither one's residual teaches the torque bias (its motor torque is not used).
+
+**Payload identification** (optional, ``ContactWrenchSettings.payload_identification``): after each
+estimate on the soles (after the release), a
+:class:`~kangaroo_wbc.estimation.payload_identification.PayloadIdentifier` weighs the robot while
+it stands still and reports the mass [kg] and horizontal CoM [m] the model misses
+(:attr:`ContactWrenchEstimation.payload_estimate`, the ``payload`` status; only a confident
+estimate counts as identified: :attr:`ContactWrenchEstimation.identified_payload`). The learnt
+torque bias fits the actuator forces to the model's weight, which would erase a payload: with the
+identification on it learns until the identification is first confident (on the robot the model
+describes: a tare) and is frozen from then on.
 """
 
 from __future__ import annotations
@@ -27,12 +37,17 @@ import numpy as np
 
 from kangaroo_wbc.components.base import Component
 from kangaroo_wbc.components.samples import ActuatorSample, Level, Status
-from kangaroo_wbc.errors import EstimationError
+from kangaroo_wbc.errors import ConfigError, EstimationError
 from kangaroo_wbc.estimation.actuator_force import ActuatorCompensation, ActuatorForceEstimator
 from kangaroo_wbc.estimation.contact_wrench import (
     ContactWrenchConfig,
     ContactWrenchEstimate,
     ContactWrenchEstimator,
+)
+from kangaroo_wbc.estimation.payload_identification import (
+    PayloadEstimate,
+    PayloadIdentificationConfig,
+    PayloadIdentifier,
 )
 from kangaroo_wbc.estimation.stamp_order import StampOrder, StampVerdict
 from kangaroo_wbc.model import ClosedLoopModel
@@ -49,6 +64,8 @@ class ContactWrenchSettings:
     sole_frames: tuple[str, ...] = ("left_sole", "right_sole")
     max_input_age_s: float = 0.05
     clock_restart_samples: int = 10
+    #: identify an unmodelled payload while standing (module docstring); needs the base rows
+    payload_identification: bool = False
 
 
 class ContactWrenchEstimation(Component):
@@ -62,12 +79,19 @@ class ContactWrenchEstimation(Component):
         settings: :class:`ContactWrenchSettings`.
         compensation: the actuator model's compensations (None: eq. (47) alone) on
             ``transmission``'s ball-screw model.
+        payload_config: the payload identification's parameters (used when
+            ``settings.payload_identification``; default :class:`PayloadIdentificationConfig`).
+
+    Raises:
+        ConfigError: payload identification without the estimator's base rows (a fixed base or
+            ``base_row_weight`` 0).
     """
 
     def __init__(self, clm: ClosedLoopModel, transmission: BallScrewActuators,
                  estimator_config: ContactWrenchConfig | None = None,
                  settings: ContactWrenchSettings | None = None,
-                 compensation: ActuatorCompensation | None = None) -> None:
+                 compensation: ActuatorCompensation | None = None,
+                 payload_config: PayloadIdentificationConfig | None = None) -> None:
         super().__init__()
         self.clm, self.settings = clm, settings or ContactWrenchSettings()
         s = self.settings
@@ -75,6 +99,13 @@ class ContactWrenchEstimation(Component):
         self.forces = (None if compensation is None
                        else ActuatorForceEstimator(self.estimator.transmission, compensation))
         self._idx_v_a = np.asarray(clm.idx_v_a)
+        self.payload: PayloadIdentifier | None = None
+        if s.payload_identification:
+            if not self.estimator.base_rows:
+                raise ConfigError("payload identification needs the wrench estimator's base rows (a floating base "
+                                  "and base_row_weight > 0): they carry the model's weight and CoM")
+            self.payload = PayloadIdentifier(clm, payload_config)
+        self._bias_frozen = False  # the torque bias stops learning at the first confident payload estimate
         self._order = {t: StampOrder(s.clock_restart_samples) for t in (STATE, ODOMETRY, TORQUE)}
         self._q, self._v = clm.q_ref.copy(), np.zeros(clm.model.nv)
         self._state_stamp: float | None = None
@@ -106,6 +137,8 @@ class ContactWrenchEstimation(Component):
                 self.estimator.reset_filter()
                 if self.forces is not None:
                     self.forces.reset()
+                if self.payload is not None:
+                    self.payload.reset()
         return True
 
     def set_actuator_mode(self, name: str, mode: str) -> None:
@@ -140,6 +173,8 @@ class ContactWrenchEstimation(Component):
         the weight)."""
         if released and not self._released:
             self.estimator.reset_filter()
+        if self.payload is not None and bool(released) != self._released:
+            self.payload.reset()
         self._released = bool(released)
 
     def step(self, sample: ActuatorSample, projected=None) -> ContactWrenchEstimate | None:
@@ -177,7 +212,7 @@ class ContactWrenchEstimation(Component):
                     velocity = v_est
                 force = self.forces.estimate(sample.effort, velocity, v_est)
                 out = self.estimator.update(self._q, actuator_force=force, v=self._v, projected=projected)
-                if self._released and self.estimator.base_rows:  # on the soles: their residual is the offset
+                if self._released and self.estimator.base_rows and not self._bias_frozen:  # the residual: the offset
                     est = self.estimator
                     residual = est.J_cm_T @ out.wrench_sole_in_sole_raw.reshape(-1) - (est.g_pa - force)
                     residual *= est.driven  # a locked or limp actuator's torque is not used: no bias to learn
@@ -188,9 +223,43 @@ class ContactWrenchEstimation(Component):
         if not finite(out.wrench_sole_in_sole):
             self.reject("estimation", "non-finite wrench, not published")
             return None
+        if self.payload is not None and self._released:
+            self._identify_payload(t)
         self.stats["ticks"] += 1
         self._timed(t0)
         return out
+
+    @property
+    def payload_estimate(self) -> PayloadEstimate | None:
+        """The payload identification's current estimate, confident or not (None: identification off)."""
+        return None if self.payload is None else self.payload.estimate
+
+    @property
+    def identified_payload(self) -> PayloadEstimate | None:
+        """The last confident payload estimate (None: none yet, or identification off)."""
+        return None if self.payload is None else self.payload.identified
+
+    def _identify_payload(self, stamp_s: float) -> None:
+        """One tick of the payload identification; at its first confident estimate the torque bias
+        stops learning (module docstring) and an event says so; a newly identified payload is an event."""
+        pid = self.payload
+        before = pid.identified
+        est = pid.update(self.estimator, self._q, self._v, stamp_s)
+        if not est.confident or before is not None and abs(est.mass_kg - before.mass_kg) < pid.config.max_mass_drift_kg:
+            return
+        if not self._bias_frozen and self.forces is not None and self.forces.compensation.torque_bias:
+            self._bias_frozen = True
+            self.event(Level.OK, "torque bias", f"torque bias frozen (payload identification's tare, "
+                       f"{est.mass_kg:+.2f} kg left)")
+        self.event(Level.OK, "payload", f"payload identified: {self._payload_text(est)}")
+
+    def _payload_text(self, est: PayloadEstimate) -> str:
+        """``"6.02 kg (std 0.14 kg), CoM at x 0.016 m, y -0.000 m"``."""
+        text = f"{est.mass_kg:+.2f} kg (std {est.mass_std_kg:.2f} kg)"
+        if np.all(np.isfinite(est.com_xy_in_world_m)):
+            x, y = est.com_xy_in_world_m
+            text += f", CoM at x {x:.3f} m, y {y:.3f} m"
+        return text
 
     def _modes_text(self) -> str:
         """``"all active"`` or the actuators not driven, ``"name: mode, ..."``."""
@@ -216,4 +285,21 @@ class ContactWrenchEstimation(Component):
             level, message = Level.WARN, "waiting for input"
         else:
             level, message = Level.OK, "running"
-        return [Status("wrench", level, message, values)]
+        out = [Status("wrench", level, message, values)]
+        if self.payload is not None:
+            out.append(self._payload_status())
+        return out
+
+    def _payload_status(self) -> Status:
+        """The ``payload`` status: OK while nothing unmodelled is identified, WARN for an identified
+        payload above ``min_mass_for_com_kg`` (the model should be told: ``add_payload``)."""
+        pid = self.payload
+        est, found = pid.estimate, pid.identified
+        values = {k: v for k, v in est.as_dict().items() if k != "stamp_s"}
+        values["bias_frozen"] = self._bias_frozen
+        if est.confident and abs(est.mass_kg) >= pid.config.min_mass_for_com_kg:
+            return Status("payload", Level.WARN, f"unmodelled payload: {self._payload_text(est)}", values)
+        if est.confident:
+            return Status("payload", Level.OK, f"no unmodelled payload ({self._payload_text(est)})", values)
+        last = "" if found is None else f"; last identified {self._payload_text(found)}"
+        return Status("payload", Level.OK, f"not identified: {est.reason}{last}", values)

@@ -70,6 +70,12 @@ class LoopConfig:
     #: attached at the link's centre of mass (negative: removed) in the simulator and in the model
     #: the estimators and the controller share (``torso``: the base link, which carries the torso)
     payloads: tuple[tuple[float, str, float], ...] = ()
+    #: True: the payloads go on the simulated robot only, the model is not told (what the online
+    #: payload identification, ``payload_identification``, is for)
+    payload_unannounced: bool = False
+    #: identify an unmodelled payload while standing (the wrench component's
+    #: ``payload_identification``); None: on when ``payloads`` is not empty
+    payload_identification: bool | None = None
     behaviour_options: dict = field(default_factory=dict)
     #: False: lockstep (each command drives the very next step). True: the simulator steps in a
     #: worker thread while the components compute; each command drives the step after.
@@ -137,8 +143,10 @@ class ClosedLoopRun:
         self.estimation = StateEstimation(clm, cfg.estimation)
         compensation = cfg.wrench_compensation or (ActuatorCompensation.paper() if self.sim.ideal_actuators
                                                    else ActuatorCompensation(sample_rate_hz=1.0 / self.dt))
+        identify = bool(cfg.payloads) if cfg.payload_identification is None else cfg.payload_identification
         self.wrench = ContactWrenchEstimation(clm, paper_screws(clm),
-                                              settings=ContactWrenchSettings(sole_frames=tuple(self.soles)),
+                                              settings=ContactWrenchSettings(sole_frames=tuple(self.soles),
+                                                                             payload_identification=identify),
                                               compensation=compensation)
         self.wbc = WholeBodyController(clm, contact_specs(clm), wbc_settings or WbcSettings(base_frame="base_link"))
         # the detector expects what the torque sensor reads: the drive firmware's model, or eq. (47) alone
@@ -347,7 +355,8 @@ class ClosedLoopRun:
             else:  # a payload: the simulator's body and the shared model
                 self.robot.add_payload(name, what)
                 t0 = time.perf_counter()
-                self.clm.add_payload(name, what)
+                if not cfg.payload_unannounced:
+                    self.clm.add_payload(name, what)
             self.morphology_changes.append((t, name, what, 1e3 * (time.perf_counter() - t0)))
         if (cfg.behaviour == "push" if cfg.push is None else cfg.push) and started is not None:
             t_push = started + cfg.push_delay_s
@@ -387,6 +396,11 @@ class ClosedLoopRun:
         truth_in_sole = [np.r_[gt.contacts[s].force_in_sole, gt.contacts[s].torque_in_sole] for s in self.soles]
         no_imu = np.full(3, np.nan)
         behaviour = self.control.supervisor.behaviour
+        payload = self.wrench.payload_estimate
+        if payload is not None:  # the identification's confident estimates (NaN otherwise)
+            ok = payload.confident
+            self.log.add(payload_mass=payload.mass_kg if ok else np.nan,
+                         payload_com_xy=payload.com_xy_in_world_m.copy() if ok else np.full(2, np.nan))
         if self._trace_width:  # a walk or a jump: its plan and phase (NaN before it starts)
             self.log.add(plan=behaviour.trace() if hasattr(behaviour, "trace") else np.full(self._trace_width, np.nan))
         if hasattr(behaviour, "footstep_boxes") and behaviour.plan_count != self._plan_count:

@@ -41,14 +41,16 @@ def summarize(run) -> dict:
     fz_est = log.array("fz_est").reshape(-1, len(run.soles)).sum(axis=1)
     released = run.release_time_s if run.release_time_s is not None else np.inf
     settled = free & (t > released + 0.3)
-    # the weight at each tick, with the payloads of the run (LoopConfig.payloads) attached by then;
-    # the estimate settles for 1 s after each change
-    mg = np.full(t.shape, run.clm.mass_kg * 9.81)
+    # the true weight at each tick, with the payloads of the run (LoopConfig.payloads) attached by then
+    # (the model's mass includes them unless they were unannounced); the estimate settles for 1 s
+    # after each change
+    payloads = [(tc, mass) for tc, _, mass, _ in getattr(run, "morphology_changes", []) if not isinstance(mass, str)]
+    announced = not getattr(cfg, "payload_unannounced", False)
+    mg = np.full(t.shape, (run.clm.mass_kg - (sum(m for _, m in payloads) if announced else 0.0)) * 9.81)
     weighed = settled.copy()
-    for tc, _, mass, _ in getattr(run, "morphology_changes", []):
-        if not isinstance(mass, str):
-            mg[t < tc] -= mass * 9.81
-            weighed &= ~((t >= tc) & (t < tc + 1.0))
+    for tc, mass in payloads:
+        mg[t >= tc] += mass * 9.81
+        weighed &= ~((t >= tc) & (t < tc + 1.0))
     wbc_ms, est_ms = log.array("wbc_ms"), log.array("est_ms")
     offsets_true = run.sim.sensors.encoder_offset[run.sim_to_model]
     cal = run.calibration
@@ -84,6 +86,7 @@ def summarize(run) -> dict:
         **walking(run),
         **jumping(run),
         **morphology(run, t, com_err, active),
+        **payload_identification(run, t),
     }
 
 
@@ -103,6 +106,79 @@ def morphology(run, t: np.ndarray, com_err: np.ndarray, active: np.ndarray) -> d
     payloads = [{"t_s": round(tc, 4), "link": n, "mass_kg": m, "update_ms": round(ms, 4)}
                 for tc, n, m, ms in changes if not isinstance(m, str)]
     return {**out, **({"faults": faults} if faults else {}), **({"payloads": payloads} if payloads else {})}
+
+
+def payload_identification(run, t: np.ndarray) -> dict:
+    """Payload identification metrics when the run identified (the wrench component's
+    ``payload_identification``), else ``{}``:
+
+    * ``payload_identified_kg``, ``payload_identified_com_xy_m`` (world, horizontal; None while the
+      mass is too small for a CoM), ``payload_identified_std_kg``, ``payload_identified_at_s``: the
+      last confident estimate (None: never confident);
+    * ``payload_unmodelled_kg``: the truth, the mass the model was not told about (the payloads of
+      an unannounced run, else 0), ``payload_unmodelled_com_xy_m`` its CoM at that time (the
+      simulator's configuration; the identified one is in the estimator's world frame, which
+      drifts by ``base_position_drift_m``); ``payload_mass_error_kg`` and
+      ``payload_com_xy_error_m``: identified minus true;
+    * ``payload_identification_delay_s``: from the last payload change to the first confident
+      estimate within 0.5 kg of the unmodelled mass (None: none); ``payload_confident_ratio``:
+      ticks with a confident estimate over the ticks after the behaviour starts.
+    """
+    wrench = getattr(run, "wrench", None)
+    found = None if wrench is None else wrench.identified_payload
+    if wrench is None or wrench.payload is None:
+        return {}
+    log = run.log
+    changes = [(tc, link, mass) for tc, link, mass, _ in getattr(run, "morphology_changes", [])
+               if not isinstance(mass, str)]
+    unannounced = bool(getattr(run.config, "payload_unannounced", False))
+    at = float(found.stamp_s) if found is not None else (float(t[-1]) if t.size else 0.0)
+    true_mass, true_com = _unmodelled_payload(run, changes if unannounced else [], at)
+    out = {"payload_identified_kg": None if found is None else float(found.mass_kg),
+           "payload_identified_com_xy_m": None, "payload_identified_std_kg": None,
+           "payload_identified_at_s": None if found is None else round(at, 4),
+           "payload_unmodelled_kg": true_mass,
+           "payload_unmodelled_com_xy_m": None if true_com is None else true_com.tolist(),
+           "payload_mass_error_kg": None if found is None else float(found.mass_kg - true_mass),
+           "payload_com_xy_error_m": None}
+    if found is not None:
+        out["payload_identified_std_kg"] = float(found.mass_std_kg)
+        com = found.com_xy_in_world_m
+        if np.all(np.isfinite(com)):
+            out["payload_identified_com_xy_m"] = com.tolist()
+            if true_com is not None:
+                out["payload_com_xy_error_m"] = float(np.linalg.norm(com - true_com))
+    mass = log.array("payload_mass")
+    confident = np.isfinite(mass)
+    active = log.array("behaviour") > 0.5
+    out["payload_confident_ratio"] = float(np.mean(confident[active])) if active.any() else 0.0
+    if changes and mass.size == t.size:
+        later = confident & (t >= changes[-1][0]) & (np.abs(np.nan_to_num(mass, nan=np.inf) - true_mass) <= 0.5)
+        out["payload_identification_delay_s"] = (round(float(t[np.argmax(later)] - changes[-1][0]), 4)
+                                                 if later.any() else None)
+    return out
+
+
+def _unmodelled_payload(run, changes: list, at_s: float) -> tuple[float, np.ndarray | None]:
+    """Mass [kg] of the payloads in ``changes`` (time, link, mass) applied by ``at_s`` and the
+    horizontal world position [m] of their CoM (None without mass), from the simulator's
+    configuration logged nearest ``at_s``: each sits at the CoM of its link's body."""
+    import pinocchio as pin
+
+    applied = [(link, m) for tc, link, m in changes if tc <= at_s]
+    total = float(sum(m for _, m in applied))
+    t = run.log.array("t")
+    if not applied or abs(total) < 1e-9 or not t.size:
+        return total, None
+    model = run.clm.model
+    q = run.log.array("q_true").reshape(t.size, -1)[int(np.argmin(np.abs(t - at_s)))]
+    data = model.createData()
+    pin.forwardKinematics(model, data, q)
+    moment = np.zeros(3)
+    for link, m in applied:
+        j = model.frames[model.getFrameId(link)].parentJoint
+        moment += m * data.oMi[j].act(model.inertias[j].lever)
+    return total, (moment / total)[:2]
 
 
 def walking(run) -> dict:
