@@ -210,9 +210,69 @@ def common_mode_map(stage: RodStage, knee_deg: np.ndarray, crank_deg: np.ndarray
     return det, smin
 
 
-def plot_windows(ax, stage: RodStage, windows: dict[str, tuple[float, float]], standing_knee_deg: float) -> None:
+def rod_pitch_limits(clm, side: str = "left") -> tuple[float, float]:
+    """Limits [deg] of the lower rods' pitch joints (``<side>_ankle_<inner|outer>_lower_rod_pitch``,
+    the rod's angle w.r.t. its knee crank) in a loaded Kangaroo-style model: the tightest of the two
+    rods. They bound the reachable ankle set away from the lever/rod dead points."""
+    m = clm.model
+    lo, hi = -math.inf, math.inf
+    for part in ("inner", "outer"):
+        name = f"{side}_ankle_{part}_lower_rod_pitch"
+        if not m.existJointName(name):
+            raise ValueError(f"model has no joint '{name}'")
+        iq = m.joints[m.getJointId(name)].idx_q
+        lo, hi = max(lo, float(m.lowerPositionLimit[iq])), min(hi, float(m.upperPositionLimit[iq]))
+    return math.degrees(lo), math.degrees(hi)
+
+
+def knee_window(crank_deg: tuple[float, float], rod_limits_deg: tuple[float, float],
+                knee_deg: np.ndarray) -> np.ndarray:
+    """Ankle pitch window [deg] at each knee angle along the common mode (both cranks alike, zero
+    roll; exact there): the cranks' range ``crank_deg`` (foot pitch w.r.t. the femur over the ankle
+    strokes) cut by the lower rods' pitch limits. With the rods parallel to the tibia the rod pitch
+    w.r.t. its knee crank is ``knee - crank``, so the limits ``[a, b]`` allow cranks in ``[knee - b,
+    knee - a]``; the window is ``[max(crank_lo, knee - b), min(crank_hi, knee - a)] - knee``, NaN
+    where empty. It shrinks away from the knee where the crank range sits inside the limits (the
+    analogue of the paper's Fig. 11)."""
+    knee = np.asarray(knee_deg, float)
+    lo = np.maximum(crank_deg[0], knee - rod_limits_deg[1]) - knee
+    hi = np.minimum(crank_deg[1], knee - rod_limits_deg[0]) - knee
+    empty = lo > hi
+    return np.column_stack([np.where(empty, np.nan, lo), np.where(empty, np.nan, hi)])
+
+
+def dead_point_margins(stage: RodStage, window: np.ndarray, knee_deg: np.ndarray,
+                       step_deg: float = 0.05) -> tuple[float, float]:
+    """Smallest distance [deg] of a knee-dependent window (:func:`knee_window`, ankle pitch per knee)
+    to the rods' dead points along the common mode, below and above it: the zeros of the rod map's
+    determinant (:func:`common_mode_map`) nearest to the window's lower and upper ends at each knee,
+    found on a ``step_deg`` grid of 180 deg on each side. Also the smallest singular value is
+    positive in between (the determinant keeps its sign over the window)."""
+    below, above = math.inf, math.inf
+    for k, (lo, hi) in zip(np.asarray(knee_deg, float), window):
+        if not np.isfinite(lo):
+            continue
+        pitch = np.arange(lo - 180.0, hi + 180.0 + step_deg, step_deg)
+        det = common_mode_map(stage, np.array([k]), pitch + k)[0][0]
+        inside = (pitch >= lo) & (pitch <= hi)
+        ref = np.sign(det[inside][0])
+        if np.any(np.sign(det[inside]) != ref):
+            return -math.inf, -math.inf
+        flip = np.sign(det) != ref
+        lower, upper = flip & (pitch < lo), flip & (pitch > hi)
+        if np.any(lower):
+            below = min(below, lo - float(pitch[lower].max()))
+        if np.any(upper):
+            above = min(above, float(pitch[upper].min()) - hi)
+    return below, above
+
+
+def plot_windows(ax, stage: RodStage, windows: dict[str, tuple[float, float]], standing_knee_deg: float,
+                 reachable: np.ndarray | None = None) -> None:
     """Rod-map conditioning along the common mode over the knee stroke, the dead points (zero
-    determinant, red) and each pitch window as a box (window at the standing knee, all knees)."""
+    determinant, red) and each pitch window as a box (window at the standing knee, all knees);
+    ``reachable`` (:func:`knee_window` on :data:`KNEE_DEG` sampled at 121 knees) is drawn as the
+    knee-dependent window, in the same coordinate (pitch + knee - standing knee)."""
     lo = min(w[0] for w in windows.values()) - 20.0
     hi = max(w[1] for w in windows.values()) + 20.0
     knee = np.linspace(*KNEE_DEG, 121)
@@ -224,6 +284,10 @@ def plot_windows(ax, stage: RodStage, windows: dict[str, tuple[float, float]], s
     for (label, (w0, w1)), color in zip(windows.items(), ("white", "orange", "cyan")):
         ax.plot([KNEE_DEG[0], KNEE_DEG[1], KNEE_DEG[1], KNEE_DEG[0], KNEE_DEG[0]], [w0, w0, w1, w1, w0], color=color,
                 lw=1.5, label=f"{label}: {w0:.1f}..{w1:.1f} deg")
+    if reachable is not None:
+        shift = knee - standing_knee_deg
+        ax.fill_between(knee, reachable[:, 0] + shift, reachable[:, 1] + shift, color="magenta", alpha=0.25,
+                        label="reachable (rod-pitch limits)")
     ax.set_xlabel("knee [deg]")
     ax.set_ylabel("ankle actuators' pitch, as ankle pitch at the standing knee [deg]")
     ax.set_title("Ankle rods: dead points (red) against the pitch windows, both strokes alike")

@@ -3,7 +3,8 @@
 Each function takes a fixed-base :class:`ClosedLoopModel` and a :class:`~kangaroo_wbc.model.leg.LegSpec`
 naming the leg's actuators, output joints and sole frame, so it applies to any leg built the same way.
 
-* :func:`singularity_scan` — condition number of ``J_lu`` over a grid of the actuator box.
+* :func:`singularity_scan` — condition number of ``J_lu`` over a grid of the actuator box, restricted
+  to the reachable set (passive joints within their limits).
 * :func:`joint_limit_shape` — reachable output-joint region by the QP IK of eq. (IV): for each
   direction in the output plane, least-squares steps (a QP on the actuator displacements with the
   actuator strokes as a box and the passive joints' limits, linearised through ``J_m``, as rows)
@@ -62,21 +63,39 @@ def _grid_configurations(clm: ClosedLoopModel, q_nominal: np.ndarray, actuators:
         yield q
 
 
+#: Tolerance [rad or m] of the reachable-set test of :func:`singularity_scan` (closure FK's roundoff at a
+#: limit that a grid point sits on, e.g. the straight knee).
+REACHABLE_TOL = 1e-6
+
+
 def singularity_scan(clm: ClosedLoopModel, q_nominal: np.ndarray, actuators: list[str], levels: int = 4,
-                     progress: Callable | None = None) -> dict:
-    """Max and median condition number of ``J_lu`` over a ``levels^n`` grid of the actuators' box."""
-    conds, failures, samples = [], 0, 0
+                     progress: Callable | None = None, reachable_only: bool = True) -> dict:
+    """Max and median condition number of ``J_lu`` over a ``levels^n`` grid of the actuators' box.
+
+    With ``reachable_only`` the statistics cover the reachable set: the grid points whose closed
+    configuration keeps every passive joint within its URDF limits
+    (:meth:`~kangaroo_wbc.model.ClosedLoopModel.passive_joint_limits`, margin 0; the limits carry the
+    model's dead-point margins, so the box's points past a dead point are not in the set). Those outside
+    are counted in ``unreachable``; ``samples`` counts every grid point.
+    """
+    limits = clm.passive_joint_limits(0.0) if reachable_only else None
+    conds, failures, samples, unreachable = [], 0, 0, 0
     for q in _grid_configurations(clm, q_nominal, actuators, levels, progress, "singularity scan", retry=True):
         samples += 1
         if q is None:
             failures += 1
             continue
+        if limits is not None:
+            theta_u = q[limits.idx_q]
+            if np.any(theta_u < limits.lower - REACHABLE_TOL) or np.any(theta_u > limits.upper + REACHABLE_TOL):
+                unreachable += 1
+                continue
         J = clm.constraint_jacobian(q)[:, clm.idx_v_u]
         conds.append(float(np.linalg.cond(J)))
     conds_a = np.array(conds)
     return {"max_condition_number": float(conds_a.max()) if conds else float("inf"),
             "median_condition_number": float(np.median(conds_a)) if conds else float("inf"),
-            "samples": samples, "fk_failures": failures, "conditions": conds_a}
+            "samples": samples, "fk_failures": failures, "unreachable": unreachable, "conditions": conds_a}
 
 
 def _ik_step(A: np.ndarray, target: np.ndarray, box: tuple[np.ndarray, np.ndarray], G: np.ndarray,

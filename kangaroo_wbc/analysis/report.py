@@ -60,12 +60,13 @@ def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out:
     summary["median_condition_number"] = round(sing["median_condition_number"], 3)
     summary["singularity_samples"] = sing["samples"]
     summary["closure_fk_failures"] = sing["fk_failures"]
+    summary["unreachable_samples"] = sing["unreachable"]
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.hist(sing["conditions"], bins=40, color="tab:blue")
     ax.set_xlabel("condition number of J_l,u")
     ax.set_ylabel("samples")
-    ax.set_title(f"{leg.side} leg: {sing['samples']} configurations of the actuator box")
-    save(fig, "singularity_condition_numbers.png", "Condition number of J_l,u over the actuator box")
+    ax.set_title(f"{leg.side} leg: {len(sing['conditions'])} reachable configurations of the actuator box")
+    save(fig, "singularity_condition_numbers.png", "Condition number of J_l,u over the reachable set")
 
     # 2. joint-limit shapes (hip, ankle) by the QP IK of eq. (IV): actuator strokes and the passive
     # joints' URDF limits
@@ -90,20 +91,35 @@ def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out:
     save(fig, "joint_limit_shapes.png", "Joint-limit shapes of hip and ankle (analogues of Figs. 7 and 11)")
 
     if ankle_stage is not None:
-        from kangaroo_wbc.analysis.ankle_window import TABLE_II_PITCH_DEG, plot_windows, scan
+        from kangaroo_wbc.analysis.ankle_window import (
+            KNEE_DEG,
+            TABLE_II_PITCH_DEG,
+            dead_point_margins,
+            knee_window,
+            plot_windows,
+            rod_pitch_limits,
+        )
 
         if standing_knee_deg is None:
             raise ValueError("ankle_stage needs standing_knee_deg (the knee angle of q_nominal)")
+        cranks = _ankle_crank_range(clm, q_nominal, leg)
+        limits = rod_pitch_limits(clm, leg.side)
+        knees = np.linspace(*KNEE_DEG, 121)
+        reach = knee_window(cranks, limits, knees)
+        at = {k: knee_window(cranks, limits, np.array([k]))[0] for k in (0.0, standing_knee_deg, 30.0, 60.0, 90.0,
+                                                                          120.0)}
+        below, above = dead_point_margins(ankle_stage, reach, knees)
+        summary["ankle_window"] = {
+            "crank_deg": [round(c, 2) for c in cranks], "rod_pitch_limits_deg": [round(x, 2) for x in limits],
+            "common_mode_deg_at_knee": {f"{k:.1f}": [round(float(x), 2) for x in w] for k, w in at.items()},
+            "dead_point_margin_deg": [round(below, 2), round(above, 2)],
+            "table_ii_at_standing_knee": bool(at[standing_knee_deg][0] <= TABLE_II_PITCH_DEG[0]
+                                              and at[standing_knee_deg][1] >= TABLE_II_PITCH_DEG[1])}
         windows = {"reached": tuple(summary["ankle_pitch_range_deg"]), "Table II": TABLE_II_PITCH_DEG}
-        summary["ankle_window"] = {}
-        for label, window in windows.items():
-            sc = scan(ankle_stage, window, standing_knee_deg=standing_knee_deg)
-            summary["ankle_window"][label] = {
-                "pitch_window_deg": list(sc.pitch_window_deg), "points": sc.points, "failures": sc.failures,
-                "smallest_singular_value_m": round(sc.smallest_singular_value_m, 6)}
         fig, ax = plt.subplots(figsize=(8, 5))
-        plot_windows(ax, ankle_stage, windows, standing_knee_deg)
-        save(fig, "ankle_window.png", "Ankle pitch window against the lower rods' dead points")
+        plot_windows(ax, ankle_stage, windows, standing_knee_deg, reachable=reach)
+        save(fig, "ankle_window.png", "Knee-dependent ankle pitch window against the lower rods' dead points "
+             "(analogue of Fig. 11)")
 
     # 3. manipulability of the foot (Fig. 5)
     man = manipulability_map(clm, q_nominal, leg, levels=3 if quick else 6, progress=progress)
@@ -157,18 +173,40 @@ def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out:
     return summary
 
 
+def _ankle_crank_range(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec) -> tuple[float, float]:
+    """Foot pitch w.r.t. the femur (knee + ankle pitch) [deg] with both ankle actuators at each end
+    of their stroke, at ``q_nominal``'s knee (closure FK, the other actuators nominal)."""
+    theta = q_nominal[clm.idx_q_a].copy()
+    ip = clm.model.joints[clm.model.getJointId(leg.ankle_outputs[1])].idx_q
+    ik = clm.model.joints[clm.model.getJointId(leg.ankle_outputs[1].replace("ankle_pitch", "knee"))].idx_q
+    out = []
+    for end in (0, 1):
+        for a in leg.actuators["ankle"]:
+            i = clm.actuated_joint_names.index(a)
+            theta[i] = (clm.model.lowerPositionLimit, clm.model.upperPositionLimit)[end][clm.idx_q_a[i]]
+        q = q_nominal
+        for t in np.linspace(0.0, 1.0, 9)[1:]:  # continuation along the stroke
+            q, _ = clm.closure_fk(q_nominal[clm.idx_q_a] + t * (theta - q_nominal[clm.idx_q_a]), q, max_iter=100)
+        out.append(float(np.degrees(q[ip] + q[ik])))
+    return min(out), max(out)
+
+
 def _ankle_window_text(s: dict) -> str:
     if "ankle_window" not in s:
         return ""
-    rows = "\n".join(
-        f"| {label} | {w['pitch_window_deg'][0]:.1f}…{w['pitch_window_deg'][1]:.1f} | {w['failures']} of {w['points']} "
-        f"| {1e3 * w['smallest_singular_value_m']:.2f} |" for label, w in s["ankle_window"].items())
+    w = s["ankle_window"]
+    rows = "\n".join(f"| {k} | {v[0]}…{v[1]} |" for k, v in w["common_mode_deg_at_knee"].items())
     return f"""
-Ankle pitch windows at the standing knee over the knee stroke × both ankle strokes (reduced model of
-the lower rods, `kangaroo_wbc.analysis.ankle_window`; urdf/README.md, "Design trade-off — ankle pitch"):
+Knee-dependent ankle pitch window along the common mode (both ankle actuators alike): the cranks'
+range over the ankle strokes ({w['crank_deg'][0]}…{w['crank_deg'][1]}° w.r.t. the femur) cut by the lower
+rods' pitch limits ({w['rod_pitch_limits_deg'][0]}…{w['rod_pitch_limits_deg'][1]}°),
+`kangaroo_wbc.analysis.ankle_window` (urdf/README.md, "Ankle window: knee-dependent limits").
+Smallest distance to the rods' dead points over the knee stroke, below / above the window:
+{w['dead_point_margin_deg'][0]}° / {w['dead_point_margin_deg'][1]}°.
+Table II's −36…34° inside the window at the standing knee: {w['table_ii_at_standing_knee']}.
 
-| window | ankle pitch [deg] | points where the rods do not close | smallest singular value of the rod map [mm/rad] |
-|---|---|---|---|
+| knee [deg] | ankle pitch window [deg] |
+|---|---|
 {rows}
 """
 
@@ -188,7 +226,8 @@ in {s['analysis_seconds']} s.
 
 | quantity | value |
 |---|---|
-| max condition number of J_l,u ({s['singularity_samples']} samples of the box) | {s['max_condition_number']} |
+| max condition number of J_l,u over the reachable set (grid of {s['singularity_samples']} points of the box, \
+{s['unreachable_samples']} of them outside the passive-joint limits) | {s['max_condition_number']} |
 | median condition number | {s['median_condition_number']} |
 | hip roll / pitch range reached [deg] | {s['hip_roll_range_deg']} / {s['hip_pitch_range_deg']} |
 | ankle roll / pitch range reached [deg] | {s['ankle_roll_range_deg']} / {s['ankle_pitch_range_deg']} |

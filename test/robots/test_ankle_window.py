@@ -17,9 +17,12 @@ from kangaroo_wbc.analysis.ankle_window import (
     PlanarStage,
     RodStage,
     common_mode_map,
+    dead_point_margins,
+    knee_window,
     main,
     planar_scan,
     planar_search,
+    rod_pitch_limits,
     scan,
     search,
     solve,
@@ -47,7 +50,7 @@ def cranks(left, params) -> dict[float, float]:
     stand = params.standing_actuators()
     q0 = left.solve(**stand)
     out = {}
-    for a in _stroke(left.clm, "ankle_inner"):
+    for a in (*_stroke(left.clm, "ankle_inner"), stand["ankle_inner"]):
         q = left.solve(q0, **dict(stand, ankle_inner=a, ankle_outer=a))
         assert abs(_deg(left.joint(q, "ankle_roll_joint"))) < 1e-6
         out[a] = _deg(left.joint(q, "knee_joint") + left.joint(q, "ankle_pitch_joint"))
@@ -56,11 +59,15 @@ def cranks(left, params) -> dict[float, float]:
 
 @pytest.mark.parametrize("leg_length", [None, 0.075, 0.15])
 def test_reduced_stage_matches_the_full_model(left, params, stage, cranks, leg_length):
-    """Same foot roll and pitch as the 3-D model at the differential corners, at three knees."""
+    """Same foot roll and pitch as the 3-D model at differential corners, at three knees (at full
+    flexion the corner's foot-down stroke is the standing one: the box's corner is past the rods'
+    pitch limits there)."""
     stand = params.standing_actuators()
     if leg_length is not None:
         stand["leg_length"] = leg_length
     lo, hi = _stroke(left.clm, "ankle_inner")
+    if leg_length == 0.15:
+        hi = stand["ankle_inner"]
     q = left.solve(**stand)
     knee = _deg(left.joint(q, "knee_joint"))
     for a_in, a_out in ((hi, lo), (lo, hi)):
@@ -69,20 +76,28 @@ def test_reduced_stage_matches_the_full_model(left, params, stage, cranks, leg_l
         assert closed and smin > 0.0
         assert roll == pytest.approx(_deg(left.joint(q, "ankle_roll_joint")), abs=1e-4)
         assert pitch == pytest.approx(_deg(left.joint(q, "ankle_pitch_joint")), abs=1e-4)
-        assert abs(roll) > 15.0
+        assert abs(roll) > (5.0 if leg_length == 0.15 else 15.0)
 
 
-def test_committed_window_is_regular_and_table_ii_window_is_not(left, params, stage, cranks):
-    """Over the knee stroke x both ankle strokes the committed window closes everywhere; Table
-    II's (-36..34 deg at the standing knee) meets the rods' dead points inside the box."""
+def test_table_ii_window_is_reachable_at_the_standing_knee_and_shrinks_with_the_knee(left, params, stage, cranks):
+    """The cranks' range cut by the lower rods' pitch limits (:func:`knee_window`) holds Table II's
+    -36..34 deg at the standing knee, 10 deg from the dead points over the whole knee stroke
+    (:func:`dead_point_margins`), and narrows at deep knee flexion (the paper's Fig. 11)."""
     knee = _deg(left.joint(left.solve(**params.standing_actuators()), "knee_joint"))
-    window = tuple(sorted(c - knee for c in cranks.values()))
-    ok = scan(stage, window, standing_knee_deg=knee)
-    assert ok.failures == 0 and ok.points == 25 * 81
-    assert 0.005 < ok.smallest_singular_value_m < 0.02
-    assert sorted(ok.roll_at_standing_knee_deg) == pytest.approx([-27.0, 27.0], abs=0.5)
-    t2 = scan(stage, (-36.0, 34.0), standing_knee_deg=knee)
-    assert t2.failures > 0 and t2.smallest_singular_value_m == 0.0
+    crank = (min(cranks.values()), max(cranks.values()))
+    limits = rod_pitch_limits(left.clm)
+    assert limits == pytest.approx((params.num("ankle.heel_lever_deg") - 170.0, params.num("ankle.heel_lever_deg")
+                                    - 10.0))
+    w = knee_window(crank, limits, np.array([knee]))[0]
+    assert w[0] <= -36.0 and w[1] >= 34.0
+    knees = np.linspace(0.0, 120.0, 121)
+    ws = knee_window(crank, limits, knees)
+    assert np.all(np.isfinite(ws)) and ws[-1, 1] - ws[-1, 0] < 0.7 * (w[1] - w[0])
+    assert ws[0, 1] < crank[1]  # the straight knee loses a few degrees of foot-up pitch
+    assert dead_point_margins(stage, ws, knees) == pytest.approx((10.0, 10.0), abs=0.1)
+    # without the rods' limits the box reaches the dead points
+    wide = knee_window(crank, (-180.0, 180.0), knees)
+    assert dead_point_margins(stage, wide, knees) == (-np.inf, -np.inf)
 
 
 def _zeros_of_det(st: RodStage, knee: float = 0.0) -> np.ndarray:
@@ -136,9 +151,9 @@ def test_search_returns_a_stage_inside_its_bounds_scanned_on_the_fine_grid():
 
 
 def test_command_line_prints_one_json_line_and_rejects_bad_windows(capsys):
-    assert main(["--pitch-window", "-33.8", "14.1"]) == 0
+    assert main(["--pitch-window", "-36", "34"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert out["committed"]["failures"] == 0 and out["committed"]["crank_deg"] == pytest.approx([-23.8, 24.1])
+    assert out["committed"]["failures"] == 0 and out["committed"]["crank_deg"] == pytest.approx([-26.0, 44.0])
     for argv in (["--pitch-window", "30", "-30"], ["--search", "--generations", "0"]):
         with pytest.raises(SystemExit) as e:
             main(argv)
@@ -167,15 +182,14 @@ def test_stage_from_a_model_without_the_rods_is_refused():
         RodStage.from_model(serial)
 
 
-def test_common_mode_map_has_the_dead_points_of_the_scan(stage):
-    """Along the common mode the determinant changes sign inside Table II's window (at small knee
-    angles) and nowhere inside the committed one."""
-    knee = np.linspace(0.0, 120.0, 61)
-    det, smin = common_mode_map(stage, knee, np.linspace(-26.0, 44.0, 71))
-    assert np.all(smin >= 0.0) and det.shape == (61, 71)
-    assert np.any(np.sign(det[:, :-1]) != np.sign(det[:, 1:]))
-    det, _ = common_mode_map(stage, knee, np.linspace(-23.8, 24.1, 71))
-    assert np.all(np.sign(det) == np.sign(det[0, 0]))
+def test_common_mode_map_has_the_dead_points_180_deg_apart(stage):
+    """Along the common mode the determinant changes sign at crank - knee = -heel lever angle and
+    180 deg above (the lever along the rod) and keeps its sign between."""
+    lam = stage.lever_deg[0]
+    assert _zeros_of_det(stage, 0.1) - 0.1 == pytest.approx([-lam, 180.0 - lam], abs=0.3)  # off the grid
+    for knee in (0.0, 60.0, 120.0):
+        det, smin = common_mode_map(stage, np.array([knee]), np.linspace(10.0 - lam, 170.0 - lam, 161) + knee)
+        assert np.all(np.sign(det) == np.sign(det[0, 0])) and np.all(smin > 0.0)
 
 
 @pytest.mark.parametrize("swing", [5.0, 10.0, 25.0])

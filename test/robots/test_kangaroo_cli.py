@@ -52,16 +52,21 @@ def test_analyze_quick_writes_the_report(tmp_path, capsys):
     worst = max(abs(x / p - 1.0) for k in s["table3"] for x, p in zip(s["table3"][k], s["table3_paper"][k]))
     assert s["table3_error"] == pytest.approx(worst, abs=1e-4) and worst > 0.0
     assert s["ankle_pitch_window_deg"] == s["ankle_pitch_range_deg"]
+    assert s["singularity_samples"] == 64 and 0 < s["unreachable_samples"] < 64
+    lo, hi = s["ankle_pitch_window_deg"]
+    assert lo <= -36.0 and hi >= 34.0  # Table II at the standing knee
     aw = s["ankle_window"]
-    assert aw["reached"]["pitch_window_deg"] == s["ankle_pitch_range_deg"]
-    assert aw["reached"]["failures"] == 0 and aw["reached"]["smallest_singular_value_m"] > 0.005
-    assert aw["Table II"]["failures"] > 0
+    assert aw["table_ii_at_standing_knee"] is True
+    assert min(aw["dead_point_margin_deg"]) > 9.9  # the rods' pitch limits: 10 deg from the dead points
+    windows = list(aw["common_mode_deg_at_knee"].values())
+    assert windows[1] == pytest.approx([lo, hi], abs=0.05)  # at the standing knee, as the QP IK found
+    assert windows[-1][1] - windows[-1][0] < hi - lo  # shrinks at deep knee flexion
     report = (out / "report.md").read_text()
     for png in ("singularity_condition_numbers", "joint_limit_shapes", "foot_manipulability", "transmission",
                 "ankle_window"):
         assert (out / f"{png}.png").stat().st_size > 10_000
         assert f"({png}.png)" in report
-    assert "points where the rods do not close" in report
+    assert "Knee-dependent ankle pitch window" in report
 
 
 @pytest.mark.parametrize("argv", [["model", "info", "missing.urdf"], ["analyze", "--side", "middle"]])

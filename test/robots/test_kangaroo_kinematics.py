@@ -66,25 +66,44 @@ def box(kangaroo):
     return out
 
 
+def _in_limits(clm, q: np.ndarray) -> bool:
+    m = clm.model
+    return bool(np.all(q >= m.lowerPositionLimit - LIMIT_TOL) and np.all(q <= m.upperPositionLimit + LIMIT_TOL))
+
+
+@pytest.fixture(scope="module")
+def reachable(kangaroo, box):
+    """The box samples of the reachable set: every joint within its URDF limits (unit-test data)."""
+    return [q for q in box if _in_limits(kangaroo, q)]
+
+
 def test_closure_fk_converges_over_the_box(kangaroo, box):
     for q in box:
         assert np.max(np.abs(kangaroo.closure_error(q))) < 1e-10
 
 
-def test_every_joint_stays_within_its_urdf_limits(kangaroo, box):
+def test_only_the_lower_ankle_rods_pitch_limits_cut_the_box(kangaroo, box, reachable):
+    """Every joint stays within its URDF limits over the stroke box except the lower ankle rods'
+    pitch, whose limits (10 deg inside the lever/rod dead points) cut the box at deep knee flexion
+    with the ankle actuators toward the foot-down end and at the straight knee toward the other:
+    the reachable set (urdf/README.md, "Ankle window: knee-dependent limits")."""
     m = kangaroo.model
+    rods = [m.joints[m.getJointId(f"{side}_ankle_{part}_lower_rod_pitch")].idx_q for side in ("left", "right")
+            for part in ("inner", "outer")]
     Q = np.array(box)
-    assert np.all(Q >= m.lowerPositionLimit - LIMIT_TOL)
-    assert np.all(Q <= m.upperPositionLimit + LIMIT_TOL)
+    out = (Q < m.lowerPositionLimit - LIMIT_TOL) | (Q > m.upperPositionLimit + LIMIT_TOL)
+    assert np.array_equal(np.any(out, axis=1), np.any(out[:, rods], axis=1))  # the rods' limits bind first
+    assert 0 < len(box) - len(reachable) < len(box) // 2
 
 
-def test_passive_block_is_well_conditioned_over_the_box(kangaroo, box):
-    """J_l,u (64 x 64) stays full rank with a bounded condition number: no singularity in the box."""
-    conds = [np.linalg.cond(kangaroo.constraint_jacobian(q)[:, kangaroo.idx_v_u]) for q in box]
+def test_passive_block_is_well_conditioned_over_the_reachable_set(kangaroo, reachable):
+    """J_l,u (64 x 64) stays full rank with a bounded condition number: no singularity in the
+    reachable set."""
+    conds = [np.linalg.cond(kangaroo.constraint_jacobian(q)[:, kangaroo.idx_v_u]) for q in reachable]
     assert max(conds) < MAX_COND_J_LU
 
 
-def test_encoder_calibration_is_well_posed(kangaroo, box):
+def test_encoder_calibration_is_well_posed(kangaroo, reachable):
     """Absolute passive encoders determine the offsets of all relative actuators (one per offset)."""
     rel = [n for n in kangaroo.actuated_joint_names if n not in kangaroo.absolute_actuators]
     enc = kangaroo.absolute_encoders
@@ -92,7 +111,7 @@ def test_encoder_calibration_is_well_posed(kangaroo, box):
     assert kangaroo.absolute_actuators == ["left_leg_length_actuator", "right_leg_length_actuator"]
     rows = [kangaroo.passive_joint_names.index(n) for n in enc]
     cols = [kangaroo.actuated_joint_names.index(n) for n in rel]
-    for q in box:
+    for q in reachable:
         assert np.linalg.cond(kangaroo.mapping_jacobian(q)[np.ix_(rows, cols)]) < MAX_COND_CALIBRATION
 
 
@@ -148,24 +167,20 @@ def test_knee_transmission_keeps_the_foot_orientation(left, params):
 
 
 def test_ankle_ranges_at_the_standing_knee(left, params):
-    """Ankle roll +-27 deg (Table II) at the standing knee; pitch authority of at least +-20 deg.
-
-    Table II's ankle pitch span (-36..34 deg) is not reached: with the 120 deg knee transmission
-    the foot lever already turns 120 deg w.r.t. the lower rods, and the rods become singular once
-    the lever's total swing nears 180 deg (test below, urdf/README.md).
-    """
+    """Table II's ankle window at the standing knee: roll +-27 deg (differential strokes; the model
+    reaches +-29.4) and pitch -36..34 deg (common strokes: -53.5..34.7), every joint within its
+    limits there."""
     stand = params.standing_actuators()
     lo, hi = _stroke(left.clm, "ankle_inner")
     assert (lo, hi) == pytest.approx((-0.02, 0.02))
     q0 = left.solve(**stand)
     roll = [np.degrees(left.joint(left.solve(q0, **dict(stand, ankle_inner=a, ankle_outer=-a)), "ankle_roll_joint"))
             for a in (hi, lo)]
-    assert roll == pytest.approx([27.0, -27.0], abs=RANGE_TOL_DEG)
-    pitch = [np.degrees(left.joint(left.solve(q0, **dict(stand, ankle_inner=a, ankle_outer=a)), "ankle_pitch_joint"))
-             for a in (lo, hi)]
-    level = np.degrees(left.joint(q0, "ankle_pitch_joint"))
-    assert pitch[0] - level > 15.0 and level - pitch[1] > 25.0
-    assert pitch[0] - pitch[1] > 45.0
+    assert roll[0] == pytest.approx(-roll[1], abs=1e-6) and 27.0 <= roll[0] <= 27.0 + 2 * RANGE_TOL_DEG
+    qs = {a: left.solve(q0, **dict(stand, ankle_inner=a, ankle_outer=a)) for a in (lo, hi)}
+    pitch = {a: np.degrees(left.joint(q, "ankle_pitch_joint")) for a, q in qs.items()}
+    assert pitch[lo] >= 34.0 and pitch[hi] <= -36.0
+    assert all(_in_limits(left.clm, q) for q in qs.values())
 
 
 def _heel_lever_rod_angle(clm, q, side: str = "left", part: str = "inner") -> float:
@@ -180,34 +195,37 @@ def _heel_lever_rod_angle(clm, q, side: str = "left", part: str = "inner") -> fl
     return float(np.degrees(np.arccos(lever @ rod / np.linalg.norm(lever) / np.linalg.norm(rod))))
 
 
-def test_ankle_pitch_window_is_bounded_by_the_lower_rod_dead_points(left, params):
-    """Why Table II's ankle pitch span does not fit (urdf/README.md, "Design trade-off").
+def test_lower_rods_pitch_limits_keep_the_ankle_away_from_the_dead_points(left, params):
+    """Why Table II's window fits (urdf/README.md, "Ankle window: knee-dependent limits").
 
-    With the ankle actuators fixed the foot keeps its orientation w.r.t. the femur (Figs. 12-14), so
-    the heel lever turns 120 deg w.r.t. the lower rods over the knee stroke; the pitch window at the
-    standing knee plus these 120 deg plus the margins to the two dead points (lever along the rod)
-    at the corners of the stroke box fill the 180 deg between the dead points. Table II's 70 deg
-    window would need negative margins, i.e. a singular J_l,u inside the box.
+    Along the common mode the lever/rod angle is the heel lever angle minus the rod's pitch w.r.t.
+    its knee crank, so the rods' pitch limits are the dead-point margins (10 deg). The standing
+    strokes over the whole knee stroke (the level foot of Figs. 12-14) and Table II's window at the
+    standing knee stay more than 14 deg from the dead points; the stroke box's far corners (foot down
+    at deep knee flexion, foot up at the straight knee) are past the limits, where the window shrinks.
     """
+    clm, lam = left.clm, params.num("ankle.heel_lever_deg")
+    lim = np.degrees(clm.passive_joint_limits().lower[clm.passive_joint_limits().names.index(
+        "left_ankle_inner_lower_rod_pitch")]), np.degrees(clm.model.upperPositionLimit[
+            clm.model.joints[clm.model.getJointId("left_ankle_inner_lower_rod_pitch")].idx_q])
+    assert lim == pytest.approx((lam - 180.0 + 10.0, lam - 10.0))
     stand = params.standing_actuators()
-    lo, hi = _stroke(left.clm, "ankle_inner")
-    angles = {}
-    for a in (lo, stand["ankle_inner"], hi):
-        q, row = left.clm.q_ref, []
-        for s in np.linspace(*_stroke(left.clm, "leg_length"), 16):
-            q = left.solve(q, **dict(stand, leg_length=s, ankle_inner=a, ankle_outer=a))
-            row.append(_heel_lever_rod_angle(left.clm, q))
-        angles[a] = np.array(row)
-    assert angles[stand["ankle_inner"]][0] - angles[stand["ankle_inner"]][-1] == pytest.approx(120.0, abs=1.0)
-    box = np.concatenate(list(angles.values()))
-    margins = (180.0 - box.max(), box.min())
-    assert min(margins) > 5.0
+    lo, hi = _stroke(clm, "ankle_inner")
+    q, theta = clm.q_ref, []
+    for s in np.linspace(*_stroke(clm, "leg_length"), 16):
+        q = left.solve(q, **dict(stand, leg_length=s))
+        theta.append(_heel_lever_rod_angle(clm, q))
+        assert theta[-1] + np.degrees(left.joint(q, "ankle_inner_lower_rod_pitch")) == pytest.approx(lam, abs=1e-6)
+        assert _in_limits(clm, q)
+    assert theta[0] - theta[-1] == pytest.approx(120.0, abs=1.0)
+    assert min(theta) > 14.0 and max(theta) < 166.0
     q0 = left.solve(**stand)
-    pitch = [np.degrees(left.joint(left.solve(q0, **dict(stand, ankle_inner=a, ankle_outer=a)), "ankle_pitch_joint"))
-             for a in (lo, hi)]
-    window = pitch[0] - pitch[1]
-    assert window + 120.0 + sum(margins) == pytest.approx(180.0, abs=2.0)
-    assert window < 36.0 + 34.0 - 2 * min(margins)
+    top = left.solve(q0, **dict(stand, ankle_inner=lo, ankle_outer=lo))  # pitch 34.7 deg at the standing knee
+    assert 14.0 < 180.0 - _heel_lever_rod_angle(clm, top) < 16.0
+    for s, a in ((0.15, hi), (0.0, lo)):  # the far corners of the box are not reachable
+        q = left.solve(left.solve(q0, **dict(stand, leg_length=s)), **dict(stand, leg_length=s, ankle_inner=a,
+                                                                            ankle_outer=a))
+        assert not _in_limits(clm, q)
 
 
 def test_standing_pose(kangaroo, params):
@@ -241,7 +259,7 @@ def test_knee_generator_shapes_the_squat_force(params, tmp_path):
     With FIG15_OVERRIDES the sole force produced by the leg-length actuator's maximum force, from
     the standing stroke to full compression, peaks between 0.3 and 0.7 of the squat, is lowest fully
     compressed and in between at the standing pose; knee 0..120 deg over the stroke, no dead point;
-    ankle roll +-27 deg at its standing knee. The knee turns ~40 rad per metre of stroke near the
+    ankle roll +-27 deg at its standing knee (wider ankle chains). The knee turns ~40 rad per metre of stroke near the
     straight leg: closure FK reaches far strokes from the zero configuration by continuation only.
     """
     from kangaroo_wbc.analysis.mechanism import transmission_sweep

@@ -26,10 +26,17 @@ def twin(request) -> SerialTwin:
 
 
 def _random_state(twin: SerialTwin, rng: np.random.Generator) -> np.ndarray:
+    """A random closed configuration of the reachable set: uniform actuator positions in the stroke
+    box, redrawn while a passive joint is past its limit (the box's corners past the ankle rods' dead
+    points are not reachable, and there the serial state does not determine the full one)."""
     full = twin.full
     m = full.model
     lo, hi = m.lowerPositionLimit[full.idx_q_a], m.upperPositionLimit[full.idx_q_a]
-    q, _ = full.closure_fk(lo + (hi - lo) * rng.random(full.n_a), full.q_ref)
+    lim = full.passive_joint_limits()
+    while True:
+        q, _ = full.closure_fk(lo + (hi - lo) * rng.random(full.n_a), full.q_ref)
+        if np.all(q[lim.idx_q] >= lim.lower - 1e-9) and np.all(q[lim.idx_q] <= lim.upper + 1e-9):
+            break
     if full.floating_base:
         quat = rng.normal(size=4)
         q[:3], q[3:7] = rng.normal(size=3), quat / np.linalg.norm(quat)

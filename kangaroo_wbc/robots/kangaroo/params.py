@@ -44,7 +44,7 @@ FIG15_OVERRIDES: dict[str, Any] = {
     "knee.rocker2_relay_arm_m": 0.0544, "knee.relay_length_m": 0.05, "knee.rocker1_relay_arm_m": 0.0599,
     "knee.rocker1_relay_arm_deg": 134.7, "knee.rocker1_actuator_arm_m": 0.0936, "knee.rocker1_arm_deg": -8.0,
     "knee.actuator_length_m": 0.1901, "knee.actuator_angle_deg": -22.0, "standing_pose_m.leg_length": 0.0070,
-    "ankle.chain_lateral_m": 0.0408,
+    "ankle.chain_lateral_m": 0.0575,
     "passive_limits_deg.knee_rocker1": [-10.0, 120.0], "passive_limits_deg.knee_relay": [-10.0, 85.0],
     "passive_limits_deg.knee_rocker2": [-10.0, 225.0], "passive_limits_deg.knee_pushrod": [-85.0, 10.0],
 }
