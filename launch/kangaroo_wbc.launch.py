@@ -5,6 +5,7 @@
     ros2 launch kangaroo_wbc kangaroo_wbc.launch.py backend:=hardware namespace:=kangaroo
     ros2 launch kangaroo_wbc kangaroo_wbc.launch.py behaviour:=walk     # then drive it on cmd_vel
     ros2 launch kangaroo_wbc kangaroo_wbc.launch.py behaviour:=walk cmd_vel:=0.2,0.0,0.0
+    ros2 launch kangaroo_wbc kangaroo_wbc.launch.py rig:=one_leg sim_mode:=lockstep  # the one-leg bench
 
 Arguments:
     backend       sim (the MuJoCo simulator node ``sim``), gazebo (``gazebo.launch.py``, untested;
@@ -22,6 +23,12 @@ Arguments:
     cmd_vel       vx,vy,wz [m/s, m/s, rad/s]: the walk's command until the ``cmd_vel`` topic
                   (geometry_msgs/Twist, e.g. from teleop_twist_keyboard) gives one (default empty:
                   the parameter file's, zero).
+    rig           empty (default: the robot on the floor) or one_leg: the one-leg test bench (one leg,
+                  the pelvis clamped, a force plate; docs/morphology.md), parameter ``rig`` of every
+                  node: the simulator, the estimators and the controller build the bench from the
+                  same generated files; the controller runs the bench's behaviour (``behaviour`` is
+                  ignored).
+    rig_leg       left (default) or right: the leg the bench keeps (parameter ``rig_leg``).
     rviz          true/false (default false): start RViz with ``config/kangaroo.rviz``.
     namespace     pushed onto every node (topics are relative; ``/tf``, ``/clock`` and
                   ``/diagnostics`` stay global).
@@ -63,6 +70,9 @@ DEPLOYMENTS = ['separate', 'composed']
 SIM_MODES = ['realtime', 'lockstep']
 BEHAVIOURS = ['stand', 'squat', 'sway', 'weight_shift', 'push_recovery', 'walk', 'jump']
 BOOLEANS = ['true', 'false']
+#: Test benches (kangaroo_wbc.robots.kangaroo.rig.RIGS; empty: the robot on the floor) and their legs.
+RIGS = ['', 'one_leg']
+RIG_LEGS = ['left', 'right']
 #: kangaroo_wbc node executables (setup.py) started for every backend, after the backend itself.
 PIPELINE = ['state_estimator', 'contact_wrench_estimator', 'whole_body_controller']
 #: The one process of deployment composed; it hosts the nodes ``sim`` (backend sim) + PIPELINE.
@@ -92,12 +102,16 @@ def parse_cmd_vel(text):
     return values
 
 
-def node_overrides(sim_mode, behaviour, cmd_vel=''):
+def node_overrides(sim_mode, behaviour, cmd_vel='', rig='', rig_leg='left'):
     """Launch-argument parameters, per node: ``{node name: {parameter: value}}``."""
     controller = {'behaviour': behaviour}
     if cmd_vel:
         controller['cmd_vel'] = parse_cmd_vel(cmd_vel)
-    return {'sim': {'lockstep': sim_mode == 'lockstep'}, 'whole_body_controller': controller}
+    overrides = {'sim': {'lockstep': sim_mode == 'lockstep'}, 'whole_body_controller': controller}
+    if rig:  # every node builds the bench
+        for name in ['sim', *PIPELINE]:
+            overrides.setdefault(name, {}).update({'rig': rig, 'rig_leg': rig_leg})
+    return overrides
 
 
 def overrides_file(overrides):
@@ -166,7 +180,7 @@ def launch_stack(context):
     """Every action of the stack, built once the arguments are known and the packages checked."""
     value = {name: LaunchConfiguration(name).perform(context)
              for name in ('backend', 'deployment', 'sim_mode', 'behaviour', 'cmd_vel', 'rviz', 'namespace',
-                          'use_sim_time')}
+                          'use_sim_time', 'rig', 'rig_leg')}
     backend, deployment = value['backend'], value['deployment']
     share = package_share(PACKAGE)
     if share is None:
@@ -178,7 +192,8 @@ def launch_stack(context):
             raise RuntimeError(f'backend gazebo needs {", ".join(missing)} (not installed); '
                                'nothing was started')
     config = {name: f'{share}/config/{name}.yaml' for name in ['sim', *PIPELINE]}
-    overrides = node_overrides(value['sim_mode'], value['behaviour'], value['cmd_vel'])
+    overrides = node_overrides(value['sim_mode'], value['behaviour'], value['cmd_vel'], value['rig'],
+                               value['rig_leg'])
     actions = []
 
     composed = deployment == 'composed'
@@ -242,6 +257,13 @@ def generate_launch_description():
             'cmd_vel', default_value='',
             description='walk: vx,vy,wz [m/s, m/s, rad/s] until the cmd_vel topic gives a command '
                         '(empty: the parameter file\'s)'),
+        DeclareLaunchArgument(
+            'rig', default_value='', choices=RIGS,
+            description='Test bench: empty (the robot on the floor) or one_leg (one leg, the pelvis '
+                        'clamped, a force plate); passed to every node as its rig parameter'),
+        DeclareLaunchArgument(
+            'rig_leg', default_value='left', choices=RIG_LEGS,
+            description='rig: the leg the bench keeps'),
         DeclareLaunchArgument(
             'rviz', default_value='false', choices=BOOLEANS,
             description='Start RViz with config/kangaroo.rviz (skipped if rviz2 is missing)'),

@@ -38,7 +38,7 @@ RVIZ = REPO / "config" / "kangaroo.rviz"
 PACKAGE = "kangaroo_wbc"
 
 STACK_ARGUMENTS = {"backend", "deployment", "sim_mode", "behaviour", "cmd_vel", "rviz", "namespace",
-                   "use_sim_time"}
+                   "use_sim_time", "rig", "rig_leg"}
 #: Node executables of the stack's core (a core process exiting shuts the launch down).
 CORE = {"sim", "state_estimator", "contact_wrench_estimator", "whole_body_controller"}
 GAZEBO_ARGUMENTS = {"world", "spawn_z"}
@@ -126,6 +126,14 @@ def test_stack_arguments() -> None:
     assert args["namespace"]["default_value"] == ""
     assert args["use_sim_time"]["default_value"] == "<substitution>"  # depends on backend
     assert all(info.get("description") for info in args.values())
+
+
+def test_rig_choices_are_the_benches() -> None:
+    from kangaroo_wbc.robots.kangaroo.rig import RIGS
+
+    args = declared_arguments(STACK)
+    assert args["rig"]["choices"] == ["", *RIGS] and args["rig"]["default_value"] == ""
+    assert args["rig_leg"]["choices"] == ["left", "right"] and args["rig_leg"]["default_value"] == "left"
 
 
 def test_behaviour_choices_are_the_controllers() -> None:

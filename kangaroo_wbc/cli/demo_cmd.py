@@ -71,10 +71,7 @@ _NOT_ON_RIG = (("cmd_vel", "--cmd-vel", None), ("push", "--push", None), ("fault
 
 
 def _validate_rig(args: argparse.Namespace) -> None:
-    """``--rig``: the one-process loop on the bench, with its own behaviour."""
-    if args.processes != "one":
-        raise UsageError(f"kangaroo-wbc demo: error: --rig needs --processes one (the bench runs in the "
-                         f"one-process loop), not {args.processes}")
+    """``--rig``: the bench, with its own behaviour (any deployment)."""
     if args.behaviour != "stand":
         raise UsageError("kangaroo-wbc demo: error: --behaviour with --rig: the bench runs its own behaviour "
                          "(the sole circles in the air, then presses the force plate)")
@@ -174,11 +171,12 @@ def _demo_graph(args: argparse.Namespace) -> int:
                                 progress=Progress.from_args(args), stop=stop,
                                 log_dir=None if out is None else out / "logs",
                                 controller_params={k: list(v) for k, v in _behaviour_options(args).items()},
-                                faults=tuple(args.fault or ()), payloads=tuple(args.payload or ()))
+                                faults=tuple(args.fault or ()), payloads=tuple(args.payload or ()),
+                                rig=args.rig or "")
         except GraphStartError as exc:
             fail(f"kangaroo-wbc demo: error: {exc}", args.json)
             return stop.exit_code or 1
-    summary["behaviour"] = args.behaviour  # the command line's name (the controller ran BEHAVIOURS[...])
+    summary["behaviour"] = "rig" if args.rig else args.behaviour  # the command line's name (BEHAVIOURS[...] ran)
     summary["seed"] = args.seed
     if out is not None:
         (out / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default) + "\n")
@@ -186,6 +184,8 @@ def _demo_graph(args: argparse.Namespace) -> int:
     print_result(summary, args.json)
     if stop.interrupted:
         return stop.exit_code
+    if args.rig is not None:  # the bench cannot fall (its pelvis is clamped)
+        return 0
     return 1 if summary.get("fell") is not False else 0
 
 
@@ -276,7 +276,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rig", type=rig_name, default=None, metavar="NAME",
                    help="a test bench instead of the free robot: one_leg (one leg, the pelvis clamped, a force "
                         "plate under the foot: the sole circles in the air, then presses the plate with 200 N; "
-                        "docs/morphology.md); one process, summary.json only")
+                        "docs/morphology.md); summary.json only (separate/composed: every node's rig parameter, "
+                        "and the nodes' logs)")
     p.add_argument("--duration", type=positive_float, default=10.0, metavar="S",
                    help="simulated time after boot [s], > 0 (separate/composed realtime: wall time) (default 10)")
     p.add_argument("--seed", type=seed, default=0, help="simulator seed: sensor noise, encoder offsets (default 0)")

@@ -43,6 +43,15 @@ the robot's weight with the payloads attached by then, from 0.3 s after the rele
 the second after each payload (as the one-process demo measures it); each payload's
 ``fz_sum_over_mg_after`` from 1 s after it to the next one or the end.
 
+The one-leg test bench (``rig="one_leg"``): every node gets the parameters ``rig`` and ``rig_leg``
+(the launch file's ``rig:=one_leg``) and builds the bench from the same generated files; the
+controller runs the bench's behaviour from ready. The result then holds the one-process bench's
+metrics (:func:`~kangaroo_wbc.pipeline.metrics.summarize_rig`'s keys and definitions, from the
+topics: the sole's true pose from ``sim/ground_truth/joint_states`` against ``rig/sole_target``
+over the circle; the plate's ``rig/plate_wrench`` and the wrench estimator's
+``contact/<sole>/wrench`` (sole frame) over the press's hold; the phases from the behaviour's
+timings after ready); ``fell`` is None.
+
 Children are supervised: each runs in a process group of its own (a terminal's Ctrl-C reaches this
 runner only, which stops the graph in order: the simulator first) and is started with
 ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` (Linux), so even a SIGKILL of the runner leaves no node behind
@@ -126,7 +135,8 @@ def _behaviour_delay_s(controller: dict | None) -> float:
 
 
 def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int, controller: dict | None = None,
-            faults: Sequence[tuple[str, str, float]] = (), payloads: Sequence[tuple[float, str, float]] = ()) -> dict:
+            faults: Sequence[tuple[str, str, float]] = (), payloads: Sequence[tuple[float, str, float]] = (),
+            rig: str = "", rig_leg: str = "left") -> dict:
     # the ground truth only feeds the fall detection here: 100 Hz (its contact wrenches cost most)
     sim = {"lockstep": lockstep, "realtime": True, "drop_ratio": float(drop_ratio), "seed": int(seed),
            "ground_truth_decimation": 10}
@@ -143,6 +153,11 @@ def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int, contro
     controller = {k: [float(x) for x in v] if numeric(v) else v for k, v in (controller or {}).items()}
     nodes = {"state_estimator": {}, "contact_wrench_estimator": {},
              "whole_body_controller": {"behaviour": behaviour, **controller}}
+    if rig:  # every node builds the bench; the sole's target at the ground truth's rate
+        sim.update(rig=rig, rig_leg=rig_leg)
+        for p in nodes.values():
+            p.update(rig=rig, rig_leg=rig_leg)
+        nodes["whole_body_controller"].setdefault("timing_rate_hz", 100.0)
     return {"sim": {"ros__parameters": sim},  # the clock's source: on its own clock
             **{n: {"ros__parameters": {"use_sim_time": True, **p}} for n, p in nodes.items()}}
 
@@ -173,7 +188,7 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
               start_delays_s: dict[str, float] | None = None, stop: Callable[[], bool] | None = None,
               log_dir: Path | None = None, controller_params: dict | None = None,
               faults: Sequence[tuple[str, str, float]] = (),
-              payloads: Sequence[tuple[float, str, float]] = ()) -> dict:
+              payloads: Sequence[tuple[float, str, float]] = (), rig: str = "", rig_leg: str = "left") -> dict:
     """Run the graph for ``duration_s`` once the controller is ready; returns the results dict.
 
     Args:
@@ -199,6 +214,7 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
             behaviour starts (module docstring: the simulator's, then the operator's word).
         payloads: ``(mass [kg], link, t)``: a point mass at the link's centre of mass (``torso``: the
             base link; negative: removed), ``t`` [s] after the behaviour starts (the same way).
+        rig, rig_leg: a test bench (``one_leg``) and its leg (module docstring); empty: the robot.
 
     Raises:
         GraphStartError: a process died, the controller was not ready within ``startup_timeout_s``
@@ -232,7 +248,11 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
     if bad:
         raise ValueError(f"payloads: (mass 0 < |m| <= {MAX_PAYLOAD_KG:g} kg, link, t >= 0 s after the behaviour "
                          f"starts), got {bad}")
-    params = _params(behaviour, lockstep, drop_ratio, seed, controller_params, faults, payloads)
+    from kangaroo_wbc.robots.kangaroo.rig import RIGS
+
+    if rig and (rig not in RIGS or rig_leg not in ("left", "right")):
+        raise ValueError(f"rig must be one of {RIGS} (leg left or right), got {rig!r} ({rig_leg!r})")
+    params = _params(behaviour, lockstep, drop_ratio, seed, controller_params, faults, payloads, rig, rig_leg)
     params_file.write_text(yaml.safe_dump(params, sort_keys=False))
     delays = dict(start_delays_s or {})
     unknown = sorted(set(delays) - set(EXECUTABLES))
@@ -250,7 +270,7 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         result = _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s,
                           progress, log_dir, monitor_period_s, stop,
                           late=[(d, n, lambda n=n: _start(n, [n], params_file, log_dir)) for d, n in late],
-                          operator=sorted(operator, key=lambda o: o[0]))
+                          operator=sorted(operator, key=lambda o: o[0]), rig=(rig, rig_leg) if rig else None)
     finally:
         exit_codes = _stop(procs)
     return {"processes": processes, "sim_mode": sim_mode, "behaviour": behaviour, "drop_ratio": drop_ratio,
@@ -357,6 +377,67 @@ def _median(values: list[float]) -> float | None:
     return round(float(np.median(v)), 4) if v.size else None
 
 
+def _rig_metrics(rig: tuple[str, str], ready_s: float | None, truth: dict, targets: list, plate: list,
+                 fz: dict[int, list[float]], soles: list[str]) -> dict:
+    """The bench's metrics from the topics (module docstring; the keys and definitions of
+    :func:`~kangaroo_wbc.pipeline.metrics.summarize_rig`): the behaviour's phases from its timings
+    after ready (the controller's behaviour options are the defaults)."""
+    import pinocchio as pin
+
+    from kangaroo_wbc.control.behaviours import RigCircleAndPress
+    from kangaroo_wbc.pipeline.rig import RigConfig
+    from kangaroo_wbc.robots.kangaroo.rig import load_one_leg
+    from kangaroo_wbc.robots.kangaroo.robot import SOLES
+
+    name, leg = rig
+    clm = load_one_leg(leg)
+    m = clm.model
+    behaviour = RigCircleAndPress()
+    out = {"rig": name, "leg": leg, "behaviour": "rig", "n_actuated": int(clm.n_a), "n_joints": len(clm.joint_names),
+           "press_force_target_n": behaviour.press_force_n}
+    if ready_s is None:
+        return out
+    circle = (ready_s, ready_s + behaviour.circle_s)
+    hold_from = ready_s + behaviour.press_starts_s + behaviour.force_ramp_s + RigConfig().press_settle_s
+    data, base_id, sole_id = m.createData(), m.getFrameId("base_link"), m.getFrameId(SOLES[leg])
+    t_target = np.array([t for t, _ in targets])
+    xyz = np.array([p for _, p in targets]).reshape(-1, 3)
+    errors, rotations = [], []
+    for stamp_ns, (_, joints) in sorted(truth.items()):
+        t = stamp_ns * 1e-9
+        if joints is None or not (circle[0] <= t <= circle[1]) or t_target.size < 2 \
+                or not t_target[0] <= t <= t_target[-1]:
+            continue
+        q = pin.neutral(m)
+        for joint, value in zip(*joints):
+            if m.existJointName(joint):
+                q[m.joints[m.getJointId(joint)].idx_q] = value
+        pin.framesForwardKinematics(m, data, q)
+        sole = data.oMf[base_id].actInv(data.oMf[sole_id])
+        errors.append(sole.translation - [np.interp(t, t_target, xyz[:, k]) for k in range(3)])
+        rotations.append(sole.rotation.copy())
+    if errors:
+        e = np.linalg.norm(errors, axis=1)
+        angles = [np.arccos(np.clip(0.5 * (np.trace(rotations[0].T @ R) - 1.0), -1.0, 1.0)) for R in rotations]
+        out.update(circle_s=round(circle[1] - circle[0], 4), foot_rmse_m=float(np.sqrt(np.mean(e**2))),
+                   foot_max_error_m=float(np.max(e)),
+                   foot_orientation_rmse_rad=float(np.sqrt(np.mean(np.square(angles)))))
+    held = np.array([f for t, f in plate if t >= hold_from])
+    if held.size:
+        press = float(np.mean(held))
+        out.update(press_hold_s=round(plate[-1][0] - hold_from, 4), press_force_n=press,
+                   press_force_error_n=press - behaviour.press_force_n, press_force_std_n=float(np.std(held)))
+        topic = f"contact/{SOLES[leg]}/wrench"
+        plate_at = dict((round(t * 1e3), f) for t, f in plate)
+        pairs = [(fz[k][soles.index(topic)], plate_at[k]) for k in sorted(fz)
+                 if k * 1e-3 >= hold_from and k in plate_at and np.isfinite(fz[k][soles.index(topic)])]
+        if pairs:
+            est, true = np.array(pairs).T
+            out.update(wrench_estimate_force_n=float(np.mean(est)), wrench_estimate_error_n=float(np.mean(est - true)),
+                       wrench_estimate_rmse_n=float(np.sqrt(np.mean((est - true) ** 2))))
+    return out
+
+
 def _weighed(fz: dict[int, list[float]], release_s: float | None, payload_log: list[dict],
              model_mass_kg: float) -> dict:
     """``fz_sum_over_mg`` (and each payload's ``fz_sum_over_mg_after``) from the sole normal forces
@@ -382,10 +463,10 @@ def _weighed(fz: dict[int, list[float]], release_s: float | None, payload_log: l
 
 
 def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s, progress,
-             log_dir, monitor_period_s=None, stop=None, late=(), operator=()) -> dict:
+             log_dir, monitor_period_s=None, stop=None, late=(), operator=(), rig=None) -> dict:
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-    from geometry_msgs.msg import PointStamped, WrenchStamped
+    from geometry_msgs.msg import PointStamped, PoseStamped, WrenchStamped
     from nav_msgs.msg import Odometry
     from rcl_interfaces.srv import SetParameters
     from rclpy.experimental import EventsExecutor
@@ -542,6 +623,21 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     node.create_subscription(Float64MultiArray, "sim/command_latency", on_latency, qos.VISUALIZATION)
     node.create_subscription(DiagnosticStatus, "actuators/modes", on_modes, qos.LATCHED)
     node.create_subscription(DiagnosticStatus, "model/payloads", on_payloads, qos.LATCHED)
+    plate: list[tuple[float, float]] = []  # the bench's plate: (stamp [s], normal force [N]) every 10th stamp
+    sole_targets: list[tuple[float, tuple[float, float, float]]] = []  # rig/sole_target (stamp, xyz in base)
+    if rig is not None:
+        def on_plate(msg: WrenchStamped) -> None:
+            t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+            if st["started"] and round(t * 1e3) % 10 == 0:
+                plate.append((t, -msg.wrench.force.z))
+
+        def on_sole_target(msg: PoseStamped) -> None:
+            if st["started"]:
+                p = msg.pose.position
+                sole_targets.append((msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec, (p.x, p.y, p.z)))
+
+        node.create_subscription(WrenchStamped, "rig/plate_wrench", on_plate, qos.SENSOR_STATE)
+        node.create_subscription(PoseStamped, "rig/sole_target", on_sole_target, qos.VISUALIZATION)
     set_params = node.create_client(SetParameters, "whole_body_controller/set_parameters")
     try:
         t0 = time.monotonic()
@@ -628,7 +724,8 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
 
     clm = load_kangaroo(floating_base=True)
-    weighed = _weighed(fz, ready_t, payload_log, clm.mass_kg)
+    weighed = _weighed(fz, ready_t, payload_log, clm.mass_kg) if rig is None else {}
+    bench = {} if rig is None else _rig_metrics(rig, ready_t, truth, sole_targets, plate, fz, soles)
     for entry in payload_log:
         at = entry["at_sim_s"] = None if ready_t is None else ready_t + entry.pop("after_ready_s")
         entry.pop("told", None)
@@ -648,14 +745,15 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
                                    "p99": round(float(np.percentile(latency, 99)), 3) if latency.size else None,
                                    "samples": int(latency.size)},
             "interrupted": interrupted,
-            "fell": fell, "min_base_height_m": st["min_height"] if np.isfinite(st["min_height"]) else None,
+            "fell": None if rig is not None else fell,
+            "min_base_height_m": st["min_height"] if np.isfinite(st["min_height"]) else None,
             "controller_stayed_ready": not st["ready_lost"], "com_rmse_m": com_rmse, **motion,
             "min_base_height_whole_run_m": st.get("min_height_any"),
             "safe_mode_entries": st["safe_entries"], "safe_mode_reasons": st["safe_reasons"],
             "sim_watchdog_trips": st.get("watchdog_trips", 0),
             **({"faults": fault_log, "actuator_modes": {n: m for n, m in modes.items() if m != "active"},
                 "actuator_modes_message": st.get("modes_message")} if fault_log else {}),
-            **weighed,
+            **weighed, **bench,
             **({"payloads": [{k: v for k, v in e.items() if k != "at_sim_s"} for e in payload_log],
                 "model_payloads": st.get("payloads"), "model_payloads_message": st.get("payloads_message")}
                if payload_log else {}),

@@ -287,3 +287,50 @@ class PayloadFollower:
             how = "applied" if changed else "in the model already"
             self._node.get_logger().info(f"payloads {how}: {self.payloads.describe()}, robot "
                                          f"{self.payloads.clm.mass_kg:.3f} kg")
+
+
+# ---------------------------------------------------------------------------------------- test benches
+def rig_parameter() -> Any:
+    """The ``rig`` parameter of the nodes that run on a test bench (read-only): empty (the robot on
+    the floor) or ``one_leg`` (:mod:`kangaroo_wbc.robots.kangaroo.rig`)."""
+    from kangaroo_wbc.robots.kangaroo.rig import RIGS
+    from kangaroo_wbc.ros.params import parameter
+
+    return parameter("", f"Test bench: empty (the robot on the floor) or {', '.join(RIGS)} (docs/morphology.md)",
+                     read_only=True, check=lambda v: None if v in ("", *RIGS) else f"empty or one of {list(RIGS)}")
+
+
+def rig_leg_parameter() -> Any:
+    """The ``rig_leg`` parameter: the leg the bench keeps (read-only)."""
+    from kangaroo_wbc.ros.params import parameter
+
+    return parameter("left", "Test bench: the leg it keeps (left or right)", read_only=True,
+                     check=lambda v: None if v in ("left", "right") else "left or right")
+
+
+def rig_sole(leg: str) -> str:
+    """The sole frame of the bench's leg ``leg``."""
+    from kangaroo_wbc.robots.kangaroo.robot import SOLES
+
+    return SOLES[leg]
+
+
+def load_node_model(urdf_dir: str, rig: str = "", rig_leg: str = "left") -> Any:
+    """The model a node runs on: the robot's (:func:`load_model`) or, on a bench (``rig``), the
+    bench's derived from the same files (:func:`~kangaroo_wbc.robots.kangaroo.rig.load_one_leg`).
+
+    Raises:
+        ConfigError: the files are missing or malformed.
+    """
+    if not rig:
+        return load_model(urdf_dir)
+    from pathlib import Path
+
+    from kangaroo_wbc.errors import ConfigError, KangarooWbcError
+    from kangaroo_wbc.robots.kangaroo.rig import load_one_leg
+
+    try:
+        return load_one_leg(rig_leg, Path(urdf_dir) if urdf_dir else None)
+    except (KangarooWbcError, OSError) as exc:
+        where = urdf_dir or "package urdf/"
+        raise ConfigError(f"rig {rig!r} ({rig_leg} leg) from 'urdf_dir' ({where}): {exc}") from exc

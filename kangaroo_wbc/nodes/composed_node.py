@@ -74,6 +74,12 @@ class ComposedChain(KangarooNode):
         super().__init__("composed")
         self.estimator, self.wrench, self.controller, self.sim = estimator, wrench, controller, sim
         clm = estimator.clm
+        rigs = {n.get_name(): n.params.rig for n in (sim, estimator, wrench, controller) if n is not None}
+        if len(set(rigs.values())) > 1:  # one bench or none: the nodes share one model
+            from kangaroo_wbc.errors import ConfigError
+
+            raise ConfigError(f"composed: the hosted nodes' rig parameters differ: {rigs}")
+        self.rig = estimator.params.rig
         self.link_tf = link_tf
         if link_tf is not None:
             self._link_q = joint_indices(clm.model, link_tf.joint_names)[0]
@@ -109,8 +115,12 @@ class ComposedChain(KangarooNode):
                                 None if act.effort is None else self._act(act.effort), act.stamp_s)
         component = self.estimator.component
         ready = self.controller.component.ready  # the wbc/ready handshake, in-process
-        component.set_released(ready)
+        if not self.rig:  # on the bench the pelvis stays clamped: the estimator is never released
+            component.set_released(ready)
         self.wrench.component.set_released(ready)
+        plate = self.sim.plate_reading  # the bench's force plate, read with these samples
+        if plate is not None:
+            self.controller.on_plate_force(-float(plate[0][2]), plate[1])
         component.on_encoders(EncoderSample(self._enc(enc.position), enc.stamp_s))
         if imu is not None:
             component.on_imu(imu)

@@ -9,7 +9,9 @@ A thin adapter around :class:`~kangaroo_wbc.components.contact_wrench.ContactWre
 A ``joint_states`` sample is used once odometry of the same time (within ``max_input_age_s``) came.
 The actuator modes the controller publishes on the latched ``actuators/modes`` (a locked or limp
 actuator, ``docs/morphology.md``) are applied before the next sample, in every deployment, and so
-are the payloads it publishes on the latched ``model/payloads`` (the model's inertias).
+are the payloads it publishes on the latched ``model/payloads`` (the model's inertias). With ``rig``
+(``one_leg``) it runs on the test bench's model, its one sole, the actuated rows only
+(:func:`~kangaroo_wbc.pipeline.rig.rig_wrench_estimation`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,15 @@ from kangaroo_wbc.estimation.contact_wrench import (
     ContactWrenchEstimate,
     paper_screws,
 )
-from kangaroo_wbc.nodes import PayloadFollower, joint_indices, load_model, urdf_dir_parameter
+from kangaroo_wbc.nodes import (
+    PayloadFollower,
+    joint_indices,
+    load_node_model,
+    rig_leg_parameter,
+    rig_parameter,
+    rig_sole,
+    urdf_dir_parameter,
+)
 from kangaroo_wbc.ros import qos
 from kangaroo_wbc.ros.conversions import (
     JointIndexMap,
@@ -87,6 +97,8 @@ class ContactWrenchParams:
                                                  "times the actuator acceleration", read_only=True)
     torque_bias_estimation: bool = parameter(_C.torque_bias, "Learn a per-actuator motor-torque offset "
                                              "while standing still on both soles", read_only=True)
+    rig: str = rig_parameter()
+    rig_leg: str = rig_leg_parameter()
 
     def __post_init__(self) -> None:
         if self.cutoff_hz >= self.rate_hz / 2:
@@ -122,15 +134,23 @@ class ContactWrenchNode(KangarooNode):
     def __init__(self, clm=None, chained: bool = False) -> None:
         super().__init__("contact_wrench_estimator", ContactWrenchParams)
         p = self.params
-        self.clm = clm = clm or load_model(p.urdf_dir)
+        self.clm = clm = clm or load_node_model(p.urdf_dir, p.rig, p.rig_leg)
         m = clm.model
         try:  # per-actuator leads and efficiencies: the closure file's actuators table
             transmission = paper_screws(clm, p.default_screw_lead_m, p.default_screw_efficiency)
-            self.component = ContactWrenchEstimation(
-                clm, transmission,
-                _ESTIMATOR.build(p), _SETTINGS.build(p), _compensation(p))
+            if p.rig:  # the bench: one sole, the actuated rows only
+                from kangaroo_wbc.pipeline.rig import rig_wrench_estimation
+
+                self.component = rig_wrench_estimation(clm, rig_sole(p.rig_leg), transmission, _ESTIMATOR.build(p),
+                                                       _SETTINGS.build(p), _compensation(p))
+            else:
+                self.component = ContactWrenchEstimation(
+                    clm, transmission,
+                    _ESTIMATOR.build(p), _SETTINGS.build(p), _compensation(p))
         except InputError as exc:
             raise ConfigError(str(exc)) from exc
+        #: the soles estimated (the parameter's, or the bench's one)
+        self.sole_frames = soles = list(self.component.settings.sole_frames)
         self._idx_q, self._idx_v = joint_indices(m, clm.joint_names)
         self._act = JointIndexMap(clm.actuated_joint_names, what="actuator")
         self._joints = JointIndexMap(clm.joint_names, allow_extra=True)
@@ -139,12 +159,12 @@ class ContactWrenchNode(KangarooNode):
         self._joint_stamp: float | None = None
         self._next_marker = 0.0
         pub, stream = self.create_publisher, self.create_stream_publisher
-        self._pub_w = [stream(WrenchStamped, f"contact/{s}/wrench", qos.SENSOR_STATE) for s in p.sole_frames]
-        self._pub_cop = [stream(PointStamped, f"contact/{s}/cop", qos.SENSOR_STATE) for s in p.sole_frames]
+        self._pub_w = [stream(WrenchStamped, f"contact/{s}/wrench", qos.SENSOR_STATE) for s in soles]
+        self._pub_cop = [stream(PointStamped, f"contact/{s}/cop", qos.SENSOR_STATE) for s in soles]
         self._pub_zmp = stream(PointStamped, "zmp", qos.SENSOR_STATE)
         self._pub_markers = pub(MarkerArray, "contact/markers", qos.VISUALIZATION)
-        self._w_wrench = [wrench_stamped_writer(s) for s in p.sole_frames]  # preserialised
-        self._w_cop = [point_stamped_writer(s) for s in p.sole_frames]
+        self._w_wrench = [wrench_stamped_writer(s) for s in soles]  # preserialised
+        self._w_cop = [point_stamped_writer(s) for s in soles]
         self._w_zmp = point_stamped_writer(p.odom_frame)
         if not chained:
             sub = self.create_subscription
@@ -157,7 +177,7 @@ class ContactWrenchNode(KangarooNode):
         self._modes = dict.fromkeys(clm.actuated_joint_names, "active")  # the modes applied (component's start)
         self.create_subscription(DiagnosticStatus, "actuators/modes", self._on_modes, qos.LATCHED)
         self._payloads = PayloadFollower(self, clm)  # the controller's model/payloads
-        self.get_logger().info(f"contact_wrench_estimator: soles {p.sole_frames}, leads [m] "
+        self.get_logger().info(f"contact_wrench_estimator: soles {soles}, leads [m] "
                                f"{np.array2string(transmission.screw_lead_m, precision=3)}")
 
     # ------------------------------------------------------------------ messages → samples
@@ -234,7 +254,7 @@ class ContactWrenchNode(KangarooNode):
 
     def _publish(self, out: ContactWrenchEstimate, stamp, t: float) -> None:
         p = self.params
-        for i in range(len(p.sole_frames)):  # 1 kHz streams: only what somebody subscribes to
+        for i in range(len(self.sole_frames)):  # 1 kHz streams: only what somebody subscribes to
             if self._pub_w[i].wanted():
                 self._pub_w[i].publish(self._w_wrench[i].write(t, wrench=out.wrench_sole_in_sole[i]))
             if out.cop_valid[i] and self._pub_cop[i].wanted():
@@ -247,7 +267,7 @@ class ContactWrenchNode(KangarooNode):
 
     def _markers(self, out: ContactWrenchEstimate, stamp) -> MarkerArray:
         p, arr = self.params, MarkerArray()
-        for i, sole in enumerate(p.sole_frames):
+        for i, sole in enumerate(self.sole_frames):
             loaded = bool(out.cop_valid[i])
             origin = out.cop_sole_in_sole[i] if loaded else np.zeros(3)
             tip = origin + p.marker_force_scale_m_per_n * out.wrench_sole_in_sole[i, :3]

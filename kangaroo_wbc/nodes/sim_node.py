@@ -10,6 +10,9 @@ on ``sim/command_latency`` once per wall second. See ``docs/sim.md``. The parame
 release) welds or disables actuators in the simulation, and the parameter ``payloads``
 (``["MASS@LINK@T", ...]``, e.g. ``6kg@torso@4``) attaches point masses; the simulator tells no
 other node (the controller learns it from its operator or its fault detector, ``docs/morphology.md``).
+With ``rig`` (``one_leg``) the node simulates the test bench instead (the pelvis welded, a force plate
+under the ``rig_leg`` foot: :func:`~kangaroo_wbc.pipeline.rig.rig_robot`) and publishes the plate's
+reading on ``rig/plate_wrench`` with every sample.
 
 Threads: the simulation runs in its own loop thread, paced to the wall clock (``realtime``), as
 fast as possible, or in ``lockstep`` (paced until the controller is ready, then one step per command
@@ -50,7 +53,12 @@ from kangaroo_wbc.components.simulated_robot import (  # noqa: E402
     payload_link,
 )
 from kangaroo_wbc.errors import ConfigError, InputError  # noqa: E402
-from kangaroo_wbc.nodes import add_parameter_check, unknown_names  # noqa: E402
+from kangaroo_wbc.nodes import (  # noqa: E402
+    add_parameter_check,
+    rig_leg_parameter,
+    rig_parameter,
+    unknown_names,
+)
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.conversions import (  # noqa: E402
     JointIndexMap,
@@ -149,6 +157,8 @@ class SimParams:
                                     "the link's centre of mass (torso: base_link; negative: removed), T [s] of "
                                     "sim time after the crane's release, e.g. 6kg@torso@4; the controller is "
                                     "not told", check=_check_payloads)
+    rig: str = rig_parameter()
+    rig_leg: str = rig_leg_parameter()
 
 
 #: The parameters that are fields of the component's configuration (same names).
@@ -168,9 +178,17 @@ class SimNode(KangarooNode):
         super().__init__("sim", SimParams)
         p = self.params
         try:
-            self.robot = robot = SimulatedRobot(_robot_config(p))
+            if p.rig:  # the test bench, from the same generated files
+                from kangaroo_wbc.pipeline.rig import rig_robot
+                from kangaroo_wbc.robots.kangaroo.rig import make_rig
+
+                self.robot = robot = rig_robot(make_rig(p.rig, p.rig_leg), _robot_config(p))
+            else:
+                self.robot = robot = SimulatedRobot(_robot_config(p))
         except InputError as exc:  # e.g. a fault naming no actuator
             raise ConfigError(f"node 'sim': {exc}") from exc
+        #: the rig's force plate: (force on the plate [N], world axes; stamp [s]) of the latest sample
+        self.plate_reading: tuple[np.ndarray, float] | None = None
         sim = robot.sim
         add_parameter_check(self, ["faults"], lambda name, value: _check_faults(value or []) or unknown_names(
             [parse_fault(t)[1] for t in value or ()], robot.actuator_names, "actuator"))
@@ -200,6 +218,8 @@ class SimNode(KangarooNode):
                      **{s: pub(WrenchStamped, f"sim/ground_truth/{s}/wrench", qos.SENSOR_STATE)
                         for s in sim.sole_names}}
         self._latency_pub = pub(Float64MultiArray, "sim/command_latency", qos.VISUALIZATION)
+        self._plate_pub = pub(WrenchStamped, "rig/plate_wrench", qos.SENSOR_STATE) if p.rig else None
+        self._plate_msg = WrenchStamped()
         self._tf = make_tf_broadcaster(self) if p.tf_rate_hz > 0 else None
         self._next_tf_time = 0.0
         self._wrench_listened = False
@@ -373,6 +393,11 @@ class SimNode(KangarooNode):
                                               angular_velocity=imu.angular_velocity,
                                               linear_acceleration=imu.linear_acceleration))
         self._publish_ground_truth(stamp, act.stamp_s)
+        if self._plate_pub is not None:  # the rig's force plate: what the bench's load cell reads
+            force = robot.sim.plate_force()
+            self.plate_reading = (force, act.stamp_s)
+            self._plate_pub.publish(vector_to_wrench_stamped(np.concatenate([force, np.zeros(3)]),
+                                                             frame_id="force_plate", stamp=stamp, msg=self._plate_msg))
         return act, enc, imu
 
     def _publish_ground_truth(self, stamp: Time, stamp_s: float) -> None:

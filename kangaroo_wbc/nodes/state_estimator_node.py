@@ -7,7 +7,10 @@ its module docstring). This file converts ``actuators/state``, ``passive_encoder
 ``estimation/base_odometry`` and TF ``odom → base_link`` (while the IMU is fresh), the latched
 ``estimation/calibration`` and ``/diagnostics``, all stamped with the actuator sample's stamp.
 Topics: ``docs/interface.md``. The model follows the payloads the controller publishes on the
-latched ``model/payloads`` (``docs/morphology.md``), applied before the next sample.
+latched ``model/payloads`` (``docs/morphology.md``), applied before the next sample. With ``rig``
+(``one_leg``) it runs on the test bench's model with its one sole and is never told that the robot
+left the crane (``wbc/ready`` is not followed): the clamped pelvis keeps its zero-velocity updates
+(:func:`~kangaroo_wbc.pipeline.rig.rig_estimation_config`).
 """
 
 from __future__ import annotations
@@ -32,7 +35,10 @@ from kangaroo_wbc.estimation.floating_base import FloatingBaseConfig
 from kangaroo_wbc.nodes import (
     PayloadFollower,
     joint_indices,
-    load_model,
+    load_node_model,
+    rig_leg_parameter,
+    rig_parameter,
+    rig_sole,
     subscribe_sole_wrenches,
     urdf_dir_parameter,
 )
@@ -155,6 +161,8 @@ class StateEstimatorParams:
     closure_error_warn: float = parameter(
         _D.closure_error_warn, "Closure error reported as WARN above this [m, rad]",
         bounds=(0.0, None))
+    rig: str = rig_parameter()
+    rig_leg: str = rig_leg_parameter()
 
     def __post_init__(self) -> None:
         if self.alpha > self.rate_hz or self.beta > self.rate_hz:
@@ -197,12 +205,18 @@ class StateEstimatorNode(KangarooNode):
     def __init__(self, clm=None, chained: bool = False) -> None:
         super().__init__("state_estimator", StateEstimatorParams)
         p = self.params
-        self.clm = clm = clm or load_model(p.urdf_dir)
+        self.clm = clm = clm or load_node_model(p.urdf_dir, p.rig, p.rig_leg)
+        self.rig = p.rig
         m = clm.model
         if any(m.joints[m.getJointId(n)].nq != 1 for n in clm.joint_names):
             raise ConfigError("state_estimator: every joint must be 1-DOF with nq = 1 to be published")
+        config = component_config(p)
+        if p.rig:  # the bench's one sole; never released (module docstring)
+            from kangaroo_wbc.pipeline.rig import rig_estimation_config
+
+            config = rig_estimation_config(rig_sole(p.rig_leg), config)
         try:
-            self.component = StateEstimation(clm, component_config(p))
+            self.component = StateEstimation(clm, config)
         except InputError as exc:
             raise ConfigError(f"state_estimator: {exc}") from exc
         self._idx_q, self._idx_v = joint_indices(m, clm.joint_names)
@@ -230,8 +244,9 @@ class StateEstimatorNode(KangarooNode):
             sub(JointState, "actuators/state", self._on_actuators, qos.SENSOR_LATEST)
             sub(JointState, "passive_encoders/state", self._on_encoders, qos.SENSOR_LATEST)
             sub(Imu, "imu/data", self._on_imu, qos.SENSOR_LATEST)
-            subscribe_sole_wrenches(self, p.sole_frames)
-            sub(Bool, "wbc/ready", lambda msg: self.component.set_released(msg.data), qos.LATCHED)
+            subscribe_sole_wrenches(self, config.sole_frames)
+            if not p.rig:  # on the bench the pelvis stays clamped
+                sub(Bool, "wbc/ready", lambda msg: self.component.set_released(msg.data), qos.LATCHED)
         self.get_logger().info(
             f"state_estimator: {clm.n_a} actuators, {len(clm.joint_names)} joints, "
             f"{len(clm.absolute_encoders)} passive encoders; calibrating over {p.calibration_samples} samples"

@@ -42,6 +42,12 @@ centre of mass) sets the model's inertias (:class:`~kangaroo_wbc.nodes.ModelPayl
 next tick; an unknown link, a non-finite mass or one beyond 100 kg is rejected with the reason. The
 payloads in effect go out on the latched ``model/payloads`` (DiagnosticStatus, one KeyValue per
 link, mass [kg]): the state and contact-wrench estimators set their models to the same.
+
+Test bench (``rig`` ``one_leg``, ``docs/morphology.md``): the controller of the clamped one-leg model
+(:func:`~kangaroo_wbc.pipeline.rig.rig_control`) runs the bench's ``rig`` behaviour (the
+``behaviour`` parameter is ignored), closes the press's loop on the force plate's
+``rig/plate_wrench`` and publishes the sole's reference in the estimated pelvis frame on
+``rig/sole_target`` (PoseStamped, ``base_link``) at ``timing_rate_hz``.
 """
 
 from __future__ import annotations
@@ -55,8 +61,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small matrices: BLAS threa
 from dataclasses import dataclass  # noqa: E402
 
 import numpy as np  # noqa: E402
+import pinocchio as pin  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
-from geometry_msgs.msg import PointStamped, PoseStamped, Twist  # noqa: E402
+from geometry_msgs.msg import PointStamped, PoseStamped, Twist, WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.clock import Clock, ClockType  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
@@ -79,10 +86,13 @@ from kangaroo_wbc.nodes import (  # noqa: E402
     PAYLOADS_TOPIC,
     add_parameter_check,
     joint_indices,
-    load_model,
+    load_node_model,
     model_payloads,
     parse_payload_parameter,
     payloads_msg,
+    rig_leg_parameter,
+    rig_parameter,
+    rig_sole,
     subscribe_sole_wrenches,
     unknown_names,
     urdf_dir_parameter,
@@ -93,6 +103,7 @@ from kangaroo_wbc.ros.conversions import (  # noqa: E402
     odometry_msg_to_arrays,
     pose_msg_to_arrays,
     seconds_to_time_msg,
+    time_msg_to_seconds,
     vector3_msg_to_array,
     xyzw_to_pin_quaternion,
 )
@@ -295,6 +306,8 @@ class WholeBodyControllerParams:
     fault_force_tolerance_ratio: float = parameter(
         _F.force_tolerance_ratio, "Fault detector: ... plus this fraction of the commanded force [-]",
         bounds=(0.0, 10.0))
+    rig: str = rig_parameter()
+    rig_leg: str = rig_leg_parameter()
 
     def __post_init__(self) -> None:
         if self.contact_force_off_n > self.contact_force_on_n:
@@ -336,29 +349,13 @@ class WholeBodyControllerNode(KangarooNode):
     def __init__(self, clm=None, chained: bool = False) -> None:
         super().__init__("whole_body_controller", WholeBodyControllerParams)
         p = self.params
-        self.clm = clm = clm or load_model(p.urdf_dir)
+        self.clm = clm = clm or load_node_model(p.urdf_dir, p.rig, p.rig_leg)
+        self.rig = p.rig
         m = clm.model
-        self.contacts = contacts = []
-        for sole in p.sole_frames:
-            corners = [sole + s for s in p.corner_suffixes]
-            kw = dict(mu=p.friction_coefficient, normal_force_min_n=p.min_normal_force_n)
-            try:
-                if corners and all(m.existFrame(c) for c in corners):
-                    contacts.append(ContactSpec.from_corner_frames(m, sole, sole, corners, **kw))
-                else:
-                    contacts.append(ContactSpec.rectangle(sole, sole, p.sole_length_m, p.sole_width_m, **kw))
-            except KangarooWbcError as exc:
-                raise ConfigError(f"whole_body_controller: sole {sole!r}: {exc}") from exc
-        cls = ReducedWholeBodyController if p.formulation == "reduced" else WholeBodyController
-        try:
-            self.controller = cls(clm, contacts, wbc_settings(p))
-        except KangarooWbcError as exc:
-            raise ConfigError(f"whole_body_controller: {exc}") from exc
-        self.supervisor = WbcSupervisor(self.controller, _SAFETY.build(p))
-        try:
-            self.component = WholeBodyControl(self.supervisor, control_settings(p))
-        except InputError as exc:
-            raise ConfigError(f"whole_body_controller: {exc}") from exc
+        if p.rig:
+            self._build_rig(p)
+        else:
+            self._build(p)
         try:
             self._select(p.behaviour)
         except InputError as exc:
@@ -411,7 +408,11 @@ class WholeBodyControllerNode(KangarooNode):
                 sub(JointState, "actuators/state", self._on_actuators, qos.SENSOR_LATEST)
             sub(JointState, "joint_states", self._on_joints, qos.SENSOR_LATEST)
             sub(Odometry, "estimation/base_odometry", self._on_odometry, qos.SENSOR_LATEST)
-            subscribe_sole_wrenches(self, p.sole_frames)
+            subscribe_sole_wrenches(self, self.component.settings.sole_frames)
+        if p.rig:  # the bench's force plate (composed: in-process, on_plate_force)
+            if not chained:
+                sub(WrenchStamped, "rig/plate_wrench", self._on_plate, qos.SENSOR_LATEST)
+            self._pub_sole_target = pub(PoseStamped, "rig/sole_target", qos.VISUALIZATION)
         for sole in p.sole_frames:
             sub(PoseStamped, f"wbc/{sole}/pose_reference", lambda msg, s=sole: self._on_foot_reference(s, msg),
                 qos.SENSOR_STATE)
@@ -425,9 +426,69 @@ class WholeBodyControllerNode(KangarooNode):
         self.create_service(Trigger, "wbc/reset", self._on_reset)
         self.create_timer(WATCHDOG_PERIOD_S, self._watchdog, clock=self._steady)
         self.get_logger().info(
-            f"whole_body_controller: {p.formulation} QP, {cls.__name__}, "
+            f"whole_body_controller: {p.formulation} QP, {type(self.controller).__name__}, "
             f"{self.controller.layout.describe() if hasattr(self.controller, 'layout') else ''}, "
-            f"behaviour {p.behaviour}")
+            f"behaviour {'rig (bench ' + p.rig + ')' if p.rig else p.behaviour}")
+
+    def _build(self, p: WholeBodyControllerParams) -> None:
+        """The robot's controller: contacts on the soles, the QP, the supervisor, the component."""
+        clm = self.clm
+        m = clm.model
+        self.contacts = contacts = []
+        for sole in p.sole_frames:
+            corners = [sole + s for s in p.corner_suffixes]
+            kw = dict(mu=p.friction_coefficient, normal_force_min_n=p.min_normal_force_n)
+            try:
+                if corners and all(m.existFrame(c) for c in corners):
+                    contacts.append(ContactSpec.from_corner_frames(m, sole, sole, corners, **kw))
+                else:
+                    contacts.append(ContactSpec.rectangle(sole, sole, p.sole_length_m, p.sole_width_m, **kw))
+            except KangarooWbcError as exc:
+                raise ConfigError(f"whole_body_controller: sole {sole!r}: {exc}") from exc
+        cls = ReducedWholeBodyController if p.formulation == "reduced" else WholeBodyController
+        try:
+            self.controller = cls(clm, contacts, wbc_settings(p))
+        except KangarooWbcError as exc:
+            raise ConfigError(f"whole_body_controller: {exc}") from exc
+        self.supervisor = WbcSupervisor(self.controller, _SAFETY.build(p))
+        try:
+            self.component = WholeBodyControl(self.supervisor, control_settings(p))
+        except InputError as exc:
+            raise ConfigError(f"whole_body_controller: {exc}") from exc
+
+    def _build_rig(self, p: WholeBodyControllerParams) -> None:
+        """The bench's controller (:func:`~kangaroo_wbc.pipeline.rig.rig_control`) from the node's settings."""
+        from kangaroo_wbc.pipeline.rig import rig_control
+
+        settings = control_settings(p)
+        try:
+            self.component = rig_control(self.clm, rig_sole(p.rig_leg), p.rig_leg, wbc_settings=wbc_settings(p),
+                                         safety=_SAFETY.build(p), control_settings=settings,
+                                         ideal_actuators=not settings.fault_detector.drive_model)
+        except KangarooWbcError as exc:
+            raise ConfigError(f"whole_body_controller: rig {p.rig!r}: {exc}") from exc
+        self.supervisor = self.component.supervisor
+        self.controller = self.supervisor.controller
+        self.contacts = list(self.controller.contacts)
+
+    def _control_settings(self, p: WholeBodyControllerParams) -> ControlSettings:
+        """The component's settings from the parameters (on the bench: its sole, its start)."""
+        settings = control_settings(p)
+        if not self.rig:
+            return settings
+        from kangaroo_wbc.pipeline.rig import rig_control_settings
+
+        return rig_control_settings(rig_sole(p.rig_leg), settings, not settings.fault_detector.drive_model)
+
+    def on_plate_force(self, normal_force_n: float, stamp_s: float) -> None:
+        """The bench's force plate: its normal force [N] at ``stamp_s`` [s] to the rig behaviour (the
+        press's loop; ``rig/plate_wrench``, or in-process in the composed deployment)."""
+        behaviour = self.component.supervisor.behaviour
+        if hasattr(behaviour, "measure_normal_force"):
+            behaviour.measure_normal_force(normal_force_n, stamp_s)
+
+    def _on_plate(self, msg: WrenchStamped) -> None:
+        self.on_plate_force(-msg.wrench.force.z, time_msg_to_seconds(msg.header.stamp))
 
     # ------------------------------------------------------------------ behaviours and parameters
     def _behaviour_params(self, name: str) -> dict:
@@ -443,8 +504,15 @@ class WholeBodyControllerNode(KangarooNode):
         return {}
 
     def _select(self, name: str, how: str = "") -> None:
-        """Start behaviour ``name`` with its parameters (InputError if they do not fit it)."""
-        self.component.select(name, **self._behaviour_params(name))
+        """Start behaviour ``name`` with its parameters (InputError if they do not fit it); on the
+        bench always its ``rig`` behaviour."""
+        if self.rig:
+            from kangaroo_wbc.pipeline.rig import rig_behaviour_options
+
+            name, how = "rig", f"{how} (bench {self.rig})"
+            self.component.select(name, **rig_behaviour_options(self.params.rig_leg))
+        else:
+            self.component.select(name, **self._behaviour_params(name))
         self.get_logger().info(f"behaviour: {name}{how}")
 
     def on_parameters_changed(self, params, changed: set[str]) -> None:
@@ -461,7 +529,7 @@ class WholeBodyControllerNode(KangarooNode):
             for contact in self.contacts:  # shared with the controller's constraints: next tick
                 contact.set_normal_force_min(params.min_normal_force_n)
         full.pm.min_pivot_ratio = params.min_jlu_pivot_ratio
-        self.component.configure(control_settings(params))
+        self.component.configure(self._control_settings(params))
         if changed & MODE_PARAMETERS.keys():  # applied in the controller's thread, before its next tick
             self._pending_modes = self._modes(params)
         if "payloads" in changed:  # the same
@@ -705,7 +773,24 @@ class WholeBodyControllerNode(KangarooNode):
         ref = self.component.supervisor.last_references
         if cmd.mode == "control" and ref is not None and ref.com_position is not None:
             self._pub_com.publish(self._w_com.write(stamp_s, point=ref.com_position))
+        if self.rig and ref is not None:
+            self._publish_sole_target(ref, stamp_s)
         self._publish_footsteps(stamp_s)
+
+    def _publish_sole_target(self, ref, stamp_s: float) -> None:
+        """``rig/sole_target``: the bench sole's reference in the estimated pelvis frame (``base_link``),
+        while the behaviour gives one (the circle and the descent; not the press)."""
+        foot = ref.foot_poses.get(self.params.rig_leg)
+        if foot is None:
+            return
+        R_b, p_b = self.controller.pm.placement("base_link")
+        msg = PoseStamped(header=Header(stamp=seconds_to_time_msg(stamp_s), frame_id="base_link"))
+        x, y, z = (float(c) for c in R_b.T @ (np.asarray(foot.position) - p_b))
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = x, y, z
+        quat = pin.Quaternion(R_b.T @ np.asarray(foot.rotation))
+        o = msg.pose.orientation
+        o.x, o.y, o.z, o.w = float(quat.x), float(quat.y), float(quat.z), float(quat.w)
+        self._pub_sole_target.publish(msg)
 
     def _publish_footsteps(self, stamp_s: float) -> None:
         """``wbc/footsteps``: a walk's soles and planned footsteps (boxes in the odometry frame), at

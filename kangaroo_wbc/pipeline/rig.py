@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pinocchio as pin
@@ -40,15 +40,22 @@ from kangaroo_wbc.components.control import ControlSettings, WholeBodyControl
 from kangaroo_wbc.components.samples import ActuatorCommand, ActuatorSample, EncoderSample, NameMap
 from kangaroo_wbc.components.simulated_robot import SimulatedRobot, SimulatedRobotConfig
 from kangaroo_wbc.components.state_estimation import StateEstimation, StateEstimationConfig
-from kangaroo_wbc.control.fault_detector import FaultDetectorSettings
-from kangaroo_wbc.control.rig import FIXTURE, rig_controller
-from kangaroo_wbc.control.supervisor import WbcSupervisor
+from kangaroo_wbc.control.rig import (
+    FIXTURE,
+    RIG_FOOT_KD,
+    RIG_FOOT_KP,
+    rig_controller,
+    rig_settings,
+)
+from kangaroo_wbc.control.supervisor import SafetySettings, WbcSupervisor
+from kangaroo_wbc.control.wbc import WbcSettings
 from kangaroo_wbc.errors import InputError
 from kangaroo_wbc.estimation import paper_screws
 from kangaroo_wbc.estimation.actuator_force import ActuatorCompensation
 from kangaroo_wbc.estimation.contact_wrench import ContactWrenchConfig
+from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.pipeline.closed_loop import TickLog
-from kangaroo_wbc.robots.kangaroo.rig import RIGS, make_rig, make_rig_sim
+from kangaroo_wbc.robots.kangaroo.rig import PLATE_BELOW_SOLE_M, RIGS, Rig, make_rig, make_rig_sim
 
 
 @dataclass
@@ -72,6 +79,71 @@ class RigConfig:
             raise InputError(f"duration_s must be positive, got {self.duration_s}")
 
 
+# ---------------------------------------------------------------------------------------------- the components
+# One construction per component on the rig: RigRun and the nodes (``rig`` parameter) call these.
+
+
+def rig_robot(rig: Rig, config: SimulatedRobotConfig | None = None) -> SimulatedRobot:
+    """The simulated rig: :class:`SimulatedRobot` on :func:`make_rig_sim` (the pelvis welded, the force
+    plate; seed, rate, sensor noise and actuators of ``config``)."""
+    cfg = config or SimulatedRobotConfig()
+    sim = make_rig_sim(rig, seed=cfg.seed, rate_hz=cfg.rate_hz, sensor_noise=cfg.sensor_noise,
+                       ideal_actuators=cfg.ideal_actuators)
+    return SimulatedRobot(cfg, sim=sim)
+
+
+def rig_estimation_config(rig_sole: str, config: StateEstimationConfig | None = None) -> StateEstimationConfig:
+    """The state estimator's settings on the rig: the one sole. The estimator is never told that the
+    robot left the crane (module docstring): its user does not call ``set_released``."""
+    return replace(config or StateEstimationConfig(), sole_frames=(rig_sole,))
+
+
+def rig_wrench_estimation(clm: ClosedLoopModel, rig_sole: str, transmission=None,
+                          estimator_config: ContactWrenchConfig | None = None,
+                          settings: ContactWrenchSettings | None = None,
+                          compensation: ActuatorCompensation | None = None) -> ContactWrenchEstimation:
+    """The contact-wrench estimator on the rig: the actuated rows only (``base_row_weight = 0``, no
+    momentum rate: the base rows hold the clamp's unknown wrench), the one sole."""
+    estimator_config = replace(estimator_config or ContactWrenchConfig(), base_row_weight=0.0, momentum_rate=False)
+    settings = replace(settings or ContactWrenchSettings(), sole_frames=(rig_sole,))
+    return ContactWrenchEstimation(clm, transmission if transmission is not None else paper_screws(clm),
+                                   estimator_config=estimator_config, settings=settings, compensation=compensation)
+
+
+def rig_behaviour_options(rig_leg: str, plate_below_sole_m: float = PLATE_BELOW_SOLE_M, **options) -> dict:
+    """The ``rig`` behaviour's parameters on the bench (the kept sole, the clamp, the plate's depth)."""
+    return {"sole": rig_leg, "fixture": FIXTURE, "plate_below_m": plate_below_sole_m, **options}
+
+
+def rig_control_settings(rig_sole: str, settings: ControlSettings | None = None,
+                         ideal_actuators: bool = False) -> ControlSettings:
+    """The controller component's settings on the rig: the one sole, the behaviour from ready."""
+    settings = settings or ControlSettings()
+    # the fault detector's evidence is the drive firmware's torque for a force (friction feed-forward
+    # included); ideal actuators have no firmware: their torque sensor reads eq. (47)'s inverse (with
+    # the drive model, 1 s turns made the leg-length actuator look like a failed driver: 33 N off 50 N)
+    return replace(settings, sole_frames=(rig_sole,), behaviour_delay_s=0.0,
+                   fault_detector=replace(settings.fault_detector, drive_model=not ideal_actuators))
+
+
+def rig_control(clm: ClosedLoopModel, rig_sole: str, rig_leg: str, *, ideal_actuators: bool = False,
+                behaviour_options: dict | None = None, wbc_settings: WbcSettings | None = None,
+                safety: SafetySettings | None = None,
+                control_settings: ControlSettings | None = None) -> WholeBodyControl:
+    """The controller on the rig: :func:`~kangaroo_wbc.control.rig.rig_controller` (the clamp as a
+    fixture contact; the rig's sole gains over ``wbc_settings``) under a supervisor, running the
+    ``rig`` behaviour from the first tick (the free robot's start-up "stand" would take the hanging
+    sole for a contact; restarted from the state at the ready handshake), the behaviour delay 0."""
+    base = wbc_settings or rig_settings()
+    wbc = rig_controller(clm, rig_sole, rig_leg, replace(base, foot_kp=RIG_FOOT_KP, foot_kd=RIG_FOOT_KD))
+    options = rig_behaviour_options(rig_leg, **(behaviour_options or {}))
+    supervisor = WbcSupervisor(wbc, safety)
+    supervisor.select("rig", **options)
+    control = WholeBodyControl(supervisor, rig_control_settings(rig_sole, control_settings, ideal_actuators))
+    control.select("rig", **options)
+    return control
+
+
 class RigRun:
     """The components of the node graph chained on the rig (module docstring)."""
 
@@ -80,37 +152,22 @@ class RigRun:
         self.rig = rig = make_rig(cfg.rig, cfg.leg)
         self.clm = clm = rig.clm
         self.sole = rig.sole
-        robot_cfg = SimulatedRobotConfig(seed=cfg.seed, ideal_actuators=cfg.ideal_actuators)
-        self.sim = make_rig_sim(rig, seed=cfg.seed, rate_hz=robot_cfg.rate_hz, ideal_actuators=cfg.ideal_actuators)
-        self.robot = SimulatedRobot(robot_cfg, sim=self.sim)
+        self.robot = rig_robot(rig, SimulatedRobotConfig(seed=cfg.seed, ideal_actuators=cfg.ideal_actuators))
+        self.sim = self.robot.sim
         self.dt = self.robot.period_s
         self._act = NameMap(self.robot.actuator_names, clm.actuated_joint_names)
         self._enc = NameMap(self.robot.passive_encoder_names, clm.absolute_encoders)
         self._cmd = NameMap(clm.actuated_joint_names, self.robot.actuator_names)
         #: index array from the simulator's actuator order to the model's
         self.sim_to_model = self._act.index
-        soles = (self.sole,)
-        self.estimation = StateEstimation(clm, StateEstimationConfig(sole_frames=soles))
+        self.estimation = StateEstimation(clm, rig_estimation_config(self.sole))
         compensation = (ActuatorCompensation.paper() if self.sim.ideal_actuators
                         else ActuatorCompensation(sample_rate_hz=1.0 / self.dt))
-        self.wrench = ContactWrenchEstimation(
-            clm, paper_screws(clm), estimator_config=ContactWrenchConfig(base_row_weight=0.0, momentum_rate=False),
-            settings=ContactWrenchSettings(sole_frames=soles), compensation=compensation)
-        self.wbc = rig_controller(clm, self.sole, cfg.leg)
-        options = {"sole": cfg.leg, "fixture": FIXTURE, "plate_below_m": rig.plate_below_sole_m,
-                   **cfg.behaviour_options}
-        # the rig behaviour from the first tick (the free robot's start-up "stand" would take the
-        # hanging sole for a contact), restarted from the state at the ready handshake
-        supervisor = WbcSupervisor(self.wbc)
-        supervisor.select("rig", **options)
-        # the fault detector's evidence is the drive firmware's torque for a force (friction feed-forward
-        # included); ideal actuators have no firmware: their torque sensor reads eq. (47)'s inverse (with
-        # the drive model, 1 s turns made the leg-length actuator look like a failed driver: 33 N off 50 N)
-        control_settings = ControlSettings(
-            sole_frames=soles, behaviour_delay_s=0.0,
-            fault_detector=FaultDetectorSettings(drive_model=not self.sim.ideal_actuators))
-        self.control = WholeBodyControl(supervisor, control_settings)
-        self.control.select("rig", **options)
+        self.wrench = rig_wrench_estimation(clm, self.sole, compensation=compensation)
+        self.control = rig_control(clm, self.sole, cfg.leg, ideal_actuators=self.sim.ideal_actuators,
+                                   behaviour_options={"plate_below_sole_m": rig.plate_below_sole_m,
+                                                      **cfg.behaviour_options})
+        self.wbc = self.control.supervisor.controller
         self.log = TickLog()
         self.qp_failures = 0
         self.safe_mode_ticks = 0
@@ -231,4 +288,5 @@ class RigRun:
                      passive_q_err=est.q[self.clm.idx_q_u] - self._true_q(gt)[self.clm.idx_q_u])
 
 
-__all__ = ["RigConfig", "RigRun"]
+__all__ = ["RigConfig", "RigRun", "rig_robot", "rig_estimation_config", "rig_wrench_estimation", "rig_control",
+           "rig_control_settings", "rig_behaviour_options"]

@@ -17,7 +17,6 @@ REJECT_WITHIN_S = 5.0
 REJECTED = [
     (["demo", "--rig", "two_legs"], "one_leg"),
     (["demo", "--rig", ""], "one_leg"),
-    (["demo", "--rig", "one_leg", "--processes", "separate"], "--processes one"),
     (["demo", "--rig", "one_leg", "--behaviour", "sway"], "--behaviour"),
     (["demo", "--rig", "one_leg", "--fault", "lock:left_ankle_inner_actuator@3"], "--fault"),
     (["demo", "--rig", "one_leg", "--payload", "6kg@torso@4"], "--payload"),
