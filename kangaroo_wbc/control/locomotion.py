@@ -506,11 +506,14 @@ class Jump(Behaviour):
     in ``crouch_s``, min-jerk), ``hold`` (``hold_s``), ``push`` (quintic to the take-off state:
     ``z0 + takeoff_height_m``, ``takeoff_velocity_mps`` up and ``-g``, so that the contact forces
     vanish, in ``push_s``; the stroke-limit horizon shortens to ``push_stroke_horizon_s``: the legs
-    extend fast near their stroke end), ``flight`` (no contact; the CoM reference is ballistic, the
-    soles follow the same path so that the legs keep their take-off length; touchdown predicted at
-    ``2 v / g``), ``landing`` (both soles in contact; quintic from the measured CoM height and
-    velocity to ``landing_crouch_m`` below standing in ``landing_s``), ``recover`` (back to standing
-    in ``recover_s``, the ankle and hip hold released), ``done`` (stand).
+    extend fast near their stroke end), ``flight`` (no contact; the legs held in actuator space at
+    the standing strokes, the knees ``flight_knee_m`` more bent, the CoM, sole and base tasks off
+    for the tick: :attr:`WbcReferences.task_weights`; touchdown expected ``2 v / g`` after the
+    switch to flight, ``v`` the vertical CoM velocity measured then), ``landing`` (both soles in
+    contact; the flight posture held for ``landing_hold_s``; quintic from the measured CoM height
+    and velocity to ``landing_crouch_m`` below standing in ``landing_s``), ``recover`` (back to
+    standing in ``recover_s``), ``done`` (stand). With the ankles held a flat-footed push moves the
+    CoM mostly horizontally in this model (docs/locomotion.md), so the push uses them.
     """
 
     name: str = "jump"
@@ -525,6 +528,18 @@ class Jump(Behaviour):
     landing_crouch_m: float = 0.05
     landing_s: float = 0.6
     recover_s: float = 1.5
+    #: flight: the legs held at the standing strokes in actuator space, the leg-length actuators
+    #: ``flight_knee_m`` further (a bent knee at touchdown), posture weight ``flight_posture_weight``;
+    #: the CoM, sole and base-orientation tasks off (nothing but the legs can move in the air)
+    flight_knee_m: float = 0.01
+    flight_posture_weight: float = 10.0
+    #: touchdown expected ``2 v / g`` after the switch to flight, ``v`` the measured vertical CoM
+    #: velocity then; the landing's contacts start ``touchdown_lead_s`` before it
+    touchdown_lead_s: float = 0.0
+    #: landing: the legs' flight posture held as in flight for ``landing_hold_s``, the CoM task
+    #: weighted ``landing_com_weight`` meanwhile
+    landing_hold_s: float = 0.1
+    landing_com_weight: float = 1.0
 
     PHASES = ("crouch", "hold", "push", "flight", "landing", "recover", "done")
     TRACE = ("phase", "com_z_ref")
@@ -535,6 +550,11 @@ class Jump(Behaviour):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise InputError(f"jump: {name} must be a positive finite number, got {value!r}")
+        for name in ("flight_knee_m", "flight_posture_weight", "touchdown_lead_s", "landing_hold_s",
+                     "landing_com_weight"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise InputError(f"jump: {name} must be a finite number >= 0, got {value!r}")
         if not (0.0 <= self.crouch_m <= 0.15 and 0.0 <= self.landing_crouch_m <= 0.15
                 and -self.crouch_m < self.takeoff_height_m <= 0.05 and self.takeoff_velocity_mps <= 2.0):
             raise InputError("jump: crouch_m and landing_crouch_m must lie in [0, 0.15] m, takeoff_height_m in "
@@ -562,27 +582,31 @@ class Jump(Behaviour):
         self._z0 = float(st.com[2])
         self._z, self._phase = self._z0, "crouch"
         self._measured: tuple[np.ndarray, np.ndarray] | None = None
-        self._takeoff: np.ndarray | None = None  # measured CoM at take-off
+        #: measured CoM position and velocity at the switch to flight
+        self._takeoff: tuple[np.ndarray, np.ndarray] | None = None
         self._landed_at: float | None = None  # time of the touchdown [s since the start]
         self._landing_from: tuple[float, float, float] | None = None
         self._ends = dict(zip(("crouch", "hold", "push"), np.cumsum([self.crouch_s, self.hold_s, self.push_s])))
+        names = list(st.actuators)
+        posture = np.array([st.actuators[n] for n in names], dtype=float)
+        posture[[i for i, n in enumerate(names) if "leg_length" in n]] += self.flight_knee_m
+        self._flight_posture = posture
 
     def finished(self, t: float) -> bool:
         return self._landed_at is not None and t - self.t0 >= self._landed_at + self.landing_s + self.recover_s
 
     def _touchdown(self, t_flight: float) -> bool:
-        """The CoM back at its take-off height and falling (the legs kept their take-off length), or the
-        flight twice as long as planned."""
-        if t_flight > 2.0 * self.flight_time_planned_s:
-            return True
-        if self._measured is None or self._takeoff is None or t_flight < 0.25 * self.flight_time_planned_s:
-            return False
-        com, com_v = self._measured
-        return bool(com[2] <= self._takeoff[2] and com_v[2] < 0.0)
+        """The flight's expected end: ``2 v / g`` after the switch to flight, ``v`` the measured
+        vertical CoM velocity then (the legs keep their length in the air, so the CoM comes back to
+        its take-off height at touchdown), at most twice the planned flight."""
+        v = self.takeoff_velocity_mps if self._takeoff is None else max(float(self._takeoff[1][2]), 0.0)
+        expected = min(2.0 * v / GRAVITY, 2.0 * self.flight_time_planned_s)
+        return t_flight >= expected - self.touchdown_lead_s
 
     def _references(self, tau: float) -> WbcReferences:
         e, z0, g = self._ends, self._z0, GRAVITY
-        contacts, feet, horizon = self._all_contacts(), {}, self.push_stroke_horizon_s
+        contacts, feet, horizon, weights = self._all_contacts(), {}, self.push_stroke_horizon_s, {}
+        posture = None
         z_to, v_to = z0 + self.takeoff_height_m, self.takeoff_velocity_mps
         if tau < e["crouch"]:
             s, ds, dds = min_jerk(tau / self.crouch_s)
@@ -595,15 +619,15 @@ class Jump(Behaviour):
             phase = "push"
             z, dz, ddz = quintic((z0 - self.crouch_m, 0.0, 0.0), (z_to, v_to, -g), self.push_s, tau - e["hold"])
         elif self._landed_at is None and not self._touchdown(tau - e["push"]):
-            phase, t = "flight", tau - e["push"]
-            z, dz, ddz = z_to + v_to * t - 0.5 * g * t * t, v_to - g * t, -g
-            contacts = ()
+            phase, t, horizon = "flight", tau - e["push"], None
             if self._takeoff is None:
-                self._takeoff = self._measured[0].copy() if self._measured is not None else self.state.com.copy()
-            com, com_v = self._measured if self._measured is not None else (self._takeoff, np.zeros(3))
-            shift = com - self._takeoff  # the soles keep their place under the CoM: legs at take-off length
-            for name, (R, p) in self.state.soles.items():
-                feet[name] = FrameReference(position=p + shift, rotation=R, twist=np.r_[com_v, 0.0, 0.0, 0.0])
+                com = self._measured if self._measured is not None else (self.state.com, np.r_[0.0, 0.0, v_to])
+                self._takeoff = (com[0].copy(), com[1].copy())
+            zt, vt = float(self._takeoff[0][2]), float(self._takeoff[1][2])
+            z, dz, ddz = zt + vt * t - 0.5 * g * t * t, vt - g * t, -g
+            contacts, posture = (), self._flight_posture
+            weights = {"com": 0.0, "base_orientation": 0.0, "posture": self.flight_posture_weight,
+                       **{f"foot_{name}": 0.0 for name in self.state.soles}}
         else:
             if self._landed_at is None:  # touchdown: from the measured CoM height and velocity
                 self._landed_at = tau
@@ -611,8 +635,12 @@ class Jump(Behaviour):
                           else (z_to, -v_to))
                 self._landing_from = (zm, vm, 0.0)
             t = tau - self._landed_at
+            horizon = None
             if t < self.landing_s:
                 phase = "landing"
+                if t < self.landing_hold_s:  # the impact on the held legs; the CoM task takes over after
+                    posture = self._flight_posture
+                    weights = {"posture": self.flight_posture_weight, "com": self.landing_com_weight}
                 z, dz, ddz = quintic(self._landing_from, (z0 - self.landing_crouch_m, 0.0, 0.0), self.landing_s, t)
             else:
                 phase, horizon = "recover", None
@@ -629,7 +657,8 @@ class Jump(Behaviour):
         return WbcReferences(active_contacts=contacts, com_position=np.array([xy[0], xy[1], z]),
                              com_velocity=np.array([dxy[0], dxy[1], dz]),
                              com_acceleration=np.array([ddxy[0], ddxy[1], ddz]),
-                             base_rotation=self.state.base_rotation, foot_poses=feet, stroke_horizon_s=horizon)
+                             base_rotation=self.state.base_rotation, foot_poses=feet, stroke_horizon_s=horizon,
+                             posture=posture, task_weights=weights)
 
 
 def footstep_markers(boxes: list, contacts) -> list[tuple[np.ndarray, tuple, tuple]]:

@@ -176,6 +176,11 @@ class WbcReferences:
     #: contact name → the normal force [N] it pushes with while active, each of its P corners ``F / P``
     #: (:meth:`ContactSpec.prescribe_normal_force`; None: its bounds again; kept until changed)
     contact_normal_force: dict[str, float | None] = field(default_factory=dict)
+    #: task name → the weight of all its rows this tick (``com``, ``base_orientation``, ``posture``,
+    #: ``angular_momentum``, ``foot_<contact>``); a task not named gets its own weight back (the
+    #: settings', or the posture weight of :meth:`WholeBodyController.set_actuator_mode`), e.g. a
+    #: jump's flight holds the legs' posture with the CoM and sole tasks off
+    task_weights: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -243,6 +248,9 @@ class WholeBodyController:
                            for c in contacts}
         self.tasks: list[Task] = [self.com_task, self.base_task, self.posture_task, self.momentum_task,
                                   *self.foot_tasks.values()]
+        #: each task's own weight (what :attr:`WbcReferences.task_weights` overrides for a tick)
+        self._task_weights = {t.name: t.weight.copy() for t in self.tasks}
+        self._weights_overridden: frozenset[str] = frozenset()
         # Constraints.
         self.equalities: list[Constraint] = [FloatingBaseDynamics(L), StationaryContacts(L, s.contact_velocity_gain)]
         self.inequalities: list[Constraint] = [FrictionCones(L, s.inner_pyramid)]
@@ -355,7 +363,10 @@ class WholeBodyController:
         self.driven[i] = mode == "active"
         self.all_driven = bool(self.driven.all())
         s = self.settings
-        self.posture_task.weight[:] = s.posture_weight if self.all_driven else s.posture_weight_degraded
+        weight = self._task_weights[self.posture_task.name]
+        weight[:] = s.posture_weight if self.all_driven else s.posture_weight_degraded
+        if self.posture_task.name not in self._weights_overridden:
+            self.posture_task.weight = weight
 
     @property
     def stroke_limits(self) -> ActuatorStrokeLimits:
@@ -433,10 +444,24 @@ class WholeBodyController:
             if name not in self.foot_tasks:
                 raise InputError(f"foot reference for unknown contact {name!r}; contacts are {list(self.foot_tasks)}")
             self.foot_tasks[name].set_reference(fr.position, fr.rotation, fr.twist, fr.acceleration)
+        if ref.task_weights or self._weights_overridden:
+            self._override_task_weights(ref.task_weights)
         for name, force in ref.contact_normal_force.items():
             if name not in self.foot_tasks:
                 raise InputError(f"normal force for unknown contact {name!r}; contacts are {list(self.foot_tasks)}")
             self.contacts[self.layout.contact_names.index(name)].prescribe_normal_force(force)
+
+    def _override_task_weights(self, weights: Mapping[str, float]) -> None:
+        """This tick's task weights (:attr:`WbcReferences.task_weights`); the others their own."""
+        tasks = {t.name: t for t in self.tasks}
+        unknown = set(weights) - set(tasks)
+        if unknown:
+            raise InputError(f"task weights for unknown tasks {sorted(unknown)}; tasks are {sorted(tasks)}")
+        for name in self._weights_overridden - set(weights):
+            tasks[name].weight = self._task_weights[name]
+        for name, weight in weights.items():
+            tasks[name].weight = weight  # checked: finite, non-negative
+        self._weights_overridden = frozenset(weights)
 
     # ------------------------------------------------------------------ per tick
     def switch_contacts(self, active: tuple[str, ...], references: WbcReferences | None = None) -> None:

@@ -195,22 +195,32 @@ def test_step_adjustment_moves_the_footstep_towards_a_dcm_error():
 def test_jump_phases_and_references():
     j = Jump()
     j.start(0.0, _state())
-    com = np.array([0.0, 0.0, 0.75])
-    phases = []
+    phases, flight = [], []
 
     def follow(t, ref):
         # the CoM follows the reference; after take-off it flies ballistically
-        nonlocal com
         vz = ref.com_velocity[2]
         if j.phase == "flight":
+            flight.append(t)
             assert ref.active_contacts == ()
-            assert set(ref.foot_poses) == {"left", "right"}
+            # the legs held in actuator space: the standing strokes, the knees bent by flight_knee_m;
+            # the CoM, sole and base tasks off (nothing but the legs moves in the air)
+            assert ref.posture == pytest.approx([0.01 + j.flight_knee_m] * 2)
+            assert ref.task_weights == {"com": 0.0, "base_orientation": 0.0, "posture": j.flight_posture_weight,
+                                        "foot_left": 0.0, "foot_right": 0.0}
+            assert ref.foot_poses == {}
+        elif j.phase in ("crouch", "hold", "push"):
+            assert ref.task_weights == {} and ref.posture is None
         j.observe(np.r_[0.0, 0.0, ref.com_position[2]], np.r_[0.0, 0.0, vz])
         if not phases or phases[-1] != j.phase:
             phases.append(j.phase)
 
     _run(j, 5.0, every=follow)
     assert phases == ["crouch", "hold", "push", "flight", "landing", "recover", "done"]
+    # touchdown expected 2 v / g after the switch to flight, v the vertical CoM velocity measured then
+    assert flight[-1] - flight[0] == pytest.approx(j.flight_time_planned_s, abs=2 * DT)
     assert j.finished(5.0)
     with pytest.raises(InputError, match="crouch_m"):
         Jump(crouch_m=0.5)
+    with pytest.raises(InputError, match="flight_posture_weight"):
+        Jump(flight_posture_weight=-1.0)

@@ -263,3 +263,28 @@ def test_locked_and_limp_actuators_are_reallocated_in_place(digit_fb, seed):
         wbc.set_actuator_mode("no_such_actuator", "locked")
     with pytest.raises(InputError, match="modes are"):
         wbc.set_actuator_mode(locked, "broken")
+
+
+def test_task_weights_of_a_tick_override_and_then_restore_the_tasks_own(digit_fb):
+    """``WbcReferences.task_weights`` sets a task's weight for the ticks that name it (a zero
+    weight leaves the task out of the solution), the tasks not named get their own weight back,
+    an actuator-mode change meanwhile sets the posture weight it is restored to, and an unknown
+    task name is an InputError naming the tasks."""
+    clm = digit_fb
+    wbc = _wbc(clm)
+    q, _, v = random_state(clm, 0, speed=0.2)
+    s = wbc.settings
+    off = {"com": 0.0, "base_orientation": 0.0, "posture": 5.0, "angular_momentum": 0.0}
+    wbc.step(q, v, ("right",), WbcReferences(task_weights=off))
+    assert np.all(wbc.com_task.weight == 0.0) and np.all(wbc.posture_task.weight == 5.0)
+    wbc.step(q, v, ("right",), WbcReferences(task_weights={**off, "foot_left": 0.0}))
+    assert np.all(wbc.foot_tasks["left"].weight == 0.0)
+    wbc.set_actuator_mode(clm.actuated_joint_names[0], "locked")  # the posture weight to come back
+    assert np.all(wbc.posture_task.weight == 5.0)  # overridden this tick still
+    wbc.step(q, v, ("right",), WbcReferences())
+    for task in (wbc.com_task, wbc.base_task, wbc.momentum_task, wbc.foot_tasks["left"]):
+        assert np.any(task.weight > 0)
+    np.testing.assert_array_equal(wbc.com_task.weight, s.com_weight)
+    np.testing.assert_array_equal(wbc.posture_task.weight, s.posture_weight_degraded)
+    with pytest.raises(InputError, match="unknown tasks.*tasks are"):
+        wbc.step(q, v, ("right",), WbcReferences(task_weights={"knee": 1.0}))
