@@ -6,9 +6,11 @@ and behaves like the robot and its driver at boot:
 1. **Crane.** The robot boots hanging on the crane (``hold_base(True)``), its actuators held by a PD
    on the *raw* encoder readings towards the first reading (boot offsets cancel):
 
-   .. math::  \\bar\\tau = k_p (\\theta_{enc,0} - \\theta_{enc}) - k_d\\, \\dot\\theta_{enc}
+   .. math::  \\bar\\tau = k_p (\\theta_{enc,0} - \\theta_{enc}) - k_d\\, \\dot\\theta
 
-   (``hold_kp_n_per_m``, ``hold_kd_n_s_per_m``), until the controller is ready (below) and its
+   (``hold_kp_n_per_m``, ``hold_kd_n_s_per_m``; the damping is the driver's velocity loop, integrated
+   implicitly by MuJoCo, :meth:`~kangaroo_wbc.sim.ClosedChainSim.set_stroke_damping`: an explicit
+   one chatters on an ideal actuator's small reflected mass), until the controller is ready (below) and its
    commands are fresh: commands sent before ready (safe-mode ones, computed before the estimator
    was calibrated) are checked and counted but not applied.
 2. **Commands** (:meth:`submit`): finite, one force [N] per actuator (``actuator_names`` order),
@@ -258,6 +260,7 @@ class SimulatedRobot:
         self._ready_since = sim.time if self._ready else math.inf
         self._mode = "hold"  # hold | command | damping | pd
         self._had_command = False
+        self._hold_damping: float | None = None  # the stroke damping set in the simulator (start_step)
 
     def reset(self) -> list[Event]:
         """Reboot the robot (new encoder offsets and IMU biases), back on the crane; the controller
@@ -418,8 +421,8 @@ class SimulatedRobot:
             return cmd.forces, "command"
         if not self._released:
             r = self._read()
-            return (cfg.hold_kp_n_per_m * (self._hold_target - r.actuator_position)
-                    - cfg.hold_kd_n_s_per_m * r.actuator_velocity), "hold"
+            # the damping term is the driver's velocity loop in MuJoCo (start_step: set_stroke_damping)
+            return cfg.hold_kp_n_per_m * (self._hold_target - r.actuator_position), "hold"
         if cfg.controller == "pd":
             return self._pd.compute(sim.actuator_positions(), sim.actuator_velocities(), self._standing_theta,
                                     tau_ff=self._standing_ff), "pd"
@@ -449,6 +452,10 @@ class SimulatedRobot:
         if self._fault_plan and self._released:
             events += self._due_faults()
         events += self._watch(mode)
+        hold_damping = cfg.hold_kd_n_s_per_m if mode == "hold" else 0.0
+        if hold_damping != self._hold_damping:
+            sim.set_stroke_damping(hold_damping)
+            self._hold_damping = hold_damping
         try:
             sim.set_command(forces)  # clamps; raises on a non-finite value (then zero force)
         except InputError as exc:

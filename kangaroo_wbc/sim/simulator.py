@@ -331,6 +331,7 @@ class ClosedChainSim:
         self._act_is_linear = np.array([int(m.jnt_type[j]) == _SLIDE for j in self._act_joint])
         self._act_qadr = m.jnt_qposadr[self._act_joint]
         self._act_dadr = m.jnt_dofadr[self._act_joint]
+        self._stroke_damping0: np.ndarray | None = None  # the model's own (set_stroke_damping)
         self.floating_base = bool(m.njnt and int(m.jnt_type[0]) == _FREE)
         self._held_base: np.ndarray | None = None
         urdf = self._meta.get("urdf_joints")
@@ -866,6 +867,17 @@ class ClosedChainSim:
     def actuator_positions(self) -> np.ndarray:
         """True actuator positions [m] or [rad] (not what the encoders read)."""
         return self.data.qpos[self._act_qadr].copy()
+
+    def set_stroke_damping(self, damping_n_s_per_m: float | np.ndarray) -> None:
+        """Viscous damping [N·s/m or N·m·s/rad] on every actuator's joint on top of the model's own
+        (its drive's viscous friction): a driver's velocity loop, integrated implicitly by MuJoCo
+        (``implicitfast``), so it is stable at any gain — an explicit ``-k_d theta_dot`` force over
+        the 1 ms step is not on an actuator whose reflected mass is small (ideal actuators: no
+        rotor inertia). 0 restores the model's damping."""
+        m = self.model
+        if self._stroke_damping0 is None:
+            self._stroke_damping0 = m.dof_damping[self._act_dadr].copy()
+        m.dof_damping[self._act_dadr] = self._stroke_damping0 + damping_n_s_per_m
 
     def actuator_velocities(self) -> np.ndarray:
         """True actuator velocities [m/s] or [rad/s]."""

