@@ -155,3 +155,49 @@ def test_centre_of_mass_near_the_pelvis(kangaroo, params):
 
 def mass_of(clm) -> float:
     return float(sum(i.mass for i in clm.model.inertias))
+
+
+#: PAL's public link masses [kg], each the total of the parameter file's bodies riding on that segment
+#: (urdf/README.md, "Where the numbers come from"); the Table III fit moves mass within them only.
+PAL_LINK_MASSES = {
+    "hip_yaw_link": (2.75, {"hip_yaw_link": 1}),
+    "hip_roll_link": (3.66, {"hip_roll_link": 1, "hip_actuator_cross": 2, "hip_actuator_cylinder": 2,
+                             "hip_actuator_rod": 2, "hip_actuator_rod_end": 2}),
+    "femur": (3.95, {"femur": 1, "knee_actuator_cylinder": 1, "knee_actuator_rod": 1, "knee_rocker1": 1,
+                     "knee_relay": 1, "knee_rocker2": 1, "knee_pushrod": 1, "ankle_actuator_cylinder": 2,
+                     "ankle_actuator_rod": 2, "ankle_crank": 2, "ankle_long_rod": 2, "ankle_knee_crank": 2}),
+    "tibia": (1.02, {"tibia": 1, "ankle_lower_rod_cross": 2, "ankle_lower_rod": 2, "ankle_lower_rod_end": 2}),
+}
+
+
+@pytest.mark.parametrize("link", sorted(PAL_LINK_MASSES))
+def test_pal_link_masses_are_kept(params, link):
+    total, bodies = PAL_LINK_MASSES[link]
+    assert sum(n * params.mass(b) for b, n in bodies.items()) == pytest.approx(total, abs=1e-9)
+
+
+def test_segment_boxes_follow_mass_distribution(params):
+    """The tibia's box sits where ``mass_distribution`` puts it: the tibia link's own CoM (no other
+    body rides on that link) at ``com_fraction`` of the shank below the knee."""
+    from kangaroo_wbc.robots.kangaroo.generator import build
+
+    desc = build(params)
+    tibia = desc.link("left_tibia_link").inertial
+    f = params.num("mass_distribution.tibia.com_fraction")
+    L = params.num("leg.tibia_length_m")
+    assert tibia.com == pytest.approx([0.0, 0.0, -f * L], abs=1e-12)
+    lf = params.num("mass_distribution.tibia.length_fraction")
+    sx, sy = params.vec("mass_distribution.tibia.section_m", 2)
+    m = params.mass("tibia")
+    assert tibia.inertia[0, 0] == pytest.approx(m / 12.0 * (sy**2 + (lf * L) ** 2), rel=1e-12)
+
+
+@pytest.mark.parametrize("key, value", [("mass_distribution.tibia.com_fraction", 0.2),
+                                        ("mass_distribution.femur.length_fraction", 1.2),
+                                        ("mass_distribution.foot_plate_height_m", 0.0),
+                                        ("mass_distribution.hip_yaw_link_size_m", [0.1, -0.1, 0.1])])
+def test_mass_distribution_outside_its_body_is_a_config_error(params, key, value):
+    from kangaroo_wbc.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=key.split(".")[1]):
+        params.with_overrides({key: value})

@@ -247,6 +247,11 @@ class TreeBuilder:
         if collision:
             self.desc.link(link).collisions.append(shape)
 
+    def add_collision_box(self, link: str, center: np.ndarray, size: tuple[float, float, float]) -> None:
+        """A massless collision box centred at ``center`` (left-leg world coordinates), axes of the world."""
+        xyz, R_loc = self._to_local(link, self.P(center), np.eye(3))
+        self.desc.link(link).collisions.append(Shape("box", tuple(float(s) for s in size), xyz, R_loc))
+
     def set_rod(self, link: str, mass: float, a: np.ndarray, b: np.ndarray, radius: float) -> None:
         """Solid cylinder of ``mass`` [kg] and ``radius`` [m] from point ``a`` to point ``b``."""
         a, b = self.P(a), self.P(b)

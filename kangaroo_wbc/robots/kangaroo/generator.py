@@ -202,6 +202,19 @@ _CUTS = {("x", "y"): ("revolute", ((0, 0, 1),)), ("x", "z"): ("revolute", ((0, 1
          ("x", "y", "z", "rz"): ("universal", ((1, 0, 0), (0, 1, 0)))}
 
 
+def _segment_box(b: TreeBuilder, prm: KangarooParams, link: str, key: str, mass: float,
+                 top: np.ndarray, bottom: np.ndarray) -> None:
+    """The body of a leg segment (femur, tibia) from joint ``top`` down to joint ``bottom``: a solid
+    box of ``mass`` [kg] whose length is ``mass_distribution.<key>.length_fraction`` of the segment,
+    centred at ``com_fraction`` of the way down (both checked to keep the box inside the segment by
+    :class:`KangarooParams`), cross-section ``section_m`` [m] (x, y)."""
+    f = prm.num(f"mass_distribution.{key}.com_fraction")
+    lf = prm.num(f"mass_distribution.{key}.length_fraction", True)
+    sx, sy = prm.vec(f"mass_distribution.{key}.section_m", 2)
+    L = float(np.linalg.norm(top - bottom))
+    b.set_box(link, mass, top + f * (bottom - top), (float(sx), float(sy), lf * L))
+
+
 def _build_leg(b: TreeBuilder, prm: KangarooParams, side: str) -> None:
     n = f"{side}_"
     vel = prm.num("passive_velocity_rad_s", True)
@@ -247,7 +260,7 @@ def _build_leg(b: TreeBuilder, prm: KangarooParams, side: str) -> None:
     L = Y + r_y * EX
     P = L - l_y * EY
     yaw = output("hip_yaw_link", "base_link", "hip_yaw", Y, (0, 0, 1), "hip_yaw")
-    b.set_box(yaw, m("hip_yaw_link"), 0.5 * (Y + C), (0.09, 0.08, 0.14))
+    b.set_box(yaw, m("hip_yaw_link"), 0.5 * (Y + C), tuple(prm.vec("mass_distribution.hip_yaw_link_size_m", 3)))
     R_act = rot_z(np.pi / 2)  # local x along +y (towards the hip)
     cyl = n + "hip_yaw_actuator_cylinder"
     passive(cyl, "base_link", n + "hip_yaw_actuator_pivot", "hip_yaw_actuator_pivot", P, R_act, axis=(0, 0, 1),
@@ -263,7 +276,7 @@ def _build_leg(b: TreeBuilder, prm: KangarooParams, side: str) -> None:
     roll = output("hip_roll_link", yaw, "hip_roll", C, (1, 0, 0), "hip_roll")
     b.set_box(roll, m("hip_roll_link"), C, (0.08, 0.08, 0.06))
     femur = output("femur_link", roll, "hip_pitch", C, (0, 1, 0), "femur")
-    b.set_box(femur, m("femur"), 0.5 * (C + K), (0.06, 0.07, float(C[2] - K[2])))
+    _segment_box(b, prm, femur, "femur", m("femur"), C, K)
     h_top = prm.num("hip_pitch_roll.anchor_height_m", True)
     x_h = prm.num("hip_pitch_roll.attach_forward_m")
     w_h = prm.num("hip_pitch_roll.attach_lateral_m", True)
@@ -291,7 +304,7 @@ def _build_leg(b: TreeBuilder, prm: KangarooParams, side: str) -> None:
     # ------------------------------------------------------------ knee (RRRR-RRRP-R, sagittal plane)
     sub = "knee"
     tibia = output("tibia_link", femur, "knee", K, (0, 1, 0), "tibia")
-    b.set_box(tibia, m("tibia"), 0.5 * (K + A), (0.05, 0.05, float(K[2] - A[2])))
+    _segment_box(b, prm, tibia, "tibia", m("tibia"), K, A)
     kg = KneeGeometry(prm, K)
     k0 = kg.at(0.0)
     Rk = frame_from_z(k0.a_pin - kg.Pk, EY)
@@ -331,7 +344,11 @@ def _build_leg(b: TreeBuilder, prm: KangarooParams, side: str) -> None:
     s_len = prm.num("leg.sole_length_m", True)
     s_wid = prm.num("leg.sole_width_m", True)
     sole = A + np.array([prm.num("leg.sole_forward_m"), 0.0, -h_a])
-    b.set_box(foot, m("foot"), sole + np.array([0.0, 0.0, 0.5 * h_a]), (s_len, s_wid, h_a), collision=True)
+    # The foot's mass is a sole plate (mass_distribution.foot_plate_height_m); its collision box keeps
+    # the full height up to the ankle axes.
+    h_p = prm.num("mass_distribution.foot_plate_height_m", True)
+    b.set_box(foot, m("foot"), sole + np.array([0.0, 0.0, 0.5 * h_p]), (s_len, s_wid, h_p))
+    b.add_collision_box(foot, sole + np.array([0.0, 0.0, 0.5 * h_a]), (s_len, s_wid, h_a))
     b.add_frame(n + "sole", foot, sole)
     for tag, sx, sy in (("fl", 1, 1), ("fr", 1, -1), ("rl", -1, 1), ("rr", -1, -1)):  # front/rear, left/right
         b.add_frame(f"{n}sole_corner_{tag}", foot, b.P(sole) + np.array([0.5 * sx * s_len, 0.5 * sy * s_wid, 0.0]),

@@ -157,6 +157,24 @@ class KangarooParams:
         return KangarooParams(data, self.source + " (overridden)")
 
     # ------------------------------------------------------------------ validation
+    def _validate_mass_distribution(self) -> None:
+        """Box sizes positive; each segment box inside its segment (``com_fraction`` ± half the
+        ``length_fraction`` within [0, 1])."""
+        key = "mass_distribution"
+        for k in ("hip_yaw_link_size_m",):
+            if not np.all(self.vec(f"{key}.{k}", 3) > 0.0):
+                raise ConfigError(f"{self.source}: key '{key}.{k}': sizes must be positive")
+        self.num(f"{key}.foot_plate_height_m", positive=True)
+        for seg in ("femur", "tibia"):
+            f = self.num(f"{key}.{seg}.com_fraction")
+            lf = self.num(f"{key}.{seg}.length_fraction", positive=True)
+            if not np.all(self.vec(f"{key}.{seg}.section_m", 2) > 0.0):
+                raise ConfigError(f"{self.source}: key '{key}.{seg}.section_m': sizes must be positive")
+            if f - 0.5 * lf < -1e-12 or f + 0.5 * lf > 1.0 + 1e-12:
+                raise ConfigError(f"{self.source}: key '{key}.{seg}': a box of length_fraction {lf} centred at "
+                                  f"com_fraction {f} leaves the segment (needs {0.5 * lf} <= com_fraction <= "
+                                  f"{1.0 - 0.5 * lf})")
+
     def _validate(self) -> None:
         for key in ("pelvis.mass_kg", "leg.femur_length_m", "leg.tibia_length_m", "leg.hip_yaw_to_pitch_m",
                     "leg.sole_length_m", "leg.sole_width_m", "cage.mass_kg"):
@@ -170,6 +188,7 @@ class KangarooParams:
             s = self.num(f"standing_pose_m.{k}")
             if not act["stroke_m"][0] <= s <= act["stroke_m"][1]:
                 raise ConfigError(f"{self.source}: key 'standing_pose_m.{k}': {s} outside the stroke {act['stroke_m']}")
+        self._validate_mass_distribution()
         for k in OUTPUTS:
             self.deg_range(f"output_limits_deg.{k}")
         for k in self.raw("passive_limits_deg"):
