@@ -46,11 +46,11 @@ the second after each payload (as the one-process demo measures it); each payloa
 The one-leg test bench (``rig="one_leg"``): every node gets the parameters ``rig`` and ``rig_leg``
 (the launch file's ``rig:=one_leg``) and builds the bench from the same generated files; the
 controller runs the bench's behaviour from ready. The result then holds the one-process bench's
-metrics (:func:`~kangaroo_wbc.pipeline.metrics.summarize_rig`'s keys and definitions, from the
-topics: the sole's true pose from ``sim/ground_truth/joint_states`` against ``rig/sole_target``
-over the circle; the plate's ``rig/plate_wrench`` and the wrench estimator's
+metrics, computed by the same function (:func:`~kangaroo_wbc.pipeline.metrics.rig_metrics`) on the
+topics sampled every 10 ms: the sole's true pose from ``sim/ground_truth/joint_states`` against
+``rig/sole_target`` over the circle; the plate's ``rig/plate_wrench`` and the wrench estimator's
 ``contact/<sole>/wrench`` (sole frame) over the press's hold; the phases from the behaviour's
-timings after ready); ``fell`` is None.
+timings after ready; ``fell`` is None.
 
 Children are supervised: each runs in a process group of its own (a terminal's Ctrl-C reaches this
 runner only, which stops the graph in order: the simulator first) and is started with
@@ -377,14 +377,22 @@ def _median(values: list[float]) -> float | None:
     return round(float(np.median(v)), 4) if v.size else None
 
 
+#: The grid of the bench's metrics in the graph [ms]: the stamps every 10th millisecond, where the
+#: runner records the plate and the wrench estimates and the simulator its ground truth (decimation 10).
+RIG_GRID_MS = 10
+
+
 def _rig_metrics(rig: tuple[str, str], ready_s: float | None, truth: dict, targets: list, plate: list,
                  fz: dict[int, list[float]], soles: list[str]) -> dict:
-    """The bench's metrics from the topics (module docstring; the keys and definitions of
-    :func:`~kangaroo_wbc.pipeline.metrics.summarize_rig`): the behaviour's phases from its timings
-    after ready (the controller's behaviour options are the defaults)."""
+    """The bench's metrics from the topics (module docstring): the samples on the 10 ms grid
+    (``truth``'s, ``plate``'s and ``fz``'s stamps) into
+    :func:`~kangaroo_wbc.pipeline.metrics.rig_metrics`, the one-process bench's definitions; the
+    behaviour's phases from its timings after ready (the controller's behaviour options are the
+    defaults)."""
     import pinocchio as pin
 
     from kangaroo_wbc.control.behaviours import RigCircleAndPress
+    from kangaroo_wbc.pipeline.metrics import rig_metrics
     from kangaroo_wbc.pipeline.rig import RigConfig
     from kangaroo_wbc.robots.kangaroo.rig import load_one_leg
     from kangaroo_wbc.robots.kangaroo.robot import SOLES
@@ -397,16 +405,22 @@ def _rig_metrics(rig: tuple[str, str], ready_s: float | None, truth: dict, targe
            "press_force_target_n": behaviour.press_force_n}
     if ready_s is None:
         return out
-    circle = (ready_s, ready_s + behaviour.circle_s)
-    hold_from = ready_s + behaviour.press_starts_s + behaviour.force_ramp_s + RigConfig().press_settle_s
+    grid_ms = sorted({round(k * 1e-6) for k in truth} | {round(t * 1e3) for t, _ in plate} | set(fz))
+    grid_ms = [k for k in grid_ms if k % RIG_GRID_MS == 0]
+    t = np.array(grid_ms, dtype=float) * 1e-3
+    at = {k: i for i, k in enumerate(grid_ms)}
+    n = t.size
+    phase = np.full(n, "wait", dtype=object)
+    phase[t >= ready_s] = "approach"
+    phase[(t >= ready_s) & (t <= ready_s + behaviour.circle_s)] = "circle"
+    phase[t >= ready_s + behaviour.press_starts_s] = "press"
+    sole_true, sole_ref = np.full((n, 3), np.nan), np.full((n, 3), np.nan)
+    rot = np.full((n, 3, 3), np.nan)
+    plate_fz, est_fz = np.full(n, np.nan), np.full(n, np.nan)
     data, base_id, sole_id = m.createData(), m.getFrameId("base_link"), m.getFrameId(SOLES[leg])
-    t_target = np.array([t for t, _ in targets])
-    xyz = np.array([p for _, p in targets]).reshape(-1, 3)
-    errors, rotations = [], []
-    for stamp_ns, (_, joints) in sorted(truth.items()):
-        t = stamp_ns * 1e-9
-        if joints is None or not (circle[0] <= t <= circle[1]) or t_target.size < 2 \
-                or not t_target[0] <= t <= t_target[-1]:
+    for stamp_ns, (_, joints) in truth.items():
+        i = at.get(round(stamp_ns * 1e-6))
+        if joints is None or i is None:
             continue
         q = pin.neutral(m)
         for joint, value in zip(*joints):
@@ -414,28 +428,23 @@ def _rig_metrics(rig: tuple[str, str], ready_s: float | None, truth: dict, targe
                 q[m.joints[m.getJointId(joint)].idx_q] = value
         pin.framesForwardKinematics(m, data, q)
         sole = data.oMf[base_id].actInv(data.oMf[sole_id])
-        errors.append(sole.translation - [np.interp(t, t_target, xyz[:, k]) for k in range(3)])
-        rotations.append(sole.rotation.copy())
-    if errors:
-        e = np.linalg.norm(errors, axis=1)
-        angles = [np.arccos(np.clip(0.5 * (np.trace(rotations[0].T @ R) - 1.0), -1.0, 1.0)) for R in rotations]
-        out.update(circle_s=round(circle[1] - circle[0], 4), foot_rmse_m=float(np.sqrt(np.mean(e**2))),
-                   foot_max_error_m=float(np.max(e)),
-                   foot_orientation_rmse_rad=float(np.sqrt(np.mean(np.square(angles)))))
-    held = np.array([f for t, f in plate if t >= hold_from])
-    if held.size:
-        press = float(np.mean(held))
-        out.update(press_hold_s=round(plate[-1][0] - hold_from, 4), press_force_n=press,
-                   press_force_error_n=press - behaviour.press_force_n, press_force_std_n=float(np.std(held)))
-        topic = f"contact/{SOLES[leg]}/wrench"
-        plate_at = dict((round(t * 1e3), f) for t, f in plate)
-        pairs = [(fz[k][soles.index(topic)], plate_at[k]) for k in sorted(fz)
-                 if k * 1e-3 >= hold_from and k in plate_at and np.isfinite(fz[k][soles.index(topic)])]
-        if pairs:
-            est, true = np.array(pairs).T
-            out.update(wrench_estimate_force_n=float(np.mean(est)), wrench_estimate_error_n=float(np.mean(est - true)),
-                       wrench_estimate_rmse_n=float(np.sqrt(np.mean((est - true) ** 2))))
-    return out
+        sole_true[i], rot[i] = sole.translation, sole.rotation
+    t_target = np.array([s for s, _ in targets])
+    if t_target.size >= 2:  # rig/sole_target comes at the ground truth's rate, between its stamps
+        xyz = np.array([p for _, p in targets]).reshape(-1, 3)
+        within = (t >= t_target[0]) & (t <= t_target[-1])
+        sole_ref[within] = np.column_stack([np.interp(t[within], t_target, xyz[:, k]) for k in range(3)])
+    for s, f in plate:
+        i = at.get(round(s * 1e3))
+        if i is not None:
+            plate_fz[i] = f
+    column = soles.index(f"contact/{SOLES[leg]}/wrench")
+    for k, forces in fz.items():
+        if k in at:
+            est_fz[at[k]] = forces[column]
+    return {**out, **rig_metrics(t, phase, sole_true, sole_ref, rot, plate_fz, est_fz, dt=RIG_GRID_MS * 1e-3,
+                                 press_target_n=behaviour.press_force_n, force_ramp_s=behaviour.force_ramp_s,
+                                 press_settle_s=RigConfig().press_settle_s)}
 
 
 def _weighed(fz: dict[int, list[float]], release_s: float | None, payload_log: list[dict],

@@ -322,41 +322,26 @@ def _footstep_errors(run, behaviour, t: np.ndarray, q: np.ndarray) -> dict:
 
 
 def summarize_rig(run) -> dict:
-    """Metrics of a :class:`~kangaroo_wbc.pipeline.rig.RigRun` (the one-leg test bench) after its run.
-
-    * ``foot_rmse_m``: over the circle phase, the sole's true position in the true pelvis frame
-      against its reference in the estimated pelvis frame (``foot_max_error_m`` the largest);
-      ``foot_orientation_rmse_rad`` the sole's true rotation against its start rotation (level);
-    * ``press_force_n``: the force plate's normal force (the simulator's contact force on the foot,
-      world vertical) averaged over the hold (from ``press_settle_s`` after the force ramp's end);
-      ``press_force_error_n`` against the behaviour's ``press_force_n``, ``press_force_std_n``;
-    * ``wrench_estimate_error_n``: the contact-wrench estimator's normal force (from the motor
-      torques) minus the plate's, averaged over the hold (``wrench_estimate_rmse_n`` per tick);
-    * ``fell``: None (meaningless on a rig: the pelvis is clamped).
+    """Metrics of a :class:`~kangaroo_wbc.pipeline.rig.RigRun` (the one-leg test bench) after its run:
+    :func:`rig_metrics` on its log (the sole's true position in the true pelvis frame against its
+    reference in the estimated pelvis frame; the plate's and the estimator's world vertical forces),
+    and the run's own figures (QP failures, loop time, calibration, passive state, base drift).
+    ``fell``: None (meaningless on a rig: the pelvis is clamped).
     """
     log, cfg = run.log, run.config
     t = log.array("t")
-    phase = np.array(log.rows.get("phase", []), dtype=object)
     behaviour = run.behaviour
-    circle = phase == "circle"
-    err = (log.array("sole_true_in_base") - log.array("sole_ref_in_base")).reshape(-1, 3)
-    rot = np.array(log.rows.get("sole_rot_true_in_base", [])).reshape(-1, 3, 3)
-    R0 = rot[np.flatnonzero(circle)[0]] if circle.any() else None
     press_target = float(getattr(behaviour, "press_force_n", float("nan"))) if behaviour is not None else None
-    fz_true = log.array("plate_force_world").reshape(-1, 3)[:, 2]
-    fz_est = log.array("force_est_world").reshape(-1, 3)[:, 2]
-    press_t = [tt for tt, ph in zip(t, phase) if ph == "press"]
-    hold = np.zeros(t.shape, dtype=bool)
-    if press_t and behaviour is not None:
-        hold = (phase == "press") & (t >= press_t[0] + behaviour.force_ramp_s + cfg.press_settle_s)
+    bench = rig_metrics(
+        t, np.array(log.rows.get("phase", []), dtype=object),
+        log.array("sole_true_in_base").reshape(-1, 3), log.array("sole_ref_in_base").reshape(-1, 3),
+        np.array(log.rows.get("sole_rot_true_in_base", [])).reshape(-1, 3, 3),
+        log.array("plate_force_world").reshape(-1, 3)[:, 2], log.array("force_est_world").reshape(-1, 3)[:, 2],
+        dt=run.dt, press_target_n=press_target,
+        force_ramp_s=None if behaviour is None else behaviour.force_ramp_s, press_settle_s=cfg.press_settle_s)
     cal = run.calibration
     offsets_true = run.sim.sensors.encoder_offset[run.sim_to_model]
     loop_ms = log.array("loop_ms")
-
-    def angle(R: np.ndarray) -> float:
-        return float(np.arccos(np.clip(0.5 * (np.trace(R) - 1.0), -1.0, 1.0)))
-
-    press_force = float(np.mean(fz_true[hold])) if hold.any() else None
     return {
         "rig": cfg.rig,
         "leg": cfg.leg,
@@ -365,19 +350,7 @@ def summarize_rig(run) -> dict:
         "fell": None,
         "n_actuated": int(run.clm.n_a),
         "n_joints": len(run.clm.joint_names),
-        "circle_s": round(float(np.sum(circle) * run.dt), 4),
-        "foot_rmse_m": _rmse(err[circle]) if circle.any() else None,
-        "foot_max_error_m": float(np.max(np.linalg.norm(err[circle], axis=1))) if circle.any() else None,
-        "foot_orientation_rmse_rad": (float(np.sqrt(np.mean([angle(R0.T @ R) ** 2 for R in rot[circle]])))
-                                      if circle.any() else None),
-        "press_hold_s": round(float(np.sum(hold) * run.dt), 4),
-        "press_force_target_n": press_target,
-        "press_force_n": press_force,
-        "press_force_error_n": None if press_force is None else press_force - press_target,
-        "press_force_std_n": float(np.std(fz_true[hold])) if hold.any() else None,
-        "wrench_estimate_force_n": float(np.mean(fz_est[hold])) if hold.any() else None,
-        "wrench_estimate_error_n": float(np.mean(fz_est[hold] - fz_true[hold])) if hold.any() else None,
-        "wrench_estimate_rmse_n": _rmse((fz_est[hold] - fz_true[hold])[:, None]) if hold.any() else None,
+        **bench,
         "qp_failures": int(run.qp_failures),
         "safe_mode_ticks": int(run.safe_mode_ticks),
         "loop_ms_p50": round(_pct(loop_ms, 50), 4),
@@ -389,3 +362,73 @@ def summarize_rig(run) -> dict:
         "sim_time_s": round(float(run.sim.time), 4),
         "wall_time_s": round(float(run.wall_time_s), 3),
     }
+
+
+def rig_metrics(t: np.ndarray, phase: np.ndarray, sole_true_in_base: np.ndarray, sole_ref_in_base: np.ndarray,
+                sole_rot_true_in_base: np.ndarray, plate_force_n: np.ndarray, force_est_n: np.ndarray, *,
+                dt: float, press_target_n: float | None, force_ramp_s: float | None,
+                press_settle_s: float) -> dict:
+    """The one-leg bench's tracking and press metrics over samples of period ``dt`` [s] (the
+    one-process bench's ticks, or the node graph's 10 ms grid of its topics); NaN marks what a
+    sample lacks.
+
+    * ``circle_s``: samples in the ``circle`` phase times ``dt`` [s]; ``foot_rmse_m``, over the
+      circle's samples with both positions, the sole's true position against its reference, in the
+      pelvis frame [m] (``foot_max_error_m`` the largest); ``foot_orientation_rmse_rad`` the sole's
+      true rotation against its rotation at the first of those samples (level) [rad];
+    * ``press_hold_s``: samples of the hold (the ``press`` phase from ``force_ramp_s +
+      press_settle_s`` after its first sample) times ``dt`` [s]; ``press_force_n``: the plate's
+      normal force averaged over the hold [N]; ``press_force_error_n`` against ``press_target_n``,
+      ``press_force_std_n``;
+    * ``wrench_estimate_force_n``: the contact-wrench estimator's normal force (from the motor
+      torques) over the hold's samples that have both forces, ``wrench_estimate_error_n`` minus the
+      plate's, ``wrench_estimate_rmse_n`` per sample [N].
+
+    Args:
+        t: sample times [s], shape (n,).
+        phase: the bench behaviour's phase at each sample (``circle``, ``approach``, ``press``, ...).
+        sole_true_in_base, sole_ref_in_base: the sole's true and reference positions in the pelvis
+            frame [m], shape (n, 3).
+        sole_rot_true_in_base: the sole's true rotation in the pelvis frame, shape (n, 3, 3).
+        plate_force_n, force_est_n: the plate's and the estimator's normal force [N], shape (n,).
+        dt: the sample period [s].
+        press_target_n: the behaviour's press force [N] (None: unknown).
+        force_ramp_s, press_settle_s: the press's force ramp [s] (None: no hold) and the settling
+            time after it [s].
+    """
+    t, phase = np.asarray(t, dtype=float), np.asarray(phase, dtype=object)
+    err = np.asarray(sole_true_in_base, dtype=float) - np.asarray(sole_ref_in_base, dtype=float)
+    rot = np.asarray(sole_rot_true_in_base, dtype=float)
+    fz_true, fz_est = np.asarray(plate_force_n, dtype=float), np.asarray(force_est_n, dtype=float)
+    circle = phase == "circle"
+    tracked = circle & np.all(np.isfinite(err), axis=1) if err.size else circle
+    press = phase == "press"
+    hold = np.zeros(t.shape, dtype=bool)
+    if press.any() and force_ramp_s is not None:
+        hold = press & (t >= t[np.argmax(press)] + force_ramp_s + press_settle_s)
+    plated = hold & np.isfinite(fz_true)
+    paired = plated & np.isfinite(fz_est)
+
+    def angle(R: np.ndarray) -> float:
+        return float(np.arccos(np.clip(0.5 * (np.trace(R) - 1.0), -1.0, 1.0)))
+
+    out: dict = {"circle_s": round(float(np.sum(circle) * dt), 4),
+                 "foot_rmse_m": None, "foot_max_error_m": None, "foot_orientation_rmse_rad": None}
+    if tracked.any():
+        R0 = rot[np.argmax(tracked)]
+        out.update(foot_rmse_m=_rmse(err[tracked]),
+                   foot_max_error_m=float(np.max(np.linalg.norm(err[tracked], axis=1))),
+                   foot_orientation_rmse_rad=float(np.sqrt(np.mean([angle(R0.T @ R) ** 2 for R in rot[tracked]]))))
+    press_force = float(np.mean(fz_true[plated])) if plated.any() else None
+    out.update({
+        "press_hold_s": round(float(np.sum(hold) * dt), 4),
+        "press_force_target_n": press_target_n,
+        "press_force_n": press_force,
+        "press_force_error_n": (None if press_force is None or press_target_n is None
+                                else press_force - press_target_n),
+        "press_force_std_n": float(np.std(fz_true[plated])) if plated.any() else None,
+        "wrench_estimate_force_n": float(np.mean(fz_est[paired])) if paired.any() else None,
+        "wrench_estimate_error_n": float(np.mean(fz_est[paired] - fz_true[paired])) if paired.any() else None,
+        "wrench_estimate_rmse_n": _rmse((fz_est[paired] - fz_true[paired])[:, None]) if paired.any() else None,
+    })
+    return out
