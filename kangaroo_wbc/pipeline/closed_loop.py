@@ -31,7 +31,11 @@ from kangaroo_wbc.components.chain import after_estimate
 from kangaroo_wbc.components.contact_wrench import ContactWrenchEstimation, ContactWrenchSettings
 from kangaroo_wbc.components.control import ControlSettings, WholeBodyControl
 from kangaroo_wbc.components.samples import ActuatorCommand, ActuatorSample, EncoderSample, NameMap
-from kangaroo_wbc.components.simulated_robot import SimulatedRobot, SimulatedRobotConfig
+from kangaroo_wbc.components.simulated_robot import (
+    SimulatedRobot,
+    SimulatedRobotConfig,
+    payload_link,
+)
 from kangaroo_wbc.components.state_estimation import StateEstimation, StateEstimationConfig
 from kangaroo_wbc.control.behaviours import BEHAVIOURS
 from kangaroo_wbc.control.contacts import ContactSpec
@@ -94,9 +98,25 @@ class LoopConfig:
                              f"{sorted(set(BEHAVIOURS) | set(BEHAVIOUR_ALIASES))}")
 
 
-#: Link names the command line may use for the Kangaroo's: its lower body carries the torso (and the
-#: torso cage) on ``base_link``.
-LINK_ALIASES = {"torso": "base_link"}
+def run_ticks(run, n: int, desc: str, progress=None, on_tick=None, stop=None, until=None) -> bool:
+    """Call ``run.tick()`` ``n`` times (the one-process loops: :class:`ClosedLoopRun`, the rig's
+    :class:`~kangaroo_wbc.pipeline.rig.RigRun`); returns True if ``stop()``, polled at every tick
+    boundary, ended it early (the CLI's SIGINT / SIGTERM). ``progress(iterable, total=, desc=)``
+    wraps the ticks (a progress bar, closed however the loop ends), ``on_tick(run)`` is called after
+    each tick, and ``until()`` ends the loop normally once True (e.g. the robot fell)."""
+    it = progress(range(n), total=n, desc=desc) if progress else range(n)
+    try:
+        for _ in it:
+            if stop is not None and stop():
+                return True
+            run.tick()
+            if on_tick is not None:
+                on_tick(run)
+            if until is not None and until():
+                break
+    finally:
+        getattr(it, "close", lambda: None)()  # a progress bar left early
+    return False
 
 
 @dataclass
@@ -164,12 +184,12 @@ class ClosedLoopRun:
                 raise InputError(f"fault {mode}:{name}@{at}: mode locked or limp, an actuator of "
                                  f"{clm.actuated_joint_names}, a time >= 0 s")
         for mass, link, at in cfg.payloads:
-            link = LINK_ALIASES.get(link, link)
+            link = payload_link(link)
             if not (math.isfinite(mass) and at >= 0.0) or not clm.model.existFrame(link):
                 raise InputError(f"payload {mass}kg@{link}@{at}: a finite mass [kg], a link of the model, "
                                  f"a time >= 0 s")
         self._faults = sorted([(m, n, t) for m, n, t in cfg.faults]
-                              + [(m, LINK_ALIASES.get(n, n), t) for m, n, t in cfg.payloads], key=lambda f: f[2])
+                              + [(m, payload_link(n), t) for m, n, t in cfg.payloads], key=lambda f: f[2])
         #: the faults and payloads applied: (t [s], actuator or link, mode or mass [kg], model update time [ms])
         self.morphology_changes: list[tuple[float, str, str | float, float]] = []
         self.log = TickLog()
@@ -323,20 +343,11 @@ class ClosedLoopRun:
         w0 = time.perf_counter()
         self.start()
         n = int(round(self.config.duration_s / self.dt))
-        it = progress(range(n), total=n, desc=f"demo {self.config.behaviour}") if progress else range(n)
         try:
-            for _ in it:
-                if stop is not None and stop():
-                    self.interrupted = True
-                    break
-                self.tick()
-                if on_tick is not None:
-                    on_tick(self)
-                if self.fell:
-                    break
+            self.interrupted = run_ticks(self, n, f"demo {self.config.behaviour}", progress, on_tick, stop,
+                                         until=lambda: self.fell)
         finally:
             self.finish()
-            getattr(it, "close", lambda: None)()  # a progress bar left early
         self.wall_time_s = time.perf_counter() - w0
         return {**summarize(self), "interrupted": self.interrupted}
 

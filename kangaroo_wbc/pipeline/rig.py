@@ -54,7 +54,7 @@ from kangaroo_wbc.estimation import paper_screws
 from kangaroo_wbc.estimation.actuator_force import ActuatorCompensation
 from kangaroo_wbc.estimation.contact_wrench import ContactWrenchConfig
 from kangaroo_wbc.model import ClosedLoopModel
-from kangaroo_wbc.pipeline.closed_loop import TickLog
+from kangaroo_wbc.pipeline.closed_loop import TickLog, run_ticks
 from kangaroo_wbc.robots.kangaroo.rig import PLATE_BELOW_SOLE_M, RIGS, Rig, make_rig, make_rig_sim
 
 
@@ -241,15 +241,7 @@ class RigRun:
 
         w0 = time.perf_counter()
         n = int(round(self.config.duration_s / self.dt))
-        it = progress(range(n), total=n, desc=f"demo rig {self.config.rig}") if progress else range(n)
-        try:
-            for _ in it:
-                if stop is not None and stop():
-                    self.interrupted = True
-                    break
-                self.tick()
-        finally:
-            getattr(it, "close", lambda: None)()
+        self.interrupted = run_ticks(self, n, f"demo rig {self.config.rig}", progress, stop=stop)
         self.wall_time_s = time.perf_counter() - w0
         return {**summarize_rig(self), "interrupted": self.interrupted}
 

@@ -36,9 +36,10 @@ def test_one_leg_rig_tracks_a_circle_then_presses_200_n():
 
 def test_with_ideal_actuators_the_press_needs_no_plate_feedback():
     """Ideal actuators (the force acts as commanded), no plate feedback: the QP's force alone is on
-    the plate, and the contact-wrench estimator reads it from the motor torques."""
+    the plate, and the contact-wrench estimator reads it from the motor torques. (Ideal actuators
+    settle on the crane's hold more slowly than the drives: calibrated at 1.6 s instead of 0.2 s.)"""
     options = {"turns": 2, "period_s": 1.0, "force_ki_per_s": 0.0}
-    run = RigRun(RigConfig(duration_s=6.0, ideal_actuators=True, behaviour_options=options))
+    run = RigRun(RigConfig(duration_s=7.0, ideal_actuators=True, behaviour_options=options))
     s = run.run()
     assert s["qp_failures"] == 0 and s["press_hold_s"] > 1.0
     assert run.behaviour.force_correction_n == 0.0
