@@ -49,8 +49,7 @@ DEFAULT_BAG_DECIMATION = 1
 _GRAPH = ("separate", "composed")
 _ONLY = (("sim_mode", "--sim-mode", _GRAPH), ("drop_ratio", "--drop-ratio", _GRAPH),
          ("startup_timeout", "--startup-timeout", _GRAPH), ("pipelined", "--pipelined", ("one",)),
-         ("bag_decimation", "--bag-decimation", ("one",)), ("ideal_actuators", "--ideal-actuators", ("one",)),
-         ("push", "--push", ("one",)))
+         ("bag_decimation", "--bag-decimation", ("one",)), ("push", "--push", ("one",)))
 #: the walk's command when --cmd-vel is not given [m/s, m/s, rad/s]
 DEFAULT_CMD_VEL = (0.3, 0.0, 0.0)
 
@@ -66,7 +65,8 @@ def rig_name(text: str) -> str:
 
 #: Options the test bench (``--rig``) does not take: (dest, flag, value that means "not given").
 _NOT_ON_RIG = (("cmd_vel", "--cmd-vel", None), ("push", "--push", None), ("fault", "--fault", None),
-               ("payload", "--payload", None), ("pipelined", "--pipelined", False),
+               ("payload", "--payload", None), ("payload_unannounced", "--payload-unannounced", False),
+               ("identify_payload", "--identify-payload", False), ("pipelined", "--pipelined", False),
                ("bag_decimation", "--bag-decimation", None))
 
 
@@ -121,6 +121,9 @@ def _validate_demo(args: argparse.Namespace) -> None:
             if name not in names:
                 raise UsageError(f"kangaroo-wbc demo: error: --fault: unknown actuator {name!r}."
                                  + suggest(name, names))
+    if getattr(args, "payload_unannounced", False) and not getattr(args, "payload", None):
+        raise UsageError("kangaroo-wbc demo: error: --payload-unannounced needs --payload (the payloads the "
+                         "model is not told about)")
     if getattr(args, "payload", None):
         from kangaroo_wbc.components.simulated_robot import payload_link
         from kangaroo_wbc.errors import suggest
@@ -143,12 +146,21 @@ def _loop(args: argparse.Namespace, behaviour: str, stop: StopSignals):
     extra = {} if push is None else {"push": True, "push_force_n": push[0], "push_delay_s": push[1]}
     extra["faults"] = tuple(getattr(args, "fault", None) or ())
     extra["payloads"] = tuple(getattr(args, "payload", None) or ())
+    extra.update(_payload_options(args))
     run = ClosedLoopRun(LoopConfig(behaviour=behaviour, duration_s=args.duration, seed=args.seed,
                                    pipelined=bool(getattr(args, "pipelined", False)), robot=robot,
                                    behaviour_options=_behaviour_options(args), **extra))
     summary = run.run(progress=Progress.from_args(args), stop=stop)
     summary["requested_duration_s"] = args.duration
     return summary, run
+
+
+def _payload_options(args: argparse.Namespace) -> dict:
+    """``payload_unannounced`` and ``payload_identification`` (None: on with payloads) of the run,
+    the names of :class:`~kangaroo_wbc.pipeline.closed_loop.LoopConfig` and
+    :func:`~kangaroo_wbc.graph.processes.run_graph` alike."""
+    return {"payload_unannounced": bool(getattr(args, "payload_unannounced", False)),
+            "payload_identification": True if getattr(args, "identify_payload", False) else None}
 
 
 def _behaviour_options(args: argparse.Namespace) -> dict:
@@ -172,7 +184,8 @@ def _demo_graph(args: argparse.Namespace) -> int:
                                 log_dir=None if out is None else out / "logs",
                                 controller_params={k: list(v) for k, v in _behaviour_options(args).items()},
                                 faults=tuple(args.fault or ()), payloads=tuple(args.payload or ()),
-                                rig=args.rig or "")
+                                rig=args.rig or "", ideal_actuators=bool(args.ideal_actuators),
+                                **_payload_options(args))
         except GraphStartError as exc:
             fail(f"kangaroo-wbc demo: error: {exc}", args.json)
             return stop.exit_code or 1
@@ -273,6 +286,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(torso: the base link; negative: remove), e.g. 6kg@torso@4; repeatable; separate/composed: "
                         "the sim node's payloads parameter, then the controller's payloads parameter as an "
                         "operator would set it (docs/morphology.md)")
+    p.add_argument("--payload-unannounced", action="store_true",
+                   help="the --payload masses go on the simulated robot only: the model is not told (separate/"
+                        "composed: the controller's payloads parameter is not set); the payload identification "
+                        "finds them (docs/estimation.md)")
+    p.add_argument("--identify-payload", action="store_true",
+                   help="identify an unmodelled payload while the robot stands still, even without --payload "
+                        "(default: on with --payload); separate/composed: the wrench estimator's "
+                        "payload_identification parameter, the estimate on payload/identified (docs/estimation.md)")
     p.add_argument("--rig", type=rig_name, default=None, metavar="NAME",
                    help="a test bench instead of the free robot: one_leg (one leg, the pelvis clamped, a force "
                         "plate under the foot: the sole circles in the air, then presses the plate with 200 N; "
@@ -302,8 +323,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "controller, each command driving the step after (the node graph's one-tick delay); "
                         "default: lockstep, each command drives the very next step")
     p.add_argument("--ideal-actuators", action="store_true",
-                   help="single process: ideal ball screws (the commanded force acts as is, the motor torque is its "
-                        "eq. (47) inverse); default: the simulated drives and screws (docs/sim.md)")
+                   help="ideal ball screws (the commanded force acts as is, the motor torque is its eq. (47) "
+                        "inverse; the wrench estimator and the fault detector then use eq. (47) alone; separate/"
+                        "composed: the sim node's ideal_actuators parameter); default: the simulated drives and "
+                        "screws (docs/sim.md)")
     p.add_argument("--no-report", action="store_true",
                    help="write no report (one: figures, report.md, summary.json; separate/composed: summary.json "
                         "and logs)")

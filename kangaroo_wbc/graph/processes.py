@@ -136,10 +136,11 @@ def _behaviour_delay_s(controller: dict | None) -> float:
 
 def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int, controller: dict | None = None,
             faults: Sequence[tuple[str, str, float]] = (), payloads: Sequence[tuple[float, str, float]] = (),
-            rig: str = "", rig_leg: str = "left") -> dict:
+            rig: str = "", rig_leg: str = "left", ideal_actuators: bool = False,
+            payload_identification: bool = False) -> dict:
     # the ground truth only feeds the fall detection here: 100 Hz (its contact wrenches cost most)
     sim = {"lockstep": lockstep, "realtime": True, "drop_ratio": float(drop_ratio), "seed": int(seed),
-           "ground_truth_decimation": 10}
+           "ground_truth_decimation": 10, "ideal_actuators": bool(ideal_actuators)}
     if faults:  # the simulator counts from the crane's release (at ready), the faults from the behaviour's start
         delay = _behaviour_delay_s(controller)
         sim["faults"] = [f"{mode}:{name}@{at + delay:g}" for mode, name, at in faults]
@@ -151,7 +152,11 @@ def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int, contro
         return isinstance(v, list | tuple) and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
 
     controller = {k: [float(x) for x in v] if numeric(v) else v for k, v in (controller or {}).items()}
-    nodes = {"state_estimator": {}, "contact_wrench_estimator": {},
+    wrench: dict = {"payload_identification": True} if payload_identification else {}
+    if ideal_actuators:  # as the one-process loop: eq. (47) alone, for the wrenches and the fault detector
+        wrench.update(actuator_model=False, rotor_inertia_compensation=False, torque_bias_estimation=False)
+        controller.setdefault("fault_drive_model", False)
+    nodes = {"state_estimator": {}, "contact_wrench_estimator": wrench,
              "whole_body_controller": {"behaviour": behaviour, **controller}}
     if rig:  # every node builds the bench; the sole's target at the ground truth's rate
         sim.update(rig=rig, rig_leg=rig_leg)
@@ -188,7 +193,9 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
               start_delays_s: dict[str, float] | None = None, stop: Callable[[], bool] | None = None,
               log_dir: Path | None = None, controller_params: dict | None = None,
               faults: Sequence[tuple[str, str, float]] = (),
-              payloads: Sequence[tuple[float, str, float]] = (), rig: str = "", rig_leg: str = "left") -> dict:
+              payloads: Sequence[tuple[float, str, float]] = (), rig: str = "", rig_leg: str = "left",
+              ideal_actuators: bool = False, payload_unannounced: bool = False,
+              payload_identification: bool | None = None) -> dict:
     """Run the graph for ``duration_s`` once the controller is ready; returns the results dict.
 
     Args:
@@ -215,6 +222,13 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         payloads: ``(mass [kg], link, t)``: a point mass at the link's centre of mass (``torso``: the
             base link; negative: removed), ``t`` [s] after the behaviour starts (the same way).
         rig, rig_leg: a test bench (``one_leg``) and its leg (module docstring); empty: the robot.
+        ideal_actuators: the simulator's ideal ball screws (the commanded force acts as is); the wrench
+            estimator and the controller's fault detector then use eq. (47) alone, as in the
+            one-process demo.
+        payload_unannounced: the payloads go on the simulated robot only: the controller's
+            ``payloads`` parameter is not set, the models are not told (module docstring).
+        payload_identification: the wrench estimator's ``payload_identification`` (module
+            docstring); None: on when ``payloads`` is not empty.
 
     Raises:
         GraphStartError: a process died, the controller was not ready within ``startup_timeout_s``
@@ -252,7 +266,11 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
 
     if rig and (rig not in RIGS or rig_leg not in ("left", "right")):
         raise ValueError(f"rig must be one of {RIGS} (leg left or right), got {rig!r} ({rig_leg!r})")
-    params = _params(behaviour, lockstep, drop_ratio, seed, controller_params, faults, payloads, rig, rig_leg)
+    identify = bool(payloads) if payload_identification is None else bool(payload_identification)
+    if rig and identify:
+        raise ValueError("payload identification needs the free robot (its base rows weigh it), not a rig")
+    params = _params(behaviour, lockstep, drop_ratio, seed, controller_params, faults, payloads, rig, rig_leg,
+                     ideal_actuators, identify)
     params_file.write_text(yaml.safe_dump(params, sort_keys=False))
     delays = dict(start_delays_s or {})
     unknown = sorted(set(delays) - set(EXECUTABLES))
@@ -270,7 +288,8 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         result = _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s,
                           progress, log_dir, monitor_period_s, stop,
                           late=[(d, n, lambda n=n: _start(n, [n], params_file, log_dir)) for d, n in late],
-                          operator=sorted(operator, key=lambda o: o[0]), rig=(rig, rig_leg) if rig else None)
+                          operator=sorted(operator, key=lambda o: o[0]), rig=(rig, rig_leg) if rig else None,
+                          payload_unannounced=payload_unannounced, identify=identify, behaviour_delay_s=delay)
     finally:
         exit_codes = _stop(procs)
     return {"processes": processes, "sim_mode": sim_mode, "behaviour": behaviour, "drop_ratio": drop_ratio,
@@ -341,13 +360,7 @@ def _com_rmse(truth: dict, targets: list, clm, payloads: Sequence[tuple[float, s
         t = stamp_ns * 1e-9
         if pose is None or joints is None or not t_target[0] + COM_FROM_S <= t <= t_target[-1]:
             continue
-        q = pin.neutral(m)
-        q[:3] = pose.position.x, pose.position.y, pose.position.z
-        o = pose.orientation
-        q[3:7] = o.x, o.y, o.z, o.w
-        for name, value in zip(*joints):
-            if m.existJointName(name):
-                q[m.joints[m.getJointId(name)].idx_q] = value
+        q = _true_configuration(m, pose, joints)
         target = [np.interp(t, t_target, xyz[:, k]) for k in range(3)]  # targets come at 50 Hz
         com, mass = pin.centerOfMass(m, data, q) * clm.mass_kg, clm.mass_kg  # kinematics in data
         for at, link, extra in payloads:
@@ -356,6 +369,55 @@ def _com_rmse(truth: dict, targets: list, clm, payloads: Sequence[tuple[float, s
                 com, mass = com + extra * data.oMi[j].act(m.inertias[j].lever), mass + extra
         errors.append(com / mass - target)
     return round(float(np.sqrt(np.mean(np.sum(np.square(errors), axis=1)))), 6) if errors else None
+
+
+def _true_configuration(model, pose, joints: tuple[list, list]) -> np.ndarray:
+    """The pinocchio configuration of the free-floating ``model`` from the simulator's ground truth:
+    the base ``pose`` (``sim/ground_truth/base_odometry``) and ``joints`` (names, positions)."""
+    import pinocchio as pin
+
+    q = pin.neutral(model)
+    q[:3] = pose.position.x, pose.position.y, pose.position.z
+    o = pose.orientation
+    q[3:7] = o.x, o.y, o.z, o.w
+    for name, value in zip(*joints):
+        if model.existJointName(name):
+            q[model.joints[model.getJointId(name)].idx_q] = value
+    return q
+
+
+def _payload_metrics(identified: list, statuses: list, truth: dict, model, unmodelled: list,
+                     last_change_s: float | None, started_s: float | None) -> dict:
+    """The one-process demo's payload identification keys
+    (:func:`~kangaroo_wbc.pipeline.metrics.payload_summary`) from the topics: the last
+    ``payload/identified`` message (``identified``: stamp [s], mass [kg], CoM x, y [m]) is the last
+    confident estimate, its standard deviation the last confident ``payload`` status's
+    (``statuses``: stamp [s], confident, std [kg]); ``payload_confident_ratio`` is the share of the
+    ``payload`` statuses from ``started_s`` (the behaviour's start) on that were confident (sampled
+    at the diagnostics' rate); the truth: the ``unmodelled`` payloads (simulated time [s], link, mass
+    [kg]) at the CoM of their links in the ground truth nearest the estimate; the delay from
+    ``last_change_s``, the last payload's simulated time (announced or not; None: no payload)."""
+    from kangaroo_wbc.estimation.payload_identification import PayloadEstimate
+    from kangaroo_wbc.pipeline.metrics import payload_summary, unmodelled_payload
+
+    found = None
+    if identified:
+        stamp, mass, x, y = identified[-1]
+        stds = [std for _, ok, std in statuses if ok]
+        found = PayloadEstimate(stamp_s=stamp, confident=True, mass_kg=mass, mass_std_kg=stds[-1] if stds else math.nan,
+                                com_xy_in_world_m=np.array([x, y]))
+    poses = sorted((k, v) for k, v in truth.items() if v[0] is not None and v[1] is not None)
+    at = found.stamp_s if found is not None else (poses[-1][0] * 1e-9 if poses else 0.0)
+    q = None
+    if poses:
+        _, (pose, joints) = min(poses, key=lambda kv: abs(kv[0] * 1e-9 - at))
+        q = _true_configuration(model, pose, joints)
+    true_mass, true_com = unmodelled_payload(model, q, unmodelled, at)
+    after = [ok for t, ok, _ in statuses if started_s is not None and t >= started_s]
+    ratio = float(np.mean(after)) if after else 0.0
+    t = np.array([s for s, *_ in identified])
+    mass = np.array([m for _, m, *_ in identified])
+    return payload_summary(found, true_mass, true_com, t, mass, last_change_s, ratio)
 
 
 def _base_motion(truth: dict) -> dict:
@@ -472,10 +534,11 @@ def _weighed(fz: dict[int, list[float]], release_s: float | None, payload_log: l
 
 
 def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s, progress,
-             log_dir, monitor_period_s=None, stop=None, late=(), operator=(), rig=None) -> dict:
+             log_dir, monitor_period_s=None, stop=None, late=(), operator=(), rig=None,
+             payload_unannounced=False, identify=False, behaviour_delay_s=0.0) -> dict:
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-    from geometry_msgs.msg import PointStamped, PoseStamped, WrenchStamped
+    from geometry_msgs.msg import InertiaStamped, PointStamped, PoseStamped, WrenchStamped
     from nav_msgs.msg import Odometry
     from rcl_interfaces.srv import SetParameters
     from rclpy.experimental import EventsExecutor
@@ -540,6 +603,8 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
         while pending_faults and st.get("ready_sim_t") is not None and st.get("sim_t") is not None \
                 and st["sim_t"] - st["ready_sim_t"] >= pending_faults[0][0]:
             _, what, name, _ = pending_faults.pop(0)
+            if payload_unannounced and not isinstance(what, str):
+                continue  # on the simulated robot only: nobody tells the controller
             request = SetParameters.Request()
             if isinstance(what, str):
                 told["locked_actuators" if what == "locked" else "limp_actuators"].append(name)
@@ -564,6 +629,15 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
         if st["started"] and ms % 10 == 0:
             msg = deserialize_message(raw, WrenchStamped)
             fz.setdefault(ms, [math.nan] * len(soles))[soles.index(topic)] = msg.wrench.force.z
+
+    # payload/identified: (stamp [s], mass [kg], CoM x, y [m]); the payload statuses of /diagnostics:
+    # (stamp [s], confident, mass std [kg])
+    identified: list[tuple[float, float, float, float]] = []
+    payload_statuses: list[tuple[float, bool, float]] = []
+
+    def on_identified(msg: InertiaStamped) -> None:
+        c = msg.inertia.com
+        identified.append((msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec, msg.inertia.m, c.x, c.y))
 
     def on_ready(msg: Bool) -> None:
         if st["started"] and not msg.data:
@@ -600,6 +674,10 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
             return
         for status in msg.status:
             node_name, _, check = status.name.partition(": ")
+            if check == "payload":
+                values = {kv.key: kv.value for kv in status.values}
+                payload_statuses.append((msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec,
+                                         values.get("confident") == "true", float(values.get("mass_std_kg", "nan"))))
             if check == "process":
                 values = node_stats.setdefault(node_name, {})
                 for kv in status.values:
@@ -632,6 +710,10 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     node.create_subscription(Float64MultiArray, "sim/command_latency", on_latency, qos.VISUALIZATION)
     node.create_subscription(DiagnosticStatus, "actuators/modes", on_modes, qos.LATCHED)
     node.create_subscription(DiagnosticStatus, "model/payloads", on_payloads, qos.LATCHED)
+    if identify:
+        from kangaroo_wbc.nodes.contact_wrench_node import IDENTIFIED_PAYLOAD_TOPIC
+
+        node.create_subscription(InertiaStamped, IDENTIFIED_PAYLOAD_TOPIC, on_identified, qos.LATCHED)
     plate: list[tuple[float, float]] = []  # the bench's plate: (stamp [s], normal force [N]) every 10th stamp
     sole_targets: list[tuple[float, tuple[float, float, float]]] = []  # rig/sole_target (stamp, xyz in base)
     if rig is not None:
@@ -738,9 +820,14 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     for entry in payload_log:
         at = entry["at_sim_s"] = None if ready_t is None else ready_t + entry.pop("after_ready_s")
         entry.pop("told", None)
+        entry["announced"] = not payload_unannounced
         for key, out in (("told_at_sim_s", "told_after_payload_s"), ("model_at_sim_s", "model_after_payload_s")):
             t = entry.pop(key, None)
             entry[out] = None if t is None or at is None else round(t - at, 4)
+    started_s = None if ready_t is None else ready_t + behaviour_delay_s
+    changes = sorted((e["at_sim_s"], e["link"], e["mass_kg"]) for e in payload_log if e["at_sim_s"] is not None)
+    found = (_payload_metrics(identified, payload_statuses, truth, clm.model, changes if payload_unannounced else [],
+                              changes[-1][0] if changes else None, started_s) if identify else {})
     modes = st.get("modes", {})
     com_rmse = _com_rmse(truth, targets, clm, [(e["at_sim_s"], e["link"], e["mass_kg"]) for e in payload_log
                                                if e["at_sim_s"] is not None])
@@ -762,7 +849,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
             "sim_watchdog_trips": st.get("watchdog_trips", 0),
             **({"faults": fault_log, "actuator_modes": {n: m for n, m in modes.items() if m != "active"},
                 "actuator_modes_message": st.get("modes_message")} if fault_log else {}),
-            **weighed, **bench,
+            **weighed, **bench, **found,
             **({"payloads": [{k: v for k, v in e.items() if k != "at_sim_s"} for e in payload_log],
                 "model_payloads": st.get("payloads"), "model_payloads_message": st.get("payloads_message")}
                if payload_log else {}),

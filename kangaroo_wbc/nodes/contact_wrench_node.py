@@ -12,6 +12,14 @@ actuator, ``docs/morphology.md``) are applied before the next sample, in every d
 are the payloads it publishes on the latched ``model/payloads`` (the model's inertias). With ``rig``
 (``one_leg``) it runs on the test bench's model, its one sole, the actuated rows only
 (:func:`~kangaroo_wbc.pipeline.rig.rig_wrench_estimation`).
+
+With ``payload_identification`` the component weighs the robot while it stands still
+(:mod:`~kangaroo_wbc.estimation.payload_identification`; its parameters are the node's
+``payload_*``, the identifier's configuration fields prefixed) and each new confident estimate of the
+unmodelled payload goes out on the latched ``payload/identified`` (``geometry_msgs/InertiaStamped``,
+odom frame: ``m`` the mass [kg], ``com.x``/``com.y`` its CoM [m] — NaN while the mass is too small to
+place it — ``com.z`` NaN: the height is unobservable standing; the inertia terms 0, a point mass).
+Its ``payload`` status reaches ``/diagnostics``. The robot floating only (not on the bench).
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
-from geometry_msgs.msg import PointStamped, WrenchStamped
+from geometry_msgs.msg import InertiaStamped, PointStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
@@ -36,6 +44,10 @@ from kangaroo_wbc.estimation.contact_wrench import (
     ContactWrenchConfig,
     ContactWrenchEstimate,
     paper_screws,
+)
+from kangaroo_wbc.estimation.payload_identification import (
+    PayloadEstimate,
+    PayloadIdentificationConfig,
 )
 from kangaroo_wbc.nodes import (
     PayloadFollower,
@@ -58,8 +70,11 @@ from kangaroo_wbc.ros.node_base import KangarooNode, main_for
 from kangaroo_wbc.ros.params import SharedFields, parameter
 from kangaroo_wbc.ros.serialized import point_stamped_writer, wrench_stamped_writer
 
-# the defaults are the component's and the estimator's
+# the defaults are the component's, the estimator's and the payload identification's
 _E, _S, _C = ContactWrenchConfig(), ContactWrenchSettings(), ActuatorCompensation()
+_P = PayloadIdentificationConfig()
+#: the latched topic of the identified payload (module docstring)
+IDENTIFIED_PAYLOAD_TOPIC = "payload/identified"
 
 
 @dataclass
@@ -97,12 +112,57 @@ class ContactWrenchParams:
                                                  "times the actuator acceleration", read_only=True)
     torque_bias_estimation: bool = parameter(_C.torque_bias, "Learn a per-actuator motor-torque offset "
                                              "while standing still on both soles", read_only=True)
+    payload_identification: bool = parameter(_S.payload_identification, "Identify an unmodelled payload's "
+                                             "mass and horizontal CoM while standing still; publish it on "
+                                             "payload/identified (floating base only)", read_only=True)
+    payload_block_samples: int = parameter(_P.block_samples, "Payload: samples averaged into one block (one "
+                                           "eq. (46) solve)", bounds=(1, 100000), read_only=True)
+    payload_window_s: float = parameter(_P.window_s, "Payload: the estimate averages the still blocks of the "
+                                        "last this long [s]", bounds=(0.0, None), read_only=True)
+    payload_min_still_s: float = parameter(_P.min_still_s, "Payload: still time the window needs before the "
+                                           "estimate is confident [s] (<= payload_window_s)", bounds=(0.0, None),
+                                           read_only=True)
+    payload_settle_s: float = parameter(_P.settle_s, "Payload: still this long before samples count [s]",
+                                        bounds=(0.0, None), read_only=True)
+    payload_max_base_speed_m_s: float = parameter(_P.max_base_speed_m_s, "Payload still: base speed below "
+                                                  "this [m/s]", bounds=(0.0, None), read_only=True)
+    payload_max_base_rate_rad_s: float = parameter(_P.max_base_rate_rad_s, "Payload still: base angular speed "
+                                                   "below this [rad/s]", bounds=(0.0, None), read_only=True)
+    payload_max_actuator_speed_m_s: float = parameter(_P.max_actuator_speed_m_s, "Payload still: every actuator "
+                                                      "slower than this [m/s]", bounds=(0.0, None), read_only=True)
+    payload_max_com_acceleration_m_s2: float = parameter(_P.max_com_acceleration_m_s2, "Payload still: low-passed "
+                                                         "linear momentum rate over the mass below this [m/s^2]",
+                                                         bounds=(0.0, None), read_only=True)
+    payload_max_angular_momentum_rate_nm: float = parameter(_P.max_angular_momentum_rate_nm, "Payload still: "
+                                                            "low-passed angular momentum rate below this [N·m]",
+                                                            bounds=(0.0, None), read_only=True)
+    payload_momentum_filter_s: float = parameter(_P.momentum_filter_s, "Payload: time constant of that "
+                                                 "low-pass [s]", bounds=(0.0, None), read_only=True)
+    payload_min_sole_force_n: float = parameter(_P.min_sole_force_n, "Payload still: every sole's normal force "
+                                                "above this [N]", bounds=(0.0, None), read_only=True)
+    payload_max_mass_std_kg: float = parameter(_P.max_mass_std_kg, "Payload confident: spread of the window's "
+                                               "block masses below this [kg]", bounds=(0.0, None), read_only=True)
+    payload_max_mass_stderr_kg: float = parameter(_P.max_mass_stderr_kg, "Payload confident: their standard "
+                                                  "error below this [kg]", bounds=(0.0, None), read_only=True)
+    payload_max_mass_drift_kg: float = parameter(_P.max_mass_drift_kg, "Payload confident: mass drift across "
+                                                 "the window below this [kg]", bounds=(0.0, None), read_only=True)
+    payload_recent_s: float = parameter(_P.recent_s, "Payload: the newest part of the window compared with the "
+                                        "rest [s]", bounds=(0.0, None), read_only=True)
+    payload_max_horizontal_residual_n: float = parameter(_P.max_horizontal_residual_n, "Payload confident: mean "
+                                                         "horizontal force balance below this [N]",
+                                                         bounds=(0.0, None), read_only=True)
+    payload_min_mass_for_com_kg: float = parameter(_P.min_mass_for_com_kg, "Payload: its CoM is given above "
+                                                   "this mass [kg]", bounds=(0.0, None), read_only=True)
     rig: str = rig_parameter()
     rig_leg: str = rig_leg_parameter()
 
     def __post_init__(self) -> None:
         if self.cutoff_hz >= self.rate_hz / 2:
             raise ValueError("cutoff_hz must be below the Nyquist frequency rate_hz / 2")
+        try:  # the identifier's own checks (strictly positive times and limits, min_still_s <= window_s)
+            _PAYLOAD.build(self)
+        except InputError as exc:
+            raise ValueError(f"payload_* parameters: {exc}") from None
 
 
 # The parameters that are fields of the estimator's, the component's and the actuator model's
@@ -112,7 +172,8 @@ _SETTINGS = SharedFields(ContactWrenchSettings)
 _COMPENSATION = SharedFields(ActuatorCompensation, names={"rotor_inertia": "rotor_inertia_compensation",
                                                           "torque_bias": "torque_bias_estimation",
                                                           "sample_rate_hz": "rate_hz"})
-SHARED_FIELDS = (_ESTIMATOR, _SETTINGS, _COMPENSATION)
+_PAYLOAD = SharedFields(PayloadIdentificationConfig, prefix="payload_")
+SHARED_FIELDS = (_ESTIMATOR, _SETTINGS, _COMPENSATION, _PAYLOAD)
 
 
 def _compensation(p: ContactWrenchParams) -> ActuatorCompensation | None:
@@ -146,7 +207,7 @@ class ContactWrenchNode(KangarooNode):
             else:
                 self.component = ContactWrenchEstimation(
                     clm, transmission,
-                    _ESTIMATOR.build(p), _SETTINGS.build(p), _compensation(p))
+                    _ESTIMATOR.build(p), _SETTINGS.build(p), _compensation(p), _PAYLOAD.build(p))
         except InputError as exc:
             raise ConfigError(str(exc)) from exc
         #: the soles estimated (the parameter's, or the bench's one)
@@ -163,6 +224,10 @@ class ContactWrenchNode(KangarooNode):
         self._pub_cop = [stream(PointStamped, f"contact/{s}/cop", qos.SENSOR_STATE) for s in soles]
         self._pub_zmp = stream(PointStamped, "zmp", qos.SENSOR_STATE)
         self._pub_markers = pub(MarkerArray, "contact/markers", qos.VISUALIZATION)
+        #: the identified payload last published (None: none yet)
+        self.payload_published: PayloadEstimate | None = None
+        self._pub_payload = (pub(InertiaStamped, IDENTIFIED_PAYLOAD_TOPIC, qos.LATCHED)
+                             if self.component.payload is not None else None)
         self._w_wrench = [wrench_stamped_writer(s) for s in soles]  # preserialised
         self._w_cop = [point_stamped_writer(s) for s in soles]
         self._w_zmp = point_stamped_writer(p.odom_frame)
@@ -249,8 +314,21 @@ class ContactWrenchNode(KangarooNode):
         self.tick_count += 1
         if out is not None:
             self._publish(out, stamp if stamp is not None else seconds_to_time_msg(sample.stamp_s), sample.stamp_s)
+        found = self.component.identified_payload
+        if found is not None and found is not self.payload_published:  # a new confident estimate
+            self.payload_published = found
+            self._pub_payload.publish(self._payload_msg(found))
         self.log_events(self.component)
         return out
+
+    def _payload_msg(self, est: PayloadEstimate) -> InertiaStamped:
+        """``payload/identified``: the payload as a point mass (module docstring)."""
+        msg = InertiaStamped()
+        msg.header.stamp, msg.header.frame_id = seconds_to_time_msg(est.stamp_s), self.params.odom_frame
+        msg.inertia.m = float(est.mass_kg)
+        msg.inertia.com.x, msg.inertia.com.y = (float(v) for v in est.com_xy_in_world_m)
+        msg.inertia.com.z = float("nan")  # unobservable standing
+        return msg
 
     def _publish(self, out: ContactWrenchEstimate, stamp, t: float) -> None:
         p = self.params

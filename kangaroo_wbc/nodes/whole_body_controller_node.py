@@ -306,6 +306,9 @@ class WholeBodyControllerParams:
     fault_force_tolerance_ratio: float = parameter(
         _F.force_tolerance_ratio, "Fault detector: ... plus this fraction of the commanded force [-]",
         bounds=(0.0, 10.0))
+    fault_drive_model: bool = parameter(
+        _F.drive_model, "Fault detector: the torque sensor reads the drive's model (efficiency, friction; "
+        "false: eq. (47) alone, for the sim node's ideal_actuators)", read_only=True)
     rig: str = rig_parameter()
     rig_leg: str = rig_leg_parameter()
 

@@ -110,20 +110,10 @@ def morphology(run, t: np.ndarray, com_err: np.ndarray, active: np.ndarray) -> d
 
 def payload_identification(run, t: np.ndarray) -> dict:
     """Payload identification metrics when the run identified (the wrench component's
-    ``payload_identification``), else ``{}``:
-
-    * ``payload_identified_kg``, ``payload_identified_com_xy_m`` (world, horizontal; None while the
-      mass is too small for a CoM), ``payload_identified_std_kg``, ``payload_identified_at_s``: the
-      last confident estimate (None: never confident);
-    * ``payload_unmodelled_kg``: the truth, the mass the model was not told about (the payloads of
-      an unannounced run, else 0), ``payload_unmodelled_com_xy_m`` its CoM at that time (the
-      simulator's configuration; the identified one is in the estimator's world frame, which
-      drifts by ``base_position_drift_m``); ``payload_mass_error_kg`` and
-      ``payload_com_xy_error_m``: identified minus true;
-    * ``payload_identification_delay_s``: from the last payload change to the first confident
-      estimate within 0.5 kg of the unmodelled mass (None: none); ``payload_confident_ratio``:
-      ticks with a confident estimate over the ticks after the behaviour starts.
-    """
+    ``payload_identification``), else ``{}``: :func:`payload_summary` of the last confident
+    estimate, the log's confident estimates (``payload_mass``, NaN when not confident) and the
+    payloads the simulated robot carried unmodelled (those of an unannounced run, at the CoM of
+    their links in the simulator's configuration logged nearest the estimate)."""
     wrench = getattr(run, "wrench", None)
     found = None if wrench is None else wrench.identified_payload
     if wrench is None or wrench.payload is None:
@@ -133,45 +123,76 @@ def payload_identification(run, t: np.ndarray) -> dict:
                if not isinstance(mass, str)]
     unannounced = bool(getattr(run.config, "payload_unannounced", False))
     at = float(found.stamp_s) if found is not None else (float(t[-1]) if t.size else 0.0)
-    true_mass, true_com = _unmodelled_payload(run, changes if unannounced else [], at)
-    out = {"payload_identified_kg": None if found is None else float(found.mass_kg),
-           "payload_identified_com_xy_m": None, "payload_identified_std_kg": None,
-           "payload_identified_at_s": None if found is None else round(at, 4),
-           "payload_unmodelled_kg": true_mass,
-           "payload_unmodelled_com_xy_m": None if true_com is None else true_com.tolist(),
-           "payload_mass_error_kg": None if found is None else float(found.mass_kg - true_mass),
-           "payload_com_xy_error_m": None}
-    if found is not None:
-        out["payload_identified_std_kg"] = float(found.mass_std_kg)
-        com = found.com_xy_in_world_m
-        if np.all(np.isfinite(com)):
-            out["payload_identified_com_xy_m"] = com.tolist()
-            if true_com is not None:
-                out["payload_com_xy_error_m"] = float(np.linalg.norm(com - true_com))
+    q = log.array("q_true").reshape(t.size, -1)[int(np.argmin(np.abs(t - at)))] if t.size else None
+    true_mass, true_com = unmodelled_payload(run.clm.model, q, changes if unannounced else [], at)
     mass = log.array("payload_mass")
     confident = np.isfinite(mass)
     active = log.array("behaviour") > 0.5
-    out["payload_confident_ratio"] = float(np.mean(confident[active])) if active.any() else 0.0
-    if changes and mass.size == t.size:
-        later = confident & (t >= changes[-1][0]) & (np.abs(np.nan_to_num(mass, nan=np.inf) - true_mass) <= 0.5)
-        out["payload_identification_delay_s"] = (round(float(t[np.argmax(later)] - changes[-1][0]), 4)
+    ratio = float(np.mean(confident[active])) if active.any() else 0.0
+    sampled = changes and mass.size == t.size
+    return payload_summary(found, true_mass, true_com, t[confident] if sampled else t[:0],
+                           mass[confident] if sampled else mass[:0], changes[-1][0] if sampled else None, ratio)
+
+
+#: A confident estimate within this of the unmodelled mass counts as the identification [kg]
+#: (``payload_identification_delay_s``).
+PAYLOAD_FOUND_TOL_KG = 0.5
+
+
+def payload_summary(found, true_mass_kg: float, true_com_xy_m: np.ndarray | None, confident_t: np.ndarray,
+                    confident_mass_kg: np.ndarray, last_change_s: float | None, confident_ratio: float) -> dict:
+    """The payload identification's summary keys (the one-process demo's and the node graph's):
+
+    * ``payload_identified_kg``, ``payload_identified_com_xy_m`` (world, horizontal; None while the
+      mass is too small for a CoM), ``payload_identified_std_kg``, ``payload_identified_at_s``: the
+      last confident estimate ``found`` (a
+      :class:`~kangaroo_wbc.estimation.payload_identification.PayloadEstimate`; None: never
+      confident; a NaN std: not known);
+    * ``payload_unmodelled_kg``: the truth, the mass the model was not told about (the payloads of
+      an unannounced run, else 0), ``payload_unmodelled_com_xy_m`` its CoM at that time (the
+      simulator's configuration; the identified one is in the estimator's world frame, which
+      drifts by ``base_position_drift_m``); ``payload_mass_error_kg`` and
+      ``payload_com_xy_error_m``: identified minus true;
+    * ``payload_identification_delay_s`` (when ``last_change_s`` is given): from the last payload
+      change to the first confident estimate (``confident_t`` [s], ``confident_mass_kg``) within
+      :data:`PAYLOAD_FOUND_TOL_KG` of the unmodelled mass (None: none);
+      ``payload_confident_ratio``: the share of the time after the behaviour starts with a
+      confident estimate, as the caller sampled it.
+    """
+    out = {"payload_identified_kg": None if found is None else float(found.mass_kg),
+           "payload_identified_com_xy_m": None, "payload_identified_std_kg": None,
+           "payload_identified_at_s": None if found is None else round(float(found.stamp_s), 4),
+           "payload_unmodelled_kg": true_mass_kg,
+           "payload_unmodelled_com_xy_m": None if true_com_xy_m is None else true_com_xy_m.tolist(),
+           "payload_mass_error_kg": None if found is None else float(found.mass_kg - true_mass_kg),
+           "payload_com_xy_error_m": None}
+    if found is not None:
+        out["payload_identified_std_kg"] = float(found.mass_std_kg) if np.isfinite(found.mass_std_kg) else None
+        com = np.asarray(found.com_xy_in_world_m, dtype=float)
+        if np.all(np.isfinite(com)):
+            out["payload_identified_com_xy_m"] = com.tolist()
+            if true_com_xy_m is not None:
+                out["payload_com_xy_error_m"] = float(np.linalg.norm(com - true_com_xy_m))
+    out["payload_confident_ratio"] = confident_ratio
+    if last_change_s is not None:
+        t, mass = np.asarray(confident_t, dtype=float), np.asarray(confident_mass_kg, dtype=float)
+        later = (t >= last_change_s) & (np.abs(mass - true_mass_kg) <= PAYLOAD_FOUND_TOL_KG)
+        out["payload_identification_delay_s"] = (round(float(t[np.argmax(later)] - last_change_s), 4)
                                                  if later.any() else None)
     return out
 
 
-def _unmodelled_payload(run, changes: list, at_s: float) -> tuple[float, np.ndarray | None]:
-    """Mass [kg] of the payloads in ``changes`` (time, link, mass) applied by ``at_s`` and the
-    horizontal world position [m] of their CoM (None without mass), from the simulator's
-    configuration logged nearest ``at_s``: each sits at the CoM of its link's body."""
+def unmodelled_payload(model, q: np.ndarray | None, changes: list, at_s: float) -> tuple[float, np.ndarray | None]:
+    """Mass [kg] of the payloads in ``changes`` (time [s], link, mass [kg]) applied by ``at_s`` and
+    the horizontal world position [m] of their CoM (None without mass or configuration) in the
+    configuration ``q`` of the pinocchio ``model`` (the simulator's at ``at_s``): each sits at the
+    CoM of its link's body."""
     import pinocchio as pin
 
     applied = [(link, m) for tc, link, m in changes if tc <= at_s]
     total = float(sum(m for _, m in applied))
-    t = run.log.array("t")
-    if not applied or abs(total) < 1e-9 or not t.size:
+    if not applied or abs(total) < 1e-9 or q is None:
         return total, None
-    model = run.clm.model
-    q = run.log.array("q_true").reshape(t.size, -1)[int(np.argmin(np.abs(t - at_s)))]
     data = model.createData()
     pin.forwardKinematics(model, data, q)
     moment = np.zeros(3)
