@@ -41,7 +41,23 @@ sum told so far per link); the result lists each payload with ``told_after_paylo
 the estimated sole normal forces (``contact/<sole>/wrench``, sole frames, every 10th stamp) over
 the robot's weight with the payloads attached by then, from 0.3 s after the release, leaving out
 the second after each payload (as the one-process demo measures it); each payload's
-``fz_sum_over_mg_after`` from 1 s after it to the next one or the end.
+``fz_sum_over_mg_after`` from 1 s after it to the next one or the end. With
+``payload_unannounced`` the runner tells nobody (the controller's ``payloads`` stays empty: the
+models keep their masses), as the one-process demo's ``LoopConfig.payload_unannounced``.
+
+Payload identification (``payload_identification``; on with payloads, as in the one-process demo):
+the ``contact_wrench_estimator``'s ``payload_identification`` parameter; the result has the
+one-process demo's keys (:func:`~kangaroo_wbc.pipeline.metrics.payload_summary`) from the
+topics: the last ``payload/identified`` message is the last confident estimate and the messages
+give the delay; its standard deviation is the last confident ``payload`` status's in
+``/diagnostics``, ``payload_confident_ratio`` the share of those statuses from the behaviour's
+start on that were confident (the diagnostics' rate); the truth is the unannounced payloads at
+their links' CoM in the ground truth nearest the estimate.
+
+``ideal_actuators``: the sim node's ``ideal_actuators``, and eq. (47) alone where the one-process
+demo uses it with ideal actuators: the wrench estimator's ``actuator_model``,
+``rotor_inertia_compensation`` and ``torque_bias_estimation`` false, the controller's
+``fault_drive_model`` false.
 
 The one-leg test bench (``rig="one_leg"``): every node gets the parameters ``rig`` and ``rig_leg``
 (the launch file's ``rig:=one_leg``) and builds the bench from the same generated files; the
