@@ -79,6 +79,7 @@ PIPELINE = ['state_estimator', 'contact_wrench_estimator', 'whole_body_controlle
 COMPOSED = 'composed'
 #: Stand-in for robot_state_publisher (setup.py executable).
 LINK_TF = 'link_tf'
+GHOST_LINK_TF = 'ground_truth_link_tf'
 #: Packages needed by backend gazebo (checked before anything starts).
 GAZEBO_PACKAGES = ['ros_gz_sim', 'ros_gz_bridge']
 
@@ -108,8 +109,8 @@ def node_overrides(sim_mode, behaviour, cmd_vel='', rig='', rig_leg='left'):
     if cmd_vel:
         controller['cmd_vel'] = parse_cmd_vel(cmd_vel)
     overrides = {'sim': {'lockstep': sim_mode == 'lockstep'}, 'whole_body_controller': controller}
-    if rig:  # every node builds the bench
-        for name in ['sim', *PIPELINE]:
+    if rig:  # every node builds the bench (link_tf draws it)
+        for name in ['sim', *PIPELINE, LINK_TF, GHOST_LINK_TF]:
             overrides.setdefault(name, {}).update({'rig': rig, 'rig_leg': rig_leg})
     return overrides
 
@@ -141,18 +142,26 @@ def warn(message):
     launch.logging.get_logger(PACKAGE + '.launch').warning(message)
 
 
-def robot_model_nodes(share, backend, hosted):
+def robot_model_nodes(share, backend, hosted, overrides):
     """robot_state_publisher (or link_tf) for the estimate, and a ``ground_truth/`` ghost for sim.
 
     Without robot_state_publisher, ``hosted`` (deployment composed) means the composed process
-    hosts link_tf (``--link-tf``): no process is added here."""
+    hosts link_tf (``--link-tf``): no process is added here. ``overrides``: the launch arguments'
+    parameters per node (a rig: the bench's URDF, derived from the same files as the nodes')."""
     urdf = f'{share}/urdf/kangaroo.urdf'
+    rig = overrides.get(LINK_TF, {})
     ghost_remaps = [('robot_description', 'ground_truth/robot_description'),
                     ('joint_states', 'sim/ground_truth/joint_states')]
     ghost = backend == 'sim'
     if package_share('robot_state_publisher') is not None:
-        with open(urdf) as handle:
-            description = ParameterValue(handle.read(), value_type=str)
+        if rig:
+            from kangaroo_wbc.robots.kangaroo.rig import one_leg_texts
+
+            text = one_leg_texts(rig['rig_leg'], f'{share}/urdf')['urdf']
+        else:
+            with open(urdf) as handle:
+                text = handle.read()
+        description = ParameterValue(text, value_type=str)
         nodes = [Node(package='robot_state_publisher', executable='robot_state_publisher',
                       name='robot_state_publisher', output='screen',
                       parameters=[{'robot_description': description}])]
@@ -168,11 +177,11 @@ def robot_model_nodes(share, backend, hosted):
         return []  # in the composed process (--link-tf)
     config = f'{share}/config/{LINK_TF}.yaml'
     nodes = [Node(package=PACKAGE, executable=LINK_TF, name=LINK_TF, output='screen',
-                  parameters=[config])]
+                  parameters=[config, rig])]
     if ghost:
-        nodes.append(Node(package=PACKAGE, executable=LINK_TF, name='ground_truth_link_tf',
+        nodes.append(Node(package=PACKAGE, executable=LINK_TF, name=GHOST_LINK_TF,
                           output='screen', remappings=ghost_remaps,
-                          parameters=[config, {'frame_prefix': 'ground_truth/'}]))
+                          parameters=[config, {'frame_prefix': 'ground_truth/', **rig}]))
     return nodes
 
 
@@ -222,7 +231,7 @@ def launch_stack(context):
             msg='backend hardware: expecting the robot driver on actuators/state, '
                 'passive_encoders/state, imu/data and actuators/command'))
 
-    actions += robot_model_nodes(share, backend, host_link_tf)
+    actions += robot_model_nodes(share, backend, host_link_tf, overrides)
     if value['rviz'] == 'true':
         if package_share('rviz2') is None:
             warn('rviz2 is not installed: RViz skipped')

@@ -49,6 +49,9 @@ class LinkTfParams:
                                bounds=(0.1, 10000.0))
     urdf_dir: str = urdf_dir_parameter()
     frame_prefix: str = parameter("", "Prefix of every published frame name", read_only=True)
+    rig: str = parameter("", "Test bench (empty: the robot; one_leg: the one-leg rig's links and URDF)",
+                         read_only=True)
+    rig_leg: str = parameter("left", "rig: the leg the bench keeps (left or right)", read_only=True)
 
 
 class LinkTfNode(KangarooNode):
@@ -72,8 +75,16 @@ class LinkTfNode(KangarooNode):
         p = self.params
         try:
             urdf_dir = Path(p.urdf_dir) if p.urdf_dir else None
-            urdf_text = kangaroo_files(urdf_dir)[0].read_text()
-            clm = load_kangaroo(floating_base=False, urdf_dir=urdf_dir)
+            if p.rig:  # the bench's URDF (one leg), derived from the same files as every node's
+                from kangaroo_wbc.robots.kangaroo.rig import RIGS, load_one_leg, one_leg_texts
+
+                if p.rig not in RIGS:
+                    raise ConfigError(f"parameter 'rig': unknown rig {p.rig!r}; rigs are {list(RIGS)}")
+                urdf_text = one_leg_texts(p.rig_leg, urdf_dir)["urdf"]
+                clm = load_one_leg(p.rig_leg, urdf_dir, floating_base=False)
+            else:
+                urdf_text = kangaroo_files(urdf_dir)[0].read_text()
+                clm = load_kangaroo(floating_base=False, urdf_dir=urdf_dir)
             self.poses = LinkPoses(urdf_text, clm.model, clm.joint_names)
         except (KangarooWbcError, OSError) as exc:
             raise ConfigError(f"parameter 'urdf_dir' ({p.urdf_dir or 'package urdf/'}): {exc}") from exc

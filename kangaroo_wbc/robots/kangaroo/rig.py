@@ -172,13 +172,16 @@ class Rig:
     plate_below_sole_m: float
 
 
-def load_one_leg(keep: str = "left", urdf_dir: str | Path | None = None) -> ClosedLoopModel:
-    """The one-leg closed-loop model (floating base) of :func:`one_leg_texts`."""
-    clm, _ = _load_and_export(one_leg_texts(keep, urdf_dir), keep, mjcf=False)
+def load_one_leg(keep: str = "left", urdf_dir: str | Path | None = None,
+                 floating_base: bool = True) -> ClosedLoopModel:
+    """The one-leg closed-loop model of :func:`one_leg_texts` (``floating_base`` False: rooted at the
+    pelvis, as ``link_tf`` draws it)."""
+    clm, _ = _load_and_export(one_leg_texts(keep, urdf_dir), keep, mjcf=False, floating_base=floating_base)
     return clm
 
 
-def _load_and_export(texts: dict[str, str], keep: str, mjcf: bool) -> tuple[ClosedLoopModel, str | None]:
+def _load_and_export(texts: dict[str, str], keep: str, mjcf: bool,
+                     floating_base: bool = True) -> tuple[ClosedLoopModel, str | None]:
     """The model from the derived texts and, if ``mjcf``, the rig's MJCF (pelvis welded at
     :data:`RIG_PELVIS_HEIGHT_M`, one sole box); the texts are written to a temporary folder for the
     file-based loaders."""
@@ -186,7 +189,7 @@ def _load_and_export(texts: dict[str, str], keep: str, mjcf: bool) -> tuple[Clos
         u, c = Path(tmp) / FILE_NAMES["urdf"], Path(tmp) / FILE_NAMES["closures"]
         u.write_text(texts["urdf"])
         c.write_text(texts["closures"])
-        clm = ClosedLoopModel.from_files(u, c, floating_base=True)
+        clm = ClosedLoopModel.from_files(u, c, floating_base=floating_base)
         clm.source = f"one-leg rig ({keep} leg) of {kangaroo_files()[0]}"
         xml = None
         if mjcf:
