@@ -23,7 +23,6 @@ Where launch_testing is not installed the module is skipped, with the reason.
 
 from __future__ import annotations
 
-import threading
 import time
 import unittest
 
@@ -34,24 +33,17 @@ pytest.importorskip("launch_testing", reason="launch_testing is not installed (p
 pytest.importorskip("launch_ros", reason="launch_ros is not installed")
 
 import launch_testing  # noqa: E402, I001 (launch/ of this repository is not the launch package)
-import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
-import rclpy  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
-from launch import LaunchDescription  # noqa: E402
-from launch.actions import IncludeLaunchDescription  # noqa: E402
-from launch.events.process import ProcessExited  # noqa: E402
-from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from rclpy.experimental import EventsExecutor  # noqa: E402
 from rclpy.serialization import deserialize_message  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.serialized import stamp_of_serialized  # noqa: E402
+from test.launch.listener import GraphListener, exited, launched_stack  # noqa: E402
 
-PACKAGE = "kangaroo_wbc"
 #: Longest wait [s, wall] from the launch to the first actuators/command (imports, calibration).
 STARTUP_TIMEOUT_S = 120.0
 #: Observation window [s, wall] from the first actuators/command.
@@ -77,11 +69,7 @@ def standing_height_m() -> float:
 @pytest.mark.launch_test
 @launch_testing.parametrize("deployment", ["separate", "composed"])
 def generate_test_description(deployment):
-    launch_file = f"{get_package_share_directory(PACKAGE)}/launch/kangaroo_wbc.launch.py"
-    stack = IncludeLaunchDescription(
-        PythonLaunchDescriptionSource(launch_file),
-        launch_arguments={"backend": "sim", "rviz": "false", "deployment": deployment}.items())
-    return LaunchDescription([stack, launch_testing.actions.ReadyToTest()]), {}
+    return launched_stack(deployment=deployment), {}
 
 
 def _level(level: bytes | int) -> int:
@@ -89,14 +77,11 @@ def _level(level: bytes | int) -> int:
     return int.from_bytes(level, "little") if isinstance(level, bytes) else int(level)
 
 
-class Observer:
-    """Subscriptions of the test (own rclpy context, spun in a thread) and what they received."""
+class Observer(GraphListener):
+    """Subscriptions of the test and what they received."""
 
     def __init__(self) -> None:
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node("kangaroo_wbc_launch_test", context=self.context)
-        self.lock = threading.Lock()
+        super().__init__("kangaroo_wbc_launch_test")
         self.commands: list[float] = []  # wall receive times [s]
         self.command_stamps: list[tuple[float, float]] = []  # (wall, header stamp) [s], decimated
         self.heights: dict[str, list[tuple[float, float]]] = {"estimated": [], "true": []}
@@ -110,16 +95,7 @@ class Observer:
         sub(Odometry, "/sim/ground_truth/base_odometry", lambda m: self._on_odometry("true", m),
             qos.SENSOR_BEST_EFFORT, raw=True)
         sub(DiagnosticArray, "/diagnostics", self._on_diagnostics, qos.DIAGNOSTICS)
-        # the events executor: the observer's two 1 kHz subscriptions take little of the 2 cores
-        self.executor = EventsExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self) -> None:
-        while not self.stop.is_set():
-            self.executor.spin_once(timeout_sec=0.05)
+        self.start()
 
     def _on_command(self, raw: bytes) -> None:
         now = time.monotonic()
@@ -150,13 +126,6 @@ class Observer:
             self.ok_nodes |= {n for n, levels in by_node.items()
                               if all(level == _level(DiagnosticStatus.OK) for level in levels)}
 
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(timeout=5.0)
-        self.executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        self.context.try_shutdown()
-
 
 def _graph_nodes() -> set[str]:
     """kangaroo_wbc node names the graph must contain (backend sim)."""
@@ -170,12 +139,6 @@ def _graph_nodes() -> set[str]:
     return nodes
 
 
-def _exited(proc_info) -> list[str]:
-    """``"<process>: exit code <n>"`` of every launched process that has exited."""
-    return [f"{event.process_name}: exit code {event.returncode}" for event in proc_info
-            if isinstance(event, ProcessExited)]
-
-
 class TestRobotStands(unittest.TestCase):
     """Active test: watch the launched graph for OBSERVE_S from the controller's first command."""
 
@@ -185,13 +148,13 @@ class TestRobotStands(unittest.TestCase):
         try:
             deadline = time.monotonic() + STARTUP_TIMEOUT_S
             while not observer.commands and time.monotonic() < deadline:
-                self.assertEqual(_exited(proc_info), [], "a process exited before the first command")
+                self.assertEqual(exited(proc_info), [], "a process exited before the first command")
                 time.sleep(0.05)
             self.assertTrue(observer.commands,
                             f"no actuators/command within {STARTUP_TIMEOUT_S} s of the launch")
             t0 = observer.commands[0]
             while time.monotonic() < t0 + OBSERVE_S + 0.5:
-                self.assertEqual(_exited(proc_info), [], "a process exited while observed")
+                self.assertEqual(exited(proc_info), [], "a process exited while observed")
                 time.sleep(0.1)
             with observer.lock:
                 commands = [t for t in observer.commands if t0 <= t <= t0 + OBSERVE_S]

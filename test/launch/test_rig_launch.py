@@ -18,7 +18,6 @@ prefix); where launch_testing is not installed the module is skipped, with the r
 
 from __future__ import annotations
 
-import threading
 import time
 import unittest
 
@@ -29,22 +28,14 @@ pytest.importorskip("launch_testing", reason="launch_testing is not installed (p
 pytest.importorskip("launch_ros", reason="launch_ros is not installed")
 
 import launch_testing  # noqa: E402, I001 (launch/ of this repository is not the launch package)
-import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
 import numpy as np  # noqa: E402
-import rclpy  # noqa: E402
-from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
-from launch import LaunchDescription  # noqa: E402
-from launch.actions import IncludeLaunchDescription  # noqa: E402
-from launch.events.process import ProcessExited  # noqa: E402
-from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
-from rclpy.experimental import EventsExecutor  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from kangaroo_wbc.ros import qos  # noqa: E402
+from test.launch.listener import GraphListener, exited, launched_stack  # noqa: E402
 
-PACKAGE = "kangaroo_wbc"
 STARTUP_TIMEOUT_S = 120.0
 #: wall time [s] observed from the first actuators/command: the rig behaviour's three 1.5 s circles,
 #: its approach and force ramp take about 8 s of simulated time; the separate processes run slower
@@ -62,35 +53,20 @@ HOLD_S = 1.0
 @pytest.mark.launch_test
 @launch_testing.parametrize("deployment", ["separate", "composed"])
 def generate_test_description(deployment):
-    launch_file = f"{get_package_share_directory(PACKAGE)}/launch/kangaroo_wbc.launch.py"
-    stack = IncludeLaunchDescription(
-        PythonLaunchDescriptionSource(launch_file),
-        launch_arguments={"backend": "sim", "rviz": "false", "deployment": deployment, "rig": "one_leg"}.items())
-    return LaunchDescription([stack, launch_testing.actions.ReadyToTest()]), {}
+    return launched_stack(deployment=deployment, rig="one_leg"), {}
 
 
-class Plate:
+class Plate(GraphListener):
     """The test's node: records the plate's normal force [N] (positive: pressed) and the first command."""
 
     def __init__(self) -> None:
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node("kangaroo_wbc_rig_test", context=self.context)
-        self.lock = threading.Lock()
+        super().__init__("kangaroo_wbc_rig_test")
         self.first_command: float | None = None
         self.force: list[tuple[float, float]] = []  # (wall, normal force)
         sub = self.node.create_subscription
         sub(JointState, "/actuators/command", self._on_command, qos.SENSOR_BEST_EFFORT, raw=True)
         sub(WrenchStamped, "/rig/plate_wrench", self._on_plate, qos.SENSOR_STATE)
-        self.executor = EventsExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self) -> None:
-        while not self.stop.is_set():
-            self.executor.spin_once(timeout_sec=0.05)
+        self.start()
 
     def _on_command(self, raw: bytes) -> None:
         if self.first_command is None:
@@ -100,18 +76,6 @@ class Plate:
         with self.lock:
             self.force.append((time.monotonic(), -msg.wrench.force.z))
 
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(timeout=5.0)
-        self.executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        self.context.try_shutdown()
-
-
-def _exited(proc_info) -> list[str]:
-    return [f"{event.process_name}: exit code {event.returncode}" for event in proc_info
-            if isinstance(event, ProcessExited)]
-
 
 class TestBenchPresses(unittest.TestCase):
     def test_circles_in_the_air_then_presses_200_n(self, proc_info) -> None:
@@ -119,12 +83,12 @@ class TestBenchPresses(unittest.TestCase):
         try:
             deadline = time.monotonic() + STARTUP_TIMEOUT_S
             while plate.first_command is None and time.monotonic() < deadline:
-                self.assertEqual(_exited(proc_info), [], "a process exited before the first command")
+                self.assertEqual(exited(proc_info), [], "a process exited before the first command")
                 time.sleep(0.05)
             self.assertIsNotNone(plate.first_command, f"no actuators/command within {STARTUP_TIMEOUT_S} s")
             t0 = plate.first_command
             while time.monotonic() < t0 + OBSERVE_S:
-                self.assertEqual(_exited(proc_info), [], "a process exited on the bench")
+                self.assertEqual(exited(proc_info), [], "a process exited on the bench")
                 time.sleep(0.1)
             with plate.lock:
                 force = np.array(plate.force)

@@ -22,7 +22,6 @@ prefix); where launch_testing is not installed the module is skipped, with the r
 from __future__ import annotations
 
 import math
-import threading
 import time
 import unittest
 
@@ -33,23 +32,15 @@ pytest.importorskip("launch_testing", reason="launch_testing is not installed (p
 pytest.importorskip("launch_ros", reason="launch_ros is not installed")
 
 import launch_testing  # noqa: E402, I001 (launch/ of this repository is not the launch package)
-import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
-import rclpy  # noqa: E402
-from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from geometry_msgs.msg import Twist  # noqa: E402
-from launch import LaunchDescription  # noqa: E402
-from launch.actions import IncludeLaunchDescription  # noqa: E402
-from launch.events.process import ProcessExited  # noqa: E402
-from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from rclpy.experimental import EventsExecutor  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
 
 from kangaroo_wbc.ros import qos  # noqa: E402
+from test.launch.listener import GraphListener, exited, launched_stack  # noqa: E402
 
-PACKAGE = "kangaroo_wbc"
 STARTUP_TIMEOUT_S = 120.0
 #: wall time [s] with cmd_vel published, from the first actuators/command
 OBSERVE_S = 12.0
@@ -64,21 +55,14 @@ MAX_DRIFT_AFTER_STOP_M = 0.05
 @pytest.mark.launch_test
 @launch_testing.parametrize("deployment", ["composed"])
 def generate_test_description(deployment):
-    launch_file = f"{get_package_share_directory(PACKAGE)}/launch/kangaroo_wbc.launch.py"
-    stack = IncludeLaunchDescription(
-        PythonLaunchDescriptionSource(launch_file),
-        launch_arguments={"backend": "sim", "rviz": "false", "deployment": deployment, "behaviour": "walk"}.items())
-    return LaunchDescription([stack, launch_testing.actions.ReadyToTest()]), {}
+    return launched_stack(deployment=deployment, behaviour="walk"), {}
 
 
-class Teleop:
+class Teleop(GraphListener):
     """The test's node: publishes cmd_vel while ``driving``, records the base and the footsteps."""
 
     def __init__(self) -> None:
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node("kangaroo_wbc_walk_test", context=self.context)
-        self.lock = threading.Lock()
+        super().__init__("kangaroo_wbc_walk_test")
         self.first_command: float | None = None
         self.base: list[tuple[float, float, float, float]] = []  # (wall, x, y, z)
         self.footsteps = 0
@@ -89,15 +73,7 @@ class Teleop:
         sub(MarkerArray, "/wbc/footsteps", self._on_footsteps, qos.VISUALIZATION)
         self.cmd = self.node.create_publisher(Twist, "/cmd_vel", 10)
         self.node.create_timer(0.05, self._publish)
-        self.executor = EventsExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self) -> None:
-        while not self.stop.is_set():
-            self.executor.spin_once(timeout_sec=0.05)
+        self.start()
 
     def _on_command(self, raw: bytes) -> None:
         if self.first_command is None:
@@ -118,18 +94,6 @@ class Teleop:
             twist.linear.x = 0.3
             self.cmd.publish(twist)
 
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(timeout=5.0)
-        self.executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        self.context.try_shutdown()
-
-
-def _exited(proc_info) -> list[str]:
-    return [f"{event.process_name}: exit code {event.returncode}" for event in proc_info
-            if isinstance(event, ProcessExited)]
-
 
 class TestRobotWalks(unittest.TestCase):
     def test_walks_from_cmd_vel_and_stops_without_it(self, proc_info) -> None:
@@ -137,13 +101,13 @@ class TestRobotWalks(unittest.TestCase):
         try:
             deadline = time.monotonic() + STARTUP_TIMEOUT_S
             while teleop.first_command is None and time.monotonic() < deadline:
-                self.assertEqual(_exited(proc_info), [], "a process exited before the first command")
+                self.assertEqual(exited(proc_info), [], "a process exited before the first command")
                 time.sleep(0.05)
             self.assertIsNotNone(teleop.first_command, f"no actuators/command within {STARTUP_TIMEOUT_S} s")
             t0 = teleop.first_command
             teleop.driving = True
             while time.monotonic() < t0 + OBSERVE_S:
-                self.assertEqual(_exited(proc_info), [], "a process exited while walking")
+                self.assertEqual(exited(proc_info), [], "a process exited while walking")
                 time.sleep(0.1)
             teleop.driving = False
             t1 = time.monotonic()
