@@ -62,3 +62,12 @@ def _signal_handlers_kept():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
     changed = [signal.Signals(s).name for s in _SIGNALS if after[s] is not before[s]]
     assert not changed, f"the test left other handlers for {changed} in the test process"
+
+
+@pytest.fixture
+def isolated_domain(monkeypatch):
+    """Integration fixture: an isolated DDS domain for this run (children inherit the environment)."""
+    from test.integration.ros_harness import allocate_domain_id
+
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(allocate_domain_id()))
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")

@@ -17,15 +17,6 @@ ACTUATOR = "left_ankle_inner_actuator"
 STANDING_BASE_HEIGHT_M = 0.90
 
 
-@pytest.fixture
-def isolated_domain(monkeypatch):
-    """Integration fixture: an isolated DDS domain for this run (children inherit the environment)."""
-    from test.integration.ros_harness import allocate_domain_id
-
-    monkeypatch.setenv("ROS_DOMAIN_ID", str(allocate_domain_id()))
-    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-
-
 @pytest.mark.slow
 def test_a_locked_actuator_reaches_every_node_and_the_robot_stands(isolated_domain):
     from kangaroo_wbc.graph.processes import run_graph

@@ -22,15 +22,6 @@ COM_TOL_M = 0.02  # its horizontal CoM against the payload's (the base link's Co
 DURATION_S = 9.0  # simulated [s] after ready: the behaviour starts at 1 s, the payload at 3 s, ~4 s to identify
 
 
-@pytest.fixture
-def isolated_domain(monkeypatch):
-    """Integration fixture: an isolated DDS domain for this run (children inherit the environment)."""
-    from test.integration.ros_harness import allocate_domain_id
-
-    monkeypatch.setenv("ROS_DOMAIN_ID", str(allocate_domain_id()))
-    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("processes", ["separate", "composed"])
 def test_an_unannounced_torso_payload_is_identified_in_the_node_graph(processes, isolated_domain):

@@ -20,15 +20,6 @@ ROBOT_MASS_KG = 36.0  # the model as loaded
 WEIGHT_TOLERANCE = 0.03  # issue #25's acceptance: fz_sum_over_mg within 0.97-1.03 after the payload
 
 
-@pytest.fixture
-def isolated_domain(monkeypatch):
-    """Integration fixture: an isolated DDS domain for this run (children inherit the environment)."""
-    from test.integration.ros_harness import allocate_domain_id
-
-    monkeypatch.setenv("ROS_DOMAIN_ID", str(allocate_domain_id()))
-    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("processes", ["separate", "composed"])
 def test_a_payload_reaches_every_model_and_the_robot_stands_weighed(processes, isolated_domain):

@@ -16,15 +16,6 @@ FOOT_RMSE_MAX_M = 0.005  # issue #25's acceptance: the circle in the air
 PRESS_TOL_N = 10.0  # issue #25's acceptance: 200 N +- 10 N on the plate
 
 
-@pytest.fixture
-def isolated_domain(monkeypatch):
-    """Integration fixture: an isolated DDS domain for this run (children inherit the environment)."""
-    from test.integration.ros_harness import allocate_domain_id
-
-    monkeypatch.setenv("ROS_DOMAIN_ID", str(allocate_domain_id()))
-    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("processes", ["separate", "composed"])
 def test_one_leg_bench_in_the_node_graph_circles_then_presses_200_n(processes, isolated_domain):

@@ -18,15 +18,6 @@ STANDING_BASE_HEIGHT_M = 0.90
 HAS_COMPOSED = importlib.util.find_spec("kangaroo_wbc.nodes.composed_node") is not None
 
 
-@pytest.fixture
-def isolated_domain(monkeypatch):
-    """Integration fixture: an isolated DDS domain for this run (children inherit the environment)."""
-    from test.integration.ros_harness import allocate_domain_id
-
-    monkeypatch.setenv("ROS_DOMAIN_ID", str(allocate_domain_id()))
-    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-
-
 def _assert_clean_exits(summary: dict) -> None:
     assert summary["exit_codes"] == {name: 0 for name in summary["exit_codes"]}, summary["logs"]
     assert os.path.isdir(summary["logs"])

@@ -28,14 +28,6 @@ ROGUE_S = 2.0
 AHEAD_M = 0.3
 
 
-@pytest.fixture
-def isolated_domain(monkeypatch):
-    from test.integration.ros_harness import allocate_domain_id
-
-    monkeypatch.setenv("ROS_DOMAIN_ID", str(allocate_domain_id()))
-    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-
-
 class Intruder:
     """The test's own node: watches ``wbc/ready``, ``wbc/com_target`` and ``/diagnostics``, and
     publishes the bad inputs."""
