@@ -27,7 +27,7 @@ from std_msgs.msg import String
 
 from kangaroo_wbc.errors import ConfigError, InputError, KangarooWbcError
 from kangaroo_wbc.model.link_poses import LinkPoses
-from kangaroo_wbc.nodes import urdf_dir_parameter
+from kangaroo_wbc.nodes import rig_leg_parameter, rig_parameter, urdf_dir_parameter
 from kangaroo_wbc.ros import qos
 from kangaroo_wbc.ros.conversions import (
     JointIndexMap,
@@ -49,9 +49,8 @@ class LinkTfParams:
                                bounds=(0.1, 10000.0))
     urdf_dir: str = urdf_dir_parameter()
     frame_prefix: str = parameter("", "Prefix of every published frame name", read_only=True)
-    rig: str = parameter("", "Test bench (empty: the robot; one_leg: the one-leg rig's links and URDF)",
-                         read_only=True)
-    rig_leg: str = parameter("left", "rig: the leg the bench keeps (left or right)", read_only=True)
+    rig: str = rig_parameter()  # a bench: its links and URDF (one leg)
+    rig_leg: str = rig_leg_parameter()
 
 
 class LinkTfNode(KangarooNode):
@@ -76,10 +75,8 @@ class LinkTfNode(KangarooNode):
         try:
             urdf_dir = Path(p.urdf_dir) if p.urdf_dir else None
             if p.rig:  # the bench's URDF (one leg), derived from the same files as every node's
-                from kangaroo_wbc.robots.kangaroo.rig import RIGS, load_one_leg, one_leg_texts
+                from kangaroo_wbc.robots.kangaroo.rig import load_one_leg, one_leg_texts
 
-                if p.rig not in RIGS:
-                    raise ConfigError(f"parameter 'rig': unknown rig {p.rig!r}; rigs are {list(RIGS)}")
                 urdf_text = one_leg_texts(p.rig_leg, urdf_dir)["urdf"]
                 clm = load_one_leg(p.rig_leg, urdf_dir, floating_base=False)
             else:

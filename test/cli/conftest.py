@@ -43,3 +43,22 @@ def workdir(tmp_path: Path) -> Path:
     d = tmp_path / "cwd"
     d.mkdir()
     return d
+
+
+#: A rejected command line answers within this wall time [s] (it loads no model).
+REJECT_WITHIN_S = 5.0
+
+
+def assert_rejected_in_one_line(args, text: str, workdir: Path) -> None:
+    """The CLI run with ``args`` in the empty ``workdir`` refuses them: exit code 2 within
+    :data:`REJECT_WITHIN_S`, one stderr line containing ``text``, no traceback, nothing written."""
+    import time
+
+    t0 = time.monotonic()
+    proc = run_cli(*args, cwd=workdir, timeout=30.0)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert time.monotonic() - t0 < REJECT_WITHIN_S
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert text in lines[0], lines[0]
+    assert not any(workdir.iterdir())

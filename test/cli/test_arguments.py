@@ -13,10 +13,7 @@ from pathlib import Path
 import pytest
 
 from kangaroo_wbc.cli import build_parser, common, main
-from test.cli.conftest import run_cli
-
-#: A rejected command line answers within this wall time [s] (it runs nothing).
-REJECT_WITHIN_S = 5.0
+from test.cli.conftest import REJECT_WITHIN_S, run_cli
 
 # (arguments, text the one stderr line must hold). "{file}" is a file, "{full}" a non-empty
 # folder of another program, both made by the test.

@@ -105,6 +105,10 @@ def _startup_cases(root: Path) -> dict[tuple[str, str], tuple[dict, list[str]]]:
             {"params_file": out_of_range},
             [str(out_of_range), "rate_hz out of range", bound],
         )
+        cases[(node, "unknown rig")] = (
+            {"params": {"rig": "two_legs"}},
+            ["rig", "empty or one of ['one_leg']"],
+        )
     for node in MODEL_NODES:
         cases[(node, "model files missing")] = (
             {"params": {"urdf_dir": str(missing)}},
@@ -146,7 +150,7 @@ def startup_failures(module_harness, tmp_path_factory):
 STARTUP_CASES = [
     (node, case)
     for node in NODES
-    for case in ("yaml syntax error", "wrong-type value", "unknown key", "out of range")
+    for case in ("yaml syntax error", "wrong-type value", "unknown key", "out of range", "unknown rig")
 ]
 STARTUP_CASES += [
     (node, case)
