@@ -108,9 +108,11 @@ class Behaviour(ABC):
         """Whether the behaviour has completed (it keeps returning its final references)."""
         return False
 
-    def observe(self, com: np.ndarray, com_velocity: np.ndarray) -> None:  # noqa: B027 - optional hook
-        """The measured CoM [m] and its velocity [m/s] (world) of this tick, before :meth:`references`
-        (behaviours that plan from the measured state use it; the others ignore it)."""
+    def observe(self, com: np.ndarray, com_velocity: np.ndarray,  # noqa: B027 - optional hook
+                actuators: np.ndarray | None = None) -> None:
+        """The measured CoM [m] and its velocity [m/s] (world) and the actuator positions [m or rad]
+        (in :attr:`BehaviourState.actuators`' order) of this tick, before :meth:`references`
+        (behaviours that plan from the measured state use them; the others ignore them)."""
 
     def _all_contacts(self) -> tuple[str, ...]:
         return tuple(self.state.soles)

@@ -194,7 +194,7 @@ class Walk(Behaviour):
         lim = np.array([g.max_forward_mps, g.max_lateral_mps, g.max_yaw_rate_radps])
         self._target = np.clip(v, -lim, lim)
 
-    def observe(self, com: np.ndarray, com_velocity: np.ndarray) -> None:
+    def observe(self, com: np.ndarray, com_velocity: np.ndarray, actuators: np.ndarray | None = None) -> None:
         """The measured CoM [m] and CoM velocity [m/s] (world) of this tick: the step adjustment's DCM."""
         w = self._omega
         self._measured_dcm = (com[0] + com_velocity[0] / w, com[1] + com_velocity[1] / w)
@@ -497,23 +497,28 @@ def quintic(start: tuple[float, float, float], end: tuple[float, float, float], 
 class Jump(Behaviour):
     """In-place vertical jump driven by the leg-length actuators (the Kangaroo paper's Fig. 13).
 
-    The CoM moves vertically above the soles' middle with the base upright; the whole-body controller
-    distributes the motion over the leg actuators (the leg-length actuators take most of it; in the
-    model as built a vertical crouch also needs hip pitch, which turns the sole, and the ankle
-    actuators cancel that: docs/locomotion.md).
+    The CoM moves vertically above the soles' middle; the whole-body controller distributes the
+    motion over the leg actuators (the leg-length actuators take most of it; in the model as built a
+    vertical crouch also needs hip pitch, which turns the sole, and the ankle actuators cancel that:
+    docs/locomotion.md).
 
     Phases (``phase``), CoM height ``z`` relative to standing ``z0``: ``crouch`` (down ``crouch_m``
-    in ``crouch_s``, min-jerk), ``hold`` (``hold_s``), ``push`` (quintic to the take-off state:
-    ``z0 + takeoff_height_m``, ``takeoff_velocity_mps`` up and ``-g``, so that the contact forces
-    vanish, in ``push_s``; the stroke-limit horizon shortens to ``push_stroke_horizon_s``: the legs
-    extend fast near their stroke end), ``flight`` (no contact; the legs held in actuator space at
-    the standing strokes, the knees ``flight_knee_m`` more bent, the CoM, sole and base tasks off
-    for the tick: :attr:`WbcReferences.task_weights`; touchdown expected ``2 v / g`` after the
-    switch to flight, ``v`` the vertical CoM velocity measured then), ``landing`` (both soles in
-    contact; the flight posture held for ``landing_hold_s``; quintic from the measured CoM height
-    and velocity to ``landing_crouch_m`` below standing in ``landing_s``), ``recover`` (back to
-    standing in ``recover_s``), ``done`` (stand). With the ankles held a flat-footed push moves the
-    CoM mostly horizontally in this model (docs/locomotion.md), so the push uses them.
+    in ``crouch_s``, min-jerk, the pelvis pitching ``crouch_pitch_rad`` forward), ``hold``
+    (``hold_s``), ``push`` (quintic to the take-off state: ``z0 + takeoff_height_m``,
+    ``takeoff_velocity_mps`` up and ``-g``, so that the contact forces vanish, in ``push_s``; the
+    pelvis pitches back with the CoM height, ``push_pitch_gain_rad_per_m`` per metre, and the
+    angular-momentum task is weighted ``push_momentum_weight``, the base orientation
+    ``push_base_weight``: in this leg a vertical CoM velocity with the pelvis upright carries pitch
+    angular momentum, which the flight keeps; the stroke-limit horizon shortens to
+    ``push_stroke_horizon_s``: the legs extend fast near their stroke end), ``flight`` (no contact;
+    the legs held in actuator space at the strokes measured at the switch to flight, the leg-length
+    actuators ``flight_knee_m`` further, the CoM, sole and base tasks off for the tick:
+    :attr:`WbcReferences.task_weights`; touchdown expected ``2 v / g`` after the switch to flight,
+    ``v`` the vertical CoM velocity measured then), ``landing`` (both soles in contact; the flight
+    posture held for ``landing_hold_s``; quintic from the measured CoM height and velocity to
+    ``landing_crouch_m`` below standing in ``landing_s``), ``recover`` (back to standing in
+    ``recover_s``), ``done`` (stand). With the ankles held a flat-footed push moves the CoM mostly
+    horizontally in this model (docs/locomotion.md), so the push uses them.
     """
 
     name: str = "jump"
@@ -523,8 +528,16 @@ class Jump(Behaviour):
     hold_s: float = 0.3
     push_s: float = 0.15
     takeoff_height_m: float = -0.01
-    takeoff_velocity_mps: float = 0.95
+    takeoff_velocity_mps: float = 1.1
     push_stroke_horizon_s: float = 0.01
+    #: the pelvis pitched forward in the crouch [rad] and pitched back in the push with the CoM
+    #: height, ``push_pitch_gain_rad_per_m`` per metre of rise (rate and acceleration fed forward);
+    #: the push weights the angular-momentum task ``push_momentum_weight`` and the base orientation
+    #: ``push_base_weight`` (docs/locomotion.md: the lift-off momentum against the apex)
+    crouch_pitch_rad: float = 0.15
+    push_pitch_gain_rad_per_m: float = 3.0
+    push_momentum_weight: float = 1.0
+    push_base_weight: float = 0.1
     landing_crouch_m: float = 0.05
     landing_s: float = 0.6
     recover_s: float = 1.5
@@ -551,14 +564,17 @@ class Jump(Behaviour):
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise InputError(f"jump: {name} must be a positive finite number, got {value!r}")
         for name in ("flight_knee_m", "flight_posture_weight", "touchdown_lead_s", "landing_hold_s",
-                     "landing_com_weight"):
+                     "landing_com_weight", "push_pitch_gain_rad_per_m", "push_momentum_weight", "push_base_weight"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise InputError(f"jump: {name} must be a finite number >= 0, got {value!r}")
         if not (0.0 <= self.crouch_m <= 0.15 and 0.0 <= self.landing_crouch_m <= 0.15
-                and -self.crouch_m < self.takeoff_height_m <= 0.05 and self.takeoff_velocity_mps <= 2.0):
+                and -self.crouch_m < self.takeoff_height_m <= 0.05 and self.takeoff_velocity_mps <= 2.0
+                and isinstance(self.crouch_pitch_rad, (int, float)) and abs(self.crouch_pitch_rad) <= 0.5
+                and self.push_pitch_gain_rad_per_m <= 10.0):
             raise InputError("jump: crouch_m and landing_crouch_m must lie in [0, 0.15] m, takeoff_height_m in "
-                             "(-crouch_m, 0.05] m, takeoff_velocity_mps in (0, 2] m/s")
+                             "(-crouch_m, 0.05] m, takeoff_velocity_mps in (0, 2] m/s, crouch_pitch_rad in "
+                             "[-0.5, 0.5] rad, push_pitch_gain_rad_per_m in [0, 10] rad/m")
 
     @property
     def phase(self) -> str:
@@ -569,8 +585,9 @@ class Jump(Behaviour):
         """The predicted flight [s]: ``2 v / g``."""
         return 2.0 * self.takeoff_velocity_mps / GRAVITY
 
-    def observe(self, com: np.ndarray, com_velocity: np.ndarray) -> None:
+    def observe(self, com: np.ndarray, com_velocity: np.ndarray, actuators: np.ndarray | None = None) -> None:
         self._measured = (np.array(com, dtype=float), np.array(com_velocity, dtype=float))
+        self._measured_strokes = None if actuators is None else np.array(actuators, dtype=float)
 
     def trace(self) -> np.ndarray:
         """This tick's phase (index in :attr:`PHASES`) and CoM height reference [m]."""
@@ -588,9 +605,28 @@ class Jump(Behaviour):
         self._landing_from: tuple[float, float, float] | None = None
         self._ends = dict(zip(("crouch", "hold", "push"), np.cumsum([self.crouch_s, self.hold_s, self.push_s])))
         names = list(st.actuators)
-        posture = np.array([st.actuators[n] for n in names], dtype=float)
-        posture[[i for i, n in enumerate(names) if "leg_length" in n]] += self.flight_knee_m
-        self._flight_posture = posture
+        self._standing_strokes = np.array([st.actuators[n] for n in names], dtype=float)
+        self._leg_length = [i for i, n in enumerate(names) if "leg_length" in n]
+        self._measured_strokes: np.ndarray | None = None
+        self._flight_posture = self._with_bent_knees(self._standing_strokes)
+
+    def _with_bent_knees(self, strokes: np.ndarray) -> np.ndarray:
+        posture = np.array(strokes, dtype=float)
+        posture[self._leg_length] += self.flight_knee_m
+        return posture
+
+    def _pelvis_pitch(self, tau: float, z: tuple[float, float, float]) -> tuple[float, float, float]:
+        """The pelvis pitch [rad] (forward positive), its rate and acceleration: ``crouch_pitch_rad``
+        reached with the crouch, then in the push ``crouch_pitch_rad - k (z - z_crouch)``, ``z`` the
+        CoM height reference (with its rate and acceleration) and ``k`` ``push_pitch_gain_rad_per_m``."""
+        e, p0 = self._ends, self.crouch_pitch_rad
+        if tau < e["crouch"]:
+            s, ds, dds = min_jerk(tau / self.crouch_s)
+            return s * p0, ds * p0 / self.crouch_s, dds * p0 / self.crouch_s**2
+        if tau < e["hold"]:
+            return p0, 0.0, 0.0
+        k, zc = self.push_pitch_gain_rad_per_m, self._z0 - self.crouch_m
+        return p0 - k * (z[0] - zc), -k * z[1], -k * z[2]
 
     def finished(self, t: float) -> bool:
         return self._landed_at is not None and t - self.t0 >= self._landed_at + self.landing_s + self.recover_s
@@ -618,11 +654,14 @@ class Jump(Behaviour):
         elif tau < e["push"]:
             phase = "push"
             z, dz, ddz = quintic((z0 - self.crouch_m, 0.0, 0.0), (z_to, v_to, -g), self.push_s, tau - e["hold"])
+            weights = {"angular_momentum": self.push_momentum_weight, "base_orientation": self.push_base_weight}
         elif self._landed_at is None and not self._touchdown(tau - e["push"]):
             phase, t, horizon = "flight", tau - e["push"], None
             if self._takeoff is None:
                 com = self._measured if self._measured is not None else (self.state.com, np.r_[0.0, 0.0, v_to])
                 self._takeoff = (com[0].copy(), com[1].copy())
+                if self._measured_strokes is not None:  # the legs stay as they left the ground
+                    self._flight_posture = self._with_bent_knees(self._measured_strokes)
             zt, vt = float(self._takeoff[0][2]), float(self._takeoff[1][2])
             z, dz, ddz = zt + vt * t - 0.5 * g * t * t, vt - g * t, -g
             contacts, posture = (), self._flight_posture
@@ -654,11 +693,18 @@ class Jump(Behaviour):
         s, ds, dds = min_jerk(tau / self.crouch_s)
         c0, c1 = self.state.com[:2], self._xy
         xy, dxy, ddxy = c0 + s * (c1 - c0), ds / self.crouch_s * (c1 - c0), dds / self.crouch_s**2 * (c1 - c0)
+        # the pelvis' pitch about its own y axis, from the crouch through the push; upright again after
+        R0 = self.state.base_rotation
+        pushing = phase in ("crouch", "hold", "push")
+        pitch, rate, acc = self._pelvis_pitch(tau, (z, dz, ddz)) if pushing else (0.0, 0.0, 0.0)
+        c, sn = math.cos(pitch), math.sin(pitch)
+        axis = R0[:, 1]
         return WbcReferences(active_contacts=contacts, com_position=np.array([xy[0], xy[1], z]),
                              com_velocity=np.array([dxy[0], dxy[1], dz]),
                              com_acceleration=np.array([ddxy[0], ddxy[1], ddz]),
-                             base_rotation=self.state.base_rotation, foot_poses=feet, stroke_horizon_s=horizon,
-                             posture=posture, task_weights=weights)
+                             base_rotation=R0 @ np.array([[c, 0.0, sn], [0.0, 1.0, 0.0], [-sn, 0.0, c]]),
+                             base_angular_velocity=rate * axis, base_angular_acceleration=acc * axis,
+                             foot_poses=feet, stroke_horizon_s=horizon, posture=posture, task_weights=weights)
 
 
 def footstep_markers(boxes: list, contacts) -> list[tuple[np.ndarray, tuple, tuple]]:

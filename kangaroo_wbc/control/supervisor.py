@@ -227,7 +227,7 @@ class WbcSupervisor:
             if self._pending is not None:
                 self._start_pending(t, q, v)
             pm = self._full.pm
-            self.behaviour.observe(pm.com, pm.com_velocity)
+            self.behaviour.observe(pm.com, pm.com_velocity, pm.q[self.clm.idx_q_a])
             ref = self.behaviour.references(t)
             self._merge(t, q, ref, measured_contacts, com_reference, foot_references)
             self.last_references = ref

@@ -168,6 +168,7 @@ class WbcReferences:
     com_acceleration: np.ndarray | None = None
     base_rotation: np.ndarray | None = None
     base_angular_velocity: np.ndarray | None = None
+    base_angular_acceleration: np.ndarray | None = None
     foot_poses: dict[str, FrameReference] = field(default_factory=dict)
     posture: np.ndarray | None = None
     #: the stroke-limit horizon [s] of this tick (None: the settings'): a fast push (a jump's) may
@@ -433,7 +434,7 @@ class WholeBodyController:
         if ref.com_position is not None:
             self.com_task.set_reference(ref.com_position, ref.com_velocity, ref.com_acceleration)
         if ref.base_rotation is not None:
-            self.base_task.set_reference(ref.base_rotation, ref.base_angular_velocity)
+            self.base_task.set_reference(ref.base_rotation, ref.base_angular_velocity, ref.base_angular_acceleration)
         if ref.posture is not None:
             self.posture_task.set_reference(ref.posture)
         horizon = ref.stroke_horizon_s

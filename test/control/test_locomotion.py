@@ -195,23 +195,31 @@ def test_step_adjustment_moves_the_footstep_towards_a_dcm_error():
 def test_jump_phases_and_references():
     j = Jump()
     j.start(0.0, _state())
-    phases, flight = [], []
+    phases, flight, pitch = [], [], {}
+    strokes = np.array([0.004, 0.006])  # the "measured" leg-length strokes fed to observe
 
     def follow(t, ref):
         # the CoM follows the reference; after take-off it flies ballistically
         vz = ref.com_velocity[2]
+        R = ref.base_rotation
+        pitch.setdefault(j.phase, []).append((math.atan2(R[0, 2], R[2, 2]), ref.base_angular_velocity[1],
+                                              ref.com_position[2], ref.com_velocity[2]))
         if j.phase == "flight":
             flight.append(t)
             assert ref.active_contacts == ()
-            # the legs held in actuator space: the standing strokes, the knees bent by flight_knee_m;
-            # the CoM, sole and base tasks off (nothing but the legs moves in the air)
-            assert ref.posture == pytest.approx([0.01 + j.flight_knee_m] * 2)
+            # the legs held in actuator space as they left the ground (the strokes measured at the
+            # switch to flight), the knees bent by flight_knee_m; the CoM, sole and base tasks off
+            assert ref.posture == pytest.approx(strokes + j.flight_knee_m)
             assert ref.task_weights == {"com": 0.0, "base_orientation": 0.0, "posture": j.flight_posture_weight,
                                         "foot_left": 0.0, "foot_right": 0.0}
             assert ref.foot_poses == {}
-        elif j.phase in ("crouch", "hold", "push"):
+        elif j.phase == "push":
+            assert ref.task_weights == {"angular_momentum": j.push_momentum_weight,
+                                        "base_orientation": j.push_base_weight}
+            assert ref.posture is None
+        elif j.phase in ("crouch", "hold"):
             assert ref.task_weights == {} and ref.posture is None
-        j.observe(np.r_[0.0, 0.0, ref.com_position[2]], np.r_[0.0, 0.0, vz])
+        j.observe(np.r_[0.0, 0.0, ref.com_position[2]], np.r_[0.0, 0.0, vz], strokes)
         if not phases or phases[-1] != j.phase:
             phases.append(j.phase)
 
@@ -220,7 +228,17 @@ def test_jump_phases_and_references():
     # touchdown expected 2 v / g after the switch to flight, v the vertical CoM velocity measured then
     assert flight[-1] - flight[0] == pytest.approx(j.flight_time_planned_s, abs=2 * DT)
     assert j.finished(5.0)
+    # the pelvis: pitched forward in the crouch, pitched back with the CoM's rise in the push
+    # (rate -k dz/dt), upright from the flight on
+    hold, push = np.array(pitch["hold"]), np.array(pitch["push"])
+    assert hold[:, 0] == pytest.approx(j.crouch_pitch_rad) and hold[:, 1] == pytest.approx(0.0)
+    k, zc = j.push_pitch_gain_rad_per_m, 0.75 - j.crouch_m
+    assert push[:, 0] == pytest.approx(j.crouch_pitch_rad - k * (push[:, 2] - zc), abs=1e-9)
+    assert push[:, 1] == pytest.approx(-k * push[:, 3], abs=1e-9)
+    assert np.array(pitch["recover"])[:, 0] == pytest.approx(0.0)
     with pytest.raises(InputError, match="crouch_m"):
         Jump(crouch_m=0.5)
+    with pytest.raises(InputError, match="crouch_pitch_rad"):
+        Jump(crouch_pitch_rad=2.0)
     with pytest.raises(InputError, match="flight_posture_weight"):
         Jump(flight_posture_weight=-1.0)
