@@ -305,7 +305,8 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
                           progress, log_dir, monitor_period_s, stop,
                           late=[(d, n, lambda n=n: _start(n, [n], params_file, log_dir)) for d, n in late],
                           operator=sorted(operator, key=lambda o: o[0]), rig=(rig, rig_leg) if rig else None,
-                          payload_unannounced=payload_unannounced, identify=identify, behaviour_delay_s=delay)
+                          payload_unannounced=payload_unannounced, identify=identify, behaviour_delay_s=delay,
+                          jump=behaviour == "jump")
     finally:
         exit_codes = _stop(procs)
     return {"processes": processes, "sim_mode": sim_mode, "behaviour": behaviour, "drop_ratio": drop_ratio,
@@ -448,6 +449,29 @@ def _base_motion(truth: dict) -> dict:
             "yaw_change_rad": round(float(yaw[-1] - yaw[0]), 4)}
 
 
+#: A sole carries weight when its true normal force exceeds this [N] (the simulator's contact force
+#: is exactly zero in the air).
+AIRBORNE_FZ_N = 0.5
+
+
+def _jump_metrics(truth: dict, truth_fz: dict[int, list[float]], started_s: float | None) -> dict:
+    """The jump's ``flight_time_s`` and ``apex_height_gain_m`` from the ground truth (every
+    ``RIG_GRID_MS``: base pose, both soles' normal forces) from the behaviour's start on, by the
+    one-process loop's definition (:func:`~kangaroo_wbc.pipeline.metrics.flight_metrics`)."""
+    from kangaroo_wbc.pipeline.metrics import flight_metrics
+
+    if started_s is None:
+        return {}
+    first = int(round(started_s * 1e9))
+    rows = [(truth[k][0].position.z, fz) for k, fz in sorted(truth_fz.items())
+            if k >= first and k in truth and truth[k][0] is not None and np.all(np.isfinite(fz))]
+    if len(rows) < 2:
+        return {}
+    z = np.array([r[0] for r in rows])
+    airborne = np.array([all(f <= AIRBORNE_FZ_N for f in r[1]) for r in rows])
+    return flight_metrics(airborne, z, RIG_GRID_MS * 1e-3, float(z[0]))
+
+
 def _median(values: list[float]) -> float | None:
     """Median of the finite values (a period without samples reports NaN), or None."""
     v = np.asarray(values, dtype=float)
@@ -551,7 +575,7 @@ def _weighed(fz: dict[int, list[float]], release_s: float | None, payload_log: l
 
 def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s, progress,
              log_dir, monitor_period_s=None, stop=None, late=(), operator=(), rig=None,
-             payload_unannounced=False, identify=False, behaviour_delay_s=0.0) -> dict:
+             payload_unannounced=False, identify=False, behaviour_delay_s=0.0, jump=False) -> dict:
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
     from geometry_msgs.msg import InertiaStamped, PointStamped, PoseStamped, WrenchStamped
@@ -564,6 +588,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Bool, Float64MultiArray
 
+    from kangaroo_wbc.robots.kangaroo.robot import SOLES
     from kangaroo_wbc.ros import qos
     from kangaroo_wbc.ros.serialized import stamp_of_serialized
 
@@ -722,6 +747,14 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     node.create_subscription(Bool, "wbc/ready", on_ready, qos.LATCHED)
     node.create_subscription(Odometry, "sim/ground_truth/base_odometry", on_odom, qos.SENSOR_STATE)
     node.create_subscription(JointState, "sim/ground_truth/joint_states", on_truth_joints, qos.SENSOR_STATE)
+    truth_fz: dict[int, list[float]] = {}  # a jump: the soles' true normal forces [N] by stamp
+    if jump:  # the simulator publishes its true sole wrenches only to subscribers
+        for i, sole in enumerate(SOLES.values()):
+            def on_truth_wrench(msg, i=i) -> None:
+                if st["started"]:
+                    truth_fz.setdefault(key(msg.header.stamp), [math.nan] * len(SOLES))[i] = msg.wrench.force.z
+            node.create_subscription(WrenchStamped, f"sim/ground_truth/{sole}/wrench", on_truth_wrench,
+                                     qos.SENSOR_STATE)
     node.create_subscription(PointStamped, "wbc/com_target", on_com_target, qos.VISUALIZATION)
     node.create_subscription(Float64MultiArray, "sim/command_latency", on_latency, qos.VISUALIZATION)
     node.create_subscription(DiagnosticStatus, "actuators/modes", on_modes, qos.LATCHED)
@@ -848,6 +881,8 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     com_rmse = _com_rmse(truth, targets, clm, [(e["at_sim_s"], e["link"], e["mass_kg"]) for e in payload_log
                                                if e["at_sim_s"] is not None])
     motion = _base_motion(truth)
+    if jump:
+        motion.update(_jump_metrics(truth, truth_fz, started_s))
     latency = np.asarray(st["latency"])
     fell = bool(st["min_height"] < fall_height_m) if np.isfinite(st["min_height"]) else None
     return {"startup_s": round(startup_s, 2), "duration_s": round(elapsed, 3), "sim_time_s": round(sim_span, 3),

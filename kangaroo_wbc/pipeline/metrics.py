@@ -262,6 +262,18 @@ def walking(run) -> dict:
     return out
 
 
+def flight_metrics(airborne: np.ndarray, base_z: np.ndarray, dt: float, z0: float) -> dict:
+    """A jump's flight from samples every ``dt`` [s] from the push (or the behaviour's start) on:
+    ``flight_time_s``, the longest run of samples with both soles off the ground (``airborne``), and
+    ``apex_height_gain_m``, the highest base (``base_z`` [m]) above ``z0`` (the base at the jump's
+    start). One definition for the one-process loop and the node graph (which samples every 10 ms)."""
+    airborne = np.asarray(airborne, dtype=bool)
+    edges = np.flatnonzero(np.diff(np.r_[0, airborne.astype(int), 0]))  # starts and ends of the flights
+    longest = int(np.max(edges[1::2] - edges[::2])) if edges.size else 0
+    return {"flight_time_s": round(longest * dt, 4),
+            "apex_height_gain_m": float(np.max(base_z) - z0) if len(base_z) else None}
+
+
 def jumping(run) -> dict:
     """Jump metrics when the run's behaviour is a :class:`~kangaroo_wbc.control.locomotion.Jump`, else ``{}``.
 
@@ -288,8 +300,8 @@ def jumping(run) -> dict:
     airborne[:push] = False
     dt = float(np.median(np.diff(t))) if t.size > 1 else run.dt
     liftoff = int(np.argmax(airborne)) if airborne.any() else None
-    edges = np.flatnonzero(np.diff(np.r_[0, airborne.astype(int), 0]))  # starts and ends of the flights
-    longest = int(np.max(edges[1::2] - edges[::2])) if edges.size else 0
+    flight = flight_metrics(airborne[push:], q[push:, 2], dt, float(q[0, 2]))
+    longest = int(round(flight["flight_time_s"] / dt))
     clm = run.clm
     theta = q[:, clm.idx_q_a]
     ankles = [i for i, n in enumerate(clm.actuated_joint_names) if "ankle" in n]
@@ -300,9 +312,7 @@ def jumping(run) -> dict:
     limit = np.asarray(run.wbc.limits.force_max, dtype=float)
     fz = log.array("fz_true").reshape(t_all.size, -1)[rows].sum(axis=1)
     after = (liftoff + longest) if liftoff is not None else push
-    return {"jump_completed": bool(phase[-1] == Jump.PHASES.index("done")),
-            "flight_time_s": round(longest * dt, 4),
-            "apex_height_gain_m": float(np.max(q[push:, 2]) - q[0, 2]),
+    return {"jump_completed": bool(phase[-1] == Jump.PHASES.index("done")), **flight,
             "takeoff_ankle_stroke_change_m": stroke,
             "peak_actuator_force_ratio": float(np.max(np.abs(tau) / limit)) if tau.size else None,
             "landing_peak_force_over_mg": float(np.max(fz[after:]) / (run.clm.mass_kg * 9.81))
