@@ -512,7 +512,8 @@ class Jump(Behaviour):
     angular momentum, which the flight keeps; the stroke-limit horizon shortens to
     ``push_stroke_horizon_s``: the legs extend fast near their stroke end), ``flight`` (no contact;
     the legs held in actuator space at the strokes measured at the switch to flight, the leg-length
-    actuators ``flight_knee_m`` further, the CoM, sole and base tasks off for the tick:
+    actuators at ``flight_leg_length_m`` (nearly straight: the sole forward, under the CoM), with the
+    posture gains ``flight_posture_kp`` / ``flight_posture_kd``, the CoM, sole and base tasks off for the tick:
     :attr:`WbcReferences.task_weights`; touchdown expected ``2 v / g`` after the switch to flight,
     ``v`` the vertical CoM velocity measured then), ``landing`` (both soles in contact; the flight
     posture held for ``landing_hold_s``; quintic from the measured CoM height and velocity to
@@ -528,24 +529,30 @@ class Jump(Behaviour):
     hold_s: float = 0.3
     push_s: float = 0.15
     takeoff_height_m: float = -0.01
-    takeoff_velocity_mps: float = 1.1
+    takeoff_velocity_mps: float = 1.3
     push_stroke_horizon_s: float = 0.01
     #: the pelvis pitched forward in the crouch [rad] and pitched back in the push with the CoM
     #: height, ``push_pitch_gain_rad_per_m`` per metre of rise (rate and acceleration fed forward);
     #: the push weights the angular-momentum task ``push_momentum_weight`` and the base orientation
     #: ``push_base_weight`` (docs/locomotion.md: the lift-off momentum against the apex)
     crouch_pitch_rad: float = 0.15
-    push_pitch_gain_rad_per_m: float = 3.0
+    push_pitch_gain_rad_per_m: float = 3.5
     push_momentum_weight: float = 1.0
     push_base_weight: float = 0.1
     landing_crouch_m: float = 0.05
     landing_s: float = 0.6
     recover_s: float = 1.5
-    #: flight: the legs held at the standing strokes in actuator space, the leg-length actuators
-    #: ``flight_knee_m`` further (a bent knee at touchdown), posture weight ``flight_posture_weight``;
-    #: the CoM, sole and base-orientation tasks off (nothing but the legs can move in the air)
-    flight_knee_m: float = 0.01
+    #: flight: the legs held in actuator space at the strokes measured at the switch to flight, the
+    #: leg-length actuators at ``flight_leg_length_m`` [m of stroke] (nearly straight: this leg's
+    #: leg-length actuator moves the sole forward as it extends, which keeps the soles under the
+    #: CoM while the body pitches in the air), posture weight ``flight_posture_weight``; the CoM,
+    #: sole and base-orientation tasks off (nothing but the legs can move in the air)
+    flight_leg_length_m: float = 0.005
     flight_posture_weight: float = 10.0
+    #: the posture task's ``(kp, kd)`` in the flight and the landing's hold: the legs leave the
+    #: ground extending at up to 1 m/s of stroke and must stop within millimetres (0: its own gains)
+    flight_posture_kp: float = 1000.0
+    flight_posture_kd: float = 60.0
     #: touchdown expected ``2 v / g`` after the switch to flight, ``v`` the measured vertical CoM
     #: velocity then; the landing's contacts start ``touchdown_lead_s`` before it
     touchdown_lead_s: float = 0.0
@@ -563,7 +570,8 @@ class Jump(Behaviour):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise InputError(f"jump: {name} must be a positive finite number, got {value!r}")
-        for name in ("flight_knee_m", "flight_posture_weight", "touchdown_lead_s", "landing_hold_s",
+        for name in ("flight_leg_length_m", "flight_posture_weight", "flight_posture_kp", "flight_posture_kd",
+                     "touchdown_lead_s", "landing_hold_s",
                      "landing_com_weight", "push_pitch_gain_rad_per_m", "push_momentum_weight", "push_base_weight"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
@@ -608,11 +616,12 @@ class Jump(Behaviour):
         self._standing_strokes = np.array([st.actuators[n] for n in names], dtype=float)
         self._leg_length = [i for i, n in enumerate(names) if "leg_length" in n]
         self._measured_strokes: np.ndarray | None = None
-        self._flight_posture = self._with_bent_knees(self._standing_strokes)
+        self._flight_posture = self._in_flight(self._standing_strokes)
 
-    def _with_bent_knees(self, strokes: np.ndarray) -> np.ndarray:
+    def _in_flight(self, strokes: np.ndarray) -> np.ndarray:
+        """The flight posture: ``strokes`` with the leg-length actuators at ``flight_leg_length_m``."""
         posture = np.array(strokes, dtype=float)
-        posture[self._leg_length] += self.flight_knee_m
+        posture[self._leg_length] = self.flight_leg_length_m
         return posture
 
     def _pelvis_pitch(self, tau: float, z: tuple[float, float, float]) -> tuple[float, float, float]:
@@ -641,7 +650,8 @@ class Jump(Behaviour):
 
     def _references(self, tau: float) -> WbcReferences:
         e, z0, g = self._ends, self._z0, GRAVITY
-        contacts, feet, horizon, weights = self._all_contacts(), {}, self.push_stroke_horizon_s, {}
+        contacts, feet, horizon, weights, gains = self._all_contacts(), {}, self.push_stroke_horizon_s, {}, {}
+        held = {"posture": (self.flight_posture_kp, self.flight_posture_kd)} if self.flight_posture_kp > 0 else {}
         posture = None
         z_to, v_to = z0 + self.takeoff_height_m, self.takeoff_velocity_mps
         if tau < e["crouch"]:
@@ -661,12 +671,13 @@ class Jump(Behaviour):
                 com = self._measured if self._measured is not None else (self.state.com, np.r_[0.0, 0.0, v_to])
                 self._takeoff = (com[0].copy(), com[1].copy())
                 if self._measured_strokes is not None:  # the legs stay as they left the ground
-                    self._flight_posture = self._with_bent_knees(self._measured_strokes)
+                    self._flight_posture = self._in_flight(self._measured_strokes)
             zt, vt = float(self._takeoff[0][2]), float(self._takeoff[1][2])
             z, dz, ddz = zt + vt * t - 0.5 * g * t * t, vt - g * t, -g
             contacts, posture = (), self._flight_posture
             weights = {"com": 0.0, "base_orientation": 0.0, "posture": self.flight_posture_weight,
                        **{f"foot_{name}": 0.0 for name in self.state.soles}}
+            gains = held
         else:
             if self._landed_at is None:  # touchdown: from the measured CoM height and velocity
                 self._landed_at = tau
@@ -680,6 +691,7 @@ class Jump(Behaviour):
                 if t < self.landing_hold_s:  # the impact on the held legs; the CoM task takes over after
                     posture = self._flight_posture
                     weights = {"posture": self.flight_posture_weight, "com": self.landing_com_weight}
+                    gains = held
                 z, dz, ddz = quintic(self._landing_from, (z0 - self.landing_crouch_m, 0.0, 0.0), self.landing_s, t)
             else:
                 phase, horizon = "recover", None
@@ -704,7 +716,8 @@ class Jump(Behaviour):
                              com_acceleration=np.array([ddxy[0], ddxy[1], ddz]),
                              base_rotation=R0 @ np.array([[c, 0.0, sn], [0.0, 1.0, 0.0], [-sn, 0.0, c]]),
                              base_angular_velocity=rate * axis, base_angular_acceleration=acc * axis,
-                             foot_poses=feet, stroke_horizon_s=horizon, posture=posture, task_weights=weights)
+                             foot_poses=feet, stroke_horizon_s=horizon, posture=posture, task_weights=weights,
+                             task_gains=gains)
 
 
 def footstep_markers(boxes: list, contacts) -> list[tuple[np.ndarray, tuple, tuple]]:

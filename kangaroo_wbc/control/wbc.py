@@ -182,6 +182,9 @@ class WbcReferences:
     #: settings', or the posture weight of :meth:`WholeBodyController.set_actuator_mode`), e.g. a
     #: jump's flight holds the legs' posture with the CoM and sole tasks off
     task_weights: dict[str, float] = field(default_factory=dict)
+    #: task name → its ``(kp, kd)`` this tick [1/s², 1/s]; a task not named gets its own gains back
+    #: (those it had before its first override), e.g. a jump's flight stops the legs' extension fast
+    task_gains: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -252,6 +255,8 @@ class WholeBodyController:
         #: each task's own weight (what :attr:`WbcReferences.task_weights` overrides for a tick)
         self._task_weights = {t.name: t.weight.copy() for t in self.tasks}
         self._weights_overridden: frozenset[str] = frozenset()
+        #: the gains ``(kp, kd)`` of the tasks whose gains :attr:`WbcReferences.task_gains` overrides
+        self._own_gains: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         # Constraints.
         self.equalities: list[Constraint] = [FloatingBaseDynamics(L), StationaryContacts(L, s.contact_velocity_gain)]
         self.inequalities: list[Constraint] = [FrictionCones(L, s.inner_pyramid)]
@@ -447,6 +452,8 @@ class WholeBodyController:
             self.foot_tasks[name].set_reference(fr.position, fr.rotation, fr.twist, fr.acceleration)
         if ref.task_weights or self._weights_overridden:
             self._override_task_weights(ref.task_weights)
+        if ref.task_gains or self._own_gains:
+            self._override_task_gains(ref.task_gains)
         for name, force in ref.contact_normal_force.items():
             if name not in self.foot_tasks:
                 raise InputError(f"normal force for unknown contact {name!r}; contacts are {list(self.foot_tasks)}")
@@ -463,6 +470,22 @@ class WholeBodyController:
         for name, weight in weights.items():
             tasks[name].weight = weight  # checked: finite, non-negative
         self._weights_overridden = frozenset(weights)
+
+    def _override_task_gains(self, gains: Mapping[str, tuple[float, float]]) -> None:
+        """This tick's task gains (:attr:`WbcReferences.task_gains`); the others their own."""
+        tasks = {t.name: t for t in self.tasks}
+        unknown = set(gains) - set(tasks)
+        if unknown:
+            raise InputError(f"task gains for unknown tasks {sorted(unknown)}; tasks are {sorted(tasks)}")
+        for name, pair in gains.items():
+            if len(pair) != 2 or not all(isinstance(g, (int, float)) and math.isfinite(g) and g >= 0 for g in pair):
+                raise InputError(f"task gains of {name!r} must be two finite numbers >= 0 (kp, kd), got {pair!r}")
+        for name in set(self._own_gains) - set(gains):
+            tasks[name].kp, tasks[name].kd = self._own_gains.pop(name)
+        for name, (kp, kd) in gains.items():
+            task = tasks[name]
+            self._own_gains.setdefault(name, (task.kp.copy(), task.kd.copy()))
+            task.kp, task.kd = kp, kd
 
     # ------------------------------------------------------------------ per tick
     def switch_contacts(self, active: tuple[str, ...], references: WbcReferences | None = None) -> None:

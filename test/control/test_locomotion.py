@@ -194,9 +194,11 @@ def test_step_adjustment_moves_the_footstep_towards_a_dcm_error():
 
 def test_jump_phases_and_references():
     j = Jump()
-    j.start(0.0, _state())
+    state = _state()
+    state.actuators["left_hip_inner_actuator"] = -0.02
+    j.start(0.0, state)
     phases, flight, pitch = [], [], {}
-    strokes = np.array([0.004, 0.006])  # the "measured" leg-length strokes fed to observe
+    strokes = np.array([0.004, 0.006, -0.011])  # the "measured" strokes fed to observe
 
     def follow(t, ref):
         # the CoM follows the reference; after take-off it flies ballistically
@@ -208,8 +210,10 @@ def test_jump_phases_and_references():
             flight.append(t)
             assert ref.active_contacts == ()
             # the legs held in actuator space as they left the ground (the strokes measured at the
-            # switch to flight), the knees bent by flight_knee_m; the CoM, sole and base tasks off
-            assert ref.posture == pytest.approx(strokes + j.flight_knee_m)
+            # switch to flight), the leg-length actuators at flight_leg_length_m, with the flight's
+            # posture gains; the CoM, sole and base tasks off
+            assert ref.posture == pytest.approx([j.flight_leg_length_m] * 2 + [-0.011])
+            assert ref.task_gains == {"posture": (j.flight_posture_kp, j.flight_posture_kd)}
             assert ref.task_weights == {"com": 0.0, "base_orientation": 0.0, "posture": j.flight_posture_weight,
                                         "foot_left": 0.0, "foot_right": 0.0}
             assert ref.foot_poses == {}

@@ -288,3 +288,27 @@ def test_task_weights_of_a_tick_override_and_then_restore_the_tasks_own(digit_fb
     np.testing.assert_array_equal(wbc.posture_task.weight, s.posture_weight_degraded)
     with pytest.raises(InputError, match="unknown tasks.*tasks are"):
         wbc.step(q, v, ("right",), WbcReferences(task_weights={"knee": 1.0}))
+
+
+def test_task_gains_of_a_tick_override_and_then_restore_the_tasks_own(digit_fb):
+    """``WbcReferences.task_gains`` sets a task's ``(kp, kd)`` for the ticks that name it; a task
+    no longer named gets back the gains it had before its first override; unknown tasks and gains
+    that are not two finite non-negative numbers are InputErrors."""
+    clm = digit_fb
+    wbc = _wbc(clm)
+    q, _, v = random_state(clm, 0, speed=0.2)
+    own = wbc.posture_task.kp.copy(), wbc.posture_task.kd.copy()
+    stiff = WbcReferences(task_gains={"posture": (1000.0, 60.0)})
+    out = wbc.step(q, v, ("right",), stiff)
+    assert np.all(wbc.posture_task.kp == 1000.0) and np.all(wbc.posture_task.kd == 60.0)
+    assert np.all(np.isfinite(out.tau_a))
+    wbc.step(q, v, ("right",), WbcReferences(task_gains={"posture": (2000.0, 80.0)}))  # a second override
+    assert np.all(wbc.posture_task.kp == 2000.0)
+    wbc.step(q, v, ("right",), WbcReferences())
+    np.testing.assert_array_equal(wbc.posture_task.kp, own[0])
+    np.testing.assert_array_equal(wbc.posture_task.kd, own[1])
+    with pytest.raises(InputError, match="unknown tasks.*tasks are"):
+        wbc.step(q, v, ("right",), WbcReferences(task_gains={"knee": (1.0, 1.0)}))
+    for bad in ((1.0,), (float("nan"), 1.0), (-1.0, 1.0)):
+        with pytest.raises(InputError, match="two finite numbers"):
+            wbc.step(q, v, ("right",), WbcReferences(task_gains={"posture": bad}))

@@ -82,7 +82,7 @@ def test_the_jump_flies_lands_and_recovers(jump_run):
 
     run, s = jump_run
     assert s["flight_time_s"] >= 0.08, s
-    assert s["apex_height_gain_m"] > 0.01, s
+    assert s["apex_height_gain_m"] > 0.02, s
     assert s["fell"] is False and s["jump_completed"] is True, s
     assert s["peak_actuator_force_ratio"] <= 1.0
     tau = run.log.array("tau")
@@ -112,7 +112,7 @@ def test_pitching_the_pelvis_back_in_the_push_lowers_the_lift_off_momentum(jump_
     """In this leg a vertical CoM velocity with the pelvis upright carries pitch angular momentum
     (the pelvis and thighs rise behind the CoM, the shanks move back below it). The default push
     pitches the pelvis back with the CoM's rise and weights the angular-momentum task; with the
-    pelvis held upright (the previous push) the robot leaves the ground with more than twice the
+    pelvis held upright (the previous push, 0.95 m/s) the robot leaves the ground with more than 1.8 times the
     pitch momentum, and lands on soles far behind its CoM (docs/locomotion.md, "Jump")."""
     run, _ = jump_run
     upright = ClosedLoopRun(LoopConfig(behaviour="jump", duration_s=2.9, seed=0, behaviour_options={
@@ -124,4 +124,4 @@ def test_pitching_the_pelvis_back_in_the_push_lowers_the_lift_off_momentum(jump_
         ticks, q, v = _airborne_ticks(r)
         lift_off.append(_momentum(r, ticks[:1], q, v)[0])
     pitched, held = lift_off
-    assert held[1] > 2.0 * pitched[1] > 0.0, (pitched, held)
+    assert held[1] > 1.8 * pitched[1] > 0.0, (pitched, held)
