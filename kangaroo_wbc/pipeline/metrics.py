@@ -262,16 +262,33 @@ def walking(run) -> dict:
     return out
 
 
+def longest_run(flags: np.ndarray) -> tuple[int, int]:
+    """``(start, length)`` of the longest run of true samples in ``flags`` ((0, 0) without one)."""
+    flags = np.asarray(flags, dtype=bool)
+    edges = np.flatnonzero(np.diff(np.r_[0, flags.astype(int), 0]))  # starts and ends of the runs
+    if not edges.size:
+        return 0, 0
+    k = int(np.argmax(edges[1::2] - edges[::2]))
+    return int(edges[2 * k]), int(edges[2 * k + 1] - edges[2 * k])
+
+
 def flight_metrics(airborne: np.ndarray, base_z: np.ndarray, dt: float, z0: float) -> dict:
     """A jump's flight from samples every ``dt`` [s] from the push (or the behaviour's start) on:
     ``flight_time_s``, the longest run of samples with both soles off the ground (``airborne``), and
     ``apex_height_gain_m``, the highest base (``base_z`` [m]) above ``z0`` (the base at the jump's
     start). One definition for the one-process loop and the node graph (which samples every 10 ms)."""
-    airborne = np.asarray(airborne, dtype=bool)
-    edges = np.flatnonzero(np.diff(np.r_[0, airborne.astype(int), 0]))  # starts and ends of the flights
-    longest = int(np.max(edges[1::2] - edges[::2])) if edges.size else 0
+    _, longest = longest_run(airborne)
     return {"flight_time_s": round(longest * dt, 4),
             "apex_height_gain_m": float(np.max(base_z) - z0) if len(base_z) else None}
+
+
+def pitch_momentum(model, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Whole-body angular momentum about the CoM about the world's y axis [N·m·s] (pinocchio's
+    centroidal momentum) of each configuration ``q`` (N, nq) and velocity ``v`` (N, nv)."""
+    import pinocchio as pin
+
+    data = model.createData()
+    return np.array([pin.computeCentroidalMomentum(model, data, qi, vi).angular[1] for qi, vi in zip(q, v)])
 
 
 def jumping(run) -> dict:
@@ -280,9 +297,11 @@ def jumping(run) -> dict:
     From the simulator's ground truth: ``flight_time_s`` (longest interval with both soles off the
     ground), ``apex_height_gain_m`` (highest base from the push on, above the base at the jump's
     start), ``takeoff_ankle_stroke_change_m`` (largest change of an ankle actuator's stroke from the
-    start of the push to lift-off), ``peak_actuator_force_ratio`` (largest commanded force over its
-    limit, from the push on), ``landing_peak_force_over_mg`` (largest total normal force after
-    touchdown over m·g); ``jump_completed``: the behaviour reached ``done``.
+    start of the push to lift-off), ``liftoff_pitch_momentum_nms`` (the whole-body angular momentum
+    about the CoM, world y, one tick into the longest flight, which keeps it: :func:`pitch_momentum`),
+    ``peak_actuator_force_ratio`` (largest commanded force over its limit, from the push on),
+    ``landing_peak_force_over_mg`` (largest total normal force after touchdown over m·g);
+    ``jump_completed``: the behaviour reached ``done``.
     """
     from kangaroo_wbc.control.locomotion import Jump
 
@@ -301,7 +320,7 @@ def jumping(run) -> dict:
     dt = float(np.median(np.diff(t))) if t.size > 1 else run.dt
     liftoff = int(np.argmax(airborne)) if airborne.any() else None
     flight = flight_metrics(airborne[push:], q[push:, 2], dt, float(q[0, 2]))
-    longest = int(round(flight["flight_time_s"] / dt))
+    start, longest = longest_run(airborne)  # the flight the flight time measures
     clm = run.clm
     theta = q[:, clm.idx_q_a]
     ankles = [i for i, n in enumerate(clm.actuated_joint_names) if "ankle" in n]
@@ -311,8 +330,13 @@ def jumping(run) -> dict:
     tau = log.array("tau").reshape(t_all.size, -1)[rows][push:]
     limit = np.asarray(run.wbc.limits.force_max, dtype=float)
     fz = log.array("fz_true").reshape(t_all.size, -1)[rows].sum(axis=1)
-    after = (liftoff + longest) if liftoff is not None else push
+    after = start + longest if longest else push  # the touchdown ending the longest flight
+    momentum = None
+    if longest > 2:  # one tick into the (longest) flight
+        v = log.array("v_true").reshape(t_all.size, -1)[rows]
+        momentum = float(pitch_momentum(clm.model, q[start + 1:start + 2], v[start + 1:start + 2])[0])
     return {"jump_completed": bool(phase[-1] == Jump.PHASES.index("done")), **flight,
+            "liftoff_pitch_momentum_nms": momentum,
             "takeoff_ankle_stroke_change_m": stroke,
             "peak_actuator_force_ratio": float(np.max(np.abs(tau) / limit)) if tau.size else None,
             "landing_peak_force_over_mg": float(np.max(fz[after:]) / (run.clm.mass_kg * 9.81))

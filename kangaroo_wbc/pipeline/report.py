@@ -23,7 +23,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from kangaroo_wbc.pipeline.metrics import unwrapped_yaw
+from kangaroo_wbc.pipeline.metrics import pitch_momentum, unwrapped_yaw
 
 #: colour of each sole's curves, in ``run.soles`` order (left, right)
 SOLE_COLOURS = ("tab:blue", "tab:red")
@@ -134,8 +134,8 @@ def jump_figure(run, summary: dict) -> Figure:
     plan = log.array("plan").reshape(t.size, len(Jump.TRACE))
     phase = plan[:, 0]
     q = log.array("q_true").reshape(t.size, -1)
-    fig = Figure(figsize=(10, 7.5), layout="constrained")
-    axes = fig.subplots(3, 1, sharex=True)
+    fig = Figure(figsize=(10, 9.5), layout="constrained")
+    axes = fig.subplots(4, 1, sharex=True)
     axes[0].plot(t, q[:, 2], color="tab:blue", **ESTIMATE_STYLE, label="base height (true)")
     base = log.array("base_est").reshape(-1, 3)
     axes[0].plot(t, base[:, 2], color="tab:orange", lw=1.0, label="base height (estimated)")
@@ -158,13 +158,26 @@ def jump_figure(run, summary: dict) -> Figure:
         if n.startswith("left_") and ("leg_length" in n or "ankle" in n):
             axes[2].plot(t, 1e3 * theta[:, i], lw=1.2, label=n)
     axes[2].set_ylabel("stroke [mm]")
-    axes[2].set_xlabel("time [s]")
     axes[2].legend(fontsize=7, loc="upper right")
+    # what the push leaves in the body: the flight keeps it, the body pitches with it
+    v = log.array("v_true").reshape(t.size, -1)
+    axes[3].plot(t, pitch_momentum(run.clm.model, q, v), color="tab:red", lw=1.2,
+                 label="angular momentum about the CoM, pitch (true)")
+    axes[3].set_ylabel("L_y [N·m·s]")
+    quat = q[:, 3:7]  # x y z w: the base's pitch from its rotated x axis
+    pitch = np.degrees(np.arcsin(np.clip(-2.0 * (quat[:, 0] * quat[:, 2] - quat[:, 3] * quat[:, 1]), -1.0, 1.0)))
+    twin = axes[3].twinx()
+    twin.plot(t, pitch, color="tab:gray", lw=1.0, ls="--", label="base pitch (true)")
+    twin.set_ylabel("base pitch [deg]")
+    axes[3].legend(fontsize=7, loc="upper left")
+    twin.legend(fontsize=7, loc="upper right")
+    axes[3].set_xlabel("time [s]")
     for a in axes:
         crane_phase(a, t, log.array("crane"), run.release_time_s, labelled=a is axes[0])
     fig.suptitle(f"jump: flight {summary.get('flight_time_s', 0):.3f} s, apex +"
                  f"{1e3 * summary.get('apex_height_gain_m', 0):.1f} mm, ankle stroke change at take-off "
-                 f"{1e3 * (summary.get('takeoff_ankle_stroke_change_m') or float('nan')):.1f} mm")
+                 f"{1e3 * (summary.get('takeoff_ankle_stroke_change_m') or float('nan')):.1f} mm, pitch momentum "
+                 f"at lift-off {summary.get('liftoff_pitch_momentum_nms') or float('nan'):.2f} N·m·s")
     return fig
 
 

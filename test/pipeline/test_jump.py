@@ -125,3 +125,6 @@ def test_pitching_the_pelvis_back_in_the_push_lowers_the_lift_off_momentum(jump_
         lift_off.append(_momentum(r, ticks[:1], q, v)[0])
     pitched, held = lift_off
     assert held[1] > 1.8 * pitched[1] > 0.0, (pitched, held)
+    # the run's metric is the same quantity at the same tick (the first airborne one)
+    summary = jump_run[1]
+    assert summary["liftoff_pitch_momentum_nms"] == pytest.approx(pitched[1], abs=1e-9)
