@@ -164,8 +164,8 @@ def run_stages(kangaroo: tuple[ModelSpec, ClosedLoopModel] | None, iterations: i
 
     # --- whole-body controller, double and single support
     try:
+        from kangaroo_wbc.components.assembly import contact_specs
         from kangaroo_wbc.control.wbc import WholeBodyController
-        from kangaroo_wbc.pipeline.closed_loop import contact_specs
 
         if len(recorded) >= len(ticks):
             w_q, w_v, w_refs = ([r[i] for r in recorded[:len(ticks)]] for i in range(3))

@@ -43,8 +43,8 @@ from kangaroo_wbc.components.base import Component
 from kangaroo_wbc.components.samples import ActuatorSample, Level, Status
 from kangaroo_wbc.control.behaviours import make_behaviour
 from kangaroo_wbc.control.fault_detector import ActuatorFaultDetector, FaultDetectorSettings
-from kangaroo_wbc.control.supervisor import Command, WbcSupervisor
-from kangaroo_wbc.control.wbc import FrameReference
+from kangaroo_wbc.control.supervisor import Command, SafetySettings, WbcSupervisor
+from kangaroo_wbc.control.wbc import FrameReference, WbcSettings
 from kangaroo_wbc.errors import InputError
 from kangaroo_wbc.estimation import paper_screws
 from kangaroo_wbc.estimation.floating_base import ContactDetector
@@ -122,6 +122,7 @@ class WholeBodyControl(Component):
         #: counts the actuator mode changes (an adapter publishes the modes when it moves)
         self.modes_version = 0
         self._detector_s = [0.0, 0.0, 0]  # sum, max [s] and count of detector updates since statuses()
+        self._min_normal_force_n: float | None = None  # the last configure()'s (None: the contacts' own)
 
     @property
     def projected_model(self):
@@ -142,10 +143,27 @@ class WholeBodyControl(Component):
         else:
             self.supervisor.select(name, **params)
 
-    def configure(self, settings: ControlSettings) -> None:
-        """Change the settings at run time (a node's parameters); the sole frames stay."""
+    def configure(self, settings: ControlSettings, wbc: WbcSettings | None = None,
+                  safety: SafetySettings | None = None, min_normal_force_n: float | None = None) -> None:
+        """Change the settings at run time (a node's parameters; the sole frames stay): the
+        component's, the controller's run-time ones (:meth:`WholeBodyController.configure`: the new
+        baselines a behaviour's override returns to), the supervisor's safety settings and every
+        contact's minimum normal force. Checked before anything changes.
+
+        Raises:
+            InputError: a change that cannot be made at run time.
+        """
         if tuple(settings.sole_frames) != tuple(self.settings.sole_frames):
             raise InputError("sole_frames cannot change at run time")
+        controller = self.supervisor.controller
+        if wbc is not None:
+            controller.configure(wbc)  # raises before anything changed
+        if safety is not None:
+            self.supervisor.safety = safety
+        if min_normal_force_n is not None and min_normal_force_n != self._min_normal_force_n:
+            self._min_normal_force_n = min_normal_force_n
+            for contact in self._full.contacts:  # shared with the controller's constraints: next tick
+                contact.set_normal_force_min(min_normal_force_n)
         self.settings = settings
         self.detector.settings = settings.fault_detector
         if not settings.fault_detection:
@@ -154,6 +172,18 @@ class WholeBodyControl(Component):
         self.contacts.force_off_n = settings.contact_force_off_n
         if not settings.use_measured_contacts:
             self._wrenches_fresh = None  # no longer watched
+
+    def on_plate_force(self, normal_force_n: float, stamp_s: float) -> None:
+        """A test bench's force plate: its normal force [N] at ``stamp_s`` [s] to the ``rig`` behaviour
+        (the press's loop); ignored by the other behaviours."""
+        behaviour = self.supervisor.behaviour
+        if hasattr(behaviour, "measure_normal_force"):
+            behaviour.measure_normal_force(normal_force_n, stamp_s)
+
+    @property
+    def startup_behaviour(self) -> tuple[str, dict] | None:
+        """The behaviour and its parameters waiting to start (None once started)."""
+        return None if self._startup is None else (self._startup[0], dict(self._startup[1]))
 
     @property
     def behaviour_name(self) -> str:

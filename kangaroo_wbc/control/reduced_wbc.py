@@ -168,6 +168,12 @@ class ReducedWholeBodyController:
             return full.step(q, v, active, references, stamp_s)
         return self._reduced_step(q, v, active, swing, references, stamp_s)
 
+    def configure(self, settings: WbcSettings) -> None:
+        """Run-time settings (:meth:`WholeBodyController.configure` of the full controller, whose
+        tasks this one weighs)."""
+        self.full.configure(settings)
+        self.settings = self.full.settings
+
     def set_actuator_mode(self, name: str, mode: str) -> None:
         """The full controller's (:meth:`WholeBodyController.set_actuator_mode`): both QPs read its
         stroke box and force bounds every tick."""

@@ -31,7 +31,7 @@ import itertools
 import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -146,6 +146,14 @@ class WbcSettings:
     #: the solver for a QP :attr:`qp_solver` fails on (None: none), e.g. OSQP's iteration limit at a
     #: hard contact switch of a walk (:class:`~kangaroo_wbc.control.qp_solvers.FallbackSolver`)
     qp_fallback_solver: str | None = "daqp"
+
+
+#: The :class:`WbcSettings` that :meth:`WholeBodyController.configure` changes at run time.
+RUNTIME_SETTINGS = frozenset({
+    "com_weight", "com_kp", "com_kd", "com_disturbance_cutoff_hz", "com_disturbance_max_m_s2",
+    "base_weight", "base_kp", "base_kd", "foot_weight", "foot_kp", "foot_kd",
+    "posture_weight", "posture_weight_degraded", "posture_kp", "posture_kd",
+    "angular_momentum_weight", "angular_momentum_kd", "min_jlu_pivot_ratio"})
 
 
 @dataclass
@@ -373,6 +381,39 @@ class WholeBodyController:
         weight[:] = s.posture_weight if self.all_driven else s.posture_weight_degraded
         if self.posture_task.name not in self._weights_overridden:
             self.posture_task.weight = weight
+
+    def configure(self, settings: WbcSettings) -> None:
+        """Change the run-time settings (:data:`RUNTIME_SETTINGS`: task gains and weights, the CoM
+        disturbance observer, the singularity threshold) from the next :meth:`step` on. The gains and
+        weights become each task's own: a behaviour's override (:attr:`WbcReferences.task_weights`,
+        :attr:`WbcReferences.task_gains`) returns to them, and so does an actuator-mode change.
+
+        Raises:
+            InputError: a change of any other setting (the QP's structure is fixed at construction).
+        """
+        changed = [f.name for f in fields(WbcSettings)
+                   if f.name not in RUNTIME_SETTINGS and getattr(settings, f.name) != getattr(self.settings, f.name)]
+        if changed:
+            raise InputError(f"WbcSettings {changed} cannot change at run time")
+        s = self.settings = settings
+        degraded = not self.all_driven
+        own = {self.com_task: (s.com_weight, s.com_kp, s.com_kd),
+               self.base_task: (s.base_weight, s.base_kp, s.base_kd),
+               self.posture_task: (s.posture_weight_degraded if degraded else s.posture_weight, s.posture_kp,
+                                   s.posture_kd),
+               self.momentum_task: (s.angular_momentum_weight, 0.0, s.angular_momentum_kd),
+               **{t: (s.foot_weight, s.foot_kp, s.foot_kd) for t in self.foot_tasks.values()}}
+        for task, (weight, kp, kd) in own.items():
+            self._task_weights[task.name][:] = weight
+            if task.name not in self._weights_overridden:
+                task.weight = self._task_weights[task.name]
+            if task.name in self._own_gains:  # overridden this tick: its own gains come back later
+                kp0, kd0 = self._own_gains[task.name]
+                kp0[:], kd0[:] = kp, kd
+            else:
+                task.kp, task.kd = kp, kd
+        self.com_observer.configure(s.com_disturbance_cutoff_hz, s.com_disturbance_max_m_s2)
+        self.pm.min_pivot_ratio = s.min_jlu_pivot_ratio
 
     @property
     def stroke_limits(self) -> ActuatorStrokeLimits:

@@ -93,6 +93,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from kangaroo_wbc.components.assembly import loop_overrides
 from kangaroo_wbc.errors import KangarooWbcError
 from kangaroo_wbc.pipeline.metrics import unwrapped_yaw
 from kangaroo_wbc.pipeline.soak import process_rss_mb
@@ -168,16 +169,10 @@ def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int, contro
         return isinstance(v, list | tuple) and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
 
     controller = {k: [float(x) for x in v] if numeric(v) else v for k, v in (controller or {}).items()}
-    wrench: dict = {"payload_identification": True} if payload_identification else {}
-    if ideal_actuators:  # as the one-process loop: eq. (47) alone, for the wrenches and the fault detector
-        wrench.update(actuator_model=False, rotor_inertia_compensation=False, torque_bias_estimation=False)
-        controller.setdefault("fault_drive_model", False)
-    nodes = {"state_estimator": {}, "contact_wrench_estimator": wrench,
-             "whole_body_controller": {"behaviour": behaviour, **controller}}
+    # the one-process loop's overrides (components.assembly.loop_overrides): the same run, node by node
+    nodes = loop_overrides(behaviour, ideal_actuators, payload_identification, rig, rig_leg, controller)
     if rig:  # every node builds the bench; the sole's target at the ground truth's rate
         sim.update(rig=rig, rig_leg=rig_leg)
-        for p in nodes.values():
-            p.update(rig=rig, rig_leg=rig_leg)
         nodes["whole_body_controller"].setdefault("timing_rate_hz", 100.0)
     return {"sim": {"ros__parameters": sim},  # the clock's source: on its own clock
             **{n: {"ros__parameters": {"use_sim_time": True, **p}} for n, p in nodes.items()}}

@@ -6,14 +6,6 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def urdf_dir_parameter() -> Any:
-    """The ``urdf_dir`` parameter of the nodes that load the Kangaroo model (read-only)."""
-    from kangaroo_wbc.ros.params import parameter
-
-    return parameter("", "Folder with kangaroo.urdf and kangaroo_closures.yaml (empty: the package's)",
-                     read_only=True)
-
-
 def load_model(urdf_dir: str, floating_base: bool = True) -> Any:
     """The Kangaroo closed-loop model from ``urdf_dir`` (empty: the source tree or installed share).
 
@@ -287,32 +279,6 @@ class PayloadFollower:
             how = "applied" if changed else "in the model already"
             self._node.get_logger().info(f"payloads {how}: {self.payloads.describe()}, robot "
                                          f"{self.payloads.clm.mass_kg:.3f} kg")
-
-
-# ---------------------------------------------------------------------------------------- test benches
-def rig_parameter() -> Any:
-    """The ``rig`` parameter of the nodes that run on a test bench (read-only): empty (the robot on
-    the floor) or ``one_leg`` (:mod:`kangaroo_wbc.robots.kangaroo.rig`)."""
-    from kangaroo_wbc.robots.kangaroo.rig import RIGS
-    from kangaroo_wbc.ros.params import parameter
-
-    return parameter("", f"Test bench: empty (the robot on the floor) or {', '.join(RIGS)} (docs/morphology.md)",
-                     read_only=True, check=lambda v: None if v in ("", *RIGS) else f"empty or one of {list(RIGS)}")
-
-
-def rig_leg_parameter() -> Any:
-    """The ``rig_leg`` parameter: the leg the bench keeps (read-only)."""
-    from kangaroo_wbc.ros.params import parameter
-
-    return parameter("left", "Test bench: the leg it keeps (left or right)", read_only=True,
-                     check=lambda v: None if v in ("left", "right") else "left or right")
-
-
-def rig_sole(leg: str) -> str:
-    """The sole frame of the bench's leg ``leg``."""
-    from kangaroo_wbc.robots.kangaroo.robot import SOLES
-
-    return SOLES[leg]
 
 
 def load_node_model(urdf_dir: str, rig: str = "", rig_leg: str = "left") -> Any:

@@ -38,7 +38,7 @@ import time  # noqa: E402
 from rclpy.clock import ClockType  # noqa: E402
 from rclpy.time import Time  # noqa: E402
 
-from kangaroo_wbc.components.chain import after_estimate  # noqa: E402
+from kangaroo_wbc.components.assembly import Chain, ChainHooks, ChainSettings  # noqa: E402
 from kangaroo_wbc.components.samples import (  # noqa: E402
     ActuatorCommand,
     ActuatorSample,
@@ -88,6 +88,16 @@ class ComposedChain(KangarooNode):
         for node in (sim, estimator, wrench, controller, link_tf):  # one process: its CPU is reported here
             if node is not None:
                 node.report_process = False
+        # the one chain (components.assembly) over the hosted nodes' components; the nodes publish
+        self.chain = Chain(estimator.component, wrench.component, controller.component,
+                           ChainSettings(estimator.params, wrench.params, controller.params))
+        self._hooks = ChainHooks(
+            before=controller.apply_pending,  # the operator's modes and payloads, before the model update
+            estimate=estimator.process,
+            wrench=lambda sample, projected: wrench.process(sample, projected=projected),
+            control=lambda sample, est, prepared: controller.process(
+                est.q, est.v, est.stamp_s if est.base_valid else float("nan"), prepared=prepared,
+                now_s=sample.stamp_s))
         self._clocks = []
         if sim is not None:
             self._ticks_since_clocks = CLOCK_DECIMATION
@@ -113,21 +123,10 @@ class ComposedChain(KangarooNode):
                 clock.set_ros_time_override(now)
         sample = ActuatorSample(self._act(act.position), self._act(act.velocity),
                                 None if act.effort is None else self._act(act.effort), act.stamp_s)
-        component = self.estimator.component
-        ready = self.controller.component.ready  # the wbc/ready handshake, in-process
-        if not self.rig:  # on the bench the pelvis stays clamped: the estimator is never released
-            component.set_released(ready)
-        self.wrench.component.set_released(ready)
         plate = self.sim.plate_reading  # the bench's force plate, read with these samples
-        if plate is not None:
-            self.controller.on_plate_force(-float(plate[0][2]), plate[1])
-        component.on_encoders(EncoderSample(self._enc(enc.position), enc.stamp_s))
-        if imu is not None:
-            component.on_imu(imu)
         try:
-            est = self.estimator.process(sample)
-            if est is not None:
-                self._chain(sample, est)
+            self._tick(sample, EncoderSample(self._enc(enc.position), enc.stamp_s), imu,
+                       None if plate is None else (-float(plate[0][2]), plate[1]))
         except Exception as exc:  # noqa: BLE001 - reported; the simulator's watchdog acts
             self.throttled.error("chain", f"composed chain failed: {exc!r}")
 
@@ -136,17 +135,18 @@ class ComposedChain(KangarooNode):
 
     # ------------------------------------------------------------------ the chain
     def _chain(self, sample: ActuatorSample, est) -> None:
-        """Everything after the state estimate of one sample (any backend)."""
+        """Hardware backend: the chain after the estimate the estimator node made of a driver sample."""
+        self._tick(sample, hooks=ChainHooks(self._hooks.before, lambda _: est, self._hooks.wrench, self._hooks.control))
+
+    def _tick(self, sample: ActuatorSample, encoders=None, imu=None, plate=None, hooks=None) -> None:
+        """One sample through the chain (:meth:`Chain.tick`), then the in-process link TF."""
         t0 = time.perf_counter()
-        stamp_s = est.stamp_s if est.base_valid else float("nan")
-        self.controller.apply_pending()  # the operator's modes and payloads, before the model update
-        self.controller.component.on_actuator_sample(sample)  # the fault detector (separate: actuators/state)
-        after_estimate(  # the components' order (components.chain); the node adapters publish
-            self.estimator.component, self.wrench.component, self.controller.component, sample, est,
-            lambda sample, projected: self.wrench.process(sample, projected=projected),
-            lambda prepared: self.controller.process(est.q, est.v, stamp_s, prepared=prepared, now_s=sample.stamp_s))
-        if self.link_tf is not None and self.link_tf.due(est.stamp_s):  # after the command: off its path
+        step = self.chain.tick(sample, encoders, imu, plate, hooks or self._hooks)
+        est = step.estimate
+        if est is not None and self.link_tf is not None and self.link_tf.due(est.stamp_s):  # off the command path
             self.link_tf.on_positions(est.q[self._link_q], est.stamp_s)
+        if est is None:
+            return
         dt = time.perf_counter() - t0
         self.tick_count += 1
         s = self._stats

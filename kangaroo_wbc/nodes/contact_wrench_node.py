@@ -11,7 +11,7 @@ The actuator modes the controller publishes on the latched ``actuators/modes`` (
 actuator, ``docs/morphology.md``) are applied before the next sample, in every deployment, and so
 are the payloads it publishes on the latched ``model/payloads`` (the model's inertias). With ``rig``
 (``one_leg``) it runs on the test bench's model, its one sole, the actuated rows only
-(:func:`~kangaroo_wbc.pipeline.rig.rig_wrench_estimation`).
+(:func:`~kangaroo_wbc.components.assembly.build_wrench`).
 
 With ``payload_identification`` the component weighs the robot while it stands still
 (:mod:`~kangaroo_wbc.estimation.payload_identification`; its parameters are the node's
@@ -24,8 +24,6 @@ Its ``payload`` status reaches ``/diagnostics``. The robot floating only (not on
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import InertiaStamped, PointStamped, WrenchStamped
@@ -34,29 +32,20 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from visualization_msgs.msg import Marker, MarkerArray
 
-from kangaroo_wbc.components.contact_wrench import ContactWrenchEstimation, ContactWrenchSettings
+from kangaroo_wbc.components.assembly import apply_ready, build_wrench
 from kangaroo_wbc.components.samples import ActuatorSample
-from kangaroo_wbc.errors import ConfigError, InputError
-from kangaroo_wbc.estimation.actuator_force import ActuatorCompensation
+from kangaroo_wbc.components.wrench_params import ContactWrenchParams
+from kangaroo_wbc.errors import InputError
 from kangaroo_wbc.estimation.contact_wrench import (
-    PAPER_LEAD_HIP_ANKLE_M,
-    PAPER_SCREW_EFFICIENCY,
-    ContactWrenchConfig,
     ContactWrenchEstimate,
-    paper_screws,
 )
 from kangaroo_wbc.estimation.payload_identification import (
     PayloadEstimate,
-    PayloadIdentificationConfig,
 )
 from kangaroo_wbc.nodes import (
     PayloadFollower,
     joint_indices,
     load_node_model,
-    rig_leg_parameter,
-    rig_parameter,
-    rig_sole,
-    urdf_dir_parameter,
 )
 from kangaroo_wbc.ros import qos
 from kangaroo_wbc.ros.conversions import (
@@ -67,120 +56,10 @@ from kangaroo_wbc.ros.conversions import (
 )
 from kangaroo_wbc.ros.diagnostics import actuator_modes_from_msg
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for
-from kangaroo_wbc.ros.params import SharedFields, parameter
 from kangaroo_wbc.ros.serialized import point_stamped_writer, wrench_stamped_writer
 
-# the defaults are the component's, the estimator's and the payload identification's
-_E, _S, _C = ContactWrenchConfig(), ContactWrenchSettings(), ActuatorCompensation()
-_P = PayloadIdentificationConfig()
 #: the latched topic of the identified payload (module docstring)
 IDENTIFIED_PAYLOAD_TOPIC = "payload/identified"
-
-
-@dataclass
-class ContactWrenchParams:
-    """Parameters of the ``contact_wrench_estimator`` node (``config/contact_wrench_estimator.yaml``)."""
-
-    rate_hz: float = parameter(_E.sample_rate_hz, "Rate of actuators/state, the filter's sampling rate "
-                               "[Hz]", bounds=(1.0, 10000.0), read_only=True)
-    urdf_dir: str = urdf_dir_parameter()
-    sole_frames: list[str] = parameter(list(_S.sole_frames), "Contact frames (URDF)", read_only=True)
-    odom_frame: str = parameter("odom", "World frame of the ZMP")
-    cutoff_hz: float = parameter(_E.cutoff_hz, "Butterworth cutoff of the wrench filter [Hz]",
-                                 bounds=(0.01, None), read_only=True)
-    filter_order: int = parameter(_E.filter_order, "Butterworth order", bounds=(1, 8), read_only=True)
-    min_normal_force_n: float = parameter(_E.min_normal_force_n, "CoP/ZMP published above this normal "
-                                          "force [N]", bounds=(1e-3, None))
-    include_velocity_terms: bool = parameter(_E.include_velocity_terms,
-                                             "Add Coriolis/centrifugal terms (slow)")
-    max_input_age_s: float = parameter(_S.max_input_age_s, "joint_states / odometry whose stamp differs "
-                                       "from the actuator sample's by more than this are stale [s]",
-                                       bounds=(0.0, None))
-    clock_restart_samples: int = parameter(_S.clock_restart_samples, "Out-of-order samples in a row on one "
-                                           "topic taken as a restarted clock (e.g. simulator reset) instead "
-                                           "of skipped", bounds=(2, 100000), read_only=True)
-    marker_rate_hz: float = parameter(10.0, "Rate of contact/markers [Hz] (0: off)", bounds=(0.0, 1000.0))
-    marker_force_scale_m_per_n: float = parameter(0.001, "Arrow length per newton [m/N]", bounds=(0.0, None))
-    default_screw_lead_m: float = parameter(PAPER_LEAD_HIP_ANKLE_M, "Screw lead of actuators the closure file "
-                                            "does not describe [m]", bounds=(1e-6, None), read_only=True)
-    default_screw_efficiency: float = parameter(PAPER_SCREW_EFFICIENCY, "Screw efficiency of the same [-]",
-                                                bounds=(1e-3, 1.0), read_only=True)
-    actuator_model: bool = parameter(_C.actuator_model, "Motor torque -> force through the ball-screw "
-                                     "model: driving/back-driving efficiency and friction (false: eq. (47))",
-                                     read_only=True)
-    rotor_inertia_compensation: bool = parameter(_C.rotor_inertia, "Subtract the reflected rotor inertia "
-                                                 "times the actuator acceleration", read_only=True)
-    torque_bias_estimation: bool = parameter(_C.torque_bias, "Learn a per-actuator motor-torque offset "
-                                             "while standing still on both soles", read_only=True)
-    payload_identification: bool = parameter(_S.payload_identification, "Identify an unmodelled payload's "
-                                             "mass and horizontal CoM while standing still; publish it on "
-                                             "payload/identified (floating base only)", read_only=True)
-    payload_block_samples: int = parameter(_P.block_samples, "Payload: samples averaged into one block (one "
-                                           "eq. (46) solve)", bounds=(1, 100000), read_only=True)
-    payload_window_s: float = parameter(_P.window_s, "Payload: the estimate averages the still blocks of the "
-                                        "last this long [s]", bounds=(0.0, None), read_only=True)
-    payload_min_still_s: float = parameter(_P.min_still_s, "Payload: still time the window needs before the "
-                                           "estimate is confident [s] (<= payload_window_s)", bounds=(0.0, None),
-                                           read_only=True)
-    payload_settle_s: float = parameter(_P.settle_s, "Payload: still this long before samples count [s]",
-                                        bounds=(0.0, None), read_only=True)
-    payload_max_base_speed_m_s: float = parameter(_P.max_base_speed_m_s, "Payload still: base speed below "
-                                                  "this [m/s]", bounds=(0.0, None), read_only=True)
-    payload_max_base_rate_rad_s: float = parameter(_P.max_base_rate_rad_s, "Payload still: base angular speed "
-                                                   "below this [rad/s]", bounds=(0.0, None), read_only=True)
-    payload_max_actuator_speed_m_s: float = parameter(_P.max_actuator_speed_m_s, "Payload still: every actuator "
-                                                      "slower than this [m/s]", bounds=(0.0, None), read_only=True)
-    payload_max_com_acceleration_m_s2: float = parameter(_P.max_com_acceleration_m_s2, "Payload still: low-passed "
-                                                         "linear momentum rate over the mass below this [m/s^2]",
-                                                         bounds=(0.0, None), read_only=True)
-    payload_max_angular_momentum_rate_nm: float = parameter(_P.max_angular_momentum_rate_nm, "Payload still: "
-                                                            "low-passed angular momentum rate below this [N·m]",
-                                                            bounds=(0.0, None), read_only=True)
-    payload_momentum_filter_s: float = parameter(_P.momentum_filter_s, "Payload: time constant of that "
-                                                 "low-pass [s]", bounds=(0.0, None), read_only=True)
-    payload_min_sole_force_n: float = parameter(_P.min_sole_force_n, "Payload still: every sole's normal force "
-                                                "above this [N]", bounds=(0.0, None), read_only=True)
-    payload_max_mass_std_kg: float = parameter(_P.max_mass_std_kg, "Payload confident: spread of the window's "
-                                               "block masses below this [kg]", bounds=(0.0, None), read_only=True)
-    payload_max_mass_stderr_kg: float = parameter(_P.max_mass_stderr_kg, "Payload confident: their standard "
-                                                  "error below this [kg]", bounds=(0.0, None), read_only=True)
-    payload_max_mass_drift_kg: float = parameter(_P.max_mass_drift_kg, "Payload confident: mass drift across "
-                                                 "the window below this [kg]", bounds=(0.0, None), read_only=True)
-    payload_recent_s: float = parameter(_P.recent_s, "Payload: the newest part of the window compared with the "
-                                        "rest [s]", bounds=(0.0, None), read_only=True)
-    payload_max_horizontal_residual_n: float = parameter(_P.max_horizontal_residual_n, "Payload confident: mean "
-                                                         "horizontal force balance below this [N]",
-                                                         bounds=(0.0, None), read_only=True)
-    payload_min_mass_for_com_kg: float = parameter(_P.min_mass_for_com_kg, "Payload: its CoM is given above "
-                                                   "this mass [kg]", bounds=(0.0, None), read_only=True)
-    rig: str = rig_parameter()
-    rig_leg: str = rig_leg_parameter()
-
-    def __post_init__(self) -> None:
-        if self.cutoff_hz >= self.rate_hz / 2:
-            raise ValueError("cutoff_hz must be below the Nyquist frequency rate_hz / 2")
-        try:  # the identifier's own checks (strictly positive times and limits, min_still_s <= window_s)
-            _PAYLOAD.build(self)
-        except InputError as exc:
-            raise ValueError(f"payload_* parameters: {exc}") from None
-
-
-# The parameters that are fields of the estimator's, the component's and the actuator model's
-# configurations (same names, or renamed).
-_ESTIMATOR = SharedFields(ContactWrenchConfig, names={"sample_rate_hz": "rate_hz"})
-_SETTINGS = SharedFields(ContactWrenchSettings)
-_COMPENSATION = SharedFields(ActuatorCompensation, names={"rotor_inertia": "rotor_inertia_compensation",
-                                                          "torque_bias": "torque_bias_estimation",
-                                                          "sample_rate_hz": "rate_hz"})
-_PAYLOAD = SharedFields(PayloadIdentificationConfig, prefix="payload_")
-SHARED_FIELDS = (_ESTIMATOR, _SETTINGS, _COMPENSATION, _PAYLOAD)
-
-
-def _compensation(p: ContactWrenchParams) -> ActuatorCompensation | None:
-    """The actuator compensations the parameters switch on (None: eq. (47) alone)."""
-    if not (p.actuator_model or p.rotor_inertia_compensation or p.torque_bias_estimation):
-        return None
-    return _COMPENSATION.build(p)
 
 
 class ContactWrenchNode(KangarooNode):
@@ -197,19 +76,7 @@ class ContactWrenchNode(KangarooNode):
         p = self.params
         self.clm = clm = clm or load_node_model(p.urdf_dir, p.rig, p.rig_leg)
         m = clm.model
-        try:  # per-actuator leads and efficiencies: the closure file's actuators table
-            transmission = paper_screws(clm, p.default_screw_lead_m, p.default_screw_efficiency)
-            if p.rig:  # the bench: one sole, the actuated rows only
-                from kangaroo_wbc.pipeline.rig import rig_wrench_estimation
-
-                self.component = rig_wrench_estimation(clm, rig_sole(p.rig_leg), transmission, _ESTIMATOR.build(p),
-                                                       _SETTINGS.build(p), _compensation(p))
-            else:
-                self.component = ContactWrenchEstimation(
-                    clm, transmission,
-                    _ESTIMATOR.build(p), _SETTINGS.build(p), _compensation(p), _PAYLOAD.build(p))
-        except InputError as exc:
-            raise ConfigError(str(exc)) from exc
+        self.component = build_wrench(clm, p)  # on a bench: the actuated rows, its one sole
         #: the soles estimated (the parameter's, or the bench's one)
         self.sole_frames = soles = list(self.component.settings.sole_frames)
         self._idx_q, self._idx_v = joint_indices(m, clm.joint_names)
@@ -236,14 +103,14 @@ class ContactWrenchNode(KangarooNode):
             sub(JointState, "actuators/state", self._on_actuators, qos.SENSOR_LATEST)
             sub(JointState, "joint_states", self._on_joints, qos.SENSOR_LATEST)
             sub(Odometry, "estimation/base_odometry", self._on_odometry, qos.SENSOR_LATEST)
-            sub(Bool, "wbc/ready", lambda msg: self.component.set_released(msg.data), qos.LATCHED)
+            sub(Bool, "wbc/ready", lambda msg: apply_ready(msg.data, bool(p.rig), wrench=self.component), qos.LATCHED)
         #: the modes of actuators/modes not applied yet (applied in the thread that runs the component)
         self._pending_modes: dict[str, str] | None = None
         self._modes = dict.fromkeys(clm.actuated_joint_names, "active")  # the modes applied (component's start)
         self.create_subscription(DiagnosticStatus, "actuators/modes", self._on_modes, qos.LATCHED)
         self._payloads = PayloadFollower(self, clm)  # the controller's model/payloads
         self.get_logger().info(f"contact_wrench_estimator: soles {soles}, leads [m] "
-                               f"{np.array2string(transmission.screw_lead_m, precision=3)}")
+                               f"{np.array2string(self.component.estimator.transmission.screw_lead_m, precision=3)}")
 
     # ------------------------------------------------------------------ messages → samples
     def _on_joints(self, msg: JointState) -> None:

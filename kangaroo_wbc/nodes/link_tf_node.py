@@ -25,9 +25,9 @@ from rclpy.time import Time as RosTime
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
+from kangaroo_wbc.components.parameters import rig_leg_parameter, rig_parameter, urdf_dir_parameter
 from kangaroo_wbc.errors import ConfigError, InputError, KangarooWbcError
 from kangaroo_wbc.model.link_poses import LinkPoses
-from kangaroo_wbc.nodes import rig_leg_parameter, rig_parameter, urdf_dir_parameter
 from kangaroo_wbc.ros import qos
 from kangaroo_wbc.ros.conversions import (
     JointIndexMap,

@@ -44,6 +44,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg  # noqa: E402
 from sensor_msgs.msg import Imu, JointState  # noqa: E402
 from std_msgs.msg import Bool, Float64MultiArray  # noqa: E402
 
+from kangaroo_wbc.components.parameters import rig_leg_parameter, rig_parameter  # noqa: E402
 from kangaroo_wbc.components.samples import ActuatorCommand, Level, Status  # noqa: E402
 from kangaroo_wbc.components.simulated_robot import (  # noqa: E402
     SimulatedRobot,
@@ -53,12 +54,7 @@ from kangaroo_wbc.components.simulated_robot import (  # noqa: E402
     payload_link,
 )
 from kangaroo_wbc.errors import ConfigError, InputError  # noqa: E402
-from kangaroo_wbc.nodes import (  # noqa: E402
-    add_parameter_check,
-    rig_leg_parameter,
-    rig_parameter,
-    unknown_names,
-)
+from kangaroo_wbc.nodes import add_parameter_check, unknown_names  # noqa: E402
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.conversions import (  # noqa: E402
     JointIndexMap,

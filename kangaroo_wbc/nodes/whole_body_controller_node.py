@@ -44,7 +44,7 @@ payloads in effect go out on the latched ``model/payloads`` (DiagnosticStatus, o
 link, mass [kg]): the state and contact-wrench estimators set their models to the same.
 
 Test bench (``rig`` ``one_leg``, ``docs/morphology.md``): the controller of the clamped one-leg model
-(:func:`~kangaroo_wbc.pipeline.rig.rig_control`) runs the bench's ``rig`` behaviour (the
+(:func:`~kangaroo_wbc.components.rig.rig_control`) runs the bench's ``rig`` behaviour (the
 ``behaviour`` parameter is ignored), closes the press's loop on the force plate's
 ``rig/plate_wrench`` and publishes the sole's reference in the estimated pelvis frame on
 ``rig/sole_target`` (PoseStamped, ``base_link``) at ``timing_rate_hz``.
@@ -52,13 +52,10 @@ Test bench (``rig`` ``one_leg``, ``docs/morphology.md``): the controller of the 
 
 from __future__ import annotations
 
-import math
 import os
 import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small matrices: BLAS threads only add latency
-
-from dataclasses import dataclass  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pinocchio as pin  # noqa: E402
@@ -71,17 +68,17 @@ from std_msgs.msg import Bool, Float64MultiArray, Header, MultiArrayDimension  #
 from std_srvs.srv import Trigger  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
-from kangaroo_wbc.components.control import ControlSettings, WholeBodyControl  # noqa: E402
+from kangaroo_wbc.components.assembly import build_control, configure_control, select_behaviour  # noqa: E402
+from kangaroo_wbc.components.controller_params import (  # noqa: E402
+    BEHAVIOUR_PARAMETERS,
+    MODE_PARAMETERS,
+    WholeBodyControllerParams,
+)
 from kangaroo_wbc.components.samples import ActuatorCommand, ActuatorSample  # noqa: E402
 from kangaroo_wbc.control.behaviours import BEHAVIOURS  # noqa: E402
-from kangaroo_wbc.control.contacts import ContactSpec  # noqa: E402
-from kangaroo_wbc.control.fault_detector import FaultDetectorSettings  # noqa: E402
-from kangaroo_wbc.control.locomotion import GaitSettings, footstep_markers  # noqa: E402
-from kangaroo_wbc.control.qp_solvers import SOLVERS  # noqa: E402
-from kangaroo_wbc.control.reduced_wbc import ReducedWholeBodyController  # noqa: E402
-from kangaroo_wbc.control.supervisor import SafetySettings, WbcSupervisor  # noqa: E402
-from kangaroo_wbc.control.wbc import FrameReference, WbcSettings, WholeBodyController  # noqa: E402
-from kangaroo_wbc.errors import ConfigError, InputError, KangarooWbcError  # noqa: E402
+from kangaroo_wbc.control.locomotion import footstep_markers  # noqa: E402
+from kangaroo_wbc.control.wbc import FrameReference  # noqa: E402
+from kangaroo_wbc.errors import InputError  # noqa: E402
 from kangaroo_wbc.nodes import (  # noqa: E402
     PAYLOADS_TOPIC,
     add_parameter_check,
@@ -90,12 +87,8 @@ from kangaroo_wbc.nodes import (  # noqa: E402
     model_payloads,
     parse_payload_parameter,
     payloads_msg,
-    rig_leg_parameter,
-    rig_parameter,
-    rig_sole,
     subscribe_sole_wrenches,
     unknown_names,
-    urdf_dir_parameter,
 )
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.conversions import (  # noqa: E402
@@ -109,235 +102,14 @@ from kangaroo_wbc.ros.conversions import (  # noqa: E402
 )
 from kangaroo_wbc.ros.diagnostics import actuator_modes_msg  # noqa: E402
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for  # noqa: E402
-from kangaroo_wbc.ros.params import SharedFields, parameter  # noqa: E402
 from kangaroo_wbc.ros.serialized import joint_state_writer, point_stamped_writer  # noqa: E402
 
 TIMING_LABELS = ("model", "build", "solve", "output", "total", "iterations")
 #: Period [s] of the joint_states watchdog (steady clock).
 WATCHDOG_PERIOD_S = 0.1
-# the defaults are the controller's, the supervisor's and the component's
-_W, _S, _C, _G, _F = WbcSettings(), SafetySettings(), ControlSettings(), GaitSettings(), FaultDetectorSettings()
-#: The parameters of the actuator modes (the operator's word).
-MODE_PARAMETERS = {"locked_actuators": "locked", "limp_actuators": "limp"}
-
-
-def _check_behaviour(name: str) -> str | None:
-    return None if name in BEHAVIOURS else f"unknown behaviour; known: {sorted(BEHAVIOURS)}"
-
-
 #: joint_states older than the odometry (by more than ``odometry_max_lag_s``) skipped in a row
 #: before the node runs without a base state (safe mode).
 MAX_JOINT_STATES_BEHIND = 20
-#: Parameters of the behaviours (besides the gait's): a change restarts the behaviour.
-BEHAVIOUR_PARAMETERS = frozenset({"behaviour", "squat_depth_m", "squat_period_s", "sway_ratio",
-                                  "sway_period_s", "behaviour_cycles", "stance_sole", "lift_height_m",
-                                  "cmd_vel"})
-#: Task gains changed at run time: parameter -> (task of the controller, its attribute).
-TASK_GAINS = {
-    "com_kp": ("com_task", "kp"),
-    "com_kd": ("com_task", "kd"),
-    "com_weight": ("com_task", "weight"),
-    "base_kp": ("base_task", "kp"),
-    "base_kd": ("base_task", "kd"),
-    "base_weight": ("base_task", "weight"),
-    "posture_weight": ("posture_task", "weight"),
-    "angular_momentum_kd": ("momentum_task", "kd"),
-    "angular_momentum_weight": ("momentum_task", "weight"),
-}
-#: Gains of every swing sole task: parameter -> attribute.
-FOOT_GAINS = {"foot_kp": "kp", "foot_kd": "kd", "foot_weight": "weight"}
-
-
-@dataclass
-class WholeBodyControllerParams:
-    """Parameters of the ``whole_body_controller`` node (``config/whole_body_controller.yaml``)."""
-
-    rate_hz: float = parameter(
-        1000.0, "Nominal rate of joint_states [Hz] (stroke-limit horizon floor)",
-        bounds=(1.0, 10000.0), read_only=True)
-    urdf_dir: str = urdf_dir_parameter()
-    sole_frames: list[str] = parameter(
-        list(_C.sole_frames), "Contact frames (URDF)", read_only=True)
-    corner_suffixes: list[str] = parameter(
-        ["_corner_fl", "_corner_fr", "_corner_rl", "_corner_rr"],
-        "Corner frames are <sole><suffix>; if absent, a sole_length_m x sole_width_m rectangle "
-        "is used", read_only=True)
-    sole_length_m: float = parameter(
-        0.2, "Sole length when there are no corner frames [m]", bounds=(0.01, 1.0), read_only=True)
-    sole_width_m: float = parameter(
-        0.1, "Sole width when there are no corner frames [m]", bounds=(0.01, 1.0), read_only=True)
-    base_frame: str = parameter(
-        _W.base_frame, "Floating-base frame (orientation task)", read_only=True)
-    formulation: str = parameter(
-        "full", "QP formulation: full (one QP) or reduced (centroidal two-stage)", read_only=True,
-        check=lambda s: None if s in ("full", "reduced") else "full or reduced")
-    qp_solver: str = parameter(
-        _W.qp_solver, "QP solver: " + ", ".join(SOLVERS) + " (docs/performance.md, QP solvers)",
-        read_only=True, check=lambda s: None if s in SOLVERS else " or ".join(SOLVERS))
-    friction_coefficient: float = parameter(
-        0.8, "Coulomb friction coefficient [-]", bounds=(0.05, 2.0), read_only=True)
-    min_normal_force_n: float = parameter(
-        0.0, "Minimum normal force per sole corner in contact [N] (a value the robot cannot press "
-        "makes the QP infeasible: safe mode)", bounds=(0.0, 1000.0))
-    com_kp: float = parameter(_W.com_kp, "CoM task stiffness [1/s^2]", bounds=(0.0, 10000.0))
-    com_kd: float = parameter(_W.com_kd, "CoM task damping [1/s]", bounds=(0.0, 1000.0))
-    com_weight: float = parameter(_W.com_weight, "CoM task weight [-]", bounds=(0.0, 1e6))
-    com_disturbance_cutoff_hz: float = parameter(
-        _W.com_disturbance_cutoff_hz,
-        "CoM disturbance observer: low-pass cutoff [Hz] of the unmodelled CoM acceleration it "
-        "subtracts from the CoM task (the drives' force errors); 0 turns it off",
-        bounds=(0.0, 50.0))
-    com_disturbance_max_m_s2: float = parameter(
-        _W.com_disturbance_max_m_s2,
-        "CoM disturbance observer: bound of each axis of its estimate [m/s^2] (a push beyond it "
-        "is left to the CoM task's PD)", bounds=(0.0, 10.0))
-    base_kp: float = parameter(
-        _W.base_kp, "Base orientation stiffness [1/s^2]", bounds=(0.0, 10000.0))
-    base_kd: float = parameter(_W.base_kd, "Base orientation damping [1/s]", bounds=(0.0, 1000.0))
-    base_weight: float = parameter(
-        _W.base_weight, "Base orientation weight [-]", bounds=(0.0, 1e6))
-    foot_kp: float = parameter(_W.foot_kp, "Swing sole stiffness [1/s^2]", bounds=(0.0, 10000.0))
-    foot_kd: float = parameter(_W.foot_kd, "Swing sole damping [1/s]", bounds=(0.0, 1000.0))
-    foot_weight: float = parameter(_W.foot_weight, "Swing sole weight [-]", bounds=(0.0, 1e6))
-    posture_weight: float = parameter(
-        _W.posture_weight, "Actuator posture weight [-]", bounds=(0.0, 1e6))
-    angular_momentum_kd: float = parameter(
-        _W.angular_momentum_kd, "Angular momentum damping [1/s]", bounds=(0.0, 1000.0))
-    angular_momentum_weight: float = parameter(
-        _W.angular_momentum_weight, "Angular momentum weight [-]", bounds=(0.0, 1e6))
-    stroke_horizon_s: float = parameter(
-        _W.stroke_horizon_s, "Horizon of the stroke-limit acceleration bounds [s]",
-        bounds=(1e-3, 1.0), read_only=True)
-    behaviour: str = parameter(
-        "stand", "Running behaviour: stand, squat, sway, weight_shift, push_recovery, walk",
-        check=_check_behaviour)
-    behaviour_delay_s: float = parameter(
-        _C.behaviour_delay_s,
-        "The start-up behaviour begins this long after the controller is ready; it stands "
-        "meanwhile (and leaves the crane) [s]", bounds=(0.0, 60.0), read_only=True)
-    squat_depth_m: float = parameter(0.05, "Squat CoM depth [m]", bounds=(0.0, 0.3))
-    squat_period_s: float = parameter(4.0, "Squat period [s]", bounds=(0.5, 60.0))
-    sway_ratio: float = parameter(
-        0.6, "Sway amplitude / half distance between the soles [-]", bounds=(0.0, 0.95))
-    sway_period_s: float = parameter(3.0, "Sway period [s]", bounds=(0.5, 60.0))
-    behaviour_cycles: int = parameter(1000, "Squat / sway cycles", bounds=(1, 1000000))
-    stance_sole: str = parameter("left_sole", "Stance sole of weight_shift")
-    lift_height_m: float = parameter(
-        0.05, "Swing sole lift of weight_shift [m]", bounds=(0.0, 0.3))
-    cmd_vel: list[float] = parameter(
-        [0.0, 0.0, 0.0],
-        "walk: velocity command [vx m/s, vy m/s, wz rad/s] until the cmd_vel topic gives one",
-        check=lambda v: None if len(v) == 3 and all(math.isfinite(x) for x in v) else "three finite numbers")
-    cmd_vel_timeout_s: float = parameter(
-        _C.cmd_vel_timeout_s, "walk: a cmd_vel older than this stops the walk (it stands) [s]",
-        bounds=(0.01, 60.0))
-    walk_single_support_s: float = parameter(
-        _G.single_support_s, "walk: single support [s]", bounds=(0.2, 2.0))
-    walk_double_support_s: float = parameter(
-        _G.double_support_s, "walk: double support [s]", bounds=(0.05, 2.0))
-    walk_step_height_m: float = parameter(
-        _G.step_height_m, "walk: swing sole lift [m]", bounds=(0.0, 0.2))
-    walk_max_forward_mps: float = parameter(
-        _G.max_forward_mps, "walk: cmd_vel x limit [m/s]", bounds=(0.01, 1.0))
-    walk_max_lateral_mps: float = parameter(
-        _G.max_lateral_mps, "walk: cmd_vel y limit [m/s]", bounds=(0.01, 0.5))
-    walk_max_yaw_rate_radps: float = parameter(
-        _G.max_yaw_rate_radps, "walk: cmd_vel yaw-rate limit [rad/s]", bounds=(0.01, 1.5))
-    use_measured_contacts: bool = parameter(
-        _C.use_measured_contacts,
-        "Drop behaviour contacts that contact/<sole>/wrench says are unloaded")
-    contact_force_on_n: float = parameter(
-        _C.contact_force_on_n, "A sole counts as in contact above this normal force [N]",
-        bounds=(0.0, None))
-    contact_force_off_n: float = parameter(
-        _C.contact_force_off_n, "... and out of contact below this one [N]", bounds=(0.0, None))
-    max_state_age_s: float = parameter(
-        _C.max_state_age_s, "State older than this (node clock) triggers the safe mode [s]",
-        bounds=(0.0, None))
-    state_timeout_s: float = parameter(
-        0.5, "No joint_states for longer than this (steady clock): safe mode (stale state), the "
-        "behaviour restarts from the next state [s]", bounds=(0.01, 60.0))
-    # the node's choice: WbcSettings' 0 stops only at an exactly singular J_l,u
-    min_jlu_pivot_ratio: float = parameter(
-        1e-3,
-        "J_l,u LU pivot ratio (about 1/cond) below which the configuration counts as singular: "
-        "safe mode [-]", bounds=(0.0, 1.0))
-    odometry_max_lag_s: float = parameter(
-        0.02, "Odometry older than joint_states by more than this is stale [s]",
-        bounds=(0.0, None))
-    reference_timeout_s: float = parameter(
-        _C.reference_timeout_s, "External references expire after this [s]", bounds=(0.0, None))
-    safe_mode: str = parameter(
-        _S.fallback, "Fallback: damp (tau = -d theta_dot) or zero",
-        check=lambda s: None if s in ("damp", "zero") else "damp or zero")
-    damping_n_s_per_m: float = parameter(
-        _S.damping_n_s_per_m, "Damping of the safe mode [N.s/m]", bounds=(0.0, 1e5))
-    max_tilt_rad: float = parameter(
-        _S.max_tilt_rad, "Base tilt that latches the safe mode [rad]", bounds=(0.0, 3.2))
-    qp_failure_hold_s: float = parameter(
-        _S.qp_failure_hold_s,
-        "A QP failure within this long of the last control command repeats that command [s]",
-        bounds=(0.0, 0.1))
-    timing_rate_hz: float = parameter(
-        50.0, "Largest rate of wbc/timing [Hz] (stamp-based)", bounds=(0.1, 10000.0))
-    publish_command_array: bool = parameter(
-        False, "Also publish actuators/command_array (ros2_control mirror)", read_only=True)
-    odom_frame: str = parameter("odom", "World frame of the references")
-    locked_actuators: list[str] = parameter(
-        [], "Actuators locked (seized screw, brake, driver holding position): the QP keeps their stroke "
-        "still and the lock carries their force (ros2 param set; docs/morphology.md)")
-    limp_actuators: list[str] = parameter(
-        [], "Actuators limp (failed driver): the QP bounds their force to 0 (ros2 param set)")
-    payloads: list[str] = parameter(
-        [], "Payloads the robot carries beyond its model, LINK:MASS_KG (e.g. base_link:6.0; torso is "
-        "base_link; negative: mass removed), point masses at the link's centre of mass (ros2 param set; "
-        "docs/morphology.md)")
-    fault_detection: bool = parameter(
-        _C.fault_detection, "Watch actuators/state: an actuator whose motor torque does not follow its "
-        "command is an ERROR naming it", read_only=True)
-    fault_declare: bool = parameter(
-        _C.fault_declare, "Declare such an actuator limp (false: the ERROR only)")
-    fault_window_s: float = parameter(
-        _F.window_s, "Fault detector: disagreement without a break this long is a fault [s]",
-        bounds=(0.001, 10.0))
-    fault_force_tolerance_n: float = parameter(
-        _F.force_tolerance_n, "Fault detector: force residual allowed at zero command [N]",
-        bounds=(0.1, 1e5))
-    fault_force_tolerance_ratio: float = parameter(
-        _F.force_tolerance_ratio, "Fault detector: ... plus this fraction of the commanded force [-]",
-        bounds=(0.0, 10.0))
-    fault_drive_model: bool = parameter(
-        _F.drive_model, "Fault detector: the torque sensor reads the drive's model (efficiency, friction; "
-        "false: eq. (47) alone, for the sim node's ideal_actuators)", read_only=True)
-    rig: str = rig_parameter()
-    rig_leg: str = rig_leg_parameter()
-
-    def __post_init__(self) -> None:
-        if self.contact_force_off_n > self.contact_force_on_n:
-            raise ValueError("contact_force_off_n must not exceed contact_force_on_n")
-        both = sorted(set(self.locked_actuators) & set(self.limp_actuators))
-        if both:
-            raise ValueError(f"actuators both locked and limp: {both}")
-
-
-# The parameters that are fields of the controller's, the supervisor's and the component's
-# configurations (same names; the supervisor's fallback is the parameter safe_mode).
-_WBC = SharedFields(WbcSettings)
-_SAFETY = SharedFields(SafetySettings, names={"fallback": "safe_mode"})
-_CONTROL = SharedFields(ControlSettings)
-_GAIT = SharedFields(GaitSettings, prefix="walk_")
-_FAULTS = SharedFields(FaultDetectorSettings, prefix="fault_")
-SHARED_FIELDS = (_WBC, _SAFETY, _CONTROL, _GAIT, _FAULTS)
-
-
-def control_settings(p: WholeBodyControllerParams) -> ControlSettings:
-    """The component's settings, its fault detector's included."""
-    return _CONTROL.build(p, fault_detector=_FAULTS.build(p))
-
-
-def wbc_settings(p: WholeBodyControllerParams) -> WbcSettings:
-    """The controller's settings (the stroke-limit horizon at least one sample)."""
-    return _WBC.build(p, stroke_horizon_s=max(p.stroke_horizon_s, 1.0 / p.rate_hz))
 
 
 class WholeBodyControllerNode(KangarooNode):
@@ -355,14 +127,11 @@ class WholeBodyControllerNode(KangarooNode):
         self.clm = clm = clm or load_node_model(p.urdf_dir, p.rig, p.rig_leg)
         self.rig = p.rig
         m = clm.model
-        if p.rig:
-            self._build_rig(p)
-        else:
-            self._build(p)
-        try:
-            self._select(p.behaviour)
-        except InputError as exc:
-            raise ConfigError(f"whole_body_controller: behaviour {p.behaviour!r}: {exc}") from exc
+        self.component = build_control(clm, p)
+        self.supervisor = self.component.supervisor
+        self.controller = self.supervisor.controller
+        self.contacts = list(getattr(self.controller, "full", self.controller).contacts)
+        self.get_logger().info(f"behaviour: {'rig' if p.rig else p.behaviour}")
         add_parameter_check(self, list(MODE_PARAMETERS),
                             lambda name, value: unknown_names(value, clm.actuated_joint_names, "actuator"))
         self._pub_modes = self.create_publisher(DiagnosticStatus, "actuators/modes", qos.LATCHED)
@@ -433,113 +202,31 @@ class WholeBodyControllerNode(KangarooNode):
             f"{self.controller.layout.describe() if hasattr(self.controller, 'layout') else ''}, "
             f"behaviour {'rig (bench ' + p.rig + ')' if p.rig else p.behaviour}")
 
-    def _build(self, p: WholeBodyControllerParams) -> None:
-        """The robot's controller: contacts on the soles, the QP, the supervisor, the component."""
-        clm = self.clm
-        m = clm.model
-        self.contacts = contacts = []
-        for sole in p.sole_frames:
-            corners = [sole + s for s in p.corner_suffixes]
-            kw = dict(mu=p.friction_coefficient, normal_force_min_n=p.min_normal_force_n)
-            try:
-                if corners and all(m.existFrame(c) for c in corners):
-                    contacts.append(ContactSpec.from_corner_frames(m, sole, sole, corners, **kw))
-                else:
-                    contacts.append(ContactSpec.rectangle(sole, sole, p.sole_length_m, p.sole_width_m, **kw))
-            except KangarooWbcError as exc:
-                raise ConfigError(f"whole_body_controller: sole {sole!r}: {exc}") from exc
-        cls = ReducedWholeBodyController if p.formulation == "reduced" else WholeBodyController
-        try:
-            self.controller = cls(clm, contacts, wbc_settings(p))
-        except KangarooWbcError as exc:
-            raise ConfigError(f"whole_body_controller: {exc}") from exc
-        self.supervisor = WbcSupervisor(self.controller, _SAFETY.build(p))
-        try:
-            self.component = WholeBodyControl(self.supervisor, control_settings(p))
-        except InputError as exc:
-            raise ConfigError(f"whole_body_controller: {exc}") from exc
-
-    def _build_rig(self, p: WholeBodyControllerParams) -> None:
-        """The bench's controller (:func:`~kangaroo_wbc.pipeline.rig.rig_control`) from the node's settings."""
-        from kangaroo_wbc.pipeline.rig import rig_control
-
-        settings = control_settings(p)
-        try:
-            self.component = rig_control(self.clm, rig_sole(p.rig_leg), p.rig_leg, wbc_settings=wbc_settings(p),
-                                         safety=_SAFETY.build(p), control_settings=settings,
-                                         ideal_actuators=not settings.fault_detector.drive_model)
-        except KangarooWbcError as exc:
-            raise ConfigError(f"whole_body_controller: rig {p.rig!r}: {exc}") from exc
-        self.supervisor = self.component.supervisor
-        self.controller = self.supervisor.controller
-        self.contacts = list(self.controller.contacts)
-
-    def _control_settings(self, p: WholeBodyControllerParams) -> ControlSettings:
-        """The component's settings from the parameters (on the bench: its sole, its start)."""
-        settings = control_settings(p)
-        if not self.rig:
-            return settings
-        from kangaroo_wbc.pipeline.rig import rig_control_settings
-
-        return rig_control_settings(rig_sole(p.rig_leg), settings, not settings.fault_detector.drive_model)
-
     def on_plate_force(self, normal_force_n: float, stamp_s: float) -> None:
         """The bench's force plate: its normal force [N] at ``stamp_s`` [s] to the rig behaviour (the
         press's loop; ``rig/plate_wrench``, or in-process in the composed deployment)."""
-        behaviour = self.component.supervisor.behaviour
-        if hasattr(behaviour, "measure_normal_force"):
-            behaviour.measure_normal_force(normal_force_n, stamp_s)
+        self.component.on_plate_force(normal_force_n, stamp_s)
 
     def _on_plate(self, msg: WrenchStamped) -> None:
         self.on_plate_force(-msg.wrench.force.z, time_msg_to_seconds(msg.header.stamp))
 
     # ------------------------------------------------------------------ behaviours and parameters
-    def _behaviour_params(self, name: str) -> dict:
-        p = self.params
-        if name == "squat":
-            return dict(depth_m=p.squat_depth_m, period_s=p.squat_period_s, cycles=p.behaviour_cycles)
-        if name == "sway":
-            return dict(ratio=p.sway_ratio, period_s=p.sway_period_s, cycles=p.behaviour_cycles)
-        if name == "weight_shift":
-            return dict(stance=p.stance_sole, lift_height_m=p.lift_height_m)
-        if name == "walk":
-            return dict(cmd_vel=tuple(p.cmd_vel), gait=_GAIT.build(p))
-        return {}
-
     def _select(self, name: str, how: str = "") -> None:
         """Start behaviour ``name`` with its parameters (InputError if they do not fit it); on the
         bench always its ``rig`` behaviour."""
-        if self.rig:
-            from kangaroo_wbc.pipeline.rig import rig_behaviour_options
-
-            name, how = "rig", f"{how} (bench {self.rig})"
-            self.component.select(name, **rig_behaviour_options(self.params.rig_leg))
-        else:
-            self.component.select(name, **self._behaviour_params(name))
+        name = select_behaviour(self.component, self.params, name)
         self.get_logger().info(f"behaviour: {name}{how}")
 
     def on_parameters_changed(self, params, changed: set[str]) -> None:
-        full = getattr(self.controller, "full", self.controller)
-        for key in changed & TASK_GAINS.keys():
-            task, attr = TASK_GAINS[key]
-            getattr(getattr(full, task), attr)[:] = getattr(params, key)
-        for key in changed & FOOT_GAINS.keys():
-            for task in full.foot_tasks.values():
-                getattr(task, FOOT_GAINS[key])[:] = getattr(params, key)
-        if changed & {"com_disturbance_cutoff_hz", "com_disturbance_max_m_s2"}:
-            full.com_observer.configure(params.com_disturbance_cutoff_hz, params.com_disturbance_max_m_s2)
-        if "min_normal_force_n" in changed:
-            for contact in self.contacts:  # shared with the controller's constraints: next tick
-                contact.set_normal_force_min(params.min_normal_force_n)
-        full.pm.min_pivot_ratio = params.min_jlu_pivot_ratio
-        self.component.configure(self._control_settings(params))
+        try:
+            configure_control(self.component, params)  # the one way parameters reach the controller
+        except InputError as exc:
+            self.get_logger().error(f"parameters not applied: {exc}")
         if changed & MODE_PARAMETERS.keys():  # applied in the controller's thread, before its next tick
             self._pending_modes = self._modes(params)
         if "payloads" in changed:  # the same
             self._pending_payloads = parse_payload_parameter(params.payloads)
-        for name, value in _SAFETY.values(params).items():  # in place: the supervisor keeps its object
-            setattr(self.supervisor.safety, name, value)
-        if changed & (BEHAVIOUR_PARAMETERS | set(_GAIT.pairs(type(params)).values())):
+        if changed & BEHAVIOUR_PARAMETERS:
             try:
                 self._select(params.behaviour)
             except InputError as exc:

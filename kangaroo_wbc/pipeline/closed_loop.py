@@ -22,30 +22,27 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
 
-from kangaroo_wbc.components.chain import after_estimate
-from kangaroo_wbc.components.contact_wrench import ContactWrenchEstimation, ContactWrenchSettings
-from kangaroo_wbc.components.control import ControlSettings, WholeBodyControl
+from kangaroo_wbc.components.assembly import (
+    ChainSettings,
+    build_chain,
+    loop_overrides,
+    select_behaviour,
+)
 from kangaroo_wbc.components.samples import ActuatorCommand, ActuatorSample, EncoderSample, NameMap
 from kangaroo_wbc.components.simulated_robot import (
     SimulatedRobot,
     SimulatedRobotConfig,
     payload_link,
 )
-from kangaroo_wbc.components.state_estimation import StateEstimation, StateEstimationConfig
 from kangaroo_wbc.control.behaviours import BEHAVIOURS
-from kangaroo_wbc.control.contacts import ContactSpec
-from kangaroo_wbc.control.supervisor import WbcSupervisor
-from kangaroo_wbc.control.wbc import WbcSettings, WholeBodyController
 from kangaroo_wbc.errors import InputError
-from kangaroo_wbc.estimation import paper_screws
-from kangaroo_wbc.estimation.actuator_force import ActuatorCompensation
 from kangaroo_wbc.model import ClosedLoopModel
-from kangaroo_wbc.robots.kangaroo.robot import SOLES, load_kangaroo
+from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
 
 CORNERS = ("fl", "fr", "rl", "rr")
 #: CLI behaviour names → controller behaviours.
@@ -84,12 +81,10 @@ class LoopConfig:
     #: False: lockstep (each command drives the very next step). True: the simulator steps in a
     #: worker thread while the components compute; each command drives the step after.
     pipelined: bool = False
-    estimation: StateEstimationConfig = field(default_factory=StateEstimationConfig)
-    control: ControlSettings = field(default_factory=ControlSettings)
     robot: SimulatedRobotConfig = field(default_factory=SimulatedRobotConfig)
-    #: the wrench estimator's actuator compensations; None: matched to the robot's actuators (all
-    #: on for the simulated drives, eq. (47) alone for ideal actuators)
-    wrench_compensation: ActuatorCompensation | None = None
+    #: the chain's settings; None: the shipped ``config/*.yaml`` (what the launched nodes run) with
+    #: this run's overrides (:func:`~kangaroo_wbc.components.assembly.loop_overrides`)
+    settings: ChainSettings | None = None
 
     def __post_init__(self) -> None:
         name = BEHAVIOUR_ALIASES.get(self.behaviour, self.behaviour)
@@ -137,45 +132,32 @@ class TickLog:
         return np.asarray(self.rows.get(key, []), dtype=float)
 
 
-def contact_specs(clm: ClosedLoopModel) -> list[ContactSpec]:
-    """The soles with their four corner frames, as the controller node builds them."""
-    return [ContactSpec.from_corner_frames(clm.model, side, SOLES[side], [f"{SOLES[side]}_corner_{c}" for c in CORNERS])
-            for side in ("left", "right")]
-
-
 class ClosedLoopRun:
     """The components of the node graph chained in one process (see the module docstring)."""
 
-    def __init__(self, config: LoopConfig | None = None, clm: ClosedLoopModel | None = None,
-                 wbc_settings: WbcSettings | None = None) -> None:
+    def __init__(self, config: LoopConfig | None = None, clm: ClosedLoopModel | None = None) -> None:
         self.config = cfg = config or LoopConfig()
         self.clm = clm = clm or load_kangaroo(floating_base=True)
         robot_cfg = SimulatedRobotConfig(**{**cfg.robot.__dict__, "seed": cfg.seed})
         self.robot = SimulatedRobot(robot_cfg)
         self.sim = self.robot.sim
         self.dt = self.robot.period_s
-        self.soles = [SOLES["left"], SOLES["right"]]
+        behaviour = BEHAVIOUR_ALIASES.get(cfg.behaviour, cfg.behaviour)
+        identify = bool(cfg.payloads) if cfg.payload_identification is None else cfg.payload_identification
+        #: the settings the chain was built from (the launch's, with this run's overrides)
+        self.settings = settings = cfg.settings or ChainSettings.load(overrides=loop_overrides(
+            behaviour=behaviour, ideal_actuators=self.sim.ideal_actuators, payload_identification=identify))
+        self.chain = build_chain(clm, settings)
+        self.estimation, self.wrench, self.control = self.chain.estimation, self.chain.wrench, self.chain.control
+        self.wbc = self.control.supervisor.controller
+        if cfg.behaviour_options:
+            select_behaviour(self.control, settings.controller, behaviour, **cfg.behaviour_options)
+        self.soles = list(self.control.settings.sole_frames)
         self._act = NameMap(self.robot.actuator_names, clm.actuated_joint_names)
         self._enc = NameMap(self.robot.passive_encoder_names, clm.absolute_encoders)
         self._cmd = NameMap(clm.actuated_joint_names, self.robot.actuator_names)
         #: index array from the simulator's actuator order to the model's: ``x_model = x_sim[sim_to_model]``
         self.sim_to_model = self._act.index
-        self.estimation = StateEstimation(clm, cfg.estimation)
-        compensation = cfg.wrench_compensation or (ActuatorCompensation.paper() if self.sim.ideal_actuators
-                                                   else ActuatorCompensation(sample_rate_hz=1.0 / self.dt))
-        identify = bool(cfg.payloads) if cfg.payload_identification is None else cfg.payload_identification
-        self.wrench = ContactWrenchEstimation(clm, paper_screws(clm),
-                                              settings=ContactWrenchSettings(sole_frames=tuple(self.soles),
-                                                                             payload_identification=identify),
-                                              compensation=compensation)
-        self.wbc = WholeBodyController(clm, contact_specs(clm), wbc_settings or WbcSettings(base_frame="base_link"))
-        # the detector expects what the torque sensor reads: the drive firmware's model, or eq. (47) alone
-        detector = replace(cfg.control.fault_detector, drive_model=not self.sim.ideal_actuators)
-        control_settings = ControlSettings(**{**cfg.control.__dict__, "sole_frames": tuple(self.soles),
-                                              "fault_detector": detector})
-        self.control = WholeBodyControl(WbcSupervisor(self.wbc), control_settings)
-        behaviour = BEHAVIOUR_ALIASES.get(cfg.behaviour, cfg.behaviour)
-        self.control.select(behaviour, **cfg.behaviour_options)
         import mujoco
 
         self._push_body = mujoco.mj_name2id(self.sim.model, mujoco.mjtObj.mjOBJ_BODY, "base_link")
@@ -259,46 +241,18 @@ class ClosedLoopRun:
                 robot.submit(self._pending, ts)
             self._push(t)
             robot.start_step()
-        # ---- state estimator (the sample mapped by name, as the node's message conversion does)
-        t0 = time.perf_counter()
+        # ---- the chain (components.assembly), on the sample mapped by name as the nodes' conversion does
         sample = ActuatorSample(self._act(act.position), self._act(act.velocity), self._act(act.effort), act.stamp_s)
-        est_c = self.estimation
-        est_c.set_released(self.control.ready)  # the wbc/ready handshake: the crane lets go then
-        self.wrench.set_released(self.control.ready)
-        est_c.on_encoders(EncoderSample(self._enc(enc.position), enc.stamp_s))
-        if imu is not None:
-            est_c.on_imu(imu)
-        est = est_c.step(sample)
+        step = self.chain.tick(sample, EncoderSample(self._enc(enc.position), enc.stamp_s), imu)
+        est, out, cmd = step.estimate, step.wrench, step.command
+        t0, t1, tm, t2, t3 = step.marks
         self.last_inputs = None if est is None else (sample, est)
-        est_c.drain_events()
-        t1 = time.perf_counter()
-        cmd = None
-        out = None
         if est is not None:
-            # ---- the chain after the estimate, as every deployment runs it (components.chain)
-            marks = {}
-
-            def wrench_step(sample, projected):
-                marks["model"] = time.perf_counter()  # the controller's model update is done
-                out = self.wrench.step(sample, projected=projected)
-                self.wrench.drain_events()
-                marks["wrench"] = time.perf_counter()
-                return out
-
             q, v = est.q.copy(), est.v.copy()
-            self.control.on_actuator_sample(sample)  # the fault detector: this sample against the last command
-            out, cmd = after_estimate(
-                est_c, self.wrench, self.control, sample, est, wrench_step,
-                lambda prepared: self.control.step(t, q, v, 0.0 if est.base_valid else float("inf")))
-            tm, t2 = marks["model"], marks["wrench"]
-            self.control.drain_events()
             self.last_state = (q, v, self.control.supervisor.last_references)
             if cmd.mode != "control":
                 self.safe_mode_ticks += 1
                 self.qp_failures += int("QP" in cmd.reason)
-        else:
-            tm = t2 = time.perf_counter()
-        t3 = time.perf_counter()
         if self.control.ready != self._ready_sent:  # the wbc/ready handshake
             self._ready_sent = self.control.ready
             robot.set_controller_ready(self.control.ready)

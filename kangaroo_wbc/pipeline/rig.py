@@ -2,7 +2,7 @@
 
 The same chain as :mod:`kangaroo_wbc.pipeline.closed_loop` (``sim`` → ``state_estimator`` →
 ``contact_wrench_estimator`` → ``whole_body_controller`` → ``sim``, lockstep, through
-:func:`~kangaroo_wbc.components.chain.after_estimate`), built on the rig
+:meth:`~kangaroo_wbc.components.assembly.Chain.tick`), built on the rig
 (:func:`~kangaroo_wbc.robots.kangaroo.rig.make_rig`: one leg, the pelvis clamped, a force plate):
 
 * **simulator**: :class:`~kangaroo_wbc.components.simulated_robot.SimulatedRobot` on the rig's
@@ -29,33 +29,17 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
 
-from kangaroo_wbc.components.chain import after_estimate
-from kangaroo_wbc.components.contact_wrench import ContactWrenchEstimation, ContactWrenchSettings
-from kangaroo_wbc.components.control import ControlSettings, WholeBodyControl
+from kangaroo_wbc.components.assembly import ChainSettings, build_chain, loop_overrides
 from kangaroo_wbc.components.samples import ActuatorCommand, ActuatorSample, EncoderSample, NameMap
 from kangaroo_wbc.components.simulated_robot import SimulatedRobot, SimulatedRobotConfig
-from kangaroo_wbc.components.state_estimation import StateEstimation, StateEstimationConfig
-from kangaroo_wbc.control.rig import (
-    FIXTURE,
-    RIG_FOOT_KD,
-    RIG_FOOT_KP,
-    rig_controller,
-    rig_settings,
-)
-from kangaroo_wbc.control.supervisor import SafetySettings, WbcSupervisor
-from kangaroo_wbc.control.wbc import WbcSettings
 from kangaroo_wbc.errors import InputError
-from kangaroo_wbc.estimation import paper_screws
-from kangaroo_wbc.estimation.actuator_force import ActuatorCompensation
-from kangaroo_wbc.estimation.contact_wrench import ContactWrenchConfig
-from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.pipeline.closed_loop import TickLog, run_ticks
-from kangaroo_wbc.robots.kangaroo.rig import PLATE_BELOW_SOLE_M, RIGS, Rig, make_rig, make_rig_sim
+from kangaroo_wbc.robots.kangaroo.rig import RIGS, Rig, make_rig, make_rig_sim
 
 
 @dataclass
@@ -92,58 +76,6 @@ def rig_robot(rig: Rig, config: SimulatedRobotConfig | None = None) -> Simulated
     return SimulatedRobot(cfg, sim=sim)
 
 
-def rig_estimation_config(rig_sole: str, config: StateEstimationConfig | None = None) -> StateEstimationConfig:
-    """The state estimator's settings on the rig: the one sole. The estimator is never told that the
-    robot left the crane (module docstring): its user does not call ``set_released``."""
-    return replace(config or StateEstimationConfig(), sole_frames=(rig_sole,))
-
-
-def rig_wrench_estimation(clm: ClosedLoopModel, rig_sole: str, transmission=None,
-                          estimator_config: ContactWrenchConfig | None = None,
-                          settings: ContactWrenchSettings | None = None,
-                          compensation: ActuatorCompensation | None = None) -> ContactWrenchEstimation:
-    """The contact-wrench estimator on the rig: the actuated rows only (``base_row_weight = 0``, no
-    momentum rate: the base rows hold the clamp's unknown wrench), the one sole."""
-    estimator_config = replace(estimator_config or ContactWrenchConfig(), base_row_weight=0.0, momentum_rate=False)
-    settings = replace(settings or ContactWrenchSettings(), sole_frames=(rig_sole,))
-    return ContactWrenchEstimation(clm, transmission if transmission is not None else paper_screws(clm),
-                                   estimator_config=estimator_config, settings=settings, compensation=compensation)
-
-
-def rig_behaviour_options(rig_leg: str, plate_below_sole_m: float = PLATE_BELOW_SOLE_M, **options) -> dict:
-    """The ``rig`` behaviour's parameters on the bench (the kept sole, the clamp, the plate's depth)."""
-    return {"sole": rig_leg, "fixture": FIXTURE, "plate_below_m": plate_below_sole_m, **options}
-
-
-def rig_control_settings(rig_sole: str, settings: ControlSettings | None = None,
-                         ideal_actuators: bool = False) -> ControlSettings:
-    """The controller component's settings on the rig: the one sole, the behaviour from ready."""
-    settings = settings or ControlSettings()
-    # the fault detector's evidence is the drive firmware's torque for a force (friction feed-forward
-    # included); ideal actuators have no firmware: their torque sensor reads eq. (47)'s inverse (with
-    # the drive model, 1 s turns made the leg-length actuator look like a failed driver: 33 N off 50 N)
-    return replace(settings, sole_frames=(rig_sole,), behaviour_delay_s=0.0,
-                   fault_detector=replace(settings.fault_detector, drive_model=not ideal_actuators))
-
-
-def rig_control(clm: ClosedLoopModel, rig_sole: str, rig_leg: str, *, ideal_actuators: bool = False,
-                behaviour_options: dict | None = None, wbc_settings: WbcSettings | None = None,
-                safety: SafetySettings | None = None,
-                control_settings: ControlSettings | None = None) -> WholeBodyControl:
-    """The controller on the rig: :func:`~kangaroo_wbc.control.rig.rig_controller` (the clamp as a
-    fixture contact; the rig's sole gains over ``wbc_settings``) under a supervisor, running the
-    ``rig`` behaviour from the first tick (the free robot's start-up "stand" would take the hanging
-    sole for a contact; restarted from the state at the ready handshake), the behaviour delay 0."""
-    base = wbc_settings or rig_settings()
-    wbc = rig_controller(clm, rig_sole, rig_leg, replace(base, foot_kp=RIG_FOOT_KP, foot_kd=RIG_FOOT_KD))
-    options = rig_behaviour_options(rig_leg, **(behaviour_options or {}))
-    supervisor = WbcSupervisor(wbc, safety)
-    supervisor.select("rig", **options)
-    control = WholeBodyControl(supervisor, rig_control_settings(rig_sole, control_settings, ideal_actuators))
-    control.select("rig", **options)
-    return control
-
-
 class RigRun:
     """The components of the node graph chained on the rig (module docstring)."""
 
@@ -160,13 +92,12 @@ class RigRun:
         self._cmd = NameMap(clm.actuated_joint_names, self.robot.actuator_names)
         #: index array from the simulator's actuator order to the model's
         self.sim_to_model = self._act.index
-        self.estimation = StateEstimation(clm, rig_estimation_config(self.sole))
-        compensation = (ActuatorCompensation.paper() if self.sim.ideal_actuators
-                        else ActuatorCompensation(sample_rate_hz=1.0 / self.dt))
-        self.wrench = rig_wrench_estimation(clm, self.sole, compensation=compensation)
-        self.control = rig_control(clm, self.sole, cfg.leg, ideal_actuators=self.sim.ideal_actuators,
-                                   behaviour_options={"plate_below_sole_m": rig.plate_below_sole_m,
-                                                      **cfg.behaviour_options})
+        ideal = self.sim.ideal_actuators
+        self.settings = settings = ChainSettings.load(overrides=loop_overrides(
+            ideal_actuators=ideal, rig=cfg.rig, rig_leg=cfg.leg))
+        self.chain = build_chain(clm, settings, rig_options={"plate_below_sole_m": rig.plate_below_sole_m,
+                                                             **cfg.behaviour_options})
+        self.estimation, self.wrench, self.control = self.chain.estimation, self.chain.wrench, self.chain.control
         self.wbc = self.control.supervisor.controller
         self.log = TickLog()
         self.qp_failures = 0
@@ -194,36 +125,15 @@ class RigRun:
         robot = self.robot
         t = robot.time
         act, enc, imu = robot.samples(wall_s=time.perf_counter())
-        t0 = time.perf_counter()
         sample = ActuatorSample(self._act(act.position), self._act(act.velocity), self._act(act.effort), act.stamp_s)
-        est_c = self.estimation
-        self.wrench.set_released(self.control.ready)  # its filter restarts when the controller takes over
-        est_c.on_encoders(EncoderSample(self._enc(enc.position), enc.stamp_s))
-        if imu is not None:
-            est_c.on_imu(imu)
-        est = est_c.step(sample)  # never set_released: the pelvis stays clamped (module docstring)
-        plate = self.sim.plate_force()
-        behaviour = self.behaviour
-        if hasattr(behaviour, "measure_normal_force"):  # the rig's force plate closes the press's loop
-            behaviour.measure_normal_force(-float(plate[2]), t)
-        est_c.drain_events()
-        cmd = out = None
-        if est is not None:
-            q, v = est.q.copy(), est.v.copy()
-            self.control.on_actuator_sample(sample)
-
-            def wrench_step(sample, projected):
-                result = self.wrench.step(sample, projected=projected)
-                self.wrench.drain_events()
-                return result
-
-            out, cmd = after_estimate(
-                est_c, self.wrench, self.control, sample, est, wrench_step,
-                lambda prepared: self.control.step(t, q, v, 0.0 if est.base_valid else float("inf")))
-            self.control.drain_events()
-            if cmd.mode != "control":
-                self.safe_mode_ticks += 1
-                self.qp_failures += int("QP" in cmd.reason)
+        plate = self.sim.plate_force()  # the rig's force plate closes the press's loop
+        step = self.chain.tick(sample, EncoderSample(self._enc(enc.position), enc.stamp_s), imu,
+                               plate=(-float(plate[2]), t))
+        est, out, cmd = step.estimate, step.wrench, step.command
+        t0 = step.marks[0]
+        if cmd is not None and cmd.mode != "control":
+            self.safe_mode_ticks += 1
+            self.qp_failures += int("QP" in cmd.reason)
         t1 = time.perf_counter()
         if self.control.ready != self._ready_sent:  # the wbc/ready handshake
             self._ready_sent = self.control.ready
@@ -280,5 +190,4 @@ class RigRun:
                      passive_q_err=est.q[self.clm.idx_q_u] - self._true_q(gt)[self.clm.idx_q_u])
 
 
-__all__ = ["RigConfig", "RigRun", "rig_robot", "rig_estimation_config", "rig_wrench_estimation", "rig_control",
-           "rig_control_settings", "rig_behaviour_options"]
+__all__ = ["RigConfig", "RigRun", "rig_robot"]

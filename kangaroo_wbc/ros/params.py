@@ -34,10 +34,8 @@ check) raise :class:`~kangaroo_wbc.errors.ConfigError` naming the node, the para
 from __future__ import annotations
 
 import dataclasses
-import math
 import sys
-import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from rcl_interfaces.msg import (
@@ -54,99 +52,18 @@ from rclpy.exceptions import (
 )
 from rclpy.parameter import Parameter
 
+from kangaroo_wbc.components.parameters import (  # noqa: F401 - the dataclass side, re-exported
+    ParamField,
+    ParamSpec,
+    SharedFields,
+    check_value,
+    param_fields,
+    parameter,
+    python_value,
+)
 from kangaroo_wbc.errors import ConfigError, InputError, KangarooWbcError
 
 T = TypeVar("T")
-
-_METADATA_KEY = "kangaroo_wbc.ros"
-
-#: Checks return None when the value is acceptable, else the reason.
-Check = Callable[[Any], str | None]
-
-
-@dataclasses.dataclass(frozen=True)
-class ParamSpec:
-    """ROS-side description of one dataclass field."""
-
-    description: str
-    bounds: tuple[float | int | None, float | int | None] | None = None
-    read_only: bool = False
-    check: Check | None = None
-
-
-def parameter(
-    default: Any = dataclasses.MISSING,
-    description: str = "",
-    *,
-    bounds: tuple[float | int | None, float | int | None] | None = None,
-    read_only: bool = False,
-    check: Check | None = None,
-) -> Any:
-    """A dataclass field that is also a ROS parameter.
-
-    Args:
-        default: default value (lists are copied per instance).
-        description: one line with the unit, e.g. ``"Estimator rate [Hz]"``.
-        bounds: inclusive ``(min, max)``; ``None`` leaves that side open. Numbers only.
-        read_only: reject any change after start-up.
-        check: extra check ``value -> None | reason`` (e.g. list length).
-    """
-    spec = ParamSpec(description, bounds, read_only, check)
-    metadata = {_METADATA_KEY: spec}
-    if isinstance(default, list | dict | set):
-        value = default
-        return dataclasses.field(default_factory=lambda: type(value)(value), metadata=metadata)
-    return dataclasses.field(default=default, metadata=metadata)
-
-
-@dataclasses.dataclass(frozen=True)
-class SharedFields:
-    """The parameters of a node that are fields of a core configuration dataclass.
-
-    The core configuration holds the default (the node declares ``parameter(config().x, ...)``,
-    never the literal again) and :meth:`build` copies the node's values into it by field name:
-    field ``f`` of ``config`` is the node's parameter ``names[f]`` if listed there, else
-    ``prefix + f`` if the node has one; other fields keep the configuration's default.
-
-    Example::
-
-        CALIBRATION = SharedFields(CalibrationConfig, prefix="calibration_",
-                                   names={"max_velocity": "calibration_max_velocity_m_s"})
-        CALIBRATION.build(params)  # CalibrationConfig(max_velocity=..., limit_margin=...)
-    """
-
-    config: type
-    prefix: str = ""
-    names: Mapping[str, str] = dataclasses.field(default_factory=dict)  # field -> parameter
-
-    def pairs(self, params_cls: type) -> dict[str, str]:
-        """``{field: parameter}`` of the fields of ``config`` that ``params_cls`` declares."""
-        declared = {f.name for f in dataclasses.fields(params_cls)}
-        unknown = set(self.names.values()) - declared
-        if unknown:
-            raise ConfigError(f"{params_cls.__name__} has no parameter {sorted(unknown)} "
-                              f"(named for {self.config.__name__})")
-        out = {}
-        for f in dataclasses.fields(self.config):
-            name = self.names.get(f.name, self.prefix + f.name)
-            if f.init and name in declared:
-                out[f.name] = name
-        return out
-
-    def values(self, params: Any) -> dict[str, Any]:
-        """``{field: value}`` of the shared fields in ``params`` (lists become tuples)."""
-        return {f: tuple(v) if isinstance(v, list) else v
-                for f, v in ((f, getattr(params, p)) for f, p in self.pairs(type(params)).items())}
-
-    def build(self, params: Any, base: Any = None, **overrides: Any) -> Any:
-        """A ``config`` with the shared fields from ``params`` and ``overrides`` (derived values),
-        the rest from ``base`` (default: the configuration's defaults)."""
-        kwargs = {**self.values(params), **overrides}
-        return dataclasses.replace(base, **kwargs) if base is not None else self.config(**kwargs)
-
-
-# --------------------------------------------------------------------------------------------
-# type mapping
 
 _SCALARS = {
     float: (ParameterType.PARAMETER_DOUBLE, Parameter.Type.DOUBLE),
@@ -162,60 +79,16 @@ _ARRAYS = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class _Field:
-    name: str
-    element: type
-    is_array: bool
-    is_tuple: bool
-    msg_type: int
-    param_type: Parameter.Type
-    spec: ParamSpec
-    default: Any
+def _types(field: ParamField) -> tuple[int, Parameter.Type]:
+    """The field's ``ParameterType`` (descriptor) and ``Parameter.Type`` (value)."""
+    return (_ARRAYS if field.is_array else _SCALARS)[field.element]
 
 
-def _fields(cls: type) -> list[_Field]:
-    if not dataclasses.is_dataclass(cls):
-        raise ConfigError(f"{cls!r} is not a dataclass")
-    module = sys.modules.get(cls.__module__)
-    hints = typing.get_type_hints(cls, vars(module) if module else None)
-    out = []
-    for f in dataclasses.fields(cls):
-        if not f.init:
-            continue
-        hint = hints[f.name]
-        origin, args = typing.get_origin(hint), typing.get_args(hint)
-        if hint in _SCALARS:
-            element, is_array, is_tuple = hint, False, False
-        elif origin in (list, tuple, Sequence) and args and args[0] in _ARRAYS:
-            if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
-                raise ConfigError(f"{cls.__name__}.{f.name}: use tuple[T, ...], not {hint}")
-            element, is_array, is_tuple = args[0], True, origin is tuple
-        else:
-            raise ConfigError(
-                f"{cls.__name__}.{f.name}: type {hint} has no ROS parameter equivalent "
-                "(use float, int, bool, str or list[...] of them)"
-            )
-        msg_type, param_type = (_ARRAYS if is_array else _SCALARS)[element]
-        if f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        else:
-            raise ConfigError(f"{cls.__name__}.{f.name}: a ROS parameter needs a default value")
-        spec = f.metadata.get(_METADATA_KEY, ParamSpec(description=""))
-        out.append(
-            _Field(f.name, element, is_array, is_tuple, msg_type, param_type,
-                   spec, default)
-        )
-    return out
-
-
-def _descriptor(field: _Field) -> ParameterDescriptor:
+def _descriptor(field: ParamField) -> ParameterDescriptor:
     spec = field.spec
     d = ParameterDescriptor(
         name=field.name,
-        type=field.msg_type,
+        type=_types(field)[0],
         description=spec.description,
         read_only=spec.read_only,
     )
@@ -234,37 +107,6 @@ def _descriptor(field: _Field) -> ParameterDescriptor:
     return d
 
 
-# --------------------------------------------------------------------------------------------
-# validation
-
-
-def _check_value(field: _Field, value: Any) -> str | None:
-    """None if ``value`` is acceptable for ``field``, else the reason (without the name)."""
-    values = list(value) if field.is_array else [value]
-    if field.element is float:
-        bad = [v for v in values if not math.isfinite(v)]
-        if bad:
-            return f"non-finite value {bad[0]}"
-    if field.spec.bounds is not None and field.element in (float, int):
-        lo, hi = field.spec.bounds
-        for v in values:
-            if (lo is not None and v < lo) or (hi is not None and v > hi):
-                lo_s = "-inf" if lo is None else lo
-                hi_s = "inf" if hi is None else hi
-                unit = f" ({field.spec.description})" if field.spec.description else ""
-                return f"{v} outside [{lo_s}, {hi_s}]{unit}"
-    if field.spec.check is not None:
-        return field.spec.check(value)
-    return None
-
-
-def _python_value(field: _Field, value: Any) -> Any:
-    if field.is_array:
-        items = [field.element(v) for v in value]
-        return tuple(items) if field.is_tuple else items
-    return value
-
-
 def declare_parameters(node: Any, params: type[T] | T) -> T:
     """Declare one ROS parameter per field of ``params`` (class or instance giving defaults)
     and return the values in effect (defaults overridden by YAML / command line).
@@ -274,13 +116,13 @@ def declare_parameters(node: Any, params: type[T] | T) -> T:
             message names the node, the parameter and, for int-vs-double mix-ups, the fix.
     """
     cls = params if isinstance(params, type) else type(params)
-    fields = _fields(cls)
+    fields = param_fields(cls)
     for f in fields:
         default = f.default if isinstance(params, type) else getattr(params, f.name)
         if f.is_array:
             default = list(default)
         # An empty list would be typed BYTE_ARRAY by rclpy: declare typed-but-unset instead.
-        initial = f.param_type if f.is_array and not default else default
+        initial = _types(f)[1] if f.is_array and not default else default
         try:
             node.declare_parameter(f.name, initial, _descriptor(f))
         except InvalidParameterTypeException as exc:
@@ -289,24 +131,24 @@ def declare_parameters(node: Any, params: type[T] | T) -> T:
                 hint = " (write floating-point values with a decimal point, e.g. 1000.0)"
             raise ConfigError(
                 f"node {node.get_name()!r}: parameter {f.name!r} must be "
-                f"{f.param_type.name.lower()}{hint}: {exc}"
+                f"{_types(f)[1].name.lower()}{hint}: {exc}"
             ) from None
         except InvalidParameterValueException as exc:
             raise ConfigError(f"node {node.get_name()!r}: parameter {f.name!r}: {exc}") from None
-        if initial is f.param_type:
+        if initial is _types(f)[1]:
             try:
                 node.get_parameter(f.name)
             except ParameterUninitializedException:
-                node.set_parameters([Parameter(f.name, f.param_type, [])])
+                node.set_parameters([Parameter(f.name, _types(f)[1], [])])
     values = {}
     for f in fields:
         value = node.get_parameter(f.name).value
         if f.is_array and value is None:
             value = []
-        reason = _check_value(f, value)
+        reason = check_value(f, value)
         if reason:
             raise ConfigError(f"node {node.get_name()!r}: parameter {f.name!r}: {reason}")
-        values[f.name] = _python_value(f, value)
+        values[f.name] = python_value(f, value)
     try:
         return cls(**values)
     except (ValueError, TypeError, KangarooWbcError) as exc:
@@ -329,7 +171,7 @@ class ParameterBinding:
         on_change: Callable[[Any, set[str]], None] | None = None,
     ) -> None:
         self._cls = type(params)
-        self._fields = {f.name: f for f in _fields(self._cls)}
+        self._fields = {f.name: f for f in param_fields(self._cls)}
         self.params = params
         self._on_change = on_change
         node.add_on_set_parameters_callback(self.validate)
@@ -343,15 +185,15 @@ class ParameterBinding:
             f = self._fields.get(p.name)
             if f is None:
                 continue  # not ours (e.g. use_sim_time)
-            if p.type_ != f.param_type:
+            if p.type_ != _types(f)[1]:
                 return SetParametersResult(
                     successful=False,
-                    reason=f"{p.name}: expected {f.param_type.name.lower()}, got {p.type_.name.lower()}",
+                    reason=f"{p.name}: expected {_types(f)[1].name.lower()}, got {p.type_.name.lower()}",
                 )
-            reason = _check_value(f, p.value)
+            reason = check_value(f, p.value)
             if reason:
                 return SetParametersResult(successful=False, reason=f"{p.name}: {reason}")
-            changes[f.name] = _python_value(f, p.value)
+            changes[f.name] = python_value(f, p.value)
         if changes:
             try:
                 dataclasses.replace(self.params, **changes)
@@ -364,7 +206,7 @@ class ParameterBinding:
         for p in parameters:
             f = self._fields.get(p.name)
             if f is not None:
-                changes[f.name] = _python_value(f, p.value)
+                changes[f.name] = python_value(f, p.value)
         if not changes:
             return
         self.params = dataclasses.replace(self.params, **changes)

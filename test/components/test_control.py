@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from kangaroo_wbc.components.assembly import contact_specs
 from kangaroo_wbc.components.control import ControlSettings, WholeBodyControl
 from kangaroo_wbc.components.samples import Level
 from kangaroo_wbc.control.supervisor import WbcSupervisor
 from kangaroo_wbc.control.wbc import WbcSettings, WholeBodyController
 from kangaroo_wbc.errors import InputError
-from kangaroo_wbc.pipeline.closed_loop import contact_specs
 from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo, standing_configuration
 
 DT = 1e-3
@@ -108,10 +108,11 @@ def test_external_references_expire_and_contacts_follow_fresh_forces(standing):
     c.on_sole_force(0, 500.0, 0.7)
     c.on_sole_force(1, 5.0, 0.7)
     c.step(0.7, q, v, 0.0)
-    assert c.supervisor.last_references.active_contacts == ("left",)
+    assert c.supervisor.last_references.active_contacts == ("left_sole",)
     # stale forces: the behaviour's contacts again
     c.step(1.0, q, v, 0.0)
-    assert set(c.supervisor.last_references.active_contacts or ("left", "right")) == {"left", "right"}
+    soles = {"left_sole", "right_sole"}
+    assert set(c.supervisor.last_references.active_contacts or soles) == soles
 
 
 def test_a_com_reference_outside_the_support_polygon_is_bounded_with_a_warning(standing):
@@ -155,7 +156,7 @@ def test_wrenches_that_stop_are_a_warning_and_the_plan_takes_over(standing):
     assert [e.level for e in events] == [Level.WARN] and "stale" in events[0].message
     status = c.statuses()[0]
     assert status.level == Level.WARN and status.values["contacts"] == "planned"
-    assert set(c.supervisor.last_references.active_contacts) == {"left", "right"}
+    assert set(c.supervisor.last_references.active_contacts) == {"left_sole", "right_sole"}
     c.on_sole_force(0, 300.0, 0.3)
     c.on_sole_force(1, 300.0, 0.3)
     c.step(0.3, q, v, 0.0)
@@ -170,7 +171,7 @@ def test_a_planned_touchdown_is_not_vetoed_by_the_unloaded_sole_at_once(standing
     from kangaroo_wbc.control.supervisor import TOUCHDOWN_GRACE_S
 
     clm, q, v = standing
-    plan = {"contacts": ("left",)}
+    plan = {"contacts": ("left_sole",)}
 
     class Planned(Stand):
         def _references(self, tau):
@@ -181,15 +182,15 @@ def test_a_planned_touchdown_is_not_vetoed_by_the_unloaded_sole_at_once(standing
     wbc = WholeBodyController(clm, contact_specs(clm), WbcSettings(base_frame="base_link"))
     sv = WbcSupervisor(wbc, behaviour_factory=lambda name, **kw: Planned())
     sv.tick(0.0, q, v)
-    plan["contacts"] = ("left", "right")  # touchdown of the right sole at t = 0.1
-    sv.tick(0.1, q, v, measured_contacts=["left"])
-    assert set(sv.last_references.active_contacts) == {"left", "right"}
-    sv.tick(0.1 + 0.9 * TOUCHDOWN_GRACE_S, q, v, measured_contacts=["left"])
-    assert set(sv.last_references.active_contacts) == {"left", "right"}
-    sv.tick(0.1 + 1.1 * TOUCHDOWN_GRACE_S, q, v, measured_contacts=["left"])  # still unloaded: dropped
-    assert sv.last_references.active_contacts == ("left",)
-    sv.tick(0.2 + TOUCHDOWN_GRACE_S, q, v, measured_contacts=["left", "right"])
-    assert set(sv.last_references.active_contacts) == {"left", "right"}
+    plan["contacts"] = ("left_sole", "right_sole")  # touchdown of the right sole at t = 0.1
+    sv.tick(0.1, q, v, measured_contacts=["left_sole"])
+    assert set(sv.last_references.active_contacts) == {"left_sole", "right_sole"}
+    sv.tick(0.1 + 0.9 * TOUCHDOWN_GRACE_S, q, v, measured_contacts=["left_sole"])
+    assert set(sv.last_references.active_contacts) == {"left_sole", "right_sole"}
+    sv.tick(0.1 + 1.1 * TOUCHDOWN_GRACE_S, q, v, measured_contacts=["left_sole"])  # still unloaded: dropped
+    assert sv.last_references.active_contacts == ("left_sole",)
+    sv.tick(0.2 + TOUCHDOWN_GRACE_S, q, v, measured_contacts=["left_sole", "right_sole"])
+    assert set(sv.last_references.active_contacts) == {"left_sole", "right_sole"}
 
 
 def test_velocity_command_reaches_the_walk_and_stops_it_when_stale(standing):

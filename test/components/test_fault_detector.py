@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from kangaroo_wbc.components.assembly import contact_specs
 from kangaroo_wbc.components.control import ControlSettings, WholeBodyControl
 from kangaroo_wbc.components.samples import ActuatorSample, Level
 from kangaroo_wbc.control.fault_detector import ActuatorFaultDetector, FaultDetectorSettings
@@ -18,7 +19,6 @@ from kangaroo_wbc.control.supervisor import WbcSupervisor
 from kangaroo_wbc.control.wbc import WbcSettings, WholeBodyController
 from kangaroo_wbc.errors import InputError
 from kangaroo_wbc.estimation import paper_screws
-from kangaroo_wbc.pipeline.closed_loop import contact_specs
 from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo, standing_configuration
 
 DT = 1e-3

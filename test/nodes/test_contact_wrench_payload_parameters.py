@@ -11,27 +11,27 @@ import pytest
 
 pytest.importorskip("rclpy", reason="rclpy is not importable (ROS 2 not sourced)")
 
+from kangaroo_wbc.components import wrench_params as cw  # noqa: E402
 from kangaroo_wbc.components.contact_wrench import ContactWrenchSettings  # noqa: E402
 from kangaroo_wbc.estimation.payload_identification import PayloadIdentificationConfig  # noqa: E402
-from kangaroo_wbc.nodes import contact_wrench_node as cw  # noqa: E402
 
 
 def test_every_identifier_field_is_a_payload_parameter_with_its_default():
-    pairs = cw._PAYLOAD.pairs(cw.ContactWrenchParams)
+    pairs = cw.PAYLOAD.pairs(cw.ContactWrenchParams)
     fields = [f.name for f in dataclasses.fields(PayloadIdentificationConfig)]
     assert pairs == {f: f"payload_{f}" for f in fields}
     defaults = cw.ContactWrenchParams()
-    assert cw._PAYLOAD.build(defaults) == PayloadIdentificationConfig()
-    assert defaults.payload_identification is False and cw._SETTINGS.build(defaults) == ContactWrenchSettings()
+    assert cw.PAYLOAD.build(defaults) == PayloadIdentificationConfig()
+    assert defaults.payload_identification is False and cw.SETTINGS.build(defaults) == ContactWrenchSettings()
 
 
 def test_changed_parameters_reach_the_identifier_and_the_component():
     p = dataclasses.replace(cw.ContactWrenchParams(), payload_identification=True, payload_block_samples=20,
                             payload_window_s=3.0, payload_max_mass_std_kg=0.3)
-    cfg = cw._PAYLOAD.build(p)
+    cfg = cw.PAYLOAD.build(p)
     assert (cfg.block_samples, cfg.window_s, cfg.max_mass_std_kg) == (20, 3.0, 0.3)
     assert cfg.min_still_s == PayloadIdentificationConfig().min_still_s  # the rest: defaults
-    assert cw._SETTINGS.build(p).payload_identification is True
+    assert cw.SETTINGS.build(p).payload_identification is True
 
 
 @pytest.mark.parametrize(("change", "text"), [

@@ -21,13 +21,13 @@ import yaml  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
-#: YAML section ``/**/<node>`` -> (module in kangaroo_wbc.nodes, parameter dataclass).
+#: YAML section ``/**/<node>`` -> (module, parameter dataclass).
 NODES = {
-    "sim": ("sim_node", "SimParams"),
-    "state_estimator": ("state_estimator_node", "StateEstimatorParams"),
-    "contact_wrench_estimator": ("contact_wrench_node", "ContactWrenchParams"),
-    "whole_body_controller": ("whole_body_controller_node", "WholeBodyControllerParams"),
-    "link_tf": ("link_tf_node", "LinkTfParams"),
+    "sim": ("kangaroo_wbc.nodes.sim_node", "SimParams"),
+    "state_estimator": ("kangaroo_wbc.components.estimator_params", "StateEstimatorParams"),
+    "contact_wrench_estimator": ("kangaroo_wbc.components.wrench_params", "ContactWrenchParams"),
+    "whole_body_controller": ("kangaroo_wbc.components.controller_params", "WholeBodyControllerParams"),
+    "link_tf": ("kangaroo_wbc.nodes.link_tf_node", "LinkTfParams"),
 }
 
 #: YAML values that deliberately differ from the node's default: (node, parameter) -> reason.
@@ -41,11 +41,18 @@ NODE_DIFFERS_FROM_CORE: dict[tuple[str, str, str], str] = {
         "the node goes to the safe mode near a singular J_l,u (pivot ratio 1e-3); the library "
         "controller's 0 only rejects an exactly singular one (tests and tools drive it anywhere)"
     ),
+    ("whole_body_controller", "Squat", "cycles"): (
+        "the robot keeps squatting until told otherwise; the library behaviour's default is a short run"
+    ),
+    ("whole_body_controller", "LateralSway", "cycles"): "the same as the squat's",
+    ("whole_body_controller", "WeightShift", "stance"): (
+        "the node names the stance sole by its frame (the controller's contact names)"
+    ),
 }
 
 
 def _module(node: str) -> Any:
-    return importlib.import_module(f"kangaroo_wbc.nodes.{NODES[node][0]}")
+    return importlib.import_module(NODES[node][0])
 
 
 def _params_cls(node: str) -> type:
@@ -150,6 +157,9 @@ def test_the_shared_fields_are_those_of_the_components() -> None:
 def test_default_parameters_build_the_default_configurations() -> None:
     """The nodes' builders (copy by field name, plus the derived values) give the components'
     default configurations from the default parameters, but for the listed exceptions."""
+    from kangaroo_wbc.components import controller_params as wbc
+    from kangaroo_wbc.components import estimator_params as state_estimator_node
+    from kangaroo_wbc.components import wrench_params as cw
     from kangaroo_wbc.components.contact_wrench import ContactWrenchSettings
     from kangaroo_wbc.components.control import ControlSettings
     from kangaroo_wbc.components.simulated_robot import SimulatedRobotConfig
@@ -158,16 +168,14 @@ def test_default_parameters_build_the_default_configurations() -> None:
     from kangaroo_wbc.control.wbc import WbcSettings
     from kangaroo_wbc.estimation.actuator_force import ActuatorCompensation
     from kangaroo_wbc.estimation.contact_wrench import ContactWrenchConfig
-    from kangaroo_wbc.nodes import contact_wrench_node as cw
-    from kangaroo_wbc.nodes import sim_node, state_estimator_node
-    from kangaroo_wbc.nodes import whole_body_controller_node as wbc
+    from kangaroo_wbc.nodes import sim_node
 
     assert sim_node._robot_config(sim_node.SimParams()) == SimulatedRobotConfig()
     assert state_estimator_node.component_config(state_estimator_node.StateEstimatorParams()) == (
         StateEstimationConfig()
     )
     p = cw.ContactWrenchParams()
-    assert (cw._ESTIMATOR.build(p), cw._SETTINGS.build(p), cw._compensation(p)) == (
+    assert (cw.ESTIMATOR.build(p), cw.SETTINGS.build(p), cw.compensation(p)) == (
         ContactWrenchConfig(),
         ContactWrenchSettings(),
         ActuatorCompensation(),
@@ -176,12 +184,12 @@ def test_default_parameters_build_the_default_configurations() -> None:
     assert wbc.wbc_settings(p) == dataclasses.replace(
         WbcSettings(), min_jlu_pivot_ratio=p.min_jlu_pivot_ratio
     )
-    assert wbc._CONTROL.build(p) == ControlSettings()
-    assert wbc._SAFETY.build(p) == SafetySettings()
+    assert wbc.CONTROL.build(p) == ControlSettings()
+    assert wbc.SAFETY.build(p) == SafetySettings()
 
 
 def test_changed_parameters_reach_the_configuration_by_name() -> None:
-    from kangaroo_wbc.nodes import state_estimator_node as se
+    from kangaroo_wbc.components import estimator_params as se
 
     p = dataclasses.replace(
         se.StateEstimatorParams(),

@@ -169,7 +169,7 @@ def test_unsupported_dataclasses(make_node) -> None:
 
     with pytest.raises(ConfigError, match="needs a default"):
         declare_parameters(node, NoDefault)
-    with pytest.raises(ConfigError, match="no ROS parameter equivalent"):
+    with pytest.raises(ConfigError, match="no parameter equivalent"):
         declare_parameters(node, BadType)
     with pytest.raises(ConfigError, match=r"use tuple\[T, ...\]"):
         declare_parameters(node, BadTuple)
