@@ -9,6 +9,7 @@ come from it (:class:`~kangaroo_wbc.components.parameters.SharedFields`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kangaroo_wbc.components.control import ControlSettings
@@ -251,3 +252,37 @@ def behaviour_options(p: WholeBodyControllerParams, name: str) -> dict:
         return dict(cmd_vel=tuple(p.cmd_vel), gait=GAIT.build(p))
     fields = BEHAVIOUR_FIELDS.get(name)
     return fields.values(p) if fields is not None else {}
+
+
+def parse_payload_parameter(values: Sequence[str]) -> dict[str, float]:
+    """The ``payloads`` parameter (``["LINK:MASS_KG", ...]``, e.g. ``["base_link:6.0"]``; ``torso`` is
+    ``base_link``, a ``kg`` suffix is allowed) → ``{link: mass [kg]}``. Links are not checked here
+    (:meth:`~kangaroo_wbc.model.payloads.ModelPayloads.check`).
+
+    Raises:
+        InputError: an entry not of that form, a mass not finite or beyond ``MAX_PAYLOAD_KG`` in
+            size, or a link given twice.
+    """
+    import math
+    import re
+
+    from kangaroo_wbc.components.simulated_robot import MAX_PAYLOAD_KG, payload_link
+    from kangaroo_wbc.errors import InputError
+
+    out: dict[str, float] = {}
+    for text in values or ():
+        link, colon, mass_text = str(text).partition(":")
+        link, mass_text = link.strip(), mass_text.strip().removesuffix("kg").strip()
+        if not (colon and re.fullmatch(r"[A-Za-z0-9_]+", link)):
+            raise InputError(f"{text!r}: expected LINK:MASS_KG such as base_link:6.0")
+        try:
+            mass = float(mass_text)
+        except ValueError:
+            raise InputError(f"{text!r}: the mass {mass_text!r} is not a number [kg]") from None
+        if not (math.isfinite(mass) and abs(mass) <= MAX_PAYLOAD_KG):
+            raise InputError(f"{text!r}: the mass must be finite and at most {MAX_PAYLOAD_KG:g} kg in size")
+        link = payload_link(link)
+        if link in out:
+            raise InputError(f"{text!r}: link {link!r} given twice")
+        out[link] = mass
+    return out

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from kangaroo_wbc.components.control import ControlSettings, WholeBodyControl
 from kangaroo_wbc.control.rig import (
     FIXTURE,
@@ -57,4 +59,18 @@ def rig_control(clm: ClosedLoopModel, rig_sole: str, rig_leg: str, *, ideal_actu
     return control
 
 
-__all__ = ["rig_behaviour_options", "rig_control_settings", "rig_control"]
+def sole_target_in_base(control: WholeBodyControl, leg: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The bench sole's reference of the last tick in the estimated pelvis frame (``base_link``):
+    ``(position [m], rotation (3, 3))``, or None while the behaviour gives none (the press). What the
+    node publishes on ``rig/sole_target`` and the one-process bench measures against."""
+    ref = control.supervisor.last_references
+    foot = None if ref is None else ref.foot_poses.get(leg)
+    if foot is None:
+        return None
+    controller = control.supervisor.controller
+    R_b, p_b = getattr(controller, "full", controller).pm.placement("base_link")
+    rotation = np.eye(3) if foot.rotation is None else R_b.T @ np.asarray(foot.rotation)
+    return R_b.T @ (np.asarray(foot.position) - p_b), rotation
+
+
+__all__ = ["rig_behaviour_options", "rig_control_settings", "rig_control", "sole_target_in_base"]

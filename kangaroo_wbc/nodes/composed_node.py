@@ -48,8 +48,8 @@ from kangaroo_wbc.components.samples import (  # noqa: E402
     NameMap,
     Status,
 )
-from kangaroo_wbc.nodes import joint_indices  # noqa: E402
 from kangaroo_wbc.ros.node_base import KangarooNode, run_nodes  # noqa: E402
+from kangaroo_wbc.ros.node_support import joint_indices  # noqa: E402
 
 BACKENDS = ("sim", "hardware")
 #: GIL switch interval [s]: the simulator's loop gets the interpreter back soon after MuJoCo's

@@ -42,11 +42,6 @@ from kangaroo_wbc.estimation.contact_wrench import (
 from kangaroo_wbc.estimation.payload_identification import (
     PayloadEstimate,
 )
-from kangaroo_wbc.nodes import (
-    PayloadFollower,
-    joint_indices,
-    load_node_model,
-)
 from kangaroo_wbc.ros import qos
 from kangaroo_wbc.ros.conversions import (
     JointIndexMap,
@@ -56,6 +51,8 @@ from kangaroo_wbc.ros.conversions import (
 )
 from kangaroo_wbc.ros.diagnostics import actuator_modes_from_msg
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for
+from kangaroo_wbc.ros.node_support import joint_indices, load_node_model
+from kangaroo_wbc.ros.payloads import PayloadFollower
 from kangaroo_wbc.ros.serialized import point_stamped_writer, wrench_stamped_writer
 
 #: the latched topic of the identified payload (module docstring)

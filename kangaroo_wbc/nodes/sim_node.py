@@ -54,7 +54,6 @@ from kangaroo_wbc.components.simulated_robot import (  # noqa: E402
     payload_link,
 )
 from kangaroo_wbc.errors import ConfigError, InputError  # noqa: E402
-from kangaroo_wbc.nodes import add_parameter_check, unknown_names  # noqa: E402
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.conversions import (  # noqa: E402
     JointIndexMap,
@@ -66,6 +65,7 @@ from kangaroo_wbc.ros.conversions import (  # noqa: E402
 )
 from kangaroo_wbc.ros.diagnostics import LOG_LEVELS  # noqa: E402
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for  # noqa: E402
+from kangaroo_wbc.ros.node_support import add_parameter_check, unknown_names  # noqa: E402
 from kangaroo_wbc.ros.params import SharedFields, parameter  # noqa: E402
 from kangaroo_wbc.ros.publication import publication_thread  # noqa: E402
 from kangaroo_wbc.ros.serialized import imu_writer, joint_state_writer, odometry_writer  # noqa: E402

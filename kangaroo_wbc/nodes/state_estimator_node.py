@@ -27,12 +27,6 @@ from kangaroo_wbc.components.state_estimation import (
     StateEstimate,
 )
 from kangaroo_wbc.errors import ConfigError, InputError
-from kangaroo_wbc.nodes import (
-    PayloadFollower,
-    joint_indices,
-    load_node_model,
-    subscribe_sole_wrenches,
-)
 from kangaroo_wbc.ros import qos
 from kangaroo_wbc.ros.conversions import (
     JointIndexMap,
@@ -41,6 +35,8 @@ from kangaroo_wbc.ros.conversions import (
     seconds_to_time_msg,
 )
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for
+from kangaroo_wbc.ros.node_support import joint_indices, load_node_model, subscribe_sole_wrenches
+from kangaroo_wbc.ros.payloads import PayloadFollower
 from kangaroo_wbc.ros.serialized import joint_state_writer, odometry_writer
 
 

@@ -1,53 +1,25 @@
 """``whole_body_controller`` node: balance behaviours → actuator axial forces (Kangaroo paper eq. (27)-(29)).
 
-Event-driven on ``joint_states`` (all joints, closed configuration from the state estimator) with
-the latest ``estimation/base_odometry`` (pose in ``odom``, twist in ``base_link``) and, optionally,
-``contact/<sole>/wrench`` for the measured contact state. Each sample runs
-:class:`~kangaroo_wbc.control.supervisor.WbcSupervisor` (behaviour → WBC QP → forces, or the safe
-mode) and publishes ``actuators/command`` (JointState, ``effort`` = axial force [N], stamped with the
-state sample, ``frame_id`` = this node's name: the source tag the simulator checks),
-``wbc/ready`` (latched Bool: the start-up handshake), optionally
-``actuators/command_array``, and at ``timing_rate_hz`` ``wbc/timing`` and ``wbc/com_target`` (the
-CoM reference of the tick, ``odom``), and ``/diagnostics``.
+Event-driven on ``joint_states`` paired with ``estimation/base_odometry`` of its time
+(:class:`~kangaroo_wbc.ros.state_pairing.StatePairing`) and, optionally, ``contact/<sole>/wrench``
+(measured contacts). Each sample runs the component built by
+:func:`~kangaroo_wbc.components.assembly.build_control` (behaviour → WBC QP → forces, or the safe mode,
+:class:`~kangaroo_wbc.control.supervisor.WbcSupervisor`) and publishes ``actuators/command``
+(JointState, ``effort`` = axial force [N], stamped with the state sample, ``frame_id`` = this node's
+name: the source tag the simulator checks), ``wbc/ready`` (latched: the start-up handshake), optionally
+``actuators/command_array``, at ``timing_rate_hz`` ``wbc/timing`` and ``wbc/com_target``, a walk's
+``wbc/footsteps``, and ``/diagnostics``. When ``joint_states`` stop for longer than
+``state_timeout_s`` (steady clock) the node reports the safe mode and publishes nothing (the
+actuators' own command watchdog acts).
 
-Behaviours: parameter ``behaviour`` (``ros2 param set``) or the ``std_srvs/Trigger`` services
-``wbc/behaviour/<name>``; ``wbc/reset`` leaves a latched safe mode. External references:
-``wbc/com_reference`` (PointStamped, ``odom``) and ``wbc/<sole>/pose_reference`` (PoseStamped) override
-the behaviour while younger than ``reference_timeout_s``, bounded and rate-limited by the reference
-governor (:mod:`~kangaroo_wbc.control.reference_governor`: support polygon, CoM height band, sole
-reach and tilt; a WARN names the reference and the bound). Another node publishing
-``actuators/command`` is an ERROR ``writers`` status as soon as the ROS graph shows it. Topics:
-``docs/interface.md``.
-
-Safe mode (:class:`~kangaroo_wbc.control.supervisor.WbcSupervisor`): stale or malformed state, an
-infeasible QP or a solver failure, a configuration near a kinematic singularity (``J_l,u`` pivot
-ratio below ``min_jlu_pivot_ratio``) or a breached limit give damping (or zero force), an ERROR
-``wbc`` status naming the cause and one log line per change of cause (then one per 5 s). When
-``joint_states`` stop for longer than ``state_timeout_s`` (steady clock) the node reports the safe
-mode and publishes nothing (the actuators' own command watchdog acts); the behaviour restarts from
-the next good state.
-
-Actuator faults (``docs/morphology.md``): the operator declares actuators out of action with the
-parameters ``locked_actuators`` and ``limp_actuators`` (``ros2 param set``; an unknown name is
-rejected with the valid ones); the fault detector (parameter ``fault_detection``, on
-``actuators/state``) reports an actuator that does not follow its command as an ERROR naming it and,
-with ``fault_declare``, declares it limp. A parameter change sets every actuator to what the two
-lists say (the operator's word replaces the detector's). The modes in effect go out on the latched
-``actuators/modes`` (DiagnosticStatus, one KeyValue per actuator) whenever they change: the contact
-wrench estimator applies them, so the change is made once and reaches every node.
-
-Payloads (``docs/morphology.md``): the parameter ``payloads`` (``["LINK:MASS_KG", ...]``, e.g.
-``["base_link:6.0"]``: the point masses the robot carries beyond its model as loaded, at each link's
-centre of mass) sets the model's inertias (:class:`~kangaroo_wbc.nodes.ModelPayloads`) before the
-next tick; an unknown link, a non-finite mass or one beyond 100 kg is rejected with the reason. The
-payloads in effect go out on the latched ``model/payloads`` (DiagnosticStatus, one KeyValue per
-link, mass [kg]): the state and contact-wrench estimators set their models to the same.
-
-Test bench (``rig`` ``one_leg``, ``docs/morphology.md``): the controller of the clamped one-leg model
-(:func:`~kangaroo_wbc.components.rig.rig_control`) runs the bench's ``rig`` behaviour (the
-``behaviour`` parameter is ignored), closes the press's loop on the force plate's
-``rig/plate_wrench`` and publishes the sole's reference in the estimated pelvis frame on
-``rig/sole_target`` (PoseStamped, ``base_link``) at ``timing_rate_hz``.
+Behaviours: parameter ``behaviour`` or the ``std_srvs/Trigger`` services ``wbc/behaviour/<name>``;
+``wbc/reset`` leaves a latched safe mode. External references ``wbc/com_reference`` and
+``wbc/<sole>/pose_reference`` override the behaviour while younger than ``reference_timeout_s``,
+bounded by the reference governor; ``cmd_vel`` drives the walk. Every parameter change goes through
+:func:`~kangaroo_wbc.components.assembly.configure_control`; the actuator modes and payloads are the
+operator's word (:class:`~kangaroo_wbc.ros.operator_word.OperatorWord`, ``docs/morphology.md``). On a
+test bench (``rig``) the controller runs the bench's behaviour on the force plate's
+``rig/plate_wrench`` and publishes ``rig/sole_target``. Topics and parameters: ``docs/interface.md``.
 """
 
 from __future__ import annotations
@@ -59,7 +31,6 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small matrices: BLAS threa
 
 import numpy as np  # noqa: E402
 import pinocchio as pin  # noqa: E402
-from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
 from geometry_msgs.msg import PointStamped, PoseStamped, Twist, WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.clock import Clock, ClockType  # noqa: E402
@@ -71,45 +42,36 @@ from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 from kangaroo_wbc.components.assembly import build_control, configure_control, select_behaviour  # noqa: E402
 from kangaroo_wbc.components.controller_params import (  # noqa: E402
     BEHAVIOUR_PARAMETERS,
-    MODE_PARAMETERS,
-    WholeBodyControllerParams,
+    WholeBodyControllerParams,  # noqa: E402
 )
+from kangaroo_wbc.components.rig import sole_target_in_base  # noqa: E402
 from kangaroo_wbc.components.samples import ActuatorCommand, ActuatorSample  # noqa: E402
 from kangaroo_wbc.control.behaviours import BEHAVIOURS  # noqa: E402
 from kangaroo_wbc.control.locomotion import footstep_markers  # noqa: E402
 from kangaroo_wbc.control.wbc import FrameReference  # noqa: E402
 from kangaroo_wbc.errors import InputError  # noqa: E402
-from kangaroo_wbc.nodes import (  # noqa: E402
-    PAYLOADS_TOPIC,
-    add_parameter_check,
-    joint_indices,
-    load_node_model,
-    model_payloads,
-    parse_payload_parameter,
-    payloads_msg,
-    subscribe_sole_wrenches,
-    unknown_names,
-)
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.conversions import (  # noqa: E402
     JointIndexMap,
-    odometry_msg_to_arrays,
+    arrays_to_pose_msg,
     pose_msg_to_arrays,
     seconds_to_time_msg,
     time_msg_to_seconds,
     vector3_msg_to_array,
     xyzw_to_pin_quaternion,
 )
-from kangaroo_wbc.ros.diagnostics import actuator_modes_msg  # noqa: E402
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for  # noqa: E402
+from kangaroo_wbc.ros.node_support import (  # noqa: E402
+    load_node_model,
+    subscribe_sole_wrenches,
+)
+from kangaroo_wbc.ros.operator_word import OperatorWord  # noqa: E402
 from kangaroo_wbc.ros.serialized import joint_state_writer, point_stamped_writer  # noqa: E402
+from kangaroo_wbc.ros.state_pairing import StatePairing  # noqa: E402
 
 TIMING_LABELS = ("model", "build", "solve", "output", "total", "iterations")
 #: Period [s] of the joint_states watchdog (steady clock).
 WATCHDOG_PERIOD_S = 0.1
-#: joint_states older than the odometry (by more than ``odometry_max_lag_s``) skipped in a row
-#: before the node runs without a base state (safe mode).
-MAX_JOINT_STATES_BEHIND = 20
 
 
 class WholeBodyControllerNode(KangarooNode):
@@ -126,33 +88,16 @@ class WholeBodyControllerNode(KangarooNode):
         p = self.params
         self.clm = clm = clm or load_node_model(p.urdf_dir, p.rig, p.rig_leg)
         self.rig = p.rig
-        m = clm.model
         self.component = build_control(clm, p)
         self.supervisor = self.component.supervisor
         self.controller = self.supervisor.controller
         self.contacts = list(getattr(self.controller, "full", self.controller).contacts)
         self.get_logger().info(f"behaviour: {'rig' if p.rig else p.behaviour}")
-        add_parameter_check(self, list(MODE_PARAMETERS),
-                            lambda name, value: unknown_names(value, clm.actuated_joint_names, "actuator"))
-        self._pub_modes = self.create_publisher(DiagnosticStatus, "actuators/modes", qos.LATCHED)
-        self._modes_version = -1  # the component's modes_version last published
-        self._pending_modes: dict[str, str] | None = self._modes(p)  # the operator's word, not applied yet
-        self._apply_modes()
-        self._payloads = model_payloads(clm)
-        add_parameter_check(self, ["payloads"], lambda name, value: self._check_payloads(value))
-        self._pub_payloads = self.create_publisher(DiagnosticStatus, PAYLOADS_TOPIC, qos.LATCHED)
-        #: the operator's payloads not applied yet ({link: mass [kg]})
-        self._pending_payloads: dict[str, float] | None = parse_payload_parameter(p.payloads)
-        self._apply_payloads()
-        self._idx_q, self._idx_v = joint_indices(m, clm.joint_names)
-        self._joints = JointIndexMap(clm.joint_names, allow_extra=True)
+        self.operator = OperatorWord(self, self.component, clm, p)  # actuator modes, payloads
         self._act = JointIndexMap(clm.actuated_joint_names, what="actuator")
-        self._q, self._v = clm.q_ref.copy(), np.zeros(m.nv)
-        self._odom_stamp: float | None = None
-        #: (stamp [s], header stamp) of joint_states that came before the odometry of its time
-        self._pending_joints: tuple | None = None
-        self._waiting_since: float | None = None  # joint_states stamp [s] since the odometry lags
-        self._behind_count = 0  # consecutive joint_states skipped for being older than the odometry
+        #: joint_states + odometry → the state of one time (shared with the contact-wrench estimator's policy)
+        self.pairing = StatePairing(clm, lambda *state: self.process(*state), self.throttled.warning,
+                                    p.odometry_max_lag_s)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._msg_cmd = JointState()
         # preserialised; frame_id names the source (a simulator or driver accepts this node's only)
@@ -178,8 +123,8 @@ class WholeBodyControllerNode(KangarooNode):
         if not chained:  # newest sample wins: an overrun tick skips to the latest state
             if p.fault_detection:  # the motor torques for the fault detector (composed: chained in)
                 sub(JointState, "actuators/state", self._on_actuators, qos.SENSOR_LATEST)
-            sub(JointState, "joint_states", self._on_joints, qos.SENSOR_LATEST)
-            sub(Odometry, "estimation/base_odometry", self._on_odometry, qos.SENSOR_LATEST)
+            sub(JointState, "joint_states", self.pairing.on_joints, qos.SENSOR_LATEST)
+            sub(Odometry, "estimation/base_odometry", self.pairing.on_odometry, qos.SENSOR_LATEST)
             subscribe_sole_wrenches(self, self.component.settings.sole_frames)
         if p.rig:  # the bench's force plate (composed: in-process, on_plate_force)
             if not chained:
@@ -218,79 +163,22 @@ class WholeBodyControllerNode(KangarooNode):
         self.get_logger().info(f"behaviour: {name}{how}")
 
     def on_parameters_changed(self, params, changed: set[str]) -> None:
+        self.pairing.max_lag_s = params.odometry_max_lag_s
         try:
             configure_control(self.component, params)  # the one way parameters reach the controller
         except InputError as exc:
             self.get_logger().error(f"parameters not applied: {exc}")
-        if changed & MODE_PARAMETERS.keys():  # applied in the controller's thread, before its next tick
-            self._pending_modes = self._modes(params)
-        if "payloads" in changed:  # the same
-            self._pending_payloads = parse_payload_parameter(params.payloads)
+        self.operator.on_parameters(params, changed)  # applied in the controller's thread, before its next tick
         if changed & BEHAVIOUR_PARAMETERS:
             try:
                 self._select(params.behaviour)
             except InputError as exc:
                 self.get_logger().error(f"behaviour {params.behaviour!r} not started: {exc}")
 
-    def _modes(self, params: WholeBodyControllerParams) -> dict[str, str]:
-        """Every actuator's mode as the parameters say (the others active)."""
-        modes = dict.fromkeys(self.clm.actuated_joint_names, "active")
-        for key, mode in MODE_PARAMETERS.items():
-            modes.update(dict.fromkeys(getattr(params, key), mode))
-        return modes
-
-    def _apply_modes(self) -> None:
-        """The operator's modes to the component (the controller's thread), then ``actuators/modes``."""
-        modes, self._pending_modes = self._pending_modes, None
-        for name, mode in (modes or {}).items():
-            try:
-                self.component.set_actuator_mode(name, mode)
-            except InputError as exc:  # the parameter check let it through: say so, keep the rest
-                self.get_logger().error(f"actuator mode {name} {mode} not applied: {exc}")
-        self._publish_modes()
-
     def apply_pending(self) -> None:
         """Apply the operator's word not applied yet (actuator modes, payloads): the controller's
         thread, before a tick's model update (the composed chain calls it before the chain)."""
-        if self._pending_modes is not None:
-            self._apply_modes()
-        if self._pending_payloads is not None:
-            self._apply_payloads()
-
-    def _check_payloads(self, value) -> str | None:
-        """None if the ``payloads`` parameter's value can be applied, else the reason."""
-        try:
-            return self._payloads.check(parse_payload_parameter(value))
-        except InputError as exc:
-            return str(exc)
-
-    def _apply_payloads(self) -> None:
-        """The operator's payloads to the model (the controller's thread), then ``model/payloads``."""
-        payloads, self._pending_payloads = self._pending_payloads, None
-        t0 = time.perf_counter()
-        try:
-            changed = self._payloads.set(payloads or {})
-        except InputError as exc:  # the parameter check let it through: say so, keep the model
-            self.get_logger().error(f"payloads {payloads} not applied: {exc}")
-            return
-        ms = 1e3 * (time.perf_counter() - t0)
-        text = self._payloads.describe()
-        if changed:
-            self.get_logger().warning(f"payloads: {text}, robot {self.clm.mass_kg:.2f} kg (model updated in "
-                                      f"{ms:.3f} ms)")
-        self._pub_payloads.publish(payloads_msg(self._payloads.carried, f"{text} (operator); robot "
-                                                f"{self.clm.mass_kg:.3f} kg"))
-
-    def _publish_modes(self) -> None:
-        """``actuators/modes`` (latched) when the component's modes changed since the last one."""
-        c = self.component
-        if c.modes_version == self._modes_version:
-            return
-        self._modes_version = c.modes_version
-        causes = c.actuator_mode_causes
-        text = "; ".join(f"{n} {c.actuator_modes[n]} ({why})" for n, why in causes.items()) or "all actuators active"
-        self._pub_modes.publish(actuator_modes_msg(c.actuator_modes, text))
-        self.log_events(c)
+        self.operator.apply_pending()
 
     def _on_actuators(self, msg: JointState) -> None:
         """``actuators/state`` → the fault detector (motor torques, stroke velocities)."""
@@ -316,20 +204,6 @@ class WholeBodyControllerNode(KangarooNode):
         return response
 
     # ------------------------------------------------------------------ inputs
-    def _on_odometry(self, msg: Odometry) -> None:
-        try:
-            odom = odometry_msg_to_arrays(msg)
-        except InputError as exc:
-            self.throttled.warning("odometry", f"estimation/base_odometry skipped: {exc}")
-            return
-        self._q[:3], self._q[3:7] = odom.position, odom.quaternion_xyzw  # a unit quaternion
-        self._v[:3], self._v[3:6] = odom.linear, odom.angular  # twist in base_link = free-flyer convention
-        self._odom_stamp = odom.stamp_s
-        pending, self._pending_joints = self._pending_joints, None
-        if pending is not None and abs(pending[0] - odom.stamp_s) <= self.params.odometry_max_lag_s:
-            self._waiting_since = None
-            self.process(self._q, self._v, pending[0], pending[1])  # the pair is complete now
-
     def _on_com_reference(self, msg: PointStamped) -> None:
         self.component.set_com_reference(vector3_msg_to_array(msg.point), self._now_s())
 
@@ -358,40 +232,6 @@ class WholeBodyControllerNode(KangarooNode):
     def _now_s(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def _on_joints(self, msg: JointState) -> None:
-        try:
-            arr = self._joints.from_joint_state(msg, required=("position", "velocity"))
-        except InputError as exc:
-            self.throttled.warning("joint_states", f"joint_states rejected: {exc}")
-            return self.process(self._q, self._v, float("nan"), msg.header.stamp)
-        self._q[self._idx_q] = arr.position
-        self._v[self._idx_v] = arr.velocity
-        self._pending_joints = None
-        lag = self.params.odometry_max_lag_s
-        if self._odom_stamp is not None and self._odom_stamp < arr.stamp_s - lag:
-            # the odometry of this time may be on its way (after a stall the executor can take
-            # the newest joint_states first): wait for it, for at most ``lag`` of joint_states
-            # time, then go on without a base state (safe mode) as before
-            if self._waiting_since is None:
-                self._waiting_since = arr.stamp_s
-            if arr.stamp_s - self._waiting_since <= lag:
-                self._pending_joints = (arr.stamp_s, msg.header.stamp)
-                return
-        else:
-            self._waiting_since = None
-        if self._odom_stamp is not None and arr.stamp_s < self._odom_stamp - lag \
-                and self._behind_count < MAX_JOINT_STATES_BEHIND:
-            # joint_states older than the odometry: a newer one (published before that odometry)
-            # is on its way; skip this one instead of running without a base state
-            self._behind_count += 1
-            return
-        self._behind_count = 0
-        if self._odom_stamp is None or abs(arr.stamp_s - self._odom_stamp) > lag:
-            stamp_s = float("nan")  # no base state of this sample's time (either way: a clock restart)
-        else:
-            stamp_s = arr.stamp_s
-        self.process(self._q, self._v, stamp_s, msg.header.stamp)
-
     # ------------------------------------------------------------------ one state sample
     def process(self, q: np.ndarray, v: np.ndarray, stamp_s: float, stamp=None, prepared: bool = False,
                 now_s: float | None = None):
@@ -408,8 +248,7 @@ class WholeBodyControllerNode(KangarooNode):
             self.component.prepare(q, v)
         cmd = self.component.step(now, q, v, age)
         self.tick_count += 1
-        if self.component.modes_version != self._modes_version:  # the fault detector declared one
-            self._publish_modes()
+        self.operator.publish_modes()  # the fault detector may have declared one
         if stamp is None and stamp_s != stamp_s:  # no state of a known time: the node's clock
             stamp = seconds_to_time_msg(now)
         self._publish(cmd, stamp, stamp_s)
@@ -463,24 +302,19 @@ class WholeBodyControllerNode(KangarooNode):
         ref = self.component.supervisor.last_references
         if cmd.mode == "control" and ref is not None and ref.com_position is not None:
             self._pub_com.publish(self._w_com.write(stamp_s, point=ref.com_position))
-        if self.rig and ref is not None:
-            self._publish_sole_target(ref, stamp_s)
+        if self.rig:
+            self._publish_sole_target(stamp_s)
         self._publish_footsteps(stamp_s)
 
-    def _publish_sole_target(self, ref, stamp_s: float) -> None:
+    def _publish_sole_target(self, stamp_s: float) -> None:
         """``rig/sole_target``: the bench sole's reference in the estimated pelvis frame (``base_link``),
         while the behaviour gives one (the circle and the descent; not the press)."""
-        foot = ref.foot_poses.get(self.params.rig_leg)
-        if foot is None:
-            return
-        R_b, p_b = self.controller.pm.placement("base_link")
-        msg = PoseStamped(header=Header(stamp=seconds_to_time_msg(stamp_s), frame_id="base_link"))
-        x, y, z = (float(c) for c in R_b.T @ (np.asarray(foot.position) - p_b))
-        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = x, y, z
-        quat = pin.Quaternion(R_b.T @ np.asarray(foot.rotation))
-        o = msg.pose.orientation
-        o.x, o.y, o.z, o.w = float(quat.x), float(quat.y), float(quat.z), float(quat.w)
-        self._pub_sole_target.publish(msg)
+        target = sole_target_in_base(self.component, self.params.rig_leg)
+        if target is not None:
+            quat = pin.Quaternion(target[1])
+            msg = PoseStamped(header=Header(stamp=seconds_to_time_msg(stamp_s), frame_id="base_link"))
+            arrays_to_pose_msg(target[0], [quat.x, quat.y, quat.z, quat.w], msg.pose)
+            self._pub_sole_target.publish(msg)
 
     def _publish_footsteps(self, stamp_s: float) -> None:
         """``wbc/footsteps``: a walk's soles and planned footsteps (boxes in the odometry frame), at

@@ -35,6 +35,7 @@ import numpy as np
 import pinocchio as pin
 
 from kangaroo_wbc.components.assembly import ChainSettings, build_chain, loop_overrides
+from kangaroo_wbc.components.rig import sole_target_in_base
 from kangaroo_wbc.components.samples import ActuatorCommand, ActuatorSample, EncoderSample, NameMap
 from kangaroo_wbc.components.simulated_robot import SimulatedRobot, SimulatedRobotConfig
 from kangaroo_wbc.errors import InputError
@@ -170,12 +171,9 @@ class RigRun:
         m, d = self.clm.model, self._data_true
         pin.framesForwardKinematics(m, d, self._true_q(gt))
         sole_true = d.oMf[self._base_id].actInv(d.oMf[self._sole_id])
-        pm = self.wbc.pm
-        R_b, p_b = pm.placement("base_link")
         behaviour = self.behaviour
-        ref = self.control.supervisor.last_references
-        foot = None if ref is None else ref.foot_poses.get(self.config.leg)
-        ref_in_base = np.full(3, np.nan) if foot is None else R_b.T @ (np.asarray(foot.position) - p_b)
+        target = sole_target_in_base(self.control, self.config.leg)  # what the node publishes
+        ref_in_base = np.full(3, np.nan) if target is None else target[0]
         contact = gt.contacts[self.sole]
         self.log.add(t=t, phase=getattr(behaviour, "phase", "wait") if behaviour is not None else "wait",
                      started=float(self.control.behaviour_started_s is not None),

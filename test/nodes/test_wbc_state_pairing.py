@@ -64,41 +64,41 @@ def test_joint_states_wait_for_the_odometry_of_their_time(wbc_node):
     node, clm, q, position, calls = wbc_node
     lag = node.params.odometry_max_lag_s
     t0 = 100.0
-    node._on_odometry(_odometry(q, t0))
-    node._on_joints(_joints(clm, position, t0))
+    node.pairing.on_odometry(_odometry(q, t0))
+    node.pairing.on_joints(_joints(clm, position, t0))
     assert calls == [t0]  # the usual order: odometry, then joint_states of the same sample
 
     t1 = t0 + 3 * lag  # after a stall: the newest joint_states first ...
-    node._on_joints(_joints(clm, position, t1))
+    node.pairing.on_joints(_joints(clm, position, t1))
     assert calls == [t0]  # ... waits for its odometry instead of running without a base
-    node._on_odometry(_odometry(q, t1))
+    node.pairing.on_odometry(_odometry(q, t1))
     assert calls == [t0, t1]  # ... and runs on the pair
 
     t2 = t1 + 3 * lag  # an odometry that does not come: within lag of joint-states time it waits,
-    node._on_joints(_joints(clm, position, t2))
-    node._on_joints(_joints(clm, position, t2 + 0.5 * lag))
+    node.pairing.on_joints(_joints(clm, position, t2))
+    node.pairing.on_joints(_joints(clm, position, t2 + 0.5 * lag))
     assert calls == [t0, t1]
-    node._on_joints(_joints(clm, position, t2 + 1.5 * lag))  # then runs without a base state
+    node.pairing.on_joints(_joints(clm, position, t2 + 1.5 * lag))  # then runs without a base state
     assert len(calls) == 3 and math.isnan(calls[2])
-    node._on_odometry(_odometry(q, t2 - 0.01))  # a late, older odometry does not revive the old sample
+    node.pairing.on_odometry(_odometry(q, t2 - 0.01))  # a late, older odometry does not revive the old sample
     assert len(calls) == 3
 
 
 def test_joint_states_older_than_the_odometry_are_skipped_a_bounded_number_of_times(wbc_node):
-    from kangaroo_wbc.nodes.whole_body_controller_node import MAX_JOINT_STATES_BEHIND
+    from kangaroo_wbc.ros.state_pairing import MAX_JOINT_STATES_BEHIND
 
     node, clm, q, position, calls = wbc_node
     calls.clear()
     lag = node.params.odometry_max_lag_s
     t0 = 200.0
-    node._on_odometry(_odometry(q, t0))
-    node._on_joints(_joints(clm, position, t0 - 3 * lag))  # an older joint_states: the newer one comes
+    node.pairing.on_odometry(_odometry(q, t0))
+    node.pairing.on_joints(_joints(clm, position, t0 - 3 * lag))  # an older joint_states: the newer one comes
     assert calls == []
-    node._on_joints(_joints(clm, position, t0))
+    node.pairing.on_joints(_joints(clm, position, t0))
     assert calls == [t0]
     calls.clear()
     for _ in range(MAX_JOINT_STATES_BEHIND):  # joint_states stuck behind the odometry ...
-        node._on_joints(_joints(clm, position, t0 - 3 * lag))
+        node.pairing.on_joints(_joints(clm, position, t0 - 3 * lag))
     assert calls == []
-    node._on_joints(_joints(clm, position, t0 - 3 * lag))  # ... then no consistent state (safe mode)
+    node.pairing.on_joints(_joints(clm, position, t0 - 3 * lag))  # ... then no consistent state (safe mode)
     assert len(calls) == 1 and math.isnan(calls[0])
