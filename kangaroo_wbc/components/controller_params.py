@@ -20,9 +20,14 @@ from kangaroo_wbc.components.parameters import (
     rig_parameter,
     urdf_dir_parameter,
 )
-from kangaroo_wbc.control.behaviours import BEHAVIOURS, LateralSway, Squat, WeightShift
+from kangaroo_wbc.control.behaviours import (
+    BEHAVIOURS,
+    GaitSettings,
+    LateralSway,
+    Squat,
+    WeightShift,
+)
 from kangaroo_wbc.control.fault_detector import FaultDetectorSettings
-from kangaroo_wbc.control.locomotion import GaitSettings
 from kangaroo_wbc.control.qp_solvers import SOLVERS
 from kangaroo_wbc.control.supervisor import SafetySettings
 from kangaroo_wbc.control.wbc import WbcSettings

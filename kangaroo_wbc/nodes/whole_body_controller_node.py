@@ -46,8 +46,10 @@ from kangaroo_wbc.components.controller_params import (  # noqa: E402
 )
 from kangaroo_wbc.components.rig import sole_target_in_base  # noqa: E402
 from kangaroo_wbc.components.samples import ActuatorCommand, ActuatorSample  # noqa: E402
-from kangaroo_wbc.control.behaviours import BEHAVIOURS  # noqa: E402
-from kangaroo_wbc.control.locomotion import footstep_markers  # noqa: E402
+from kangaroo_wbc.control.behaviours import (
+    BEHAVIOURS,  # noqa: E402
+    footstep_markers,  # noqa: E402
+)
 from kangaroo_wbc.control.wbc import FrameReference  # noqa: E402
 from kangaroo_wbc.errors import InputError  # noqa: E402
 from kangaroo_wbc.ros import qos  # noqa: E402
@@ -318,7 +320,7 @@ class WholeBodyControllerNode(KangarooNode):
 
     def _publish_footsteps(self, stamp_s: float) -> None:
         """``wbc/footsteps``: a walk's soles and planned footsteps (boxes in the odometry frame), at
-        each new plan (:meth:`~kangaroo_wbc.control.locomotion.Walk.footstep_boxes`)."""
+        each new plan (:meth:`~kangaroo_wbc.control.behaviours.Walk.footstep_boxes`)."""
         walk = self.component.supervisor.behaviour
         if not hasattr(walk, "footstep_boxes") or walk.plan_count == self._footstep_plan:
             return

@@ -45,7 +45,7 @@ import numpy as np
 import pinocchio as pin
 
 from kangaroo_wbc.components.samples import format_value
-from kangaroo_wbc.control.locomotion import footstep_markers
+from kangaroo_wbc.control.behaviours import footstep_markers
 from kangaroo_wbc.model.link_poses import LinkPoses
 
 #: default rate of ``/tf`` [Hz] (simulated time)
@@ -190,7 +190,7 @@ class RunTopics:
 
     def footsteps(self, t: float, boxes: list) -> BagMessage:
         """``/wbc/footsteps``: a walk's soles on the floor and its planned footsteps as boxes in
-        ``odom`` (:meth:`~kangaroo_wbc.control.locomotion.Walk.footstep_boxes`), as the node
+        ``odom`` (:meth:`~kangaroo_wbc.control.behaviours.Walk.footstep_boxes`), as the node
         publishes them at each new plan."""
         T, stamp_ns = self.T, self.stamp_ns(t)
         header = self._header(stamp_ns, "odom")

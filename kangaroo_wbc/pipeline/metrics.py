@@ -216,7 +216,7 @@ def walking(run) -> dict:
     * ``dcm_rmse_m``: true DCM ``c + ċ/ω`` vs the plan's; ``zmp_margin_min_m`` / ``_median_m``:
       distance of the estimated ZMP inside the true support polygon (negative: outside).
     """
-    from kangaroo_wbc.control.locomotion import Walk
+    from kangaroo_wbc.control.behaviours import Walk
 
     trace = _behaviour_trace(run, Walk)
     if trace is None:
@@ -292,7 +292,7 @@ def pitch_momentum(model, q: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def jumping(run) -> dict:
-    """Jump metrics when the run's behaviour is a :class:`~kangaroo_wbc.control.locomotion.Jump`, else ``{}``.
+    """Jump metrics when the run's behaviour is a :class:`~kangaroo_wbc.control.behaviours.Jump`, else ``{}``.
 
     From the simulator's ground truth: ``flight_time_s`` (longest interval with both soles off the
     ground), ``apex_height_gain_m`` (highest base from the push on, above the base at the jump's
@@ -303,7 +303,7 @@ def jumping(run) -> dict:
     ``landing_peak_force_over_mg`` (largest total normal force after touchdown over m·g);
     ``jump_completed``: the behaviour reached ``done``.
     """
-    from kangaroo_wbc.control.locomotion import Jump
+    from kangaroo_wbc.control.behaviours import Jump
 
     trace = _behaviour_trace(run, Jump)
     if trace is None:

@@ -66,7 +66,7 @@ def walk_figure(run, summary: dict) -> Figure:
     the estimated ZMP) and its speed: the true base velocity over a stride vs the command."""
     from matplotlib.patches import Rectangle
 
-    from kangaroo_wbc.control.locomotion import Walk
+    from kangaroo_wbc.control.behaviours import Walk
 
     log, walk = run.log, run.control.supervisor.behaviour
     t = log.array("t")
@@ -127,7 +127,7 @@ def walk_figure(run, summary: dict) -> Figure:
 def jump_figure(run, summary: dict) -> Figure:
     """A jump: base height (true) with the phases, both soles' normal force (true) and the leg-length
     and ankle actuators' strokes."""
-    from kangaroo_wbc.control.locomotion import Jump
+    from kangaroo_wbc.control.behaviours import Jump
 
     log = run.log
     t = log.array("t")

@@ -11,12 +11,14 @@ import math
 import numpy as np
 import pytest
 
-from kangaroo_wbc.control.behaviours import BEHAVIOURS, BehaviourState, make_behaviour
-from kangaroo_wbc.control.locomotion import (
+from kangaroo_wbc.control.behaviours import (
+    BEHAVIOURS,
+    BehaviourState,
     GaitSettings,
     Jump,
     Walk,
     dcm_plan,
+    make_behaviour,
     next_footstep,
     quintic,
 )

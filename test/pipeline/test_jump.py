@@ -78,7 +78,7 @@ def test_the_jump_flies_lands_and_recovers(jump_run):
     """Both soles leave the ground for longer than issue #24's 0.08 s, the controller plans no
     contact in the air and holds the legs' strokes there; the robot lands, does not fall and is back
     to standing within the run; forces stay finite and within limits."""
-    from kangaroo_wbc.control.locomotion import Jump
+    from kangaroo_wbc.control.behaviours import Jump
 
     run, s = jump_run
     assert s["flight_time_s"] >= 0.08, s

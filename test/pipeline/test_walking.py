@@ -36,7 +36,7 @@ def test_walks_forward_at_the_commanded_speed_on_estimated_state(walk_run):
 
 
 def test_walk_plan_is_logged_for_the_report(walk_run):
-    from kangaroo_wbc.control.locomotion import Walk
+    from kangaroo_wbc.control.behaviours import Walk
 
     run, _ = walk_run
     plan = run.log.array("plan").reshape(-1, len(Walk.TRACE))
