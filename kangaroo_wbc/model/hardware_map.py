@@ -114,18 +114,19 @@ class HardwareMap:
         return [n for joints in self.controllers.values() for n in joints]
 
 
-def _merge(base: dict, over: Mapping, where: str) -> dict:
+def merge_documents(base: dict, over: Mapping) -> dict:
     """``base`` with ``over`` merged in (mappings recursively, anything else replaced)."""
     out = copy.deepcopy(base)
     for k, v in over.items():
         if isinstance(v, Mapping) and isinstance(out.get(k), dict):
-            out[k] = _merge(out[k], v, f"{where}.{k}")
+            out[k] = merge_documents(out[k], v)
         else:
             out[k] = copy.deepcopy(v)
     return out
 
 
-def _read(path: str | Path) -> dict:
+def read_document(path: str | Path) -> dict:
+    """The mapping of a YAML file. Raises ConfigError: missing file, invalid YAML, not a mapping."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{p}: hardware map file not found")
@@ -266,10 +267,10 @@ def load_hardware_map(path: str | Path, override: str | Path | Mapping | None = 
     """Read a hardware map file, merge ``override`` (a file or a mapping of the same structure:
     mappings merge key by key, anything else replaces) and select ``joint_space`` (default: the
     file's ``joint_space``)."""
-    data, source = _read(path), str(path)
+    data, source = read_document(path), str(path)
     if override is not None:
-        over = override if isinstance(override, Mapping) else _read(override)
-        data = _merge(data, over, source)
+        over = override if isinstance(override, Mapping) else read_document(override)
+        data = merge_documents(data, over)
         source = f"{source} + {override if not isinstance(override, Mapping) else '<override>'}"
     return parse_hardware_map(data, source, joint_space)
 
