@@ -201,3 +201,18 @@ def test_bad_commands_and_imu_are_named(clm):
         with pytest.raises(BoundaryInputError, match=match) as err:
             b.imu(*args, **kwargs)
         assert err.value.key == key
+
+
+def test_interface_renaming_is_read(tmp_path):
+    doc = yaml.safe_load(CONTROLLERS["actuator"].read_text())
+    jsb = doc["joint_state_broadcaster"]["ros__parameters"]
+    jsb["map_interface_to_joint_state"] = {"effort": "motor_torque"}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    cfg = Ros2ControlConfig.from_file(path)
+    assert cfg.map_interface_to_joint_state["effort"] == "motor_torque"
+    assert cfg.map_interface_to_joint_state["velocity"] == "velocity"
+    jsb["map_interface_to_joint_state"] = {"current": "effort"}
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match="map_interface_to_joint_state: expected keys among"):
+        Ros2ControlConfig.from_file(path)
