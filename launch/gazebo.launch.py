@@ -1,35 +1,50 @@
-"""Gazebo (gz sim) backend: start Gazebo, spawn ``urdf/kangaroo.sdf``, bridge ``/clock``.
+"""Gazebo (gz sim) backend through gz_ros2_control: the robot, its controllers and ``/clock``.
 
-UNTESTED: Gazebo and ros_gz are not available where this package is developed; only the syntax
-and the declared arguments of this file are checked (``test/test_launch_files.py``).
+UNTESTED in Gazebo: Gazebo, ros_gz and gz_ros2_control are not available where this package is
+developed; the syntax, the declared arguments, the files it reads and the error when a package is
+missing are checked (``test/test_launch_files.py``), and the files it starts Gazebo with are the
+generated ones (``python -m kangaroo_wbc.robots.kangaroo.ros2_control``, ``docs/ros2_control.md``).
 
-    ros2 launch kangaroo_wbc gazebo.launch.py world:=empty.sdf
+    ros2 launch kangaroo_wbc gazebo.launch.py joint_space:=actuator world:=empty.sdf
 
-Included by ``kangaroo_wbc.launch.py backend:=gazebo``. The SDF closes every loop with real
-joints (see ``urdf/README.md``) but carries no Gazebo system plugin yet, so nothing provides
-``actuators/state``, ``imu/data`` or consumes ``actuators/command`` in Gazebo: a plugin (or a
-ros2_control hardware interface) mapping the actuated prismatic joints to those topics is the
-missing piece; see ``docs/interface.md`` for the contract it must meet.
+Starts, once every package is known to be installed:
 
-ros_gz_sim and ros_gz_bridge are looked up before anything starts: without them the launch stops
-with one error and no process left running. Gazebo's exit shuts the launch down.
+* Gazebo with ``world`` (``ros_gz_sim``'s ``gz_sim.launch.py``, ``-r``), and spawns
+  ``urdf/kangaroo_gz[_serial].sdf`` (the loops closed by real joints) ``spawn_z`` above the
+  ground; its gz_ros2_control plugin runs the controller manager (``config/ros2_controllers[_serial].yaml``);
+* ``robot_state_publisher`` in namespace ``ros2_control`` with ``urdf/kangaroo_ros2_control[_serial].urdf``
+  (the URDF with the ``<ros2_control>`` block): the controller manager reads
+  ``/ros2_control/robot_description``, so the package's own ``/robot_description`` and TF are untouched;
+* the ``/clock`` bridge;
+* after the spawn, the controllers: ``joint_state_broadcaster``, ``imu_sensor_broadcaster`` and the
+  legs' position controllers active (they hold the legs at boot), the legs' effort controllers
+  loaded inactive (switched in when the whole-body controller is ready).
+
+``hardware_map:=FILE`` regenerates every file from an override of ``config/hardware_map.yaml``.
+Gazebo's exit shuts the launch down. Without one of ``ros_gz_sim``, ``ros_gz_bridge``,
+``gz_ros2_control``, ``controller_manager`` or ``robot_state_publisher`` the launch stops with one
+error naming them and no process started.
 """
 
-from ament_index_python.packages import PackageNotFoundError, get_package_share_directory  # noqa: I001
+import tempfile  # noqa: I001
+
+from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction, RegisterEventHandler
+from launch.event_handlers import OnProcessExit
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 
 PACKAGE = 'kangaroo_wbc'
-#: Packages this file starts nodes of (checked before anything starts).
-REQUIRED = ['ros_gz_sim', 'ros_gz_bridge']
+#: Packages this file starts nodes or plugins of (checked before anything starts).
+REQUIRED = ['ros_gz_sim', 'ros_gz_bridge', 'gz_ros2_control', 'controller_manager', 'robot_state_publisher']
+JOINT_SPACES = ['actuator', 'serial']
 
 
 def gazebo(context):
-    """Gazebo, the spawner and the /clock bridge, once every package is known to be installed."""
+    """Gazebo, the spawner, robot_state_publisher, the /clock bridge and the controllers."""
     shares = {}
     missing = []
     for name in [PACKAGE, *REQUIRED]:
@@ -40,21 +55,41 @@ def gazebo(context):
     if missing:
         raise RuntimeError(f'gazebo.launch.py needs {", ".join(missing)} (not installed); '
                            'nothing was started')
-    world = LaunchConfiguration('world').perform(context)
-    spawn_z = LaunchConfiguration('spawn_z').perform(context)
+    from kangaroo_wbc.robots.kangaroo.ros2_control import gazebo_files
+
+    files = gazebo_files(shares[PACKAGE], LaunchConfiguration('joint_space').perform(context),
+                         tempfile.mkdtemp(prefix='kangaroo_gz_'),
+                         LaunchConfiguration('hardware_map').perform(context) or None)
+    spawn = Node(
+        package='ros_gz_sim',
+        executable='create',
+        name='spawn_kangaroo',
+        arguments=['-name', 'kangaroo', '-file', str(files.sdf_path),
+                   '-z', LaunchConfiguration('spawn_z').perform(context)],
+        output='screen',
+    )
+    spawners = [
+        Node(package='controller_manager', executable='spawner', name='spawn_controllers',
+             arguments=[*files.active, '--param-file', str(files.controllers_path)], output='screen'),
+        Node(package='controller_manager', executable='spawner', name='spawn_effort_controllers',
+             arguments=[*files.inactive, '--inactive', '--param-file', str(files.controllers_path)],
+             output='screen'),
+    ]
     return [
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(f'{shares["ros_gz_sim"]}/launch/gz_sim.launch.py'),
-            launch_arguments={'gz_args': f'-r {world}', 'on_exit_shutdown': 'true'}.items(),
+            launch_arguments={'gz_args': f'-r {LaunchConfiguration("world").perform(context)}',
+                              'on_exit_shutdown': 'true'}.items(),
         ),
         Node(
-            package='ros_gz_sim',
-            executable='create',
-            name='spawn_kangaroo',
-            arguments=['-name', 'kangaroo', '-file', f'{shares[PACKAGE]}/urdf/kangaroo.sdf',
-                       '-z', spawn_z],
+            package='robot_state_publisher',
+            executable='robot_state_publisher',
+            namespace='ros2_control',
+            parameters=[{'robot_description': files.urdf, 'use_sim_time': True}],
+            remappings=[('/tf', 'tf'), ('/tf_static', 'tf_static')],
             output='screen',
         ),
+        spawn,
         Node(
             package='ros_gz_bridge',
             executable='parameter_bridge',
@@ -62,6 +97,7 @@ def gazebo(context):
             arguments=['/clock@rosgraph_msgs/msg/Clock[gz.msgs.Clock'],
             output='screen',
         ),
+        RegisterEventHandler(OnProcessExit(target_action=spawn, on_exit=spawners)),
     ]
 
 
@@ -73,5 +109,11 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'spawn_z', default_value='1.0',
             description='Height [m] of the base when spawned'),
+        DeclareLaunchArgument(
+            'joint_space', default_value='actuator', choices=JOINT_SPACES,
+            description='Joints the ros2_control system exposes: the 12 actuators, or six serial joints per leg'),
+        DeclareLaunchArgument(
+            'hardware_map', default_value='',
+            description='Override of config/hardware_map.yaml (empty: the generated files as installed)'),
         OpaqueFunction(function=gazebo),
     ])

@@ -41,7 +41,7 @@ STACK_ARGUMENTS = {"backend", "deployment", "sim_mode", "behaviour", "cmd_vel", 
                    "use_sim_time", "rig", "rig_leg"}
 #: Node executables of the stack's core (a core process exiting shuts the launch down).
 CORE = {"sim", "state_estimator", "contact_wrench_estimator", "whole_body_controller"}
-GAZEBO_ARGUMENTS = {"world", "spawn_z"}
+GAZEBO_ARGUMENTS = {"world", "spawn_z", "joint_space", "hardware_map"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -179,7 +179,7 @@ def test_referenced_files_exist() -> None:
     config = yaml.safe_load((REPO / "config" / "link_tf.yaml").read_text())
     assert config["/**/link_tf"]["ros__parameters"]["rate_hz"] == 50.0
     text = STACK.read_text() + GAZEBO.read_text()
-    for path in ("urdf/kangaroo.urdf", "urdf/kangaroo.sdf", "config/kangaroo.rviz",
+    for path in ("urdf/kangaroo.urdf", "config/kangaroo.rviz",
                  "launch/gazebo.launch.py", "config/{name}.yaml", "config/{LINK_TF}.yaml"):
         assert f"}}/{path}'" in text, path
         assert (REPO / path).is_file() or "{" in path
