@@ -507,182 +507,267 @@ def export_mjcf(
         ConfigError: unreadable or malformed files.
         ModelError / FrameNotFound / JointNotFound: inconsistent model and closure file.
     """
-    tree = parse_urdf(urdf_path)
-    cf = load_closure_file(closures_path)
-    jbn = tree.joint_by_name
-    movable = [j.name for j in tree.joints if j.type != "fixed"]
+    options = MjcfOptions(floating_base, actuator_params, model_name, timestep, integrator, soles, sole_thickness_m,
+                          imu_frame, tuple(extra_frames), tuple(base_position), tuple(floor_friction), tuple(eq_solref),
+                          tuple(eq_solimp), tuple(contact_solref), joint_damping, joint_armature, actuator_armature,
+                          link_collisions, visual_collisions, hinge_offset_m, cut_body_mass_kg)
+    return _MjcfExport(Path(urdf_path), Path(closures_path), options).text()
 
-    # ---- frame resolution: name -> (link, pose in link) --------------------------------------
-    def resolve(name: str, key: str) -> str:
-        if name in tree.links:
+
+@dataclass(frozen=True)
+class MjcfOptions:
+    """The options of :func:`export_mjcf` (documented there)."""
+
+    floating_base: bool
+    actuator_params: Mapping[str, Mapping[str, Any]] | None
+    model_name: str | None
+    timestep: float
+    integrator: str
+    soles: Mapping[str, Sequence[float]] | None
+    sole_thickness_m: float
+    imu_frame: str | None
+    extra_frames: tuple[str, ...]
+    base_position: tuple[float, ...]
+    floor_friction: tuple[float, ...]
+    eq_solref: tuple[float, ...]
+    eq_solimp: tuple[float, ...]
+    contact_solref: tuple[float, ...]
+    joint_damping: float
+    joint_armature: float
+    actuator_armature: float
+    link_collisions: bool
+    visual_collisions: bool
+    hinge_offset_m: float
+    cut_body_mass_kg: float
+
+
+class _MjcfExport:
+    """:func:`export_mjcf` in steps: check the closure file against the tree and resolve the frames,
+    plan the closures, size the actuators, then write the document (header, metadata, the body
+    tree, equalities, actuators, sensors)."""
+
+    def __init__(self, urdf_path: Path, closures_path: Path, options: MjcfOptions) -> None:
+        self.urdf_path, self.closures_path, self.o = urdf_path, closures_path, options
+        self.tree = parse_urdf(urdf_path)
+        self.cf = load_closure_file(closures_path)
+        self.jbn = self.tree.joint_by_name
+        self.movable = [j.name for j in self.tree.joints if j.type != "fixed"]
+        self._check_joints()
+        #: frames that are not link names -> their link; the soles' boxes; the IMU's link
+        self.site_frames: dict[str, str] = {}
+        self.sole_map: dict[str, tuple[float, float, float, float]] = {}
+        self.imu_link: str | None = None
+        self._resolve_frames()
+        self.replaced = joint_replacements(self.cf)
+        self.plans: list[ClosurePlan] = []
+        self.extra_sites: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] = {ln: [] for ln in self.tree.links}
+        self.cut_bodies: dict[str, list[ClosurePlan]] = {ln: [] for ln in self.tree.links}
+        self.eq_elems: list[tuple[str, dict[str, str]]] = []
+        self._plan_closures()
+        self.act = _actuator_settings(self.cf, options.actuator_params, list(self.cf.actuated_joints))
+        self.force_limit = self._force_limits()
+
+    # ---- checks and frame resolution ---------------------------------------------------------------
+    def _resolve(self, name: str, key: str) -> str:
+        """The link of frame ``name`` (a link, or a joint's child link)."""
+        if name in self.tree.links:
             return name
-        if name in jbn:
-            return jbn[name].child
-        raise FrameNotFound(f"{key}: unknown frame {name!r}." + suggest(name, sorted(list(tree.links) + list(jbn))))
+        if name in self.jbn:
+            return self.jbn[name].child
+        raise FrameNotFound(f"{key}: unknown frame {name!r}."
+                            + suggest(name, sorted(list(self.tree.links) + list(self.jbn))))
 
-    for n in cf.actuated_joints:
-        if n not in jbn or jbn[n].type == "fixed":
-            raise JointNotFound(f"{cf.source}: actuated_joints: {n!r} is not a movable URDF joint."
-                                + suggest(n, movable))
-    for key, names in (("absolute_encoders", cf.absolute_encoders), ("absolute_actuators", cf.absolute_actuators)):
-        for n in names:
-            if n not in jbn:
-                raise JointNotFound(f"{cf.source}: {key}: unknown joint {n!r}." + suggest(n, movable))
-    for n in cf.absolute_actuators:
-        if n not in cf.actuated_joints:
-            raise ModelError(f"{cf.source}: absolute_actuators: {n!r} is not listed in actuated_joints")
+    def _check_joints(self) -> None:
+        cf, jbn, movable = self.cf, self.jbn, self.movable
+        for n in cf.actuated_joints:
+            if n not in jbn or jbn[n].type == "fixed":
+                raise JointNotFound(f"{cf.source}: actuated_joints: {n!r} is not a movable URDF joint."
+                                    + suggest(n, movable))
+        for key, names in (("absolute_encoders", cf.absolute_encoders), ("absolute_actuators", cf.absolute_actuators)):
+            for n in names:
+                if n not in jbn:
+                    raise JointNotFound(f"{cf.source}: {key}: unknown joint {n!r}." + suggest(n, movable))
+        for n in cf.absolute_actuators:
+            if n not in cf.actuated_joints:
+                raise ModelError(f"{cf.source}: absolute_actuators: {n!r} is not listed in actuated_joints")
 
-    site_frames: dict[str, str] = {}  # site name -> link (frames that are not link names)
-    for c in cf.closures:
-        for key, fr in (("frame_a", c.frame_a), ("frame_u", c.frame_u)):
-            site_frames.setdefault(fr, resolve(fr, f"{cf.source}: closure {c.name!r}: {key}"))
-    sole_map: dict[str, tuple[float, float, float, float]] = {}
-    for s, dims in (soles or {}).items():
-        site_frames.setdefault(s, resolve(s, "soles"))
-        dim = [float(v) for v in dims]
-        if len(dim) not in (2, 4) or not (dim[0] > 0 and dim[1] > 0):
-            raise ConfigError(f"soles: {s!r}: expected (length_x, width_y[, center_x, center_y]) [m] "
-                              f"with positive sizes, got {dims!r}")
-        dim += [0.0, 0.0]
-        sole_map[s] = (dim[0], dim[1], dim[2], dim[3])
-    imu_link = None
-    if imu_frame is not None:
-        if imu_frame in tree.links or imu_frame in jbn:
-            imu_link = resolve(imu_frame, "imu_frame")
-            site_frames.setdefault(imu_frame, imu_link)
-        elif imu_frame != "imu":
-            resolve(imu_frame, "imu_frame")
-    for fr in extra_frames:
-        site_frames.setdefault(fr, resolve(fr, "extra_frames"))
+    def _resolve_frames(self) -> None:
+        cf, o, site_frames = self.cf, self.o, self.site_frames
+        for c in cf.closures:
+            for key, fr in (("frame_a", c.frame_a), ("frame_u", c.frame_u)):
+                site_frames.setdefault(fr, self._resolve(fr, f"{cf.source}: closure {c.name!r}: {key}"))
+        for s, dims in (o.soles or {}).items():
+            site_frames.setdefault(s, self._resolve(s, "soles"))
+            dim = [float(v) for v in dims]
+            if len(dim) not in (2, 4) or not (dim[0] > 0 and dim[1] > 0):
+                raise ConfigError(f"soles: {s!r}: expected (length_x, width_y[, center_x, center_y]) [m] "
+                                  f"with positive sizes, got {dims!r}")
+            dim += [0.0, 0.0]
+            self.sole_map[s] = (dim[0], dim[1], dim[2], dim[3])
+        if o.imu_frame is not None:
+            if o.imu_frame in self.tree.links or o.imu_frame in self.jbn:
+                self.imu_link = self._resolve(o.imu_frame, "imu_frame")
+                site_frames.setdefault(o.imu_frame, self.imu_link)
+            elif o.imu_frame != "imu":
+                self._resolve(o.imu_frame, "imu_frame")
+        for fr in o.extra_frames:
+            site_frames.setdefault(fr, self._resolve(fr, "extra_frames"))
 
-    # ---- closures ------------------------------------------------------------------------------
-    replaced = joint_replacements(cf)
-    for n, kind in replaced.items():
-        if n not in jbn or jbn[n].type not in ("revolute", "continuous"):
-            raise JointNotFound(f"{cf.source}: joint_name: {n!r} is not a revolute URDF joint."
-                                + suggest(n, movable))
-        if kind.upper() not in REPLACEMENT_AXES:
-            raise ConfigError(f"{cf.source}: joint_type: unsupported {kind!r}; valid: {sorted(REPLACEMENT_AXES)}")
-    structural = _structural_constants(str(urdf_path), cf.closures, replaced) if cf.closures else []
-    plans = [classify_closure(c, s) for c, s in zip(cf.closures, structural)]
-    extra_sites: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] = {ln: [] for ln in tree.links}
-    cut_bodies: dict[str, list[ClosurePlan]] = {ln: [] for ln in tree.links}
-    eq_elems: list[tuple[str, dict[str, str]]] = []
-    for pl in plans:
-        c = pl.spec
-        la, lu = site_frames[c.frame_a], site_frames[c.frame_u]
-        t_off = np.array(pl.offset_translation)
-        R_off = pin.exp3(np.array(pl.offset_rotation, dtype=float))
-        base = f"{c.name}"
-        if pl.kind == "cut_body":
-            cut_bodies[la].append(pl)
-            eq_elems.append(("weld", {"name": base, "site1": f"{CUT_JOINT_PREFIX}{c.name}", "site2": c.frame_u}))
-            continue
-        shifted = np.any(np.abs(t_off) > 0) or np.any(np.abs(pl.offset_rotation) > 0)
-        site_a = c.frame_a
-        if shifted:
-            site_a = f"{c.name}__a"
-            extra_sites[la].append((site_a, t_off, R_off))
-        tag = "weld" if pl.kind == "weld" else "connect"
-        eq_elems.append((tag, {"name": base, "site1": site_a, "site2": c.frame_u}))
-        if pl.kind == "hinge":
-            e_k = np.eye(3)[pl.free_axis] * hinge_offset_m
-            extra_sites[la].append((f"{c.name}__a_axis", t_off + e_k, np.eye(3)))
-            extra_sites[lu].append((f"{c.name}__u_axis", e_k, np.eye(3)))
-            eq_elems.append(("connect", {"name": f"{base}__axis", "site1": f"{c.name}__a_axis",
-                                         "site2": f"{c.name}__u_axis"}))
+    # ---- closures and actuators ------------------------------------------------------------------
+    def _plan_closures(self) -> None:
+        cf, jbn = self.cf, self.jbn
+        for n, kind in self.replaced.items():
+            if n not in jbn or jbn[n].type not in ("revolute", "continuous"):
+                raise JointNotFound(f"{cf.source}: joint_name: {n!r} is not a revolute URDF joint."
+                                    + suggest(n, self.movable))
+            if kind.upper() not in REPLACEMENT_AXES:
+                raise ConfigError(f"{cf.source}: joint_type: unsupported {kind!r}; valid: {sorted(REPLACEMENT_AXES)}")
+        structural = _structural_constants(str(self.urdf_path), cf.closures, self.replaced) if cf.closures else []
+        self.plans = [classify_closure(c, s) for c, s in zip(cf.closures, structural)]
+        for pl in self.plans:
+            c = pl.spec
+            la, lu = self.site_frames[c.frame_a], self.site_frames[c.frame_u]
+            t_off = np.array(pl.offset_translation)
+            R_off = pin.exp3(np.array(pl.offset_rotation, dtype=float))
+            if pl.kind == "cut_body":
+                self.cut_bodies[la].append(pl)
+                self.eq_elems.append(("weld", {"name": c.name, "site1": f"{CUT_JOINT_PREFIX}{c.name}",
+                                               "site2": c.frame_u}))
+                continue
+            shifted = np.any(np.abs(t_off) > 0) or np.any(np.abs(pl.offset_rotation) > 0)
+            site_a = c.frame_a
+            if shifted:
+                site_a = f"{c.name}__a"
+                self.extra_sites[la].append((site_a, t_off, R_off))
+            tag = "weld" if pl.kind == "weld" else "connect"
+            self.eq_elems.append((tag, {"name": c.name, "site1": site_a, "site2": c.frame_u}))
+            if pl.kind == "hinge":
+                e_k = np.eye(3)[pl.free_axis] * self.o.hinge_offset_m
+                self.extra_sites[la].append((f"{c.name}__a_axis", t_off + e_k, np.eye(3)))
+                self.extra_sites[lu].append((f"{c.name}__u_axis", e_k, np.eye(3)))
+                self.eq_elems.append(("connect", {"name": f"{c.name}__axis", "site1": f"{c.name}__a_axis",
+                                                  "site2": f"{c.name}__u_axis"}))
 
-    # ---- actuators -----------------------------------------------------------------------------
-    act = _actuator_settings(cf, actuator_params, list(cf.actuated_joints))
-    force_limit: dict[str, float] = {}
-    for n in cf.actuated_joints:
-        lim = act[n].get("max_force_n", jbn[n].effort)
-        if lim is None or not float(lim) > 0:
-            raise ModelError(f"{tree.source}: actuated joint {n!r} has no positive effort limit "
-                             f"(give <limit effort=...> or actuator_params[{n!r}]['max_force_n'])")
-        force_limit[n] = float(lim)
+    def _force_limits(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for n in self.cf.actuated_joints:
+            lim = self.act[n].get("max_force_n", self.jbn[n].effort)
+            if lim is None or not float(lim) > 0:
+                raise ModelError(f"{self.tree.source}: actuated joint {n!r} has no positive effort limit "
+                                 f"(give <limit effort=...> or actuator_params[{n!r}]['max_force_n'])")
+            out[n] = float(lim)
+        return out
 
-    # ---- document ------------------------------------------------------------------------------
-    root = ET.Element("mujoco", {"model": model_name or tree.name})
-    _sub(root, "compiler", {"angle": "radian", "autolimits": "true", "inertiafromgeom": "false",
-                            "balanceinertia": "true"})
-    _sub(root, "option", {"timestep": float(timestep), "integrator": integrator, "gravity": "0 0 -9.81",
-                          "cone": "elliptic"})
-    default = _sub(root, "default")
-    _sub(default, "joint", {"damping": joint_damping, "armature": joint_armature})
-    _sub(default, "geom", {"contype": str(_ROBOT_CONTYPE), "conaffinity": str(_ROBOT_CONAFFINITY),
-                           "solref": _vec(contact_solref), "condim": "3", "friction": _vec(floor_friction)})
-    _sub(default, "equality", {"solref": _vec(eq_solref), "solimp": _vec(eq_solimp)})
-    _sub(default, "site", {"size": "0.005", "group": "3"})
-    visual_cls = _sub(default, "default", {"class": "visual"})
-    _sub(visual_cls, "geom", {"contype": "0", "conaffinity": "0", "group": "1", "rgba": "0.7 0.7 0.75 1"})
+    # ---- the document ----------------------------------------------------------------------------
+    def text(self) -> str:
+        """The MJCF document."""
+        root = ET.Element("mujoco", {"model": self.o.model_name or self.tree.name})
+        self._defaults(root)
+        self._metadata(_sub(root, "custom"))
+        world = _sub(root, "worldbody")
+        _sub(world, "light", {"name": "sun", "pos": "0 0 4", "dir": "0 0 -1", "directional": "true"})
+        _sub(world, "geom", {"name": "floor", "type": "plane", "size": "0 0 0.05",
+                             "friction": _vec(self.o.floor_friction), "contype": str(_FLOOR_CONTYPE),
+                             "conaffinity": str(_FLOOR_CONAFFINITY), "rgba": "0.8 0.8 0.8 1"})
+        self._emit_link(world, self.tree.root, None)
+        eq = _sub(root, "equality")
+        for tag, attrs in self.eq_elems:
+            _sub(eq, tag, attrs)
+        self._actuators_and_sensors(root)
+        ET.indent(root, space="  ")
+        header = (f"<!-- Generated by kangaroo_wbc.sim.mjcf_export from {self.urdf_path.name} and "
+                  f"{self.closures_path.name}; do not edit by hand. -->\n")
+        return header + ET.tostring(root, encoding="unicode") + "\n"
 
-    custom = _sub(root, "custom")
+    def _defaults(self, root: ET.Element) -> None:
+        o = self.o
+        _sub(root, "compiler", {"angle": "radian", "autolimits": "true", "inertiafromgeom": "false",
+                                "balanceinertia": "true"})
+        _sub(root, "option", {"timestep": float(o.timestep), "integrator": o.integrator, "gravity": "0 0 -9.81",
+                              "cone": "elliptic"})
+        default = _sub(root, "default")
+        _sub(default, "joint", {"damping": o.joint_damping, "armature": o.joint_armature})
+        _sub(default, "geom", {"contype": str(_ROBOT_CONTYPE), "conaffinity": str(_ROBOT_CONAFFINITY),
+                               "solref": _vec(o.contact_solref), "condim": "3", "friction": _vec(o.floor_friction)})
+        _sub(default, "equality", {"solref": _vec(o.eq_solref), "solimp": _vec(o.eq_solimp)})
+        _sub(default, "site", {"size": "0.005", "group": "3"})
+        visual_cls = _sub(default, "default", {"class": "visual"})
+        _sub(visual_cls, "geom", {"contype": "0", "conaffinity": "0", "group": "1", "rgba": "0.7 0.7 0.75 1"})
 
-    def meta(name: str, data: str | None) -> None:
-        _sub(custom, "text", {"name": META_PREFIX + name, "data": data if data else "-"})
+    def _metadata(self, custom: ET.Element) -> None:
+        cf, o = self.cf, self.o
 
-    meta("format", "1")
-    meta("source_urdf", Path(urdf_path).name)
-    meta("floating_base", "1" if floating_base else "0")
-    meta("actuated_joints", " ".join(cf.actuated_joints))
-    meta("absolute_actuators", " ".join(cf.absolute_actuators))
-    meta("absolute_encoders", " ".join(cf.absolute_encoders))
-    meta("urdf_joints", " ".join(n for n in movable if n not in replaced))
-    meta("replaced_joints", " ".join(f"{n}:{k.upper()}" for n, k in replaced.items()))
-    meta("soles", " ".join(sole_map))
-    meta("imu", imu_frame if imu_link is not None else "")
-    meta("closures", ";".join(f"{pl.spec.name},{pl.spec.frame_a},{pl.spec.frame_u},{pl.kind},"
-                                  f"{'/'.join(pl.spec.directions)}" for pl in plans))
-    for n in cf.actuated_joints:
-        for key in ("screw_lead_m", "screw_efficiency", "stroke_m", "max_velocity_m_s", *BALL_SCREW_KEYS):
-            if key in act[n]:
-                arr = np.atleast_1d(np.asarray(act[n][key], dtype=float))
-                _sub(custom, "numeric", {"name": f"{META_PREFIX}{key}:{n}", "size": str(arr.size),
-                                         "data": _vec(arr)})
+        def meta(name: str, data: str | None) -> None:
+            _sub(custom, "text", {"name": META_PREFIX + name, "data": data if data else "-"})
 
-    world = _sub(root, "worldbody")
-    _sub(world, "light", {"name": "sun", "pos": "0 0 4", "dir": "0 0 -1", "directional": "true"})
-    _sub(world, "geom", {"name": "floor", "type": "plane", "size": "0 0 0.05", "friction": _vec(floor_friction),
-                         "contype": str(_FLOOR_CONTYPE), "conaffinity": str(_FLOOR_CONAFFINITY),
-                         "rgba": "0.8 0.8 0.8 1"})
+        meta("format", "1")
+        meta("source_urdf", self.urdf_path.name)
+        meta("floating_base", "1" if o.floating_base else "0")
+        meta("actuated_joints", " ".join(cf.actuated_joints))
+        meta("absolute_actuators", " ".join(cf.absolute_actuators))
+        meta("absolute_encoders", " ".join(cf.absolute_encoders))
+        meta("urdf_joints", " ".join(n for n in self.movable if n not in self.replaced))
+        meta("replaced_joints", " ".join(f"{n}:{k.upper()}" for n, k in self.replaced.items()))
+        meta("soles", " ".join(self.sole_map))
+        meta("imu", o.imu_frame if self.imu_link is not None else "")
+        meta("closures", ";".join(f"{pl.spec.name},{pl.spec.frame_a},{pl.spec.frame_u},{pl.kind},"
+                                      f"{'/'.join(pl.spec.directions)}" for pl in self.plans))
+        for n in cf.actuated_joints:
+            for key in ("screw_lead_m", "screw_efficiency", "stroke_m", "max_velocity_m_s", *BALL_SCREW_KEYS):
+                if key in self.act[n]:
+                    arr = np.atleast_1d(np.asarray(self.act[n][key], dtype=float))
+                    _sub(custom, "numeric", {"name": f"{META_PREFIX}{key}:{n}", "size": str(arr.size),
+                                             "data": _vec(arr)})
 
-    def emit_link(parent_el: ET.Element, link_name: str, joint: UrdfJoint | None) -> None:
-        link = tree.links[link_name]
+    def _emit_link(self, parent_el: ET.Element, link_name: str, joint: UrdfJoint | None) -> None:
+        """The body of ``link_name`` (its joint, inertia, sites, geoms, cut bodies), then its children."""
         body = _sub(parent_el, "body", {"name": link_name})
+        self._emit_joint(body, joint)
+        self._emit_inertial(body, link_name, joint)
+        self._emit_sites(body, link_name)
+        self._emit_geoms(body, link_name)
+        self._emit_cut_bodies(body, link_name)
+        for j in self.tree.children[link_name]:
+            self._emit_link(body, j.child, j)
+
+    def _emit_joint(self, body: ET.Element, joint: UrdfJoint | None) -> None:
+        o, replaced = self.o, self.replaced
         if joint is None:
-            body.set("pos", _vec(base_position))
-            if floating_base:
+            body.set("pos", _vec(o.base_position))
+            if o.floating_base:
                 _sub(body, "freejoint", {"name": FLOATING_JOINT_NAME})
-        else:
-            _set_pose(body, joint.xyz, joint.R)
-            if joint.name in replaced:
-                axes = REPLACEMENT_AXES[replaced[joint.name].upper()]
-                if axes == ():
-                    _sub(body, "joint", {"name": joint.name, "type": "ball"})
-                for a in axes or ():
-                    _sub(body, "joint", {"name": f"{joint.name}__{'xyz'[a]}", "type": "hinge",
-                                         "axis": _vec(np.eye(3)[a])})
-            elif joint.type in ("revolute", "continuous", "prismatic"):
-                attrs: dict[str, Any] = {"name": joint.name, "type": "slide" if joint.type == "prismatic" else "hinge",
-                                         "axis": _vec(joint.axis)}
-                if joint.type != "continuous" and joint.lower is not None and joint.upper is not None \
-                        and joint.upper > joint.lower:
-                    attrs["range"] = _vec((joint.lower, joint.upper))
-                    attrs["limited"] = "true"
-                if joint.name in act:
-                    attrs["armature"] = _actuator_armature(act[joint.name], joint.type == "prismatic",
-                                                           actuator_armature)
-                    if "damping" in act[joint.name]:
-                        attrs["damping"] = float(act[joint.name]["damping"])
-                if joint.damping is not None and "damping" not in attrs:
-                    attrs["damping"] = joint.damping
-                if joint.friction:
-                    attrs["frictionloss"] = joint.friction
-                _sub(body, "joint", attrs)
-            elif joint.type == "floating":
-                _sub(body, "freejoint", {"name": joint.name})
-        welded = joint is None and not floating_base or joint is not None and (
+            return
+        _set_pose(body, joint.xyz, joint.R)
+        if joint.name in replaced:
+            axes = REPLACEMENT_AXES[replaced[joint.name].upper()]
+            if axes == ():
+                _sub(body, "joint", {"name": joint.name, "type": "ball"})
+            for a in axes or ():
+                _sub(body, "joint", {"name": f"{joint.name}__{'xyz'[a]}", "type": "hinge",
+                                     "axis": _vec(np.eye(3)[a])})
+        elif joint.type in ("revolute", "continuous", "prismatic"):
+            attrs: dict[str, Any] = {"name": joint.name, "type": "slide" if joint.type == "prismatic" else "hinge",
+                                     "axis": _vec(joint.axis)}
+            if joint.type != "continuous" and joint.lower is not None and joint.upper is not None \
+                    and joint.upper > joint.lower:
+                attrs["range"] = _vec((joint.lower, joint.upper))
+                attrs["limited"] = "true"
+            if joint.name in self.act:
+                attrs["armature"] = _actuator_armature(self.act[joint.name], joint.type == "prismatic",
+                                                       o.actuator_armature)
+                if "damping" in self.act[joint.name]:
+                    attrs["damping"] = float(self.act[joint.name]["damping"])
+            if joint.damping is not None and "damping" not in attrs:
+                attrs["damping"] = joint.damping
+            if joint.friction:
+                attrs["frictionloss"] = joint.friction
+            _sub(body, "joint", attrs)
+        elif joint.type == "floating":
+            _sub(body, "freejoint", {"name": joint.name})
+
+    def _emit_inertial(self, body: ET.Element, link_name: str, joint: UrdfJoint | None) -> None:
+        link, replaced = self.tree.links[link_name], self.replaced
+        welded = joint is None and not self.o.floating_base or joint is not None and (
             joint.type == "fixed" or REPLACEMENT_AXES.get(replaced.get(joint.name, "").upper(), ()) is None)
         if link.has_inertial and link.mass > (MIN_WELDED_MASS_KG if welded else 0.0):
             I = _regularised_inertia(link.inertia)
@@ -690,36 +775,43 @@ def export_mjcf(
                                     "fullinertia": _vec((I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]))})
         elif not welded:
             jname = joint.name if joint is not None else FLOATING_JOINT_NAME
-            raise ModelError(f"{tree.source}: link {link_name!r} moves (joint {jname!r}) but has no mass")
+            raise ModelError(f"{self.tree.source}: link {link_name!r} moves (joint {jname!r}) but has no mass")
+
+    def _emit_sites(self, body: ET.Element, link_name: str) -> None:
         _sub(body, "site", {"name": link_name})
-        for fr, ln in site_frames.items():
+        for fr, ln in self.site_frames.items():
             if ln == link_name and fr != link_name:
                 _sub(body, "site", {"name": fr})
-        for sname, xyz, R in extra_sites[link_name]:
+        for sname, xyz, R in self.extra_sites[link_name]:
             s = _sub(body, "site", {"name": sname})
             _set_pose(s, xyz, R)
-        for k, (kind, shape, xyz, R, size) in enumerate(link.geoms):
-            if kind == "collision" and link_collisions:
+
+    def _emit_geoms(self, body: ET.Element, link_name: str) -> None:
+        o = self.o
+        for k, (kind, shape, xyz, R, size) in enumerate(self.tree.links[link_name].geoms):
+            if kind == "collision" and o.link_collisions:
                 g = _sub(body, "geom", {"name": f"{link_name}__collision{k}", "type": shape,
                                         "size": _vec(size), "group": "3"})
             elif kind == "visual":
                 g = _sub(body, "geom", {"name": f"{link_name}__visual{k}", "class": "visual",
                                         "type": shape, "size": _vec(size)})
-                if visual_collisions:
+                if o.visual_collisions:
                     g.set("contype", str(_ROBOT_CONTYPE))
                     g.set("conaffinity", str(_ROBOT_CONAFFINITY))
             else:
                 continue
             _set_pose(g, xyz, R)
-        for fr, ln in site_frames.items():
-            if ln == link_name and fr in sole_map:
-                lx, wy, cx, cy = sole_map[fr]
+        for fr, ln in self.site_frames.items():
+            if ln == link_name and fr in self.sole_map:
+                lx, wy, cx, cy = self.sole_map[fr]
                 g = _sub(body, "geom", {"name": f"{fr}__box", "type": "box",
-                                        "size": _vec((lx / 2, wy / 2, sole_thickness_m / 2)),
+                                        "size": _vec((lx / 2, wy / 2, o.sole_thickness_m / 2)),
                                         "rgba": "0.2 0.2 0.2 1"})
                 # sole frame pose within the link is identity (frames are links or joint frames)
-                g.set("pos", _vec((cx, cy, sole_thickness_m / 2)))
-        for pl in cut_bodies[link_name]:
+                g.set("pos", _vec((cx, cy, o.sole_thickness_m / 2)))
+
+    def _emit_cut_bodies(self, body: ET.Element, link_name: str) -> None:
+        for pl in self.cut_bodies[link_name]:
             c = pl.spec
             cb = _sub(body, "body", {"name": f"{CUT_JOINT_PREFIX}{c.name}"})
             _set_pose(cb, np.array(pl.offset_translation), pin.exp3(np.array(pl.offset_rotation, dtype=float)))
@@ -734,35 +826,24 @@ def export_mjcf(
                 for i in free_r:
                     _sub(cb, "joint", {"name": f"{CUT_JOINT_PREFIX}{c.name}__r{'xyz'[i]}", "type": "hinge",
                                        "axis": _vec(np.eye(3)[i]), "damping": "0"})
-            m = float(cut_body_mass_kg)
+            m = float(self.o.cut_body_mass_kg)
             _sub(cb, "inertial", {"pos": "0 0 0", "mass": m, "diaginertia": _vec([m * 1e-4] * 3)})
             _sub(cb, "site", {"name": f"{CUT_JOINT_PREFIX}{c.name}"})
-        for j in tree.children[link_name]:
-            emit_link(body, j.child, j)
 
-    emit_link(world, tree.root, None)
-
-    eq = _sub(root, "equality")
-    for tag, attrs in eq_elems:
-        _sub(eq, tag, attrs)
-
-    acts = _sub(root, "actuator")
-    for n in cf.actuated_joints:
-        lim = force_limit[n]
-        _sub(acts, "motor", {"name": n, "joint": n, "gear": "1", "ctrlrange": _vec((-lim, lim)),
-                             "forcerange": _vec((-lim, lim))})
-
-    sens = _sub(root, "sensor")
-    if imu_link is not None:
-        _sub(sens, "framequat", {"name": "imu_orientation", "objtype": "site", "objname": imu_frame})
-        _sub(sens, "gyro", {"name": "imu_gyro", "site": imu_frame})
-        _sub(sens, "accelerometer", {"name": "imu_accelerometer", "site": imu_frame})
-    for n in cf.actuated_joints:
-        _sub(sens, "jointpos", {"name": f"{n}__pos", "joint": n})
-        _sub(sens, "jointvel", {"name": f"{n}__vel", "joint": n})
-        _sub(sens, "actuatorfrc", {"name": f"{n}__force", "actuator": n})
-
-    ET.indent(root, space="  ")
-    header = (f"<!-- Generated by kangaroo_wbc.sim.mjcf_export from {Path(urdf_path).name} and "
-              f"{Path(closures_path).name}; do not edit by hand. -->\n")
-    return header + ET.tostring(root, encoding="unicode") + "\n"
+    def _actuators_and_sensors(self, root: ET.Element) -> None:
+        cf = self.cf
+        acts = _sub(root, "actuator")
+        for n in cf.actuated_joints:
+            lim = self.force_limit[n]
+            _sub(acts, "motor", {"name": n, "joint": n, "gear": "1", "ctrlrange": _vec((-lim, lim)),
+                                 "forcerange": _vec((-lim, lim))})
+        sens = _sub(root, "sensor")
+        if self.imu_link is not None:
+            imu = self.o.imu_frame
+            _sub(sens, "framequat", {"name": "imu_orientation", "objtype": "site", "objname": imu})
+            _sub(sens, "gyro", {"name": "imu_gyro", "site": imu})
+            _sub(sens, "accelerometer", {"name": "imu_accelerometer", "site": imu})
+        for n in cf.actuated_joints:
+            _sub(sens, "jointpos", {"name": f"{n}__pos", "joint": n})
+            _sub(sens, "jointvel", {"name": f"{n}__vel", "joint": n})
+            _sub(sens, "actuatorfrc", {"name": f"{n}__force", "actuator": n})
