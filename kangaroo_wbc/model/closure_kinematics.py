@@ -8,7 +8,7 @@ estimator's and the contact-wrench estimator's.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pinocchio as pin
@@ -59,7 +59,7 @@ class ClosureKinematics:
         self.J_l = np.zeros((self.n_c, len(self.cols)))
         self._q = np.zeros(self.model.nq)
         self._evaluated = False
-        self._lu = None
+        self._lu: Any = None
         #: the compiled closure kernel (columns ``cols``), or None without closures
         self.kernel = None
         if clm.kernel is not None:

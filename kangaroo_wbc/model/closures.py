@@ -130,11 +130,11 @@ def parse_native(doc: dict[str, Any], path: str) -> ClosureFile:
     actuators = doc.get("actuators", {}) or {}
     if not isinstance(actuators, dict):
         raise _err(path, "actuators", "expected a mapping actuator name -> parameters")
-    absolute = {key: _as_str_list(doc.get(key) or [], path, key)
-                for key in ("absolute_encoders", "absolute_actuators")}
-    known = {"format", "actuated_joints", "closures", "actuators", *absolute}
-    return ClosureFile(closures, actuated, **absolute, actuators=actuators, source=path,
-                       extra={k: v for k, v in doc.items() if k not in known})
+    encoders = _as_str_list(doc.get("absolute_encoders") or [], path, "absolute_encoders")
+    absolute_actuators = _as_str_list(doc.get("absolute_actuators") or [], path, "absolute_actuators")
+    known = {"format", "actuated_joints", "closures", "actuators", "absolute_encoders", "absolute_actuators"}
+    return ClosureFile(closures, actuated, absolute_encoders=encoders, absolute_actuators=absolute_actuators,
+                       actuators=actuators, source=path, extra={k: v for k, v in doc.items() if k not in known})
 
 
 def parse_extended_urdf(doc: dict[str, Any], path: str) -> ClosureFile:
