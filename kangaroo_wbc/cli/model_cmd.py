@@ -8,10 +8,19 @@ from kangaroo_wbc.cli.common import add_json_flag, print_json, seed
 
 
 def _load(args: argparse.Namespace):
+    """The model of the command's files. Whatever the files hold, a failure to load them is a
+    :class:`~kangaroo_wbc.errors.ModelError` naming the file (exit 2), never an internal error."""
+    from kangaroo_wbc.errors import KangarooWbcError, ModelError
     from kangaroo_wbc.model import ClosedLoopModel
 
-    return ClosedLoopModel.from_files(args.urdf, args.closures, floating_base=args.floating_base,
-                                      reference=args.reference)
+    try:
+        return ClosedLoopModel.from_files(args.urdf, args.closures, floating_base=args.floating_base,
+                                          reference=args.reference)
+    except KangarooWbcError:
+        raise
+    except (ArithmeticError, AttributeError, LookupError, OSError, RecursionError, RuntimeError, TypeError,
+            ValueError) as exc:  # a reader met content it did not foresee: still the file's error
+        raise ModelError(f"{args.urdf}: could not load the model: {type(exc).__name__}: {exc}") from exc
 
 
 def _info(args: argparse.Namespace) -> int:

@@ -45,6 +45,7 @@ from kangaroo_wbc.errors import (
     suggest,
 )
 from kangaroo_wbc.model.closures import DIRECTIONS, ClosureFile, ClosureSpec, load_closure_file
+from kangaroo_wbc.model.sources import read_text
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -115,11 +116,10 @@ def configuration_from_pose(model: pin.Model, pose: str | Path | dict) -> np.nda
     if not isinstance(pose, dict):
         path = Path(pose)
         source = str(path)
-        if not path.is_file():
-            raise ConfigError(f"{path}: reference pose file not found")
+        text = read_text(path, "reference pose file", ConfigError)
         try:
-            pose = yaml.safe_load(path.read_text())  # JSON is YAML too
-        except yaml.YAMLError as exc:
+            pose = yaml.safe_load(text)  # JSON is YAML too
+        except (yaml.YAMLError, ValueError, RecursionError) as exc:
             raise ConfigError(f"{path}: not valid YAML or JSON: {exc}") from exc
         if isinstance(pose, dict) and isinstance(pose.get("joints"), dict):
             pose = pose["joints"]
@@ -291,17 +291,24 @@ class ClosedLoopModel:
         URDF ``<mimic>`` joints are refused (:class:`ModelError` naming them).
         """
         urdf_path = Path(urdf_path)
-        if not urdf_path.is_file():
+        if not urdf_path.exists():
             raise ModelError(f"{urdf_path}: URDF file not found")
         from kangaroo_wbc.model.importers import (
             joint_replacements,
             load_mjcf,
             mimic_joints,
+            model_format,
             spanning_tree,
         )
 
-        if urdf_path.suffix.lower() == ".xml" and closures_path is None:
+        kind = model_format(urdf_path)
+        if kind == "mjcf":
+            if closures_path is not None:
+                raise ModelError(f"{closures_path}: a closure file is not read with an MJCF model: its "
+                                 f"equality constraints are the closures ({urdf_path})")
             model, closure_file = load_mjcf(urdf_path, floating_base=floating_base)
+        elif kind == "sdf":
+            raise ModelError(f"{urdf_path}: SDF input is not supported")
         elif closures_path is None:
             raise ModelError(f"{urdf_path}: a closure file is required for a URDF spanning tree")
         else:

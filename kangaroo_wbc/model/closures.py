@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from kangaroo_wbc.errors import ConfigError
+from kangaroo_wbc.model.sources import read_text
 
 #: Order of the six directions of a closure error / spatial vector (linear first, as pinocchio).
 DIRECTIONS: tuple[str, ...] = ("x", "y", "z", "rx", "ry", "rz")
@@ -170,12 +171,13 @@ def parse_extended_urdf(doc: dict[str, Any], path: str) -> ClosureFile:
 def load_closure_file(path: str | Path) -> ClosureFile:
     """Read a closure file in either supported format (detected from its keys)."""
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{p}: closure file not found")
+    text = read_text(p, "closure file", ConfigError)
     try:
-        doc = yaml.safe_load(p.read_text())
+        doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
+    except (ValueError, RecursionError) as exc:  # e.g. a number YAML accepts but Python does not convert
+        raise ConfigError(f"{p}: not valid YAML: {type(exc).__name__}: {exc}") from exc
     if not isinstance(doc, dict):
         raise ConfigError(f"{p}: expected a mapping at the top level, got {type(doc).__name__}")
     if "closed_loop" in doc:

@@ -22,6 +22,7 @@ import pinocchio as pin
 
 from kangaroo_wbc.errors import ConfigError, ModelError, suggest
 from kangaroo_wbc.model.closures import DIRECTIONS, ClosureFile, ClosureSpec
+from kangaroo_wbc.model.sources import captured_output, parser_messages, read_text
 
 #: ``joint_type`` of the extended-URDF YAML that welds a joint at its neutral value.
 FIXED = "FIXED"
@@ -101,11 +102,19 @@ def spanning_tree(urdf_path: str | Path, replacements: dict[str, str], source: s
     """The pinocchio model of a URDF spanning tree (a free-flyer root if ``floating_base``) with the
     extended-URDF ``replacements`` (joint name -> ``joint_type``) applied: :func:`replace_joints`,
     then :func:`freeze_joints` for the ``FIXED`` ones (errors name ``source``)."""
+    check_xml(urdf_path, "URDF", "robot")
     root = (pin.JointModelFreeFlyer(),) if floating_base else ()
-    try:
-        model = pin.buildModelFromUrdf(str(urdf_path), *root)
-    except (RuntimeError, ValueError) as exc:
-        raise ModelError(f"{urdf_path}: pinocchio could not parse the URDF: {exc}") from exc
+    with captured_output() as out:
+        try:
+            model = pin.buildModelFromUrdf(str(urdf_path), *root)
+        except (RuntimeError, ValueError) as exc:
+            failure: Exception | None = exc
+        else:
+            failure = None
+    if failure is not None:
+        said = "; ".join(parser_messages(out.text))
+        raise ModelError(f"{urdf_path}: pinocchio could not parse the URDF"
+                         + (f": {said}" if said else f": {failure}")) from None
     substituted = {n: kind for n, kind in replacements.items() if kind.upper() != FIXED}
     if substituted:
         model = replace_joints(model, substituted, source)
@@ -113,6 +122,42 @@ def spanning_tree(urdf_path: str | Path, replacements: dict[str, str], source: s
     if fixed:
         model = freeze_joints(model, fixed, source)
     return model
+
+
+def check_xml(path: str | Path, what: str, root_tag: str | None) -> ET.Element:
+    """The root element of an XML model file, checked before any dependency's parser reads it: UTF-8
+    text (:func:`~kangaroo_wbc.model.sources.read_text`), well-formed, root element ``root_tag``
+    (any if None).
+
+    Raises:
+        ModelError: naming the file and, for malformed XML, the line and column.
+    """
+    text = read_text(path, what)
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise ModelError(f"{path}: the {what} is not well-formed XML: {exc}") from None
+    if root_tag is not None and root.tag != root_tag:
+        raise ModelError(f"{path}: not a {what}: the root element is <{root.tag}>, expected <{root_tag}>")
+    return root
+
+
+#: Model formats by the root element of the file.
+FORMATS = {"robot": "urdf", "mujoco": "mjcf", "sdf": "sdf"}
+
+
+def model_format(path: str | Path) -> str:
+    """``"urdf"``, ``"mjcf"`` or ``"sdf"``: the format of a model file, from its root element
+    (``<robot>``, ``<mujoco>``, ``<sdf>``), whatever its name ends with.
+
+    Raises:
+        ModelError: not an XML model file of these formats (the file named).
+    """
+    root = check_xml(path, "model file", None)
+    if root.tag not in FORMATS:
+        raise ModelError(f"{path}: not a model file: the root element is <{root.tag}>; expected "
+                         f"<robot> (URDF), <mujoco> (MJCF) or <sdf> (SDF)")
+    return FORMATS[root.tag]
 
 
 def mimic_joints(urdf_path: str | Path) -> dict[str, str]:
