@@ -36,6 +36,12 @@ def _info(args: argparse.Namespace) -> int:
         print(f"mass         {info['mass_kg']:.3f} kg")
         print(f"reference    closure residual {info['reference_closure_residual']:.3g}"
               f"{' (assembled: every joint moved)' if info['reference_assembled'] else ''}")
+        for c in info["couplings"]:
+            lead = " + ".join(f"{k:g}*{j}" for j, k in c["leaders"].items()) or "const"
+            print(f"coupling     {c['name']}: {' + '.join(f'{k:g}*{j}' for j, k in c['followers'].items())} "
+                  f"= p({lead}), a = {c['polynomial']} ({c['source']})")
+        for w in info["warnings"]:
+            print(f"warning      {w}")
         for r in info["free_rotations"]:
             print(f"free rotation {r['joint']}: {r['free_directions']} direction(s), inertia "
                   f"{r['inertia_about_axes_kg_m2']} kg·m², {r['resolution']}")

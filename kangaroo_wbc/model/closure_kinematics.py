@@ -65,7 +65,7 @@ class ClosureKinematics:
         if clm.kernel is not None:
             from kangaroo_wbc.model.closure_kernel import build_kernel
 
-            self.kernel = build_kernel(self.model, *clm.kernel_tables(), self.cols)
+            self.kernel = build_kernel(self.model, *clm.kernel_tables(), columns=self.cols)
         #: block LU of J_lu (sub-mechanisms), or None: LAPACK on the dense matrix
         self.block_lu = clm.jlu_block_lu()
 

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from kangaroo_wbc.errors import ConfigError
+from kangaroo_wbc.model.couplings import CouplingSpec, parse_couplings
 from kangaroo_wbc.model.sources import read_text
 
 #: Order of the six directions of a closure error / spatial vector (linear first, as pinocchio).
@@ -73,6 +74,11 @@ class ClosureFile:
     #: extended-URDF convention needs it; the native format is strict and reports a non-square
     #: passive block instead.
     lock_idle_joints: bool = False
+    #: Joint couplings (URDF mimic, MJCF joint/tendon equalities, the ``couplings`` key): constraint
+    #: rows after the loops' (:mod:`kangaroo_wbc.model.couplings`).
+    couplings: list[CouplingSpec] = field(default_factory=list)
+    #: Why each actuated joint is actuated (the file's key, the actuator that drives it).
+    actuated_why: dict[str, str] = field(default_factory=dict)
 
 
 def _err(path: str, key: str, msg: str) -> ConfigError:
@@ -133,9 +139,12 @@ def parse_native(doc: dict[str, Any], path: str) -> ClosureFile:
         raise _err(path, "actuators", "expected a mapping actuator name -> parameters")
     encoders = _as_str_list(doc.get("absolute_encoders") or [], path, "absolute_encoders")
     absolute_actuators = _as_str_list(doc.get("absolute_actuators") or [], path, "absolute_actuators")
-    known = {"format", "actuated_joints", "closures", "actuators", "absolute_encoders", "absolute_actuators"}
+    couplings = parse_couplings(doc.get("couplings"), path)
+    known = {"format", "actuated_joints", "closures", "actuators", "absolute_encoders", "absolute_actuators",
+             "couplings"}
     return ClosureFile(closures, actuated, absolute_encoders=encoders, absolute_actuators=absolute_actuators,
-                       actuators=actuators, source=path, extra={k: v for k, v in doc.items() if k not in known})
+                       actuators=actuators, source=path, extra={k: v for k, v in doc.items() if k not in known},
+                       couplings=couplings, actuated_why={j: f"{path}: actuated_joints" for j in actuated})
 
 
 def parse_extended_urdf(doc: dict[str, Any], path: str) -> ClosureFile:
