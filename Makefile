@@ -13,7 +13,7 @@ BENCH_ARGS ?= --json
 
 help:
 	@echo "make setup   create/update .venv (pinned requirements, editable install, tf2_msgs)"
-	@echo "make test    setup, ruff and the import contract (lint-imports), then the test suite (pytest -q test)"
+	@echo "make test    setup, ruff, the import contract (lint-imports) and mypy, then the test suite (pytest -q test)"
 	@echo "make lint    ruff, the import contract (lint-imports) and mypy"
 	@echo "make demo    setup, then the closed-loop simulation demo (report + bag in reports/demo, replaced each run)"
 	@echo "make bench   setup, then the timing benchmarks (creates the peer environment on first use)"
@@ -24,12 +24,13 @@ help:
 setup:
 	@bash scripts/bootstrap.sh
 
-# Lint (ruff, the import contract) and tests all run; the target fails if any fails.
+# Lint (ruff, the import contract, mypy) and tests all run; the target fails if any fails.
 # A run that ends without pytest's summary line (a process that died mid-run) fails too.
 test: setup
 	@$(ENV) rc=0; log=$$(mktemp); \
 	ruff check --output-format concise kangaroo_wbc test || rc=$$?; \
 	lint-imports --no-cache || rc=$$?; \
+	mypy || rc=$$?; \
 	pytest -q test $(PYTEST_ARGS) 2>&1 | tee $$log; prc=$${PIPESTATUS[0]}; [ $$prc -eq 0 ] || rc=$$prc; \
 	if ! tail -n 3 $$log | grep -Eq '[0-9]+ (passed|failed)'; then \
 		echo "make test: pytest ended without its summary line: the run did not complete"; rc=1; fi; \

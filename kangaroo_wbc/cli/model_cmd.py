@@ -8,10 +8,19 @@ from kangaroo_wbc.cli.common import add_json_flag, print_json, seed
 
 
 def _load(args: argparse.Namespace):
+    """The model of the command's files. Whatever the files hold, a failure to load them is a
+    :class:`~kangaroo_wbc.errors.ModelError` naming the file (exit 2), never an internal error."""
+    from kangaroo_wbc.errors import KangarooWbcError, ModelError
     from kangaroo_wbc.model import ClosedLoopModel
 
-    return ClosedLoopModel.from_files(args.urdf, args.closures, floating_base=args.floating_base,
-                                      reference=args.reference)
+    try:
+        return ClosedLoopModel.from_files(args.urdf, args.closures, floating_base=args.floating_base,
+                                          reference=args.reference)
+    except KangarooWbcError:
+        raise
+    except (ArithmeticError, AttributeError, LookupError, OSError, RecursionError, RuntimeError, TypeError,
+            ValueError) as exc:  # a reader met content it did not foresee: still the file's error
+        raise ModelError(f"{args.urdf}: could not load the model: {type(exc).__name__}: {exc}") from exc
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -27,6 +36,12 @@ def _info(args: argparse.Namespace) -> int:
         print(f"mass         {info['mass_kg']:.3f} kg")
         print(f"reference    closure residual {info['reference_closure_residual']:.3g}"
               f"{' (assembled: every joint moved)' if info['reference_assembled'] else ''}")
+        for c in info["couplings"]:
+            lead = " + ".join(f"{k:g}*{j}" for j, k in c["leaders"].items()) or "const"
+            print(f"coupling     {c['name']}: {' + '.join(f'{k:g}*{j}' for j, k in c['followers'].items())} "
+                  f"= p({lead}), a = {c['polynomial']} ({c['source']})")
+        for w in info["warnings"]:
+            print(f"warning      {w}")
         for r in info["free_rotations"]:
             print(f"free rotation {r['joint']}: {r['free_directions']} direction(s), inertia "
                   f"{r['inertia_about_axes_kg_m2']} kg·m², {r['resolution']}")

@@ -252,7 +252,7 @@ class BlockLU:
         #: the factors as one buffer object (:data:`BlockFactors`) for kernels of other modules
         self.factors = BlockFactors.make(rows=self.rows, cols=self.cols, sizes=self.sizes, LU=self.LU, piv=self.piv)
         self._cols_in: tuple | None = None  # (idx_u, idx_u[cols]) of factor_and_map
-        self._work: dict[tuple[int, int], np.ndarray] = {}  # project_through buffers
+        self._work: dict[tuple[int, int, int], np.ndarray] = {}  # project_through buffers
         # compile (or load) the kernels now rather than in the first control tick
         warm = np.zeros((n, n))
         for r, c in blocks:
@@ -301,7 +301,7 @@ class BlockLU:
         """
         if not self.ok:
             raise RuntimeError("BlockLU.project_through: no valid factorisation")
-        shape = (2, self.n, 1 + G.shape[0])
+        shape = (2, self.n, 1 + int(G.shape[0]))
         work = self._work.get(shape)
         if work is None:
             work = self._work[shape] = np.empty(shape)

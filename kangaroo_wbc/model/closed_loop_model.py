@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pinocchio as pin
@@ -44,7 +44,9 @@ from kangaroo_wbc.errors import (
     ModelError,
     suggest,
 )
-from kangaroo_wbc.model.closures import DIRECTIONS, ClosureFile, ClosureSpec, load_closure_file
+from kangaroo_wbc.model.closures import DIRECTIONS, ClosureFile, ClosureSpec
+from kangaroo_wbc.model.couplings import CouplingSpec, CouplingTables, coupling_tables
+from kangaroo_wbc.model.sources import read_text
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -100,8 +102,9 @@ def select_independent_rows(J: np.ndarray, rtol: float = RANK_RTOL) -> np.ndarra
     return np.sort(piv[:rank])
 
 
-def configuration_from_pose(model: pin.Model, pose: str | Path | dict) -> np.ndarray:
-    """A configuration of ``model`` from a pose: joint name -> value, other joints neutral.
+def configuration_from_pose(model: pin.Model, pose: str | Path | dict, base: np.ndarray | None = None) -> np.ndarray:
+    """A configuration of ``model`` from a pose: joint name -> value, other joints at ``base`` (default:
+    neutral).
 
     ``pose`` is a mapping or a YAML/JSON file holding one (optionally under a ``joints`` key). A
     1-DOF joint takes a number [rad or m]; a multi-DOF joint a list of its ``nq`` configuration
@@ -115,17 +118,16 @@ def configuration_from_pose(model: pin.Model, pose: str | Path | dict) -> np.nda
     if not isinstance(pose, dict):
         path = Path(pose)
         source = str(path)
-        if not path.is_file():
-            raise ConfigError(f"{path}: reference pose file not found")
+        text = read_text(path, "reference pose file", ConfigError)
         try:
-            pose = yaml.safe_load(path.read_text())  # JSON is YAML too
-        except yaml.YAMLError as exc:
+            pose = yaml.safe_load(text)  # JSON is YAML too
+        except (yaml.YAMLError, ValueError, RecursionError) as exc:
             raise ConfigError(f"{path}: not valid YAML or JSON: {exc}") from exc
         if isinstance(pose, dict) and isinstance(pose.get("joints"), dict):
             pose = pose["joints"]
         if not isinstance(pose, dict):
             raise ConfigError(f"{path}: expected a mapping joint name -> value, got {type(pose).__name__}")
-    q = pin.neutral(model)
+    q = pin.neutral(model) if base is None else np.array(base, dtype=float)
     names = list(model.names)[1:]
     for name, value in pose.items():
         name = str(name)
@@ -212,6 +214,8 @@ class KernelTables(NamedTuple):
     rot_log3: np.ndarray
     #: universal-joint cuts: (closure indices, their (i, j, k, sign) rows)
     universal: tuple[np.ndarray, np.ndarray]
+    #: the joint couplings, rows after the loops' (:class:`~kangaroo_wbc.model.couplings.CouplingTables`)
+    couplings: CouplingTables
 
 
 #: A position limit at or beyond this magnitude counts as absent (URDF/MJCF importers' "unbounded").
@@ -265,12 +269,17 @@ class ClosedLoopModel:
         #: counts the changes of the model's inertias (:meth:`add_payload`): holders of mass-dependent
         #: terms (:class:`~kangaroo_wbc.model.projected_model.ProjectedModel`) refresh them when it moves
         self.inertia_version = 0
+        #: what loading chose or skipped that the user should know (``model info`` lists them)
+        self.warnings: list[str] = []
+        #: the MJCF reading (:class:`~kangaroo_wbc.model.mjcf.MjcfModel`) of a model read from MJCF
+        self.mjcf: Any = None
         self.locked_joint_names: list[str] = []
         self.free_rotations: list[dict] = []
         #: Names of the closures added to fix free ball-joint rotations (not in the closure file).
         self.added_closures: list[str] = []
         self._resolve_joints(closure_file)
         self._resolve_frames(closure_file)
+        self._resolve_couplings(closure_file)
         self.absolute_encoders = self._check_joint_names(closure_file.absolute_encoders, "absolute_encoders")
         self.absolute_actuators = self._check_joint_names(closure_file.absolute_actuators, "absolute_actuators")
         self._q_last: np.ndarray | None = None
@@ -282,39 +291,24 @@ class ClosedLoopModel:
     def from_files(cls, urdf_path: str | Path, closures_path: str | Path | None,
                    floating_base: bool = False,
                    reference: str | Path | dict | None = None) -> ClosedLoopModel:
-        """Load a URDF spanning tree and its closure file (native or extended-URDF YAML).
+        """Load a model file: a URDF spanning tree and its closure file (native or extended-URDF YAML),
+        or an MJCF file read as MuJoCo reads it (:func:`~kangaroo_wbc.model.importers.load_model`).
 
-        An MJCF file (``.xml``) without a closure file is read with pinocchio's MJCF parser; its
-        ``equality/connect`` elements become 3D closures (see :mod:`kangaroo_wbc.model.importers`).
         ``reference``: a pose (joint name -> value, or a YAML/JSON file of it, see
-        :func:`configuration_from_pose`) the loops are closed from instead of the neutral one.
-        URDF ``<mimic>`` joints are refused (:class:`ModelError` naming them).
+        :func:`configuration_from_pose`) the loops are closed from; other joints keep the file's
+        reference (MJCF: MuJoCo's ``qpos0``, its joints' ``ref``; URDF: zero).
         """
         urdf_path = Path(urdf_path)
-        if not urdf_path.is_file():
+        if not urdf_path.exists():
             raise ModelError(f"{urdf_path}: URDF file not found")
-        from kangaroo_wbc.model.importers import (
-            joint_replacements,
-            load_mjcf,
-            mimic_joints,
-            spanning_tree,
-        )
+        from kangaroo_wbc.model.importers import load_model
 
-        if urdf_path.suffix.lower() == ".xml" and closures_path is None:
-            model, closure_file = load_mjcf(urdf_path, floating_base=floating_base)
-        elif closures_path is None:
-            raise ModelError(f"{urdf_path}: a closure file is required for a URDF spanning tree")
-        else:
-            closure_file = load_closure_file(closures_path)
-            mimic = mimic_joints(urdf_path)
-            if mimic:
-                pairs = ", ".join(f"{f!r} mimics {lead!r}" for f, lead in mimic.items())
-                raise ModelError(f"{urdf_path}: URDF <mimic> joints are not supported ({pairs}): a mimic "
-                                 f"coupling is not a loop closure, and loading the joint as independent "
-                                 f"would change the mechanism; model the coupling as a loop, or remove it")
-            model = spanning_tree(urdf_path, joint_replacements(closure_file), closure_file.source, floating_base)
-        q_ref = None if reference is None else configuration_from_pose(model, reference)
-        return cls(model, closure_file, q_ref=q_ref, source=str(urdf_path))
+        loaded = load_model(urdf_path, closures_path, floating_base)
+        q_ref = loaded.q0 if reference is None else configuration_from_pose(loaded.model, reference, loaded.q0)
+        clm = cls(loaded.model, loaded.closure_file, q_ref=q_ref, source=str(urdf_path))
+        clm.warnings[:0] = loaded.warnings
+        clm.mjcf = loaded.mjcf
+        return clm
 
     def _joint_id(self, name: str, key: str) -> int:
         if name not in self.joint_names:
@@ -375,11 +369,39 @@ class ClosedLoopModel:
         mask = support_mask(self.model, self._frame_ids)
         self._signed_mask = mask[self._slot_u] - mask[self._slot_a]
 
+    def _resolve_couplings(self, cf: ClosureFile) -> None:
+        """The joint couplings (:mod:`kangaroo_wbc.model.couplings`): their kernel tables and the
+        support mask of their rows (1 on the coupled joints' velocity indices)."""
+        self.couplings: list[CouplingSpec] = list(cf.couplings)
+        names = [c.name for c in self.couplings]
+        if len(set(names)) != len(names):
+            raise ModelError(f"{cf.source}: duplicated coupling names in {names}")
+        self._coupling_tables = coupling_tables(self.model, self.couplings, cf.source)
+        t = self._coupling_tables
+        self._coupling_mask = np.zeros((len(self.couplings), self.model.nv))
+        for k in range(len(self.couplings)):
+            used = t.term_side[k] >= 0
+            self._coupling_mask[k, t.term_v[k, used]] = 1.0
+
+    @property
+    def n_couplings(self) -> int:
+        """Number of coupling rows (the last rows of ``e_l``, ``J_l``)."""
+        return len(self.couplings)
+
+    @property
+    def _constrained(self) -> bool:
+        return bool(self.closures) or bool(self.couplings)
+
+    def _row_support(self) -> np.ndarray:
+        """(n_c, nv): the signed joint support of each kept row (loops: ``mask_u - mask_a``;
+        couplings: 1 on the coupled joints)."""
+        return np.vstack([self._signed_mask[self.row_closure[:self.n_c - self.n_couplings]], self._coupling_mask])
+
     def _set_rows(self) -> None:
         """Flat index of each kept row into the (K*6) stacked full closure error."""
         self._flat_rows = np.concatenate(
             [6 * k + c.rows for k, c in enumerate(self.closures)] + [np.zeros(0, dtype=int)]).astype(int)
-        self.n_c = int(len(self._flat_rows))
+        self.n_c = int(len(self._flat_rows)) + self.n_couplings
         # universal-joint cuts: exactly one declared rotation direction k, the two others free
         cuts = {k: universal_cut_indices(c.spec.direction_indices) for k, c in enumerate(self.closures)
                 if np.any(c.rows >= 3)}
@@ -387,7 +409,10 @@ class ClosedLoopModel:
         self._uj_idx = np.array(uj, dtype=int)
         self._rot_idx = np.array([k for k, ijk in cuts.items() if ijk is None], dtype=int)
         self._uj_ijk = np.array([cuts[k] for k in uj], dtype=int).reshape(-1, 4)
-        self.row_closure = np.repeat(np.arange(len(self.closures)), [len(c.rows) for c in self.closures])
+        #: the constraint each row belongs to: loop ``k`` (``< K``), then coupling ``K + k``
+        K = len(self.closures)
+        self.row_closure = np.concatenate([np.repeat(np.arange(K), [len(c.rows) for c in self.closures]),
+                                           K + np.arange(self.n_couplings)]).astype(int)
         self._kernel_built = False  # the compiled kernel follows the kept rows
         self._fk_jinv: np.ndarray | None = None  # J_lu^{-1} kept between calls by the compiled chord iteration
         self._fk_chord_ready: bool | None = None
@@ -406,11 +431,11 @@ class ClosedLoopModel:
                 residual and the worst loop), or the passive block is not square.
         """
         declared = [np.array(c.spec.direction_indices, dtype=int) for c in self.closures]
-        self.n_c_declared = int(sum(len(r) for r in declared))
+        self.n_c_declared = int(sum(len(r) for r in declared)) + self.n_couplings
         q0 = pin.neutral(self.model) if q_ref is None else self.check_configuration(q_ref).copy()
         self.reference_assembled = False
         self._set_declared_rows()
-        if not self.closures:
+        if not self._constrained:
             self.constraint_rank = 0
             self.q_ref = q0
             self.reference_closure_residual = 0.0
@@ -420,8 +445,7 @@ class ClosedLoopModel:
         q = q0
         for attempt in range(2):
             self._set_declared_rows()
-            J = self.constraint_jacobian(q)[:, np.concatenate([self.idx_v_u, self.idx_v_a])]
-            self._keep_rows(select_independent_rows(J))
+            self._keep_rows(self._independent_loop_rows(q))
             if attempt == 0:
                 q, info = self.newton(q, max_iter=100, tol=1e-12, least_squares=True)
                 if not (info.converged and self._declared_residual(q) <= ASSEMBLY_TOL):
@@ -435,6 +459,27 @@ class ClosedLoopModel:
         self.reference_closure_residual = self._declared_residual(q)
         if self.n_c != self.n_u:
             raise ModelError(self._square_message())
+
+    def _independent_loop_rows(self, q: np.ndarray) -> np.ndarray:
+        """Indices of a maximal set of independent loop rows at ``q`` (into the selected loop rows),
+        every coupling row kept: the loop rows' Jacobian is restricted to the null space of the
+        couplings' before the rank-revealing QR (:func:`select_independent_rows`).
+
+        Raises:
+            ModelError: the couplings are dependent (two couplings say the same).
+        """
+        J = self.constraint_jacobian(q)[:, np.concatenate([self.idx_v_u, self.idx_v_a])]
+        n_loop = self.n_c - self.n_couplings
+        J_loop, J_cp = J[:n_loop], J[n_loop:]
+        if self.n_couplings:
+            _, sv, Vt = np.linalg.svd(J_cp)
+            rank = int(np.sum(sv > RANK_RTOL * sv[0])) if sv.size and sv[0] > 0.0 else 0
+            if rank < self.n_couplings:
+                raise ModelError(f"{self.closure_file.source}: the couplings {[c.name for c in self.couplings]} "
+                                 f"are dependent ({rank} independent of {self.n_couplings}): one of them repeats "
+                                 f"the others, or couples only held or actuated joints")
+            J_loop = J_loop @ Vt[rank:].T
+        return select_independent_rows(J_loop)
 
     def _set_declared_rows(self) -> None:
         for c in self.closures:
@@ -466,13 +511,24 @@ class ClosedLoopModel:
     def _declared_errors(self, q: np.ndarray) -> np.ndarray:
         """Closure error on every declared direction, (K, 6) with zeros on undeclared ones."""
         e = np.zeros(6 * len(self.closures))
+        if not self._constrained:
+            return e.reshape(-1, 6)
         with self._all_declared_rows():
-            e[self._flat_rows] = self.kernel.error(q)
+            e[self._flat_rows] = self.kernel.error(q)[:len(self._flat_rows)]
         return e.reshape(-1, 6)
 
+    def coupling_errors(self, q: np.ndarray) -> np.ndarray:
+        """The coupling rows of ``e_l`` (:mod:`kangaroo_wbc.model.couplings`) [rad or m]."""
+        if not self.couplings:
+            return np.zeros(0)
+        return self.kernel.error(self.check_configuration(q))[self.n_c - self.n_couplings:].copy()
+
     def _declared_residual(self, q: np.ndarray) -> float:
-        """``||e||_inf`` over every declared direction of every loop [m, rad]."""
-        return float(np.max(np.abs(self._declared_errors(q)))) if self.closures else 0.0
+        """``||e||_inf`` over every declared direction of every loop and every coupling [m, rad]."""
+        if not self._constrained:
+            return 0.0
+        return float(max(np.max(np.abs(self._declared_errors(q)), initial=0.0),
+                         np.max(np.abs(self.coupling_errors(q)), initial=0.0)))
 
     def assemble(self, q0: np.ndarray, tol: float = 1e-12, max_iter: int = 300) -> tuple[np.ndarray, ClosureFkInfo]:
         r"""Assemble the loops near a pose: ``min ||q ⊖ q0||^2`` subject to ``e_l(q) = 0``.
@@ -536,13 +592,14 @@ class ClosedLoopModel:
     def _assemble_or_raise(self, q0: np.ndarray) -> np.ndarray:
         q, info = self.assemble(q0)
         if not info.converged:
-            E = np.abs(self._declared_errors(q))
-            worst = int(np.argmax(np.max(E, axis=1)))
+            E = np.concatenate([np.max(np.abs(self._declared_errors(q)), axis=1), np.abs(self.coupling_errors(q))])
+            worst = int(np.argmax(E))
+            names = [c.spec.name for c in self.closures] + [f"coupling {c.name}" for c in self.couplings]
             raise ModelError(
                 f"{self.closure_file.source}: the loops do not close at the reference pose: assembly "
                 f"(moving every joint, {info.iterations} iterations) left a closure residual of "
-                f"{info.residual:.3g} (worst loop {self.closures[worst].spec.name!r}, "
-                f"{float(np.max(E[worst])):.3g}); give an assembled pose (--reference FILE: joint -> value)")
+                f"{info.residual:.3g} (worst loop {names[worst]!r}, "
+                f"{float(E[worst]):.3g}); give an assembled pose (--reference FILE: joint -> value)")
         self.reference_assembled = True
         return q
 
@@ -660,6 +717,7 @@ class ClosedLoopModel:
                                  pin.FrameType.OP_FRAME))
             m.addFrame(pin.Frame(fu, jid, pin.SE3(Q, np.zeros(3)), pin.FrameType.OP_FRAME))
             using = self.row_closure[np.max(np.abs(Jj), axis=1) > STRUCTURAL_ZERO] if Jj.size else []
+            using = [k for k in using if k < len(self.closures)]
             sub = self.closures[int(using[0])].spec.submechanism if len(using) else base
             added.append(ClosureSpec(base, sub, fa, fu, dirs))
             inertia = m.inertias[jid]
@@ -683,8 +741,7 @@ class ClosedLoopModel:
         for c in self.closures:
             c.rows = kept.get(c.spec.name, c.rows)
         self._set_rows()
-        J = self.constraint_jacobian(q)[:, np.concatenate([self.idx_v_u, self.idx_v_a])]
-        self._keep_rows(select_independent_rows(J))
+        self._keep_rows(self._independent_loop_rows(q))
         self.constraint_rank = self.n_c
 
     def _square_message(self) -> str:
@@ -707,12 +764,15 @@ class ClosedLoopModel:
         the ankle's rods) is counted once, where it is first constrained.
         """
         J = np.abs(self.constraint_jacobian(self.q_ref))
-        names = dict.fromkeys(c.spec.submechanism for c in self.closures)
+        # (sub-mechanism, constraint name) per constraint index: the loops, then each coupling on its own
+        owner = ([(c.spec.submechanism, c.spec.name) for c in self.closures]
+                 + [(f"coupling {c.name}", c.name) for c in self.couplings])
+        names = dict.fromkeys(sub for sub, _ in owner)
         self.submechanisms: dict[str, SubMechanism] = {}
         m = self.model
         claimed: set[str] = set()
         for name in names:
-            ks = [k for k, c in enumerate(self.closures) if c.spec.submechanism == name]
+            ks = [k for k, (sub, _) in enumerate(owner) if sub == name]
             rows = np.flatnonzero(np.isin(self.row_closure, ks))
             used = np.max(J[rows], axis=0) > STRUCTURAL_ZERO if len(rows) else np.zeros(m.nv, bool)
 
@@ -725,8 +785,7 @@ class ClosedLoopModel:
             claimed.update(passive)
             claimed.update(actuated)
             dofs = int(sum(m.joints[m.getJointId(n)].nv for n in passive))
-            self.submechanisms[name] = SubMechanism(name, [self.closures[k].spec.name for k in ks], rows,
-                                                    passive, actuated, dofs)
+            self.submechanisms[name] = SubMechanism(name, [owner[k][1] for k in ks], rows, passive, actuated, dofs)
 
     # ------------------------------------------------------------------ helpers
     def check_configuration(self, q: np.ndarray) -> np.ndarray:
@@ -773,9 +832,9 @@ class ClosedLoopModel:
 
     def kernel_tables(self) -> KernelTables:
         """The index tables of the closures that :func:`~kangaroo_wbc.model.closure_kernel.build_kernel`
-        takes after the model: ``build_kernel(model, *clm.kernel_tables(), columns)``."""
+        takes after the model: ``build_kernel(model, *clm.kernel_tables(), columns=columns)``."""
         return KernelTables(self._frame_ids, self._slot_a, self._slot_u, self._signed_mask, self._flat_rows,
-                            self._rot_idx, (self._uj_idx, self._uj_ijk))
+                            self._rot_idx, (self._uj_idx, self._uj_ijk), self._coupling_tables)
 
     def passive_joint_limits(self, margin: float | np.ndarray = 0.0) -> PassiveLimits:
         """The passive 1-DOF joints with a finite position limit, their limits moved inwards by ``margin``
@@ -831,7 +890,7 @@ class ClosedLoopModel:
         if not self._kernel_built:
             from kangaroo_wbc.model.closure_kernel import build_kernel
 
-            self._kernel = build_kernel(self.model, *self.kernel_tables()) if self.closures else None
+            self._kernel = build_kernel(self.model, *self.kernel_tables()) if self._constrained else None
             self._kernel_built = True
             self._fk_chord_ready = None
             if self._kernel is not None and self.n_c == self.n_u:  # compiles the chord iteration now
@@ -846,17 +905,17 @@ class ClosedLoopModel:
 
         if self.n_c == 0 or self.n_c != self.n_u:
             return None
-        pattern = self._signed_mask[self.row_closure][:, self.idx_v_u] != 0.0
+        pattern = self._row_support()[:, self.idx_v_u] != 0.0
         blocks = block_structure(pattern)
         return None if blocks is None else BlockLU(blocks, self.n_u)
 
     def closure_error(self, q: np.ndarray) -> np.ndarray:
         """Closure error ``e_l(theta)`` (eq. (2)) [m, rad], one entry per kept constraint row."""
         q = self.check_configuration(q)
-        return self.kernel.error(q).copy() if self.closures else np.zeros(0)
+        return self.kernel.error(q).copy() if self._constrained else np.zeros(0)
 
     def _error_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if not self.closures:
+        if not self._constrained:
             return np.zeros(0), np.zeros((0, self.model.nv))
         e, J = self.kernel.error_and_jacobian(q)
         return e.copy(), J.copy()
@@ -876,7 +935,7 @@ class ClosedLoopModel:
         exact on the closure)."""
         q = self.check_configuration(q)
         v = self.check_vector(v, self.model.nv, "velocity")
-        return self.kernel.velocity_bias(q, v).copy() if self.closures else np.zeros(0)
+        return self.kernel.velocity_bias(q, v).copy() if self._constrained else np.zeros(0)
 
     def split(self, J_l: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(J_lu, J_la)``: passive and actuated columns of ``J_l`` (eq. (5))."""
@@ -1166,6 +1225,8 @@ class ClosedLoopModel:
             "absolute_encoders": self.absolute_encoders,
             "locked_joints": self.locked_joint_names,
             "free_rotations": self.free_rotations,
+            "couplings": [c.as_dict() for c in self.couplings],
+            "warnings": list(self.warnings),
             "reference_closure_residual": self.reference_closure_residual,
             "reference_assembled": self.reference_assembled,
         }

@@ -35,6 +35,7 @@ import pinocchio as pin
 
 from kangaroo_wbc.errors import ModelError
 from kangaroo_wbc.model.compiled import buffers, compiled
+from kangaroo_wbc.model.couplings import CouplingTables, coupling_tables
 from kangaroo_wbc.model.so3 import jlog3_into, log3_into
 
 
@@ -57,10 +58,14 @@ TreeBuffers = buffers("TreeBuffers", ("parent", "jtype", "axis", "axis2", "R0", 
                                       "oRpre", "oR", "op", "f_joint", "f_R", "f_p", "R", "p"))
 #: The closure loops' tables (frame slots, rotation-row type, kept rows, the joint columns with
 #: their signs and output positions), the kernel's ``e_l`` and ``J_l`` and the buffers of
-#: :func:`closure_velocity_bias`.
+#: :func:`closure_velocity_bias`; then the joint couplings' rows and terms
+#: (:class:`~kangaroo_wbc.model.couplings.CouplingTables`, ``cp_term_out``: the output column of each
+#: term, -1 if none) and ``cp_d2``: ``p''(x - x_0)`` at the last configuration.
 LoopBuffers = buffers("LoopBuffers", ("slot_a", "slot_u", "rot_type", "uj_ijks", "rowmap", "col_joint", "col_dof",
                                       "col_sign", "col_out", "e_l", "J_l", "joint_velocity", "joint_bias_acceleration",
-                                      "frame_velocity", "frame_bias_acceleration", "bias_l"))
+                                      "frame_velocity", "frame_bias_acceleration", "bias_l", "cp_row", "cp_term_q",
+                                      "cp_term_v", "cp_term_kind", "cp_term_coef", "cp_term_side", "cp_term_out",
+                                      "cp_poly", "cp_offset", "cp_d2"))
 #: The passive joints of :func:`integrate_passive` (``iq``, ``iu``, ``kind``) and the chord
 #: iteration's buffers (``e``: closure error, ``q``: trial configuration).
 PassiveBuffers = buffers("PassiveBuffers", ("iq", "iu", "kind", "e", "q"))
@@ -193,6 +198,60 @@ def _placements(q, tree):
 
 
 @compiled
+def _coupling_arguments(q, loops, k):
+    """``(y - y_0, x - x_0)`` of coupling ``k`` at ``q`` (:mod:`kangaroo_wbc.model.couplings`)."""
+    y = -loops.cp_offset[k, 0]
+    x = -loops.cp_offset[k, 1]
+    for t in range(loops.cp_term_side.shape[1]):
+        side = loops.cp_term_side[k, t]
+        if side < 0:
+            break
+        iq = loops.cp_term_q[k, t]
+        value = q[iq] if loops.cp_term_kind[k, t] == 0 else math.atan2(q[iq + 1], q[iq])
+        if side == 0:
+            y += loops.cp_term_coef[k, t] * value
+        else:
+            x += loops.cp_term_coef[k, t] * value
+    return y, x
+
+
+@compiled
+def _coupling_rows(q, loops, want_jacobian, e_out, J_out):
+    """Coupling rows ``e = y - p(x)`` and their Jacobian ``[c_i; -p'(x) d_j]``; ``p''(x)`` into ``cp_d2``."""
+    for k in range(loops.cp_row.shape[0]):
+        y, x = _coupling_arguments(q, loops, k)
+        a0, a1, a2, a3, a4 = (loops.cp_poly[k, 0], loops.cp_poly[k, 1], loops.cp_poly[k, 2], loops.cp_poly[k, 3],
+                              loops.cp_poly[k, 4])
+        r = loops.cp_row[k]
+        e_out[r] = y - (a0 + x * (a1 + x * (a2 + x * (a3 + x * a4))))
+        dp = a1 + x * (2.0 * a2 + x * (3.0 * a3 + x * 4.0 * a4))
+        loops.cp_d2[k] = 2.0 * a2 + x * (6.0 * a3 + x * 12.0 * a4)
+        if not want_jacobian:
+            continue
+        W = loops.cp_term_side.shape[1]
+        for t in range(W):
+            if loops.cp_term_side[k, t] < 0:
+                break
+            if loops.cp_term_out[k, t] >= 0:
+                J_out[r, loops.cp_term_out[k, t]] = 0.0
+        for t in range(W):
+            side = loops.cp_term_side[k, t]
+            if side < 0:
+                break
+            out = loops.cp_term_out[k, t]
+            if out >= 0:
+                J_out[r, out] += loops.cp_term_coef[k, t] * (1.0 if side == 0 else -dp)
+
+
+@compiled
+def coupling_curvature(q, loops):
+    """``p''(x - x_0)`` of every coupling at ``q`` into ``loops.cp_d2`` (for :func:`closure_velocity_bias`)."""
+    for k in range(loops.cp_row.shape[0]):
+        _, x = _coupling_arguments(q, loops, k)
+        loops.cp_d2[k] = 2.0 * loops.cp_poly[k, 2] + x * (6.0 * loops.cp_poly[k, 3] + x * 12.0 * loops.cp_poly[k, 4])
+
+
+@compiled
 def closure_error_jacobian(q, tree, loops, want_jacobian, e_out, J_out):
     """Closure error rows ``e_l`` into ``e_out`` and, if ``want_jacobian``, Jacobian rows ``J_l`` into
     ``J_out`` (columns ``loops.col_out``) at the configuration ``q`` (compiled; the placements of
@@ -311,6 +370,7 @@ def closure_error_jacobian(q, tree, loops, want_jacobian, e_out, J_out):
                     r = rowmap[k, 3 + i]
                     if r >= 0:
                         J_out[r, out] = G[i, 0] * wl0 + G[i, 1] * wl1 + G[i, 2] * wl2
+    _coupling_rows(q, loops, want_jacobian, e_out, J_out)
 
 
 @compiled
@@ -352,7 +412,9 @@ def closure_velocity_bias(v, tree, loops):
     """Frame twists / velocity-product accelerations and the closure bias ``Jdot_l v`` (compiled).
 
     Needs the placements of the same configuration in ``tree`` (a previous :func:`_placements` or
-    :func:`closure_error_jacobian` call). Writes into ``loops``: ``joint_velocity`` /
+    :func:`closure_error_jacobian` call) and, for the coupling rows ``-p''(x) (Σ d_j q̇_j)^2``, its
+    ``loops.cp_d2`` (:func:`closure_error_jacobian` or :func:`coupling_curvature`). Writes into
+    ``loops``: ``joint_velocity`` /
     ``joint_bias_acceleration`` (n, 6): per joint, world spatial velocity and ``Jdot v`` at the
     world origin (linear first); ``frame_velocity`` / ``frame_bias_acceleration`` (F, 6): the same
     for the frames' bodies; ``bias_l``: the bias rows (log3 rows: ``Jlog3 d/dt(R_u^T w_rel)``, exact
@@ -493,6 +555,15 @@ def closure_velocity_bias(v, tree, loops):
                 rau = fR[a, 0, ui] * fR[u, 0, m] + fR[a, 1, ui] * fR[u, 1, m] + fR[a, 2, ui] * fR[u, 2, m]
                 total += rau * Mmj
             bias_out[r] = sg * total
+    for k in range(loops.cp_row.shape[0]):
+        xd = 0.0
+        for t in range(loops.cp_term_side.shape[1]):
+            side = loops.cp_term_side[k, t]
+            if side < 0:
+                break
+            if side == 1:
+                xd += loops.cp_term_coef[k, t] * v[loops.cp_term_v[k, t]]
+        bias_out[loops.cp_row[k]] = -loops.cp_d2[k] * xd * xd
 
 
 #: The joint types :func:`integrate_passive` integrates, and its code for each.
@@ -647,13 +718,16 @@ class ClosureKernel:
         flat_rows: kept rows as flat indices into the (K, 6) stacked full error.
         rot_log3: loops whose rotation rows are ``log3``.
         universal: loops with one exact universal-joint row, and their ``(i, j, k, sign)``.
+        couplings: the joint couplings (:class:`~kangaroo_wbc.model.couplings.CouplingTables`), rows
+            after the loops' (default: none).
         columns: velocity indices forming the Jacobian's columns, in output order (default: all).
 
     Build it with :func:`build_kernel`. Outputs are internal buffers overwritten by the next call.
     """
 
     def __init__(self, model: pin.Model, frame_ids, slot_a, slot_u, signed_mask, flat_rows, rot_log3,
-                 universal: tuple[np.ndarray, np.ndarray], columns: np.ndarray | None = None) -> None:
+                 universal: tuple[np.ndarray, np.ndarray], couplings: CouplingTables | None = None,
+                 columns: np.ndarray | None = None) -> None:
         n = model.njoints
         self.nq, self.nv = model.nq, model.nv
         self.parent = np.array([model.parents[j] for j in range(n)], dtype=np.int64)
@@ -693,13 +767,24 @@ class ClosureKernel:
             self.rot_type[k] = ROT_UNIVERSAL
             self.uj_ijks[k] = ijks
         flat_rows = np.asarray(flat_rows, dtype=int)
-        self.n_c = len(flat_rows)
+        n_loop = len(flat_rows)
         self.rowmap = np.full((K, 6), -1, dtype=np.int64)
-        self.rowmap.reshape(-1)[flat_rows] = np.arange(self.n_c)
+        self.rowmap.reshape(-1)[flat_rows] = np.arange(n_loop)
         columns = np.arange(model.nv) if columns is None else np.asarray(columns, dtype=int)
         self.n_cols = len(columns)
         out_of = np.full(model.nv, -1, dtype=np.int64)
         out_of[columns] = np.arange(len(columns))
+        cp = couplings if couplings is not None else coupling_tables(model, [])
+        P = cp.term_q.shape[0]
+        self.n_c = n_loop + P
+        self.cp_row = n_loop + np.arange(P, dtype=np.int64)
+        self.cp_term_q, self.cp_term_v = np.array(cp.term_q, dtype=np.int64), np.array(cp.term_v, dtype=np.int64)
+        self.cp_term_kind = np.array(cp.term_kind, dtype=np.int64)
+        self.cp_term_coef = np.array(cp.term_coef, dtype=float)
+        self.cp_term_side = np.array(cp.term_side, dtype=np.int64)
+        self.cp_term_out = np.where(self.cp_term_side >= 0, out_of[self.cp_term_v], -1).astype(np.int64)
+        self.cp_poly, self.cp_offset = np.array(cp.poly, dtype=float), np.array(cp.offset, dtype=float)
+        self.cp_d2 = np.zeros(P)
         v_joint = np.zeros(model.nv, dtype=np.int64)
         v_dof = np.zeros(model.nv, dtype=np.int64)
         for j in range(1, n):
@@ -777,6 +862,8 @@ class ClosureKernel:
         world spatial velocity and ``Jdot v`` at the world origin, linear first.
         """
         self.placements(q)
+        if self.cp_row.size:
+            coupling_curvature(q, self.loops)
         closure_velocity_bias(v, self.tree, self.loops)
         return self.bias_l
 
@@ -819,16 +906,18 @@ class ClosureKernel:
 
 
 def build_kernel(model: pin.Model, frame_ids, slot_a, slot_u, signed_mask, flat_rows, rot_log3,
-                 universal, columns=None) -> ClosureKernel:
+                 universal, couplings: CouplingTables | None = None, columns=None) -> ClosureKernel:
     """A :class:`ClosureKernel`, compiled (or loaded from numba's cache) now.
 
     Raises:
         ModelError: a joint type that is not supported (planar, helical, composite).
     """
-    kernel = ClosureKernel(model, frame_ids, slot_a, slot_u, signed_mask, flat_rows, rot_log3, universal, columns)
+    kernel = ClosureKernel(model, frame_ids, slot_a, slot_u, signed_mask, flat_rows, rot_log3, universal, couplings,
+                           columns)
     kernel.warm_up(model)
     return kernel
 
 
 __all__ = ["CHORD_CONVERGED", "CHORD_MAX_ITER", "CHORD_STALLED", "ClosureKernel", "build_kernel",
-           "closure_error_jacobian", "closure_velocity_bias", "frame_placements", "integrate_passive"]
+           "closure_error_jacobian", "closure_velocity_bias", "coupling_curvature", "frame_placements",
+           "integrate_passive"]

@@ -8,7 +8,7 @@ estimator's and the contact-wrench estimator's.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pinocchio as pin
@@ -59,13 +59,13 @@ class ClosureKinematics:
         self.J_l = np.zeros((self.n_c, len(self.cols)))
         self._q = np.zeros(self.model.nq)
         self._evaluated = False
-        self._lu = None
+        self._lu: Any = None
         #: the compiled closure kernel (columns ``cols``), or None without closures
         self.kernel = None
         if clm.kernel is not None:
             from kangaroo_wbc.model.closure_kernel import build_kernel
 
-            self.kernel = build_kernel(self.model, *clm.kernel_tables(), self.cols)
+            self.kernel = build_kernel(self.model, *clm.kernel_tables(), columns=self.cols)
         #: block LU of J_lu (sub-mechanisms), or None: LAPACK on the dense matrix
         self.block_lu = clm.jlu_block_lu()
 

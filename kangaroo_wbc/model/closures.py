@@ -21,6 +21,8 @@ from typing import Any
 import yaml
 
 from kangaroo_wbc.errors import ConfigError
+from kangaroo_wbc.model.couplings import CouplingSpec, parse_couplings
+from kangaroo_wbc.model.sources import read_text
 
 #: Order of the six directions of a closure error / spatial vector (linear first, as pinocchio).
 DIRECTIONS: tuple[str, ...] = ("x", "y", "z", "rx", "ry", "rz")
@@ -72,6 +74,11 @@ class ClosureFile:
     #: extended-URDF convention needs it; the native format is strict and reports a non-square
     #: passive block instead.
     lock_idle_joints: bool = False
+    #: Joint couplings (URDF mimic, MJCF joint/tendon equalities, the ``couplings`` key): constraint
+    #: rows after the loops' (:mod:`kangaroo_wbc.model.couplings`).
+    couplings: list[CouplingSpec] = field(default_factory=list)
+    #: Why each actuated joint is actuated (the file's key, the actuator that drives it).
+    actuated_why: dict[str, str] = field(default_factory=dict)
 
 
 def _err(path: str, key: str, msg: str) -> ConfigError:
@@ -130,11 +137,14 @@ def parse_native(doc: dict[str, Any], path: str) -> ClosureFile:
     actuators = doc.get("actuators", {}) or {}
     if not isinstance(actuators, dict):
         raise _err(path, "actuators", "expected a mapping actuator name -> parameters")
-    absolute = {key: _as_str_list(doc.get(key) or [], path, key)
-                for key in ("absolute_encoders", "absolute_actuators")}
-    known = {"format", "actuated_joints", "closures", "actuators", *absolute}
-    return ClosureFile(closures, actuated, **absolute, actuators=actuators, source=path,
-                       extra={k: v for k, v in doc.items() if k not in known})
+    encoders = _as_str_list(doc.get("absolute_encoders") or [], path, "absolute_encoders")
+    absolute_actuators = _as_str_list(doc.get("absolute_actuators") or [], path, "absolute_actuators")
+    couplings = parse_couplings(doc.get("couplings"), path)
+    known = {"format", "actuated_joints", "closures", "actuators", "absolute_encoders", "absolute_actuators",
+             "couplings"}
+    return ClosureFile(closures, actuated, absolute_encoders=encoders, absolute_actuators=absolute_actuators,
+                       actuators=actuators, source=path, extra={k: v for k, v in doc.items() if k not in known},
+                       couplings=couplings, actuated_why={j: f"{path}: actuated_joints" for j in actuated})
 
 
 def parse_extended_urdf(doc: dict[str, Any], path: str) -> ClosureFile:
@@ -170,12 +180,13 @@ def parse_extended_urdf(doc: dict[str, Any], path: str) -> ClosureFile:
 def load_closure_file(path: str | Path) -> ClosureFile:
     """Read a closure file in either supported format (detected from its keys)."""
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{p}: closure file not found")
+    text = read_text(p, "closure file", ConfigError)
     try:
-        doc = yaml.safe_load(p.read_text())
+        doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
+    except (ValueError, RecursionError) as exc:  # e.g. a number YAML accepts but Python does not convert
+        raise ConfigError(f"{p}: not valid YAML: {type(exc).__name__}: {exc}") from exc
     if not isinstance(doc, dict):
         raise ConfigError(f"{p}: expected a mapping at the top level, got {type(doc).__name__}")
     if "closed_loop" in doc:

@@ -40,7 +40,7 @@ class _BufferType(types.StructRef):
         return tuple((name, types.unliteral(t)) for name, t in fields)
 
 
-def buffers(name: str, fields: Sequence[str]) -> type:
+def buffers(name: str, fields: Sequence[str]) -> Any:
     """A buffer-object class ``name`` with the given fields, for compiled kernels.
 
     Build an instance with :meth:`make` (keyword per field: numpy arrays, or scalars that never
@@ -54,7 +54,11 @@ def buffers(name: str, fields: Sequence[str]) -> type:
     on-disk cache of a kernel that takes the object is written and read back only then; otherwise
     every process compiles the kernel again at start-up (seconds per node).
     """
-    namespace = inspect.currentframe().f_back.f_globals
+    frame = inspect.currentframe()
+    caller = frame.f_back if frame is not None else None
+    if caller is None:
+        raise RuntimeError("buffers() must be called from a module")
+    namespace = caller.f_globals
     module = namespace["__name__"]
     typ = type(f"{name}Type", (_BufferType,), {"__module__": module, "__qualname__": f"{name}Type"})
     structref.register(typ)
@@ -66,7 +70,7 @@ def buffers(name: str, fields: Sequence[str]) -> type:
     return cls
 
 
-def _make(cls: type, **values: Any) -> Any:
+def _make(cls: Any, **values: Any) -> Any:
     """An instance of the buffer class ``cls`` from one keyword per field (missing or unknown
     fields raise TypeError)."""
     missing = [f for f in cls.fields if f not in values]

@@ -5,23 +5,28 @@
   with ``SPHERICAL``, ``UJOINT_XY`` …) or as welded (``FIXED``); :func:`replace_joints` rebuilds
   the pinocchio model with those joints substituted, :func:`freeze_joints` welds the ``FIXED`` ones
   at their neutral value (the format's own loader does the same).
-* URDF ``<mimic>`` joints: :func:`mimic_joints` lists them; the model refuses them with the joint
-  named (their coupling is not a loop closure), never loads them as independent joints.
-* MJCF: :func:`load_mjcf` reads a MuJoCo model with pinocchio's MJCF parser, which turns
-  ``equality/connect`` into 3D loop constraints (and ``weld`` into 6D ones) expressed as
-  :class:`~kangaroo_wbc.model.closures.ClosureSpec` on frames that it adds to the model.
+* URDF ``<mimic>`` joints become couplings of the closed-chain model
+  (:mod:`kangaroo_wbc.model.couplings`), never independent joints.
+* MJCF: read as MuJoCo reads it (:mod:`kangaroo_wbc.model.mjcf`).
+
+:func:`load_model` reads any of them, the format told by the file's root element; every file is
+checked before a dependency's parser reads it (:mod:`kangaroo_wbc.model.sources`).
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pinocchio as pin
 
 from kangaroo_wbc.errors import ConfigError, ModelError, suggest
-from kangaroo_wbc.model.closures import DIRECTIONS, ClosureFile, ClosureSpec
+from kangaroo_wbc.model.closures import ClosureFile, load_closure_file
+from kangaroo_wbc.model.couplings import mimic_couplings
+from kangaroo_wbc.model.sources import captured_output, parser_messages, read_text
 
 #: ``joint_type`` of the extended-URDF YAML that welds a joint at its neutral value.
 FIXED = "FIXED"
@@ -101,11 +106,19 @@ def spanning_tree(urdf_path: str | Path, replacements: dict[str, str], source: s
     """The pinocchio model of a URDF spanning tree (a free-flyer root if ``floating_base``) with the
     extended-URDF ``replacements`` (joint name -> ``joint_type``) applied: :func:`replace_joints`,
     then :func:`freeze_joints` for the ``FIXED`` ones (errors name ``source``)."""
+    check_xml(urdf_path, "URDF", "robot")
     root = (pin.JointModelFreeFlyer(),) if floating_base else ()
-    try:
-        model = pin.buildModelFromUrdf(str(urdf_path), *root)
-    except (RuntimeError, ValueError) as exc:
-        raise ModelError(f"{urdf_path}: pinocchio could not parse the URDF: {exc}") from exc
+    with captured_output() as out:
+        try:
+            model = pin.buildModelFromUrdf(str(urdf_path), *root)
+        except (RuntimeError, ValueError) as exc:
+            failure: Exception | None = exc
+        else:
+            failure = None
+    if failure is not None:
+        said = "; ".join(parser_messages(out.text))
+        raise ModelError(f"{urdf_path}: pinocchio could not parse the URDF"
+                         + (f": {said}" if said else f": {failure}")) from None
     substituted = {n: kind for n, kind in replacements.items() if kind.upper() != FIXED}
     if substituted:
         model = replace_joints(model, substituted, source)
@@ -115,42 +128,96 @@ def spanning_tree(urdf_path: str | Path, replacements: dict[str, str], source: s
     return model
 
 
-def mimic_joints(urdf_path: str | Path) -> dict[str, str]:
-    """``{follower: leader}`` for the joints of a URDF that carry a ``<mimic joint=...>`` element."""
-    try:
-        root = ET.parse(str(urdf_path)).getroot()
-    except (ET.ParseError, OSError):
-        return {}  # pinocchio's parser reports the malformed file
-    out = {}
-    for joint in root.iter("joint"):
-        mimic = joint.find("mimic")
-        if mimic is not None:
-            out[str(joint.get("name"))] = str(mimic.get("joint"))
-    return out
+def check_xml(path: str | Path, what: str, root_tag: str | None) -> ET.Element:
+    """The root element of an XML model file, checked before any dependency's parser reads it: UTF-8
+    text (:func:`~kangaroo_wbc.model.sources.read_text`), well-formed, root element ``root_tag``
+    (any if None).
 
-
-def load_mjcf(mjcf_path: str | Path, floating_base: bool = False) -> tuple[pin.Model, ClosureFile]:
-    """Read an MJCF file with pinocchio's parser; ``equality/connect`` → 3D closures.
-
-    Pinocchio returns one rigid constraint model per equality; each becomes a closure between two
-    frames added at the constraint anchors (``<name>_a`` on the first body, ``<name>_u`` on the
-    second). The actuated joints are those driven by the MJCF ``actuator`` section.
+    Raises:
+        ModelError: naming the file and, for malformed XML, the line and column.
     """
-    path = Path(mjcf_path)
-    if not path.is_file():
-        raise ModelError(f"{path}: MJCF file not found")
-    root = (pin.JointModelFreeFlyer(), "root_joint") if floating_base else ()
+    text = read_text(path, what)
     try:
-        model, constraints = pin.buildModelAndLegacyConstraintsFromMJCF(str(path), *root)
-    except (RuntimeError, ValueError) as exc:
-        raise ModelError(f"{path}: pinocchio could not parse the MJCF: {exc}") from exc
-    closures = []
-    for k, cm in enumerate(constraints):
-        cname = cm.name or f"equality{k}"
-        model.addFrame(pin.Frame(f"{cname}_a", int(cm.joint1_id), cm.joint1_placement, pin.FrameType.OP_FRAME))
-        model.addFrame(pin.Frame(f"{cname}_u", int(cm.joint2_id), cm.joint2_placement, pin.FrameType.OP_FRAME))
-        dirs = DIRECTIONS[:3] if cm.type == pin.ContactType.CONTACT_3D else DIRECTIONS
-        closures.append(ClosureSpec(cname, cname, f"{cname}_a", f"{cname}_u", dirs))
-    act = ET.parse(path).getroot().find("actuator")
-    actuated = [] if act is None else [str(el.get("joint")) for el in act if el.get("joint")]
-    return model, ClosureFile(closures=closures, actuated_joints=actuated, source=str(path), lock_idle_joints=True)
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise ModelError(f"{path}: the {what} is not well-formed XML: {exc}") from None
+    if root_tag is not None and root.tag != root_tag:
+        raise ModelError(f"{path}: not a {what}: the root element is <{root.tag}>, expected <{root_tag}>")
+    return root
+
+
+#: Model formats by the root element of the file.
+FORMATS = {"robot": "urdf", "mujoco": "mjcf", "sdf": "sdf"}
+
+
+def model_format(path: str | Path) -> str:
+    """``"urdf"``, ``"mjcf"`` or ``"sdf"``: the format of a model file, from its root element
+    (``<robot>``, ``<mujoco>``, ``<sdf>``), whatever its name ends with.
+
+    Raises:
+        ModelError: not an XML model file of these formats (the file named).
+    """
+    root = check_xml(path, "model file", None)
+    if root.tag not in FORMATS:
+        raise ModelError(f"{path}: not a model file: the root element is <{root.tag}>; expected "
+                         f"<robot> (URDF), <mujoco> (MJCF) or <sdf> (SDF)")
+    return FORMATS[root.tag]
+
+
+@dataclass
+class LoadedModel:
+    """A model file read by :func:`load_model`: the pinocchio tree, its closure file (closures,
+    couplings, actuated joints), the pose the file's loops are meant to close at (None: pinocchio's
+    neutral one) and what was read but not modelled."""
+
+    model: pin.Model
+    closure_file: ClosureFile
+    q0: np.ndarray | None = None
+    warnings: list[str] = field(default_factory=list)
+    #: the MJCF reading (MuJoCo's compiled model, q <-> qpos), for MJCF files
+    mjcf: Any = None
+
+
+def load_model(path: str | Path, closures_path: str | Path | None, floating_base: bool = False) -> LoadedModel:
+    """Read a model file, its format told by its root element (:func:`model_format`).
+
+    * URDF: the spanning tree and its closure file (native or extended-URDF YAML); without a closure
+      file, a tree without loops whose joints are all actuated. ``<mimic>`` joints become couplings
+      (:func:`~kangaroo_wbc.model.couplings.mimic_couplings`): a follower cannot be listed as actuated.
+    * MJCF: read as MuJoCo reads it (:mod:`kangaroo_wbc.model.mjcf`); no closure file.
+
+    Raises:
+        ModelError / ConfigError: naming the file and what is wrong.
+    """
+    kind = model_format(path)
+    if kind == "mjcf":
+        from kangaroo_wbc.model.mjcf import load_mjcf
+
+        if closures_path is not None:
+            raise ModelError(f"{closures_path}: a closure file is not read with an MJCF model: its "
+                             f"equality constraints are the closures and couplings ({path})")
+        mm = load_mjcf(path, floating_base=floating_base)
+        return LoadedModel(mm.model, mm.closure_file, mm.q0, list(mm.warnings), mm)
+    if kind == "sdf":
+        raise ModelError(f"{path}: SDF input is not supported")
+    root = check_xml(path, "URDF", "robot")
+    try:
+        mimic = mimic_couplings(root)
+    except ConfigError as exc:
+        raise ModelError(f"{path}: {exc}") from None
+    if closures_path is None:
+        followers = {c.name for c in mimic}
+        movable = [str(j.get("name")) for j in root.iter("joint")
+                   if j.get("type") not in ("fixed", "floating", "planar") and str(j.get("name")) not in followers]
+        closure_file = ClosureFile([], movable, source=str(path), couplings=mimic,
+                                   actuated_why={j: "no closure file: every joint that mimics no other is actuated"
+                                                 for j in movable})
+    else:
+        closure_file = load_closure_file(closures_path)
+        actuated_followers = [c.name for c in mimic if c.name in closure_file.actuated_joints]
+        if actuated_followers:
+            raise ModelError(f"{closure_file.source}: actuated_joints: {actuated_followers} mimic other joints in "
+                             f"{path} (<mimic>): a follower is moved by its coupling, list its leader instead")
+        closure_file = replace(closure_file, couplings=list(closure_file.couplings) + mimic)
+    model = spanning_tree(path, joint_replacements(closure_file), closure_file.source, floating_base)
+    return LoadedModel(model, closure_file)

@@ -25,7 +25,11 @@ from kangaroo_wbc.errors import ConfigError, InputError
 
 def urdf_joints(urdf_text: str) -> list[tuple[str, str, str, str]]:
     """``(joint, type, parent link, child link)`` of every joint of a URDF document."""
-    return [(j.get("name"), j.get("type"), j.find("parent").get("link"), j.find("child").get("link"))
+    def attr(el: ET.Element, child: str | None, key: str) -> str:
+        node = el if child is None else el.find(child)
+        return "" if node is None else str(node.get(key, ""))
+
+    return [(attr(j, None, "name"), attr(j, None, "type"), attr(j, "parent", "link"), attr(j, "child", "link"))
             for j in ET.fromstring(urdf_text).iter("joint")]
 
 

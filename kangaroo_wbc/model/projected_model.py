@@ -111,13 +111,13 @@ class ProjectedModel:
         self._index = {n: i for i, n in enumerate(self.frame_names)}
         # the model's kept rows, log3 rotation rows and universal-joint cuts
         tables = clm.kernel_tables()
-        self.n_c = int(tables.flat_rows.size)
+        self.n_c = int(tables.flat_rows.size) + int(tables.couplings.term_q.shape[0])
         if self.n_c != self.n_u:
             raise ModelError(f"{self.n_c} closure rows for {self.n_u} passive DOFs: J_lu is not square")
         # Compiled closure kinematics on the same frames (closure sides a, u, user frames):
         # placements, J_l and the bias Jdot_l v.
         self._kernel = build_kernel(m, self._fids, np.arange(K), K + np.arange(K), tables.signed_mask,
-                                    tables.flat_rows, tables.rot_log3, tables.universal)
+                                    tables.flat_rows, tables.rot_log3, tables.universal, tables.couplings)
         # Block LU of J_lu: its independent square blocks, from the loops' joint columns.
         self._block_lu = clm.jlu_block_lu()
         if self._block_lu is None:

@@ -57,7 +57,7 @@ def test_kernel_on_kangaroo_and_placements_equal_pinocchio() -> None:
 def test_column_selection_matches_full_jacobian(mechanism_dir) -> None:
     clm = load("u2ups", mechanism_dir)
     cols = np.concatenate([clm.idx_v_u, clm.idx_v_a])
-    k = build_kernel(clm.model, *clm.kernel_tables(), cols)
+    k = build_kernel(clm.model, *clm.kernel_tables(), columns=cols)
     q = next(_configurations(clm, 0))
     _, J_ref, _ = closure_kinematics(clm, q)
     np.testing.assert_allclose(k.error_and_jacobian(q)[1], J_ref[:, cols], rtol=0, atol=TOL)

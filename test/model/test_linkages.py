@@ -268,9 +268,40 @@ def test_reference_that_cannot_assemble_is_refused_with_the_residual(folder):
 # ---------------------------------------------------------------------------------- mimic
 
 
-def test_mimic_joint_is_refused_with_its_name(folder):
-    with pytest.raises(ModelError, match="'follower' mimics 'leader'"):
-        _load(folder, "mimic_pair")
+def test_mimic_joint_is_a_coupling(folder):
+    """``follower = 2 leader``: one degree of freedom, the follower passive and moved by closure FK."""
+    clm = _load(folder, "mimic_pair")
+    info = clm.info()
+    assert info["n_dof"] == 1 and clm.passive_joint_names == ["follower"] and clm.n_c == 1
+    assert [c["name"] for c in info["couplings"]] == ["follower"]
+    q, _ = clm.closure_fk(np.array([0.3]))
+    assert q[1] == pytest.approx(0.6, abs=1e-12)
+    for seed in (0, 1):
+        assert run_checks(clm, seed=seed).ok
+
+
+def test_mimic_dynamics_equal_pinocchio_mimic_joints(folder):
+    """Oracle: pinocchio's own mimic joints (``buildModelFromUrdf(mimic=True)``: the follower moves with
+    the leader, one coordinate): the projected mass matrix and gravity of the coupled model equal
+    its ``crba`` and ``rnea``."""
+    clm = _load(folder, "mimic_pair")
+    ref = pin.buildModelFromUrdf(str(folder / "mimic_pair.urdf"), mimic=True)
+    assert ref.nv == 1
+    rdata = ref.createData()
+    for theta in (-0.4, 0.2, 1.1):
+        q, _ = clm.closure_fk(np.array([theta]))
+        q_ref = np.array([theta])
+        pd = projected_dynamics(clm, q, np.zeros(clm.model.nv), [])
+        np.testing.assert_allclose(pd.M, pin.crba(ref, rdata, q_ref), atol=1e-12)
+        np.testing.assert_allclose(gravity_actuated(clm, q), pin.rnea(ref, rdata, q_ref, np.zeros(1), np.zeros(1)),
+                                   atol=1e-12)
+
+
+def test_actuated_mimic_follower_is_refused(folder, tmp_path):
+    yml = tmp_path / "follower_actuated.yaml"
+    yml.write_text((folder / "mimic_pair_closures.yaml").read_text().replace("- leader", "- follower"))
+    with pytest.raises(ModelError, match=r"\['follower'\] mimic other joints"):
+        ClosedLoopModel.from_files(folder / "mimic_pair.urdf", yml)
 
 
 # ------------------------------------------------------------------------- mass, Cassie
