@@ -124,7 +124,8 @@ def test_stack_arguments() -> None:
     assert args["rviz"]["choices"] == ["true", "false"]
     assert args["rviz"]["default_value"] == "false"
     assert args["namespace"]["default_value"] == ""
-    assert args["use_sim_time"]["default_value"] == "<substitution>"  # depends on backend
+    assert args["use_sim_time"]["default_value"] == "auto"  # true unless backend is hardware
+    assert args["use_sim_time"]["choices"] == ["auto", "true", "false"]
     assert all(info.get("description") for info in args.values())
 
 
@@ -230,12 +231,17 @@ class Started:
 
 
 def _node_parameters(node, context) -> list:
+    """A node's parameters: file paths as strings, dicts and ``-p`` rules as ``{name: value}``."""
+    from launch_ros.parameter_descriptions import Parameter
     from launch_ros.utilities import evaluate_parameters
 
     out = []
     for item in evaluate_parameters(context, node._Node__parameters or []):
         if isinstance(item, dict):
             out.append({k: v for k, v in item.items()})
+        elif isinstance(item, Parameter):
+            name, value = item.evaluate(context)
+            out.append({name: list(value) if isinstance(value, tuple) else value})
         else:
             out.append(str(getattr(item, "param_file", item)))
     return out
@@ -289,6 +295,11 @@ def launch_env(tmp_path, monkeypatch):
     except PackageNotFoundError:
         pytest.skip(f"{PACKAGE} is not installed in an ament prefix (colcon build or "
                     "scripts/launch_tools.sh)")
+    # the launch's log folder (where the composed process' parameter file goes) in this test's folder
+    import launch.logging
+
+    monkeypatch.setenv("ROS_LOG_DIR", str(tmp_path / "ros_log"))
+    monkeypatch.setattr(launch.logging.launch_config, "_log_dir", None)
     for name in ("robot_state_publisher", "rviz2", "ros_gz_sim", "ros_gz_bridge"):
         try:
             get_package_share_directory(name)
@@ -315,6 +326,33 @@ def _files(started: Started) -> list[str]:
     return [Path(p).name for p in started.parameters if isinstance(p, str)]
 
 
+@pytest.mark.parametrize("deployment", ["separate", "composed"])
+@pytest.mark.parametrize("rsp", [False, True], ids=["link_tf", "robot_state_publisher"])
+def test_launch_writes_no_temporary_file(launch_env, deployment, rsp, tmp_path, monkeypatch) -> None:
+    """Building every process of the stack (what ``ros2 launch`` does before starting them)
+    writes nothing to the temporary folder: no parameter file is left behind after the launch."""
+    import tempfile
+
+    import launch.logging
+
+    if rsp:
+        launch_env("robot_state_publisher", "rviz2")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    for arguments in ({}, {"behaviour": "walk", "cmd_vel": "0.2,0,0.1", "rviz": "true"},
+                      {"rig": "one_leg", "rig_leg": "right", "sim_mode": "lockstep", "namespace": "k"},
+                      {"backend": "hardware"}):
+        started = _evaluate_stack({"deployment": deployment, **arguments})
+        assert _ours(started)
+    assert sorted(p.name for p in scratch.iterdir()) == []
+    # the composed process' per-node parameters are kept beside the launch's logs instead
+    log_dir = Path(launch.logging.launch_config.log_dir)
+    assert log_dir.is_relative_to(tmp_path / "ros_log")
+    kept = sorted(p.name for p in log_dir.glob(f"{PACKAGE}_*"))
+    assert len(kept) == (4 if deployment == "composed" else 0), kept
+
+
 @pytest.mark.parametrize("backend", ["sim", "hardware"])
 def test_separate_deployment(launch_env, backend) -> None:
     started = _evaluate_stack({"backend": backend, "namespace": "kangaroo", "behaviour": "sway",
@@ -322,7 +360,7 @@ def test_separate_deployment(launch_env, backend) -> None:
     walking = _evaluate_stack({"backend": backend, "behaviour": "walk", "cmd_vel": "0.3,0,0.1"})
     wbc = next(s for s in _ours(walking) if s.executable == "whole_body_controller")
     assert {k: v for p in wbc.parameters if isinstance(p, dict) for k, v in p.items()} == {
-        "behaviour": "walk", "cmd_vel": (0.3, 0.0, 0.1)}  # launch_ros turns lists into tuples
+        "behaviour": "walk", "cmd_vel": [0.3, 0.0, 0.1]}
     core = [s for s in _ours(started) if s.executable in CORE]
     expected = (CORE if backend == "sim" else CORE - {"sim"})
     assert sorted(s.executable for s in core) == sorted(expected)
@@ -353,10 +391,14 @@ def test_composed_deployment_is_one_process(launch_env, backend, hosted, rsp) ->
     names = ["sim", "state_estimator", "contact_wrench_estimator", "whole_body_controller"]
     if not rsp:
         names.append("link_tf")
+    # the launch arguments: a file of per-node sections, last (it wins), in the launch's log folder
+    import launch.logging
+
     assert [Path(p).name for p in files[:-1]] == [f"{n}.yaml" for n in names]
+    assert Path(files[-1]).parent == Path(launch.logging.launch_config.log_dir)
     overrides = yaml.safe_load(Path(files[-1]).read_text())
-    assert overrides == {"/**/sim": {"ros__parameters": {"lockstep": False}},
-                         "/**/whole_body_controller": {"ros__parameters": {"behaviour": "squat"}}}
+    assert overrides == {"/**/whole_body_controller": {"ros__parameters": {"behaviour": "squat"}},
+                         **({"/**/sim": {"ros__parameters": {"lockstep": False}}} if backend == "sim" else {})}
     # link_tf is hosted in the composed process, not started beside it
     assert not [s for s in _ours(started) if s.executable == "link_tf"]
     assert [s.package for s in started if s.package == "robot_state_publisher"] == (
