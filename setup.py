@@ -40,7 +40,6 @@ setup(
     maintainer_email="maintainers@kangaroo-wbc.dev",
     description="Closed-linkage model, estimation and whole-body control for the Kangaroo biped",
     license="Apache-2.0",
-    tests_require=["pytest"],
     entry_points={
         "console_scripts": ["kangaroo-wbc = kangaroo_wbc.cli:main"]
         + [f"{PACKAGE}_{name} = {target}" for name, target in NODES.items()]

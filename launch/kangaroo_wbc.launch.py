@@ -32,7 +32,7 @@ Arguments:
     rviz          true/false (default false): start RViz with ``config/kangaroo.rviz``.
     namespace     pushed onto every node (topics are relative; ``/tf``, ``/clock`` and
                   ``/diagnostics`` stay global).
-    use_sim_time  true/false; default true for sim and gazebo, false for hardware.
+    use_sim_time  auto (default: true for backends sim and gazebo, false for hardware), true or false.
 
 Optional tools are looked up before anything starts, so a missing one can never stop the launch
 half-way with processes left running. Without ``robot_state_publisher`` the package's ``link_tf``
@@ -59,9 +59,9 @@ from launch.actions import (
     Shutdown,
 )
 from launch.launch_description_sources import PythonLaunchDescriptionSource
-from launch.substitutions import EqualsSubstitution, IfElseSubstitution, LaunchConfiguration
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node, PushROSNamespace, SetParameter
-from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.parameter_descriptions import Parameter
 
 
 PACKAGE = 'kangaroo_wbc'
@@ -70,6 +70,8 @@ DEPLOYMENTS = ['separate', 'composed']
 SIM_MODES = ['realtime', 'lockstep']
 BEHAVIOURS = ['stand', 'squat', 'sway', 'weight_shift', 'push_recovery', 'walk', 'jump']
 BOOLEANS = ['true', 'false']
+#: use_sim_time: auto is true for backends sim and gazebo, false for hardware.
+SIM_TIME_CHOICES = ['auto', 'true', 'false']
 #: Test benches (kangaroo_wbc.robots.kangaroo.rig.RIGS; empty: the robot on the floor) and their legs.
 RIGS = ['', 'one_leg']
 RIG_LEGS = ['left', 'right']
@@ -115,13 +117,33 @@ def node_overrides(sim_mode, behaviour, cmd_vel='', rig='', rig_leg='left'):
     return overrides
 
 
-def overrides_file(overrides):
-    """A parameter file giving each node (any namespace) its own overrides."""
-    content = {f'/**/{node}': {'ros__parameters': params} for node, params in overrides.items()}
-    with tempfile.NamedTemporaryFile(
-            'w', prefix='kangaroo_wbc_launch_', suffix='.yaml', delete=False) as handle:
+def parameter_rules(params):
+    """``{name: value}`` → launch_ros parameter descriptions: ``-p name:=value`` on the node's
+    command line. Nothing is written to disk (a dict in ``parameters`` would make launch_ros write a
+    ``launch_params_*`` file to the temporary folder, left there after the launch)."""
+    return [Parameter(name, value) for name, value in params.items()]
+
+
+def overrides_file(overrides, names):
+    """The overrides of the nodes ``names`` hosted in one process, as a parameter file in this
+    launch's log folder (``ros2 launch`` prints it; ``$ROS_LOG_DIR`` or ``~/.ros/log``), beside the
+    processes' logs: nothing goes to the temporary folder.
+
+    A file because ``-p name:=value`` would reach every node of the process, and each node refuses
+    a parameter it does not declare; a file's ``/**/<node>`` sections reach one node in any
+    namespace."""
+    content = {f'/**/{name}': {'ros__parameters': overrides[name]}
+               for name in names if overrides.get(name)}
+    log_dir = launch.logging.launch_config.log_dir
+    with tempfile.NamedTemporaryFile('w', dir=log_dir, prefix=f'{PACKAGE}_{COMPOSED}_parameters_',
+                                     suffix='.yaml', delete=False) as handle:
         yaml.safe_dump(content, handle)
     return handle.name
+
+
+def use_sim_time(value, backend):
+    """use_sim_time:=auto|true|false → bool (auto: the simulated clock unless on hardware)."""
+    return backend != 'hardware' if value == 'auto' else value == 'true'
 
 
 def core_node(executable, parameters, reason, **kwargs):
@@ -161,15 +183,14 @@ def robot_model_nodes(share, backend, hosted, overrides):
         else:
             with open(urdf) as handle:
                 text = handle.read()
-        description = ParameterValue(text, value_type=str)
+        description = Parameter('robot_description', text, value_type=str)
         nodes = [Node(package='robot_state_publisher', executable='robot_state_publisher',
-                      name='robot_state_publisher', output='screen',
-                      parameters=[{'robot_description': description}])]
+                      name='robot_state_publisher', output='screen', parameters=[description])]
         if ghost:
             nodes.append(Node(
                 package='robot_state_publisher', executable='robot_state_publisher',
                 name='ground_truth_state_publisher', output='screen', remappings=ghost_remaps,
-                parameters=[{'robot_description': description, 'frame_prefix': 'ground_truth/'}]))
+                parameters=[description, Parameter('frame_prefix', 'ground_truth/')]))
         return nodes
     warn('robot_state_publisher is not installed: kangaroo_wbc link_tf publishes '
          'robot_description and the link TF instead')
@@ -177,11 +198,11 @@ def robot_model_nodes(share, backend, hosted, overrides):
         return []  # in the composed process (--link-tf)
     config = f'{share}/config/{LINK_TF}.yaml'
     nodes = [Node(package=PACKAGE, executable=LINK_TF, name=LINK_TF, output='screen',
-                  parameters=[config, rig])]
+                  parameters=[config, *parameter_rules(rig)])]
     if ghost:
         nodes.append(Node(package=PACKAGE, executable=LINK_TF, name=GHOST_LINK_TF,
                           output='screen', remappings=ghost_remaps,
-                          parameters=[config, {'frame_prefix': 'ground_truth/', **rig}]))
+                          parameters=[config, *parameter_rules({'frame_prefix': 'ground_truth/', **rig})]))
     return nodes
 
 
@@ -216,12 +237,13 @@ def launch_stack(context):
             arguments.append('--link-tf')
             files.append(f'{share}/config/{LINK_TF}.yaml')
         actions.append(core_node(
-            COMPOSED, files + [overrides_file(overrides)],
+            COMPOSED, files + [overrides_file(overrides, names)],
             f'{COMPOSED} (nodes {", ".join(names)}) exited', arguments=arguments))
     else:
         for name in (['sim'] if backend == 'sim' else []) + PIPELINE:
             actions.append(core_node(
-                name, [config[name], overrides.get(name, {})], f'{name} exited', name=name))
+                name, [config[name], *parameter_rules(overrides.get(name, {}))], f'{name} exited',
+                name=name))
 
     if backend == 'gazebo':
         actions.insert(0, IncludeLaunchDescription(
@@ -241,13 +263,12 @@ def launch_stack(context):
 
     return [GroupAction([
         PushROSNamespace(value['namespace']),
-        SetParameter(name='use_sim_time', value=value['use_sim_time'] == 'true'),
+        SetParameter(name='use_sim_time', value=use_sim_time(value['use_sim_time'], backend)),
         *actions,
     ])]
 
 
 def generate_launch_description():
-    backend = LaunchConfiguration('backend')
     arguments = [
         DeclareLaunchArgument(
             'backend', default_value='sim', choices=BACKENDS,
@@ -280,10 +301,7 @@ def generate_launch_description():
             'namespace', default_value='',
             description='ROS namespace pushed onto every node (empty: none)'),
         DeclareLaunchArgument(
-            'use_sim_time',
-            default_value=IfElseSubstitution(
-                EqualsSubstitution(backend, 'hardware'), if_value='false', else_value='true'),
-            choices=BOOLEANS,
-            description='Use /clock (default: true unless backend is hardware)'),
+            'use_sim_time', default_value='auto', choices=SIM_TIME_CHOICES,
+            description='Use /clock; auto: true for backends sim and gazebo, false for hardware'),
     ]
     return LaunchDescription([*arguments, OpaqueFunction(function=launch_stack)])

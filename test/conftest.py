@@ -15,6 +15,7 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 CI_ACCEPTED_SKIPS = (
     "launch_ros is not installed",
     "launch_testing is not installed",
+    "colcon is not installed",
 )
 
 

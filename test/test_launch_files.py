@@ -124,7 +124,8 @@ def test_stack_arguments() -> None:
     assert args["rviz"]["choices"] == ["true", "false"]
     assert args["rviz"]["default_value"] == "false"
     assert args["namespace"]["default_value"] == ""
-    assert args["use_sim_time"]["default_value"] == "<substitution>"  # depends on backend
+    assert args["use_sim_time"]["default_value"] == "auto"  # true unless backend is hardware
+    assert args["use_sim_time"]["choices"] == ["auto", "true", "false"]
     assert all(info.get("description") for info in args.values())
 
 
@@ -140,6 +141,121 @@ def test_behaviour_choices_are_the_controllers() -> None:
     from kangaroo_wbc.control.behaviours import BEHAVIOURS
 
     assert declared_arguments(STACK)["behaviour"]["choices"] == list(BEHAVIOURS)
+
+
+# --------------------------------------------------------------------------------------------
+# documentation drift: docs/interface.md, README.md and the launch file's docstring
+
+
+INTERFACE_DOC = REPO / "docs" / "interface.md"
+README = REPO / "README.md"
+#: A documented value that stands for the empty string.
+EMPTY_WORD = "empty"
+
+
+def documented_arguments() -> dict[str, list[str]]:
+    """The argument table of docs/interface.md's "Launch files": ``{argument: [values, default
+    first]}`` (``empty`` read as the empty string)."""
+    text = INTERFACE_DOC.read_text()
+    section = text[text.index("## Launch files"):]
+    section = section[:section.index("\n## ", 1)] if "\n## " in section[1:] else section
+    rows: dict[str, list[str]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or not cells[0].startswith("`") or not line.startswith("|"):
+            continue
+        values = []
+        for token in cells[1].split(", "):
+            token = token.strip()
+            values.append("" if token == EMPTY_WORD else token.strip("`"))
+        rows[cells[0].strip("`")] = values
+    return rows
+
+
+def test_interface_doc_lists_every_launch_argument() -> None:
+    """The table of docs/interface.md has every declared argument, its default first and, for an
+    argument with choices, exactly the choices."""
+    declared = declared_arguments(STACK)
+    documented = documented_arguments()
+    assert set(documented) == set(declared), (
+        f"docs/interface.md: missing {sorted(set(declared) - set(documented))}, "
+        f"unknown {sorted(set(documented) - set(declared))}")
+    for name, info in declared.items():
+        values = documented[name]
+        assert values[0] == info["default_value"], f"{name}: documented default {values[0]!r}"
+        if "choices" in info:
+            assert sorted(values) == sorted(info["choices"]), f"{name}: documented {values}"
+
+
+def test_documented_behaviours_are_the_controllers() -> None:
+    """docs/interface.md and the launch file's docstring name every behaviour of the registry."""
+    from kangaroo_wbc.control.behaviours import BEHAVIOURS
+
+    assert documented_arguments()["behaviour"] == list(BEHAVIOURS)
+    doc = ast.get_docstring(_tree(STACK))
+    block = doc[doc.index("    behaviour "):doc.index("    cmd_vel ")]
+    named = [w.strip(" ,.\n") for w in block.replace(" or ", ", ").split(",")]
+    assert [b for b in BEHAVIOURS if b not in " ".join(named)] == [], block
+
+
+def test_launch_docstring_describes_every_argument() -> None:
+    """The launch file's docstring has an entry for each declared argument (and no other)."""
+    doc = ast.get_docstring(_tree(STACK))
+    block = doc[doc.index("Arguments:"):]
+    block = block[:block.index("\n\n", len("Arguments:\n") + 1)]
+    entries = {line.split()[0] for line in block.splitlines()[1:]
+               if line.startswith("    ") and not line.startswith("     ")}
+    assert entries == set(declared_arguments(STACK))
+
+
+def _documented_launch_commands() -> list[tuple[str, dict[str, str]]]:
+    """Every ``ros2 launch kangaroo_wbc kangaroo_wbc.launch.py a:=b ...`` of the docs and README:
+    ``(where, {argument: value})``."""
+    out = []
+    for path in [README, *sorted((REPO / "docs").glob("*.md")), STACK]:
+        for line in path.read_text().splitlines():
+            if "ros2 launch kangaroo_wbc kangaroo_wbc.launch.py" not in line:
+                continue
+            # up to the end of an inline code span or a comment
+            words = line.split("kangaroo_wbc.launch.py", 1)[1].split("`")[0].split("#")[0].split()
+            args = dict(w.split(":=", 1) for w in words if ":=" in w)
+            out.append((f"{path.name}: {line.strip()}", args))
+    return out
+
+
+def test_documented_launch_commands_use_declared_arguments() -> None:
+    declared = declared_arguments(STACK)
+    commands = _documented_launch_commands()
+    assert len(commands) >= 5
+    for where, args in commands:
+        for name, value in args.items():
+            assert name in declared, f"{where}: no argument {name!r}"
+            choices = declared[name].get("choices")
+            assert choices is None or value in choices, f"{where}: {name}:={value} not in {choices}"
+
+
+def test_show_args_prints_no_python_objects(capsys) -> None:
+    """``ros2 launch ... --show-args`` (ros2launch's printer, or the same ``describe()`` of each
+    default where ros2launch is missing) prints text for every argument, never an object repr."""
+    pytest.importorskip("launch_ros", reason="launch_ros is not installed (pip ROS wheels); "
+                        "see docs/install.md, scripts/launch_tools.sh")
+    from launch.launch_description_sources import get_launch_description_from_python_launch_file
+    from launch.substitutions import TextSubstitution
+
+    description = get_launch_description_from_python_launch_file(str(STACK))
+    arguments = description.get_launch_arguments()
+    assert {a.name for a in arguments} == set(declared_arguments(STACK))
+    for argument in arguments:
+        assert all(isinstance(t, TextSubstitution) for t in argument.default_value), argument.name
+    try:
+        from ros2launch.api import print_arguments_of_launch_description
+    except ImportError:
+        text = "\n".join(" + ".join(t.describe() for t in a.default_value) for a in arguments)
+    else:
+        print_arguments_of_launch_description(launch_description=description)
+        text = capsys.readouterr().out
+        assert all(f"'{a.name}':" in text for a in arguments)
+    assert " object at 0x" not in text and "Substitution(" not in text, text
 
 
 def test_core_nodes_shut_the_launch_down() -> None:
@@ -230,12 +346,17 @@ class Started:
 
 
 def _node_parameters(node, context) -> list:
+    """A node's parameters: file paths as strings, dicts and ``-p`` rules as ``{name: value}``."""
+    from launch_ros.parameter_descriptions import Parameter
     from launch_ros.utilities import evaluate_parameters
 
     out = []
     for item in evaluate_parameters(context, node._Node__parameters or []):
         if isinstance(item, dict):
             out.append({k: v for k, v in item.items()})
+        elif isinstance(item, Parameter):
+            name, value = item.evaluate(context)
+            out.append({name: list(value) if isinstance(value, tuple) else value})
         else:
             out.append(str(getattr(item, "param_file", item)))
     return out
@@ -289,6 +410,11 @@ def launch_env(tmp_path, monkeypatch):
     except PackageNotFoundError:
         pytest.skip(f"{PACKAGE} is not installed in an ament prefix (colcon build or "
                     "scripts/launch_tools.sh)")
+    # the launch's log folder (where the composed process' parameter file goes) in this test's folder
+    import launch.logging
+
+    monkeypatch.setenv("ROS_LOG_DIR", str(tmp_path / "ros_log"))
+    monkeypatch.setattr(launch.logging.launch_config, "_log_dir", None)
     for name in ("robot_state_publisher", "rviz2", "ros_gz_sim", "ros_gz_bridge"):
         try:
             get_package_share_directory(name)
@@ -315,6 +441,33 @@ def _files(started: Started) -> list[str]:
     return [Path(p).name for p in started.parameters if isinstance(p, str)]
 
 
+@pytest.mark.parametrize("deployment", ["separate", "composed"])
+@pytest.mark.parametrize("rsp", [False, True], ids=["link_tf", "robot_state_publisher"])
+def test_launch_writes_no_temporary_file(launch_env, deployment, rsp, tmp_path, monkeypatch) -> None:
+    """Building every process of the stack (what ``ros2 launch`` does before starting them)
+    writes nothing to the temporary folder: no parameter file is left behind after the launch."""
+    import tempfile
+
+    import launch.logging
+
+    if rsp:
+        launch_env("robot_state_publisher", "rviz2")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    for arguments in ({}, {"behaviour": "walk", "cmd_vel": "0.2,0,0.1", "rviz": "true"},
+                      {"rig": "one_leg", "rig_leg": "right", "sim_mode": "lockstep", "namespace": "k"},
+                      {"backend": "hardware"}):
+        started = _evaluate_stack({"deployment": deployment, **arguments})
+        assert _ours(started)
+    assert sorted(p.name for p in scratch.iterdir()) == []
+    # the composed process' per-node parameters are kept beside the launch's logs instead
+    log_dir = Path(launch.logging.launch_config.log_dir)
+    assert log_dir.is_relative_to(tmp_path / "ros_log")
+    kept = sorted(p.name for p in log_dir.glob(f"{PACKAGE}_*"))
+    assert len(kept) == (4 if deployment == "composed" else 0), kept
+
+
 @pytest.mark.parametrize("backend", ["sim", "hardware"])
 def test_separate_deployment(launch_env, backend) -> None:
     started = _evaluate_stack({"backend": backend, "namespace": "kangaroo", "behaviour": "sway",
@@ -322,7 +475,7 @@ def test_separate_deployment(launch_env, backend) -> None:
     walking = _evaluate_stack({"backend": backend, "behaviour": "walk", "cmd_vel": "0.3,0,0.1"})
     wbc = next(s for s in _ours(walking) if s.executable == "whole_body_controller")
     assert {k: v for p in wbc.parameters if isinstance(p, dict) for k, v in p.items()} == {
-        "behaviour": "walk", "cmd_vel": (0.3, 0.0, 0.1)}  # launch_ros turns lists into tuples
+        "behaviour": "walk", "cmd_vel": [0.3, 0.0, 0.1]}
     core = [s for s in _ours(started) if s.executable in CORE]
     expected = (CORE if backend == "sim" else CORE - {"sim"})
     assert sorted(s.executable for s in core) == sorted(expected)
@@ -335,6 +488,27 @@ def test_separate_deployment(launch_env, backend) -> None:
     assert inline["whole_body_controller"] == {"behaviour": "sway"}
     if backend == "sim":
         assert inline["sim"] == {"lockstep": True}
+
+
+NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten".split())}
+
+
+@pytest.mark.parametrize("rsp", [False, True], ids=["link_tf", "robot_state_publisher"])
+def test_readme_process_count(launch_env, rsp) -> None:
+    """The README's "N processes" of ``backend:=sim`` is what the launch starts (by default, with or
+    without robot_state_publisher)."""
+    if rsp:
+        launch_env("robot_state_publisher")
+    counted = 0
+    for where, args in _documented_launch_commands():
+        if not where.startswith("README") or "processes" not in where:
+            continue
+        word = where.split("#", 1)[1].split("processes")[0].split()[-1]
+        started = [s for s in _evaluate_stack(args) if s.package != "<include>"]
+        assert len(started) == NUMBER_WORDS[word], (where, [s.executable for s in started])
+        counted += 1
+    assert counted, "README.md: no launch command says how many processes it starts"
 
 
 @pytest.mark.parametrize("rsp", [False, True], ids=["link_tf hosted", "robot_state_publisher"])
@@ -353,10 +527,14 @@ def test_composed_deployment_is_one_process(launch_env, backend, hosted, rsp) ->
     names = ["sim", "state_estimator", "contact_wrench_estimator", "whole_body_controller"]
     if not rsp:
         names.append("link_tf")
+    # the launch arguments: a file of per-node sections, last (it wins), in the launch's log folder
+    import launch.logging
+
     assert [Path(p).name for p in files[:-1]] == [f"{n}.yaml" for n in names]
+    assert Path(files[-1]).parent == Path(launch.logging.launch_config.log_dir)
     overrides = yaml.safe_load(Path(files[-1]).read_text())
-    assert overrides == {"/**/sim": {"ros__parameters": {"lockstep": False}},
-                         "/**/whole_body_controller": {"ros__parameters": {"behaviour": "squat"}}}
+    assert overrides == {"/**/whole_body_controller": {"ros__parameters": {"behaviour": "squat"}},
+                         **({"/**/sim": {"ros__parameters": {"lockstep": False}}} if backend == "sim" else {})}
     # link_tf is hosted in the composed process, not started beside it
     assert not [s for s in _ours(started) if s.executable == "link_tf"]
     assert [s.package for s in started if s.package == "robot_state_publisher"] == (

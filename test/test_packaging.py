@@ -1,11 +1,15 @@
-"""Packaging checks: what ``setup.py`` puts in the built distribution, and the tf2_msgs build.
+"""Packaging checks: what ``setup.py`` puts in the built distribution, the colcon build of a ROS 2
+workspace, and the tf2_msgs build.
 
-Integration tests (they build a wheel or start processes); no ROS installation is needed beyond the
-project's virtual environment (``scripts/bootstrap.sh``).
+Integration tests (they build a wheel, a colcon workspace or start processes); no ROS installation
+is needed beyond the project's virtual environment (``scripts/bootstrap.sh``). The colcon test runs
+where ``colcon`` is on the PATH (a ROS 2 installation, or ``pip install colcon-common-extensions``)
+and is skipped, with the reason, elsewhere.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import random
 import shutil
@@ -35,6 +39,7 @@ COPY_IGNORE = shutil.ignore_patterns(
 )
 
 BUILD_TIMEOUT_S = 300.0  # [s]
+COLCON_TIMEOUT_S = 300.0  # [s]
 TF_EXCHANGE_TIMEOUT_S = 30.0  # [s] per process
 
 
@@ -107,6 +112,87 @@ def test_wheel_metadata_matches_package_xml(wheel: zipfile.ZipFile) -> None:
     assert version == _package_xml_version(), "setup.py and package.xml versions differ"
     entry_points = wheel.read(f"{dist_info}/entry_points.txt").decode()
     assert "kangaroo-wbc = kangaroo_wbc.cli:main" in entry_points
+
+
+def _node_executables() -> list[str]:
+    """The node executables of ``setup.py`` (its ``NODES``)."""
+    tree = ast.parse((REPO / "setup.py").read_text())
+    (nodes,) = [n.value for n in tree.body if isinstance(n, ast.Assign)
+                and getattr(n.targets[0], "id", "") == "NODES"]
+    return sorted(ast.literal_eval(nodes))
+
+
+def test_setuptools_keeps_develop_editable() -> None:
+    """Unit test: the pinned setuptools still has ``setup.py develop --editable``, which
+    ``colcon build --symlink-install`` calls (setuptools 80 dropped the option: colcon then fails
+    with "option --editable not recognized" or, since colcon-core 0.21, quietly copies instead)."""
+    proc = subprocess.run([sys.executable, "setup.py", "develop", "--help"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    import setuptools
+
+    assert "--editable" in proc.stdout, (
+        f"setuptools {setuptools.__version__} has no `setup.py develop --editable`: "
+        "`colcon build --symlink-install` cannot link the package (requirements.txt pins setuptools)")
+
+
+def _colcon_or_skip() -> str:
+    colcon = shutil.which("colcon")
+    if colcon is None:
+        pytest.skip("colcon is not installed (a ROS 2 installation has it; or "
+                    "`pip install colcon-common-extensions`): the workspace build is not tested")
+    return colcon
+
+
+def test_pinned_setuptools_meets_colcon_requirement() -> None:
+    """Unit test: requirements.txt's setuptools is one the installed colcon-core accepts."""
+    _colcon_or_skip()
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    try:
+        requires = metadata.requires("colcon-core") or []
+    except metadata.PackageNotFoundError:
+        pytest.skip("colcon is not installed as a Python distribution here (colcon-core metadata missing)")
+    specs = [Requirement(r) for r in requires if Requirement(r).name.lower() == "setuptools"]
+    pins = [ln.split("==", 1)[1].strip() for ln in (REPO / "requirements.txt").read_text().splitlines()
+            if ln.strip().startswith("setuptools==")]
+    assert len(pins) == 1, "requirements.txt must pin setuptools exactly once"
+    for spec in specs:
+        assert spec.specifier.contains(pins[0]), f"setuptools=={pins[0]} does not meet colcon-core's {spec}"
+
+
+@pytest.mark.integration
+def test_colcon_symlink_install(tmp_path: Path) -> None:
+    """Integration test: ``colcon build --symlink-install --packages-select kangaroo_wbc`` in a fresh
+    workspace succeeds and links the package's files to the sources (what docs/install.md says)."""
+    colcon = _colcon_or_skip()
+    src = tmp_path / "src" / PACKAGE
+    shutil.copytree(REPO, src, ignore=COPY_IGNORE)
+    proc = subprocess.run(
+        [colcon, "build", "--symlink-install", "--packages-select", PACKAGE, "--base-paths", "src",
+         "--event-handlers", "console_direct+"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=COLCON_TIMEOUT_S,
+        env={**os.environ, "COLCON_HOME": str(tmp_path / "colcon_home")})
+    output = proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert proc.returncode == 0, f"colcon build --symlink-install failed:\n{output}"
+    prefix = tmp_path / "install" / PACKAGE
+    share = prefix / "share" / PACKAGE
+    assert (prefix / "share" / "ament_index" / "resource_index" / "packages" / PACKAGE).is_file()
+    for rel in _repo_files(SHARED_DATA_PATTERNS):
+        installed = share / rel
+        assert installed.is_symlink(), f"{installed} is not a link: the install was copied\n{output}"
+        assert installed.resolve() == (src / rel).resolve(), f"{installed} -> {installed.resolve()}"
+    for name in _node_executables():
+        assert os.access(prefix / "lib" / PACKAGE / name, os.X_OK), f"lib/{PACKAGE}/{name} missing"
+    # the Python package is the source tree itself (editable: an egg-link to the build folder, whose
+    # kangaroo_wbc is a link to the sources), not a copy
+    site = next(prefix.glob("lib/python3*/site-packages"))
+    assert not (site / PACKAGE).exists(), f"{site / PACKAGE} is a copy of the sources"
+    (link,) = site.glob("*.egg-link")
+    target = Path(link.read_text().splitlines()[0].strip()) / PACKAGE
+    assert target.resolve() == (src / PACKAGE).resolve(), f"{link} points at {target.resolve()}"
 
 
 def _tf_message_or_skip():
