@@ -26,6 +26,7 @@ from kangaroo_wbc.cli.common import (
     UsageError,
     abort_on_sigterm,
     fail,
+    seal_output_folder,
 )
 
 # Subcommand modules, in the order they appear in ``--help``.
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     json_mode = "--json" in argv
+    args = None
     try:
         previous = abort_on_sigterm()
     except ValueError:  # not the main thread (an embedding application): its own handlers stay
@@ -88,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         fail(f"{PROG}: internal error: {type(exc).__name__}: {exc}", json_mode)
         return 1
     finally:
+        seal_output_folder(getattr(args, "out", None))  # what the run wrote, for a later --force
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 

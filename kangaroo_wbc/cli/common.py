@@ -10,8 +10,8 @@ Every subcommand follows the same rules:
 * **``--json``**: the last stdout line is one JSON object, a failure included
   (``{"ok": false, "error": "..."}``).
 * **Output folders** (``--out``) are never shared by two runs: an existing non-empty folder is
-  refused unless ``--force``, which first clears the previous run's artefacts
-  (:func:`prepare_output_folder`).
+  refused unless ``--force``, which first removes the previous run's artefacts, and only those
+  listed in that run's manifest (:func:`prepare_output_folder`, :func:`seal_output_folder`).
 * **Progress** (:class:`kangaroo_wbc.progress.Progress`, built on tqdm) goes to stderr: a live
   bar on a terminal, at most one line every :data:`~kangaroo_wbc.progress.LINE_INTERVAL_S`
   otherwise, nothing with ``--json`` unless ``--progress on``.
@@ -29,6 +29,7 @@ import re
 import shutil
 import signal
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -255,41 +256,75 @@ def add_behaviour_option(parser: argparse.ArgumentParser, default: str = "stand"
 
 # ------------------------------------------------------------------------------ output folders
 
-#: Written into every output folder this command line fills; ``--force`` clears folders holding it.
-MARKER = ".kangaroo-wbc-output"
-#: Folders written before the marker existed: cleared by ``--force`` when they hold a
-#: ``summary.json`` or ``report.md`` and nothing but files with these suffixes and these folders.
-_LEGACY_SUFFIXES = (".png", ".md", ".json")
-_LEGACY_DIRS = ("bag",)
+#: The manifest of every output folder this command line fills: written empty when the folder is
+#: taken, then listing every entry the run wrote (:func:`seal_output_folder`). ``--force`` removes
+#: a folder's contents only when every entry is listed in it.
+MANIFEST = ".kangaroo-wbc-output"
+MARKER = MANIFEST  # the name of earlier versions
+#: This process's mark in the manifests it writes (a folder it took is sealed by it alone).
+_RUN_ID = uuid.uuid4().hex
 
 
-def _ours(path: Path) -> bool:
-    entries = list(path.iterdir())
-    if (path / MARKER).is_file():
-        return True
-    if not ((path / "summary.json").is_file() or (path / "report.md").is_file()):
-        return False
-    return all((e.is_dir() and e.name in _LEGACY_DIRS) or (e.is_file() and e.suffix in _LEGACY_SUFFIXES)
-               for e in entries)
+def _entries(path: Path) -> list[str]:
+    """Every entry under ``path`` (files, folders, links; links not followed) as sorted relative
+    POSIX paths, the manifest itself excluded."""
+    out = []
+    for root, dirs, files in os.walk(path):
+        rel = Path(root).relative_to(path)
+        for name in dirs + files:
+            out.append((rel / name).as_posix())
+    return sorted(e for e in out if e != MANIFEST)
+
+
+def _read_manifest(path: Path) -> dict | None:
+    """The folder's manifest, or None (missing, unreadable, not one of ours)."""
+    try:
+        data = json.loads((path / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _write_manifest(path: Path, entries: list[str], complete: bool) -> None:
+    (path / MANIFEST).write_text(json.dumps({"command": [PROG, *sys.argv[1:]], "run": _RUN_ID,
+                                             "complete": complete, "entries": entries}, indent=1) + "\n")
+
+
+def _foreign_entries(path: Path) -> tuple[list[str], dict | None]:
+    """The entries of ``path`` its manifest does not list (all of them without a manifest)."""
+    manifest = _read_manifest(path)
+    listed = set(manifest.get("entries") or ()) if manifest else set()
+    return [e for e in _entries(path) if e not in listed], manifest
 
 
 def prepare_output_folder(path: Path, force: bool, option: str = "--out") -> Path:
     """Make ``path`` an empty output folder for this run, before anything runs.
 
     An existing non-empty folder is refused unless ``force``; with ``force`` the previous run's
-    artefacts are deleted first — only from a folder this command line wrote (it holds
-    :data:`MARKER`, or only reports, figures, JSON and a ``bag`` folder), never from another one.
+    artefacts are deleted first, and only when every entry of the folder (at any depth) is listed
+    in the :data:`MANIFEST` that run wrote: a file a user added, or a folder this command line
+    never wrote, is named and nothing is deleted. The folder then gets an empty manifest, completed
+    by :func:`seal_output_folder` at the end of the run.
 
     Raises:
-        UsageError: the folder is not empty (no ``force``), or not ours to clear.
+        UsageError: the folder is not empty (no ``force``), or holds an entry not in its manifest.
     """
     if path.is_dir() and any(path.iterdir()):
         if not force:
             raise UsageError(f"{option} {path}: folder not empty (another run's results); choose a new folder "
                              f"or add --force to replace them")
-        if not _ours(path):
-            raise UsageError(f"{option} {path}: --force clears only folders written by {PROG} (they hold "
-                             f"{MARKER}); this one holds other files, choose another folder")
+        foreign, manifest = _foreign_entries(path)
+        if foreign:
+            more = f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else ""
+            if manifest is None:
+                why = f"{PROG} did not write this folder (no {MANIFEST} manifest)"
+            elif not manifest.get("complete"):
+                why = f"the run that wrote it did not finish (its {MANIFEST} manifest is incomplete)"
+            else:
+                why = f"it is not in the {MANIFEST} manifest of the run that wrote the folder"
+            raise UsageError(f"{option} {path}: --force removes only what {PROG} wrote there, and "
+                             f"{str(path / foreign[0])!r}{more} is not its own: {why}; move it or choose "
+                             "another folder")
         for entry in path.iterdir():
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry)
@@ -297,10 +332,26 @@ def prepare_output_folder(path: Path, force: bool, option: str = "--out") -> Pat
                 entry.unlink()
     try:
         path.mkdir(parents=True, exist_ok=True)
-        (path / MARKER).write_text(json.dumps({"command": [PROG, *sys.argv[1:]]}) + "\n")
+        _write_manifest(path, [], complete=False)
     except OSError as exc:
         raise UsageError(f"{option} {path}: {exc.strerror or exc}") from None
     return path
+
+
+def seal_output_folder(path: Path | None) -> bool:
+    """List every entry of the output folder ``path`` in its manifest, if this process took it
+    (:func:`prepare_output_folder`) and has not sealed it yet; the command line calls it when a
+    command ends, however it ends. Returns whether it wrote the manifest."""
+    if path is None or not isinstance(path, Path) or not path.is_dir():
+        return False
+    manifest = _read_manifest(path)
+    if manifest is None or manifest.get("run") != _RUN_ID or manifest.get("complete"):
+        return False
+    try:
+        _write_manifest(path, _entries(path), complete=True)
+    except OSError:
+        return False
+    return True
 
 
 def add_plot_option(parser: argparse.ArgumentParser, help_text: str) -> None:
@@ -321,7 +372,8 @@ def add_out_options(parser: argparse.ArgumentParser, default: str, help_text: st
     parser.add_argument("--out", type=output_folder, default=Path(default), metavar="DIR",
                         help=f"{help_text} (default {default}); must be new or empty unless --force")
     parser.add_argument("--force", action="store_true",
-                        help="write into a non-empty --out folder of an earlier run after deleting its contents")
+                        help="write into the non-empty --out folder of an earlier run after deleting what that "
+                             "run wrote (refused, naming it, if the folder holds anything else)")
 
 
 # ------------------------------------------------------------------------------ JSON and tables
