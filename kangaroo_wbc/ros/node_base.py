@@ -11,8 +11,10 @@ end the process. Subclasses override :meth:`KangarooNode.diagnostic_statuses`,
 :meth:`KangarooNode.on_parameters_changed` and :meth:`KangarooNode.on_shutdown`.
 
 :func:`run_nodes` runs one or several nodes in one executor and handles SIGINT and SIGTERM itself:
-the signal only sets a flag, the spin loop returns, every node's :meth:`~KangarooNode.on_shutdown`
-runs *while the context is still valid* (so a controller can still publish its zero-force command),
+while the nodes are being built a signal aborts their construction (exit code 0 at once: nothing
+has run that needs a last word); after that, the signal only sets a flag, the spin loop returns,
+every node's :meth:`~KangarooNode.on_shutdown` runs *while the context is still valid* (so a
+controller can still publish its zero-force command),
 then the nodes are destroyed and the process exits with code 0. A configuration error gives one
 fatal line and exit code 2: a :class:`~kangaroo_wbc.errors.ConfigError` while building a node (the
 line also lists the ``--params-file`` files), a parameter file rcl cannot read (its error names the
@@ -439,10 +441,17 @@ def run_nodes(
     exit_guard.prepare()  # compiled now, not when asked to stop
     exit_code = EXIT_OK  # what a stalled teardown exits with
     stop = threading.Event()
+    building = [True]  # the nodes are being built: a signal aborts that (nothing ran yet)
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+        if building[0]:  # a node's construction (models, compiled kernels) may take many seconds
+            raise KeyboardInterrupt
+
     previous: dict[signal.Signals, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, lambda signum, frame: stop.set())
+            previous[sig] = signal.signal(sig, on_signal)
     context = rclpy.get_default_context()
     nodes: list[Node] = []
     executor = executor or default_executor()
@@ -455,6 +464,9 @@ def run_nodes(
                 node.check_parameter_overrides()
         for node in nodes:
             executor.add_node(node)
+        building[0] = False
+        if stop.is_set():  # a signal the construction did not see (swallowed in compiled code)
+            return EXIT_OK
         # everything built at start-up (models, compiled kernels, buffers) leaves the garbage
         # collector's passes: they then scan only what the callbacks allocate (shorter pauses)
         gc.collect()
