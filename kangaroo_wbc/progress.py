@@ -94,6 +94,26 @@ class Progress:
             return iterable
         return self._tqdm(iterable, total, desc, "it", "{n_fmt}/{total_fmt}")
 
+    def count(self, iterable: Iterable[T], desc: str = "", unit: str = "it") -> Iterable[T]:
+        """``iterable`` counted as it goes, its length unknown (``writing bag: 12000 messages``)."""
+        if self.mode == "off":
+            return iterable
+        from tqdm import tqdm
+
+        class _Counter(tqdm):
+            monitor_interval = 0  # no monitor thread
+
+        lines = self.mode == "lines"
+        return _Counter(iterable, desc=desc, unit=unit, file=_LineStream(self.stream) if lines else self.stream,
+                        mininterval=LINE_INTERVAL_S if lines else BAR_INTERVAL_S,
+                        maxinterval=float("inf") if lines else 10.0, ascii=lines, leave=True,
+                        bar_format="{desc}: {n_fmt} " + unit + " [{elapsed}]")
+
+    def note(self, text: str) -> None:
+        """One line (``writing figures``) unless the display is off."""
+        if self.mode != "off":
+            print(text, file=self.stream, flush=True)
+
     def bar(self, total: float, desc: str = "", unit: str = "s"):
         """A bar over ``total`` (e.g. seconds) advanced with ``update(delta)``; ``close()`` at the end."""
         if self.mode == "off":

@@ -19,13 +19,15 @@ import importlib
 import signal
 import sys
 
+from kangaroo_wbc import __version__
 from kangaroo_wbc.cli.common import (
     PROG,
+    AbortOnSignal,
     CliParser,
     Interrupted,
     UsageError,
-    abort_on_sigterm,
     fail,
+    seal_output_folder,
 )
 
 # Subcommand modules, in the order they appear in ``--help``.
@@ -44,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Closed-linkage modelling, estimation and whole-body control for the Kangaroo biped.",
     )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}",
+                        help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in SUBCOMMAND_MODULES:
@@ -54,10 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     json_mode = "--json" in argv
-    try:
-        previous = abort_on_sigterm()
-    except ValueError:  # not the main thread (an embedding application): its own handlers stay
-        previous = None
+    args = None
+    abort = AbortOnSignal().__enter__()  # before anything slow: a signal from now on ends the command
     try:
         args = build_parser().parse_args(argv)
         validate = getattr(args, "validate", None)
@@ -78,18 +80,17 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         fail(str(exc), json_mode)
         return 2
-    except KeyboardInterrupt:
-        fail(f"{PROG}: interrupted (SIGINT)", json_mode)
-        return 128 + signal.SIGINT
-    except Interrupted as exc:
-        fail(f"{PROG}: interrupted ({signal.Signals(exc.signum).name})", json_mode)
-        return 128 + exc.signum
+    except (KeyboardInterrupt, Interrupted) as exc:
+        abort.disarm()  # the signal reached the command line: no more repeats
+        signum = getattr(exc, "signum", signal.SIGINT)
+        fail(f"{PROG}: interrupted ({signal.Signals(signum).name})", json_mode)
+        return 128 + signum
     except Exception as exc:  # an unexpected failure still ends with the JSON error object
         fail(f"{PROG}: internal error: {type(exc).__name__}: {exc}", json_mode)
         return 1
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        abort.__exit__(None, None, None)
+        seal_output_folder(getattr(args, "out", None))  # what the run wrote, for a later --force
 
 
 if __name__ == "__main__":

@@ -9,11 +9,15 @@ from kangaroo_wbc.cli.common import (
     add_json_flag,
     add_out_options,
     add_progress_flag,
-    positive_int,
+    kangaroo_folder,
+    number_in,
     prepare_output_folder,
     print_json,
 )
 from kangaroo_wbc.progress import Progress
+
+#: Grid levels per actuator of the singularity scan: 8^6 = 262 144 closed configurations at most.
+MAX_LEVELS = 8
 
 
 def _analyze(args: argparse.Namespace) -> int:
@@ -64,10 +68,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("analyze", help="mechanism analysis of the Kangaroo leg (report: Markdown + PNG)")
     add_out_options(p, "reports/analysis", "output folder of the report")
     p.add_argument("--side", default="left", choices=["left", "right"], help="the leg analysed (default left)")
-    p.add_argument("--levels", type=positive_int, default=4, metavar="N",
-                   help="grid levels per actuator of the singularity scan, N >= 1 (default 4)")
+    p.add_argument("--levels", type=number_in(1, MAX_LEVELS, kind=int), default=4, metavar="N",
+                   help=f"grid levels per actuator of the singularity scan, 1 <= N <= {MAX_LEVELS} (N^6 closed "
+                        "configurations of the leg's six actuators) (default 4)")
     p.add_argument("--quick", action="store_true", help="coarse grids (for smoke tests)")
-    p.add_argument("--urdf-dir", default=None, help="folder holding kangaroo.urdf and kangaroo_closures.yaml")
+    p.add_argument("--urdf-dir", type=kangaroo_folder, default=None,
+                   help="folder holding kangaroo.urdf and kangaroo_closures.yaml")
     add_json_flag(p)
     add_progress_flag(p)
     p.set_defaults(func=_analyze, validate=_validate)

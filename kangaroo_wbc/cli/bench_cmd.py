@@ -9,10 +9,20 @@ from __future__ import annotations
 
 import argparse
 
-from kangaroo_wbc.cli.common import add_json_flag, positive_int, print_json
+from kangaroo_wbc.cli.common import (
+    add_json_flag,
+    existing_folder,
+    kangaroo_folder,
+    number_in,
+    print_json,
+    python_interpreter,
+)
 
 QUICK_ITERATIONS = 50
 QUICK_PEER_ITERATIONS = 3
+#: Timed calls per benchmark at most (2000 is the default; a million takes hours), peer samples at most.
+MAX_ITERATIONS = 1_000_000
+MAX_PEER_ITERATIONS = 10_000
 
 
 def _fmt(t: dict | None) -> str:
@@ -78,22 +88,23 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="timings of the closure FK, dynamics, pipeline stages and a peer library")
-    p.add_argument("--iterations", type=positive_int, default=None, metavar="N",
-                   help="timed calls per benchmark, N >= 1 (default 2000)")
+    p.add_argument("--iterations", type=number_in(1, MAX_ITERATIONS, kind=int), default=None, metavar="N",
+                   help=f"timed calls per benchmark, 1 <= N <= {MAX_ITERATIONS} (default 2000)")
     p.add_argument("--quick", action="store_true",
                    help=f"CI smoke run: {QUICK_ITERATIONS} iterations, {QUICK_PEER_ITERATIONS} peer samples")
-    p.add_argument("--peer-iterations", type=positive_int, default=None, metavar="N",
-                   help="samples per model and method for the peer library, N >= 1 (default 60; it is slow)")
-    p.add_argument("--peer-python", action="append", metavar="PYTHON",
+    p.add_argument("--peer-iterations", type=number_in(1, MAX_PEER_ITERATIONS, kind=int), default=None, metavar="N",
+                   help=f"samples per model and method for the peer library, 1 <= N <= {MAX_PEER_ITERATIONS} "
+                        "(default 60; it is slow)")
+    p.add_argument("--peer-python", type=python_interpreter, action="append", metavar="PYTHON",
                    help="run the peer under this interpreter (one with pin 3.x and the toolbox) instead of "
                         "the bench's peer environment; repeatable")
     p.add_argument("--no-peer-setup", action="store_true",
                    help="do not create or update the peer environment (requirements-peer.txt in "
                         "~/.cache/kangaroo_wbc/peer-venv or $KANGAROO_WBC_PEER_VENV); use it only if it is there")
     p.add_argument("--no-peers", action="store_true", help="skip the peer comparison")
-    p.add_argument("--fixtures", default=None,
+    p.add_argument("--fixtures", type=existing_folder, default=None,
                    help="folder of third-party closed-chain models (<dir>/<name>/robot.urdf|yaml)")
-    p.add_argument("--kangaroo-dir", default=None,
+    p.add_argument("--kangaroo-dir", type=kangaroo_folder, default=None,
                    help="folder with kangaroo.urdf and kangaroo_closures.yaml (default: the repository's urdf/)")
     add_json_flag(p)
     p.set_defaults(func=_run)

@@ -13,10 +13,13 @@ SIGINT / SIGTERM stop the run at the next tick boundary; what ran so far is repo
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 
 from kangaroo_wbc.cli.common import (
     BEHAVIOURS,
+    MAX_DURATION_S,
+    MAX_STARTUP_TIMEOUT_S,
+    TICK_S,
     StopSignals,
     UsageError,
     add_behaviour_option,
@@ -24,19 +27,20 @@ from kangaroo_wbc.cli.common import (
     add_out_options,
     add_plot_option,
     add_progress_flag,
+    duration,
     fail,
     fault_spec,
     fraction,
-    json_default,
     make_plot_folder,
+    number_in,
     payload_spec,
-    positive_float,
-    positive_int,
     prepare_output_folder,
     print_result,
     push_spec,
     seed,
+    startup_timeout,
     velocity_command,
+    write_json,
 )
 from kangaroo_wbc.progress import Progress
 
@@ -44,6 +48,8 @@ DEFAULT_OUT = "reports/demo"
 DEFAULT_SIM_MODE = "lockstep"
 DEFAULT_STARTUP_TIMEOUT_S = 120.0
 DEFAULT_BAG_DECIMATION = 1
+#: A bag of one tick in a million (one message every 17 min of simulated time) records nothing of use.
+MAX_BAG_DECIMATION = 1_000_000
 
 #: Options of one deployment only: (dest, flag, deployments that take it).
 _GRAPH = ("separate", "composed")
@@ -80,13 +86,85 @@ def _validate_rig(args: argparse.Namespace) -> None:
             raise UsageError(f"kangaroo-wbc demo: error: {flag} does not apply to --rig")
 
 
-def _link_names() -> list[str]:
-    """The links of the Kangaroo's URDF (read as XML: no model is built before the run)."""
+def _body_masses() -> dict[str, float]:
+    """Every link of the Kangaroo's URDF with the mass [kg] of the rigid body it belongs to (links
+    joined by fixed joints are one body, as in the model and the simulator); read as XML: no model
+    is built before the run."""
     import xml.etree.ElementTree as ET
 
     from kangaroo_wbc.robots.kangaroo.files import kangaroo_files
 
-    return [str(e.get("name")) for e in ET.parse(str(kangaroo_files()[0])).getroot().findall("link")]
+    root = ET.parse(str(kangaroo_files()[0])).getroot()
+    mass = {}
+    for link in root.findall("link"):
+        m = link.find("inertial/mass")
+        mass[str(link.get("name"))] = float(m.get("value", 0.0)) if m is not None else 0.0
+    parent = {}  # child link -> parent link across a fixed joint
+    for joint in root.findall("joint"):
+        if joint.get("type") == "fixed":
+            parent[str(joint.find("child").get("link"))] = str(joint.find("parent").get("link"))
+
+    def body(link: str) -> str:
+        while link in parent:
+            link = parent[link]
+        return link
+
+    totals: dict[str, float] = {}
+    for link, m in mass.items():
+        totals[body(link)] = totals.get(body(link), 0.0) + m
+    return {link: totals[body(link)] for link in mass}
+
+
+def _check_faults(faults: list[tuple[str, str, float]]) -> None:
+    """Known actuators, each named once (lock and limp of one actuator: which one should win?)."""
+    from kangaroo_wbc.errors import suggest
+    from kangaroo_wbc.robots.kangaroo.generator import actuated_joints
+
+    names = actuated_joints("left") + actuated_joints("right")
+    seen: dict[str, str] = {}
+    for mode, name, at in faults:
+        if name not in names:
+            raise UsageError(f"kangaroo-wbc demo: error: --fault: unknown actuator {name!r}." + suggest(name, names))
+        if name in seen:
+            raise UsageError(f"kangaroo-wbc demo: error: --fault: actuator {name!r} given twice ({seen[name]} and "
+                             f"{mode} at {at:g} s): one fault per actuator")
+        seen[name] = f"{mode} at {at:g} s"
+
+
+def _check_payloads(payloads: list[tuple[float, str, float]]) -> None:
+    """Known links, and no removal leaving a body without mass at any time."""
+    from kangaroo_wbc.components.simulated_robot import payload_link
+    from kangaroo_wbc.errors import suggest
+
+    masses = _body_masses()
+    carried: dict[str, float] = {}
+    for mass, name, at in sorted(payloads, key=lambda p: p[2]):
+        link = payload_link(name)
+        if link not in masses:
+            raise UsageError(f"kangaroo-wbc demo: error: --payload: unknown link {name!r} (torso: base_link)."
+                             + suggest(name, list(masses)))
+        carried[link] = carried.get(link, 0.0) + mass
+        if masses[link] + carried[link] <= 0.0:
+            raise UsageError(f"kangaroo-wbc demo: error: --payload {mass:g}kg@{name}@{at:g}: the body of {link!r} "
+                             f"weighs {masses[link]:.3f} kg; removing {-carried[link]:g} kg leaves it without mass")
+
+
+def _cmd_vel_record(args: argparse.Namespace) -> dict:
+    """The walk's command as asked and as the walk applies it (clipped to the gait's limits: a
+    warning on stderr); empty for the other behaviours."""
+    if args.behaviour != "walk":
+        return {}
+    from kangaroo_wbc.control.locomotion import GaitSettings
+
+    asked = tuple(float(v) for v in (args.cmd_vel or DEFAULT_CMD_VEL))
+    g = GaitSettings()
+    limits = (g.max_forward_mps, g.max_lateral_mps, g.max_yaw_rate_radps)
+    applied = tuple(min(max(v, -lim), lim) for v, lim in zip(asked, limits))
+    if applied != asked:
+        print(f"kangaroo-wbc demo: warning: --cmd-vel {','.join(f'{v:g}' for v in asked)} is beyond the walk's "
+              f"limits (|vx| <= {limits[0]:g} m/s, |vy| <= {limits[1]:g} m/s, |wz| <= {limits[2]:g} rad/s): the "
+              f"walk runs at {','.join(f'{v:g}' for v in applied)}", file=sys.stderr, flush=True)
+    return {"cmd_vel": list(asked), "cmd_vel_applied": list(applied), "cmd_vel_clipped": applied != asked}
 
 
 def _writes(args: argparse.Namespace) -> bool:
@@ -113,26 +191,12 @@ def _validate_demo(args: argparse.Namespace) -> None:
         raise UsageError("kangaroo-wbc demo: error: --behaviour push needs --processes one (the push is applied "
                          "by the one-process loop; the sim node applies none)")
     if getattr(args, "fault", None):
-        from kangaroo_wbc.errors import suggest
-        from kangaroo_wbc.robots.kangaroo.generator import actuated_joints
-
-        names = actuated_joints("left") + actuated_joints("right")
-        for _, name, _ in args.fault:
-            if name not in names:
-                raise UsageError(f"kangaroo-wbc demo: error: --fault: unknown actuator {name!r}."
-                                 + suggest(name, names))
+        _check_faults(args.fault)
     if getattr(args, "payload_unannounced", False) and not getattr(args, "payload", None):
         raise UsageError("kangaroo-wbc demo: error: --payload-unannounced needs --payload (the payloads the "
                          "model is not told about)")
     if getattr(args, "payload", None):
-        from kangaroo_wbc.components.simulated_robot import payload_link
-        from kangaroo_wbc.errors import suggest
-
-        links = _link_names()
-        for _, name, _ in args.payload:
-            if payload_link(name) not in links:
-                raise UsageError(f"kangaroo-wbc demo: error: --payload: unknown link {name!r} (torso: base_link)."
-                                 + suggest(name, links))
+        _check_payloads(args.payload)
     if _writes(args):
         prepare_output_folder(args.out, args.force)
 
@@ -174,7 +238,8 @@ def _demo_graph(args: argparse.Namespace) -> int:
     from kangaroo_wbc.graph.processes import GraphStartError, run_graph
 
     out = args.out if _writes(args) else None
-    with StopSignals() as stop:
+    cmd_vel = _cmd_vel_record(args)
+    with StopSignals(phase="start-up") as stop:
         try:
             summary = run_graph(processes=args.processes, duration_s=args.duration,
                                 behaviour=BEHAVIOURS[args.behaviour], sim_mode=args.sim_mode or DEFAULT_SIM_MODE,
@@ -185,15 +250,24 @@ def _demo_graph(args: argparse.Namespace) -> int:
                                 controller_params={k: list(v) for k, v in _behaviour_options(args).items()},
                                 faults=tuple(args.fault or ()), payloads=tuple(args.payload or ()),
                                 rig=args.rig or "", ideal_actuators=bool(args.ideal_actuators),
-                                **_payload_options(args))
+                                when_ready=lambda: setattr(stop, "phase", "run"), **_payload_options(args))
         except GraphStartError as exc:
             fail(f"kangaroo-wbc demo: error: {exc}", args.json)
+            if out is not None:  # what there is: the graph never became ready
+                stop.phase = "writing summary"
+                write_json(out / "summary.json", stop.record({
+                    "ok": False, "ready": False, "error": str(exc), "processes": args.processes,
+                    "behaviour": args.behaviour, "seed": args.seed, "exit_codes": exc.exit_codes}))
             return stop.exit_code or 1
-    summary["behaviour"] = "rig" if args.rig else args.behaviour  # the command line's name (BEHAVIOURS[...] ran)
-    summary["seed"] = args.seed
-    if out is not None:
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default) + "\n")
-        summary["report_files"] = ["summary.json", "logs"]
+        stop.phase = "writing summary"
+        summary["behaviour"] = "rig" if args.rig else args.behaviour  # the command line's name (BEHAVIOURS[...] ran)
+        summary["seed"] = args.seed
+        summary["ready"] = True
+        summary.update(cmd_vel)
+        stop.record(summary)
+        if out is not None:
+            write_json(out / "summary.json", summary)
+            summary["report_files"] = ["summary.json", "logs"]
     print_result(summary, args.json)
     if stop.interrupted:
         return stop.exit_code
@@ -210,10 +284,12 @@ def _demo_rig(args: argparse.Namespace) -> int:
         run = RigRun(RigConfig(rig=args.rig, duration_s=args.duration, seed=args.seed,
                                ideal_actuators=bool(args.ideal_actuators)))
         summary = run.run(progress=Progress.from_args(args), stop=stop)
-    summary.update(requested_duration_s=args.duration, seed=args.seed)
-    if not args.no_report:
-        (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default) + "\n")
-        summary["report_files"] = ["summary.json"]
+        summary.update(requested_duration_s=args.duration, seed=args.seed)
+        stop.phase = "writing summary"
+        stop.record(summary)
+        if not args.no_report:
+            write_json(args.out / "summary.json", summary)
+            summary["report_files"] = ["summary.json"]
     print_result(summary, args.json)
     return stop.exit_code if stop.interrupted else 0
 
@@ -224,18 +300,30 @@ def _demo(args: argparse.Namespace) -> int:
     if args.rig is not None:
         return _demo_rig(args)
     out = args.out
+    progress = Progress.from_args(args)
+    cmd_vel = _cmd_vel_record(args)
     with StopSignals() as stop:
         summary, run = _loop(args, args.behaviour, stop)
+        summary.update(cmd_vel)
         if not args.no_report:  # an interrupted run too: the report covers the ticks run
             from kangaroo_wbc.pipeline.report import write_report
 
+            stop.phase = "writing figures"
+            progress.note(f"writing figures and the report into {out}")
             summary["report_files"] = write_report(out, run, summary)
         if not args.no_bag:
             from kangaroo_wbc.pipeline.bag import write_run_bag
 
-            counts = write_run_bag(out / "bag", run, decimation=args.bag_decimation or DEFAULT_BAG_DECIMATION)
+            stop.phase = "writing bag"
+            counts = write_run_bag(out / "bag", run, decimation=args.bag_decimation or DEFAULT_BAG_DECIMATION,
+                                   progress=progress)
             summary["bag"] = str(out / "bag")
             summary["bag_messages"] = sum(counts.values())
+            summary["bag_complete"] = stop.phase_at_signal != "writing bag"  # a signal ends it where it is
+        stop.phase = "writing summary"
+        stop.record(summary)
+        if not args.no_report:  # the final word: what the report's summary.json could not know yet
+            write_json(out / "summary.json", summary)
     print_result(summary, args.json)
     if stop.interrupted:
         return stop.exit_code
@@ -255,9 +343,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     with StopSignals() as stop:
         result = evaluate_estimation(args.duration, args.seed, progress=Progress.from_args(args), stop=stop,
                                      actuators=kinds)
-    if args.plot is not None:
-        plot_table(result["table"], args.plot)
-        result["plot"] = str(args.plot)
+        if args.plot is not None:
+            stop.phase = "writing figures"
+            plot_table(result["table"], args.plot)
+            result["plot"] = str(args.plot)
+        stop.record(result)
     if args.json:
         print_result(result, True)
     else:
@@ -299,8 +389,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "plate under the foot: the sole circles in the air, then presses the plate with 200 N; "
                         "docs/morphology.md); summary.json only (separate/composed: every node's rig parameter, "
                         "and the nodes' logs)")
-    p.add_argument("--duration", type=positive_float, default=10.0, metavar="S",
-                   help="simulated time after boot [s], > 0 (separate/composed realtime: wall time) (default 10)")
+    p.add_argument("--duration", type=duration, default=10.0, metavar="S",
+                   help=f"simulated time after boot [s], {TICK_S:g} to {MAX_DURATION_S:g} (separate/composed realtime: "
+                        "wall time) (default 10)")
     p.add_argument("--seed", type=seed, default=0, help="simulator seed: sensor noise, encoder offsets (default 0)")
     add_out_options(p, DEFAULT_OUT, "result folder: report, figures, summary.json and bag (separate/composed: "
                                     "summary.json and the nodes' logs)")
@@ -315,8 +406,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--drop-ratio", type=fraction, default=None, metavar="X",
                    help="separate/composed: the simulator drops this fraction of the commands, 0 <= X < 1 "
                         "(default 0)")
-    p.add_argument("--startup-timeout", type=positive_float, default=None, metavar="S",
-                   help="separate/composed: wall time [s] for the controller to become ready, > 0 "
+    p.add_argument("--startup-timeout", type=startup_timeout, default=None, metavar="S",
+                   help=f"separate/composed: wall time [s] for the controller to become ready, > 0 and <= "
+                        f"{MAX_STARTUP_TIMEOUT_S:g} "
                         f"(default {DEFAULT_STARTUP_TIMEOUT_S:g})")
     p.add_argument("--pipelined", action="store_true",
                    help="one: the simulator steps in a worker thread alongside the estimators and the "
@@ -332,8 +424,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "and logs)")
     p.add_argument("--no-bag", action="store_true",
                    help="write no bag (separate/composed never write one: record the topics with ros2 bag record)")
-    p.add_argument("--bag-decimation", type=positive_int, default=None, metavar="N",
-                   help=f"one: record every N-th tick in the bag, N >= 1 (default {DEFAULT_BAG_DECIMATION})")
+    p.add_argument("--bag-decimation", type=number_in(1, MAX_BAG_DECIMATION, kind=int), default=None, metavar="N",
+                   help=f"one: record every N-th tick in the bag, 1 <= N <= {MAX_BAG_DECIMATION} "
+                        f"(default {DEFAULT_BAG_DECIMATION})")
     add_json_flag(p)
     add_progress_flag(p)
     p.set_defaults(func=_demo, validate=_validate_demo)
@@ -342,8 +435,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     esub = e.add_subparsers(dest="what", metavar="WHAT")
     esub.required = True
     ee = esub.add_parser("estimation", help="calibration, passive state, wrench/ZMP, base drift (stand + sway)")
-    ee.add_argument("--duration", type=positive_float, default=10.0, metavar="S",
-                    help="simulated time after boot [s], > 0 (default 10)")
+    ee.add_argument("--duration", type=duration, default=10.0, metavar="S",
+                    help=f"simulated time after boot [s], {TICK_S:g} to {MAX_DURATION_S:g} (default 10)")
     ee.add_argument("--seed", type=seed, default=0, help="simulator seed (default 0)")
     ee.add_argument("--ideal-actuators", action="store_true",
                     help="the ideal-actuator run only (default: realistic, then ideal actuators)")

@@ -4,7 +4,28 @@ from __future__ import annotations
 
 import argparse
 
-from kangaroo_wbc.cli.common import add_json_flag, print_json, seed
+from kangaroo_wbc.cli.common import add_json_flag, input_file, print_json, seed
+
+#: Root elements of the model files ``model`` reads: URDF and MJCF.
+MODEL_ROOTS = {"robot": "URDF", "mujoco": "MJCF"}
+
+
+def model_file(text: str):
+    """A URDF or MJCF file: a readable file whose XML root is ``<robot>`` or ``<mujoco>``; otherwise
+    the message says what the file is."""
+    import xml.etree.ElementTree as ET
+
+    path = input_file(text)
+    if path.stat().st_size == 0:
+        raise argparse.ArgumentTypeError(f"{path} is empty, not a URDF or MJCF file")
+    try:
+        root = ET.parse(str(path)).getroot()
+    except ET.ParseError as exc:
+        raise argparse.ArgumentTypeError(f"{path} is not XML ({exc}), so not a URDF or MJCF file") from None
+    if root.tag not in MODEL_ROOTS:
+        raise argparse.ArgumentTypeError(f"{path} is XML with root element <{root.tag}>, not a URDF (<robot>) "
+                                         "or MJCF (<mujoco>) file")
+    return path
 
 
 def _load(args: argparse.Namespace):
@@ -73,12 +94,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     for name, func, helptext in (("info", _info, "counts, rank, mass, sub-mechanisms"),
                                  ("check", _check, "closure FK, J_l vs finite differences, power balance")):
         sp = msub.add_parser(name, help=helptext)
-        sp.add_argument("urdf", help="URDF spanning tree (or MJCF .xml with equality/connect)")
-        sp.add_argument("--closures", default=None,
+        sp.add_argument("urdf", type=model_file, help="URDF spanning tree (or MJCF .xml with equality/connect)")
+        sp.add_argument("--closures", type=input_file, default=None,
                         help="closure YAML (native or extended-URDF format)")
         sp.add_argument("--floating-base", action="store_true", help="add a free-flyer root joint")
         sp.add_argument("--seed", type=seed, default=0, help="seed of the random configuration (default 0)")
-        sp.add_argument("--reference", default=None, metavar="FILE",
+        sp.add_argument("--reference", type=input_file, default=None, metavar="FILE",
                         help="pose the loops are closed from (YAML or JSON: joint name -> value; default: "
                              "the neutral pose, assembled by moving every joint if it does not close)")
         if name == "info":

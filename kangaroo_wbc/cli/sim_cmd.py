@@ -31,12 +31,14 @@ from typing import Any
 import numpy as np
 
 from kangaroo_wbc.cli.common import (
+    MAX_DURATION_S,
+    TICK_S,
     add_json_flag,
     add_plot_option,
     add_progress_flag,
+    duration,
     make_plot_folder,
-    non_negative_float,
-    positive_float,
+    number_in,
     print_json,
     seed,
 )
@@ -46,6 +48,9 @@ from kangaroo_wbc.progress import Progress
 #: docs/sim.md "Tuning notes") [N/m], [N·s/m].
 DEFAULT_KP_N_PER_M = 2e5
 DEFAULT_KD_N_S_PER_M = 300.0
+#: Gains beyond these (500 and 3000 times the defaults) make the 1 ms simulation unstable, not stiffer.
+MAX_KP_N_PER_M = 1e8
+MAX_KD_N_S_PER_M = 1e6
 #: Fall criteria: CoM height below this fraction of the initial one, or base tilt above [rad].
 FALL_HEIGHT_FRACTION = 0.7
 FALL_TILT_RAD = 0.5
@@ -200,17 +205,18 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sim", help="run the MuJoCo simulator without ROS (Kangaroo standing on the floor)")
-    p.add_argument("--duration", type=positive_float, default=5.0, metavar="S",
-                   help="simulated time [s], > 0 (default 5)")
+    p.add_argument("--duration", type=duration, default=5.0, metavar="S",
+                   help=f"simulated time [s], {TICK_S:g} to {MAX_DURATION_S:g} (default 5)")
     p.add_argument("--controller", choices=("pd", "none"), default="pd",
                    help="pd: baseline PD on the standing pose + model gravity feed-forward; none: zero force")
     p.add_argument("--seed", type=seed, default=0, help="seed of the sensor noise and encoder offsets (default 0)")
-    p.add_argument("--kp", type=non_negative_float, default=DEFAULT_KP_N_PER_M,
-                   help=f"PD stiffness [N/m], >= 0 (default {DEFAULT_KP_N_PER_M:g})")
-    p.add_argument("--kd", type=non_negative_float, default=DEFAULT_KD_N_S_PER_M,
-                   help=f"PD damping [N·s/m], >= 0 (default {DEFAULT_KD_N_S_PER_M:g})")
-    p.add_argument("--ff-period-ms", type=positive_float, default=10.0, metavar="MS",
-                   help="period of the gravity feed-forward update [ms], > 0 (default 10)")
+    p.add_argument("--kp", type=number_in(0.0, MAX_KP_N_PER_M, unit=" N/m"), default=DEFAULT_KP_N_PER_M,
+                   help=f"PD stiffness [N/m], 0 to {MAX_KP_N_PER_M:g} (default {DEFAULT_KP_N_PER_M:g})")
+    p.add_argument("--kd", type=number_in(0.0, MAX_KD_N_S_PER_M, unit=" N·s/m"), default=DEFAULT_KD_N_S_PER_M,
+                   help=f"PD damping [N·s/m], 0 to {MAX_KD_N_S_PER_M:g} (default {DEFAULT_KD_N_S_PER_M:g})")
+    p.add_argument("--ff-period-ms", type=number_in(TICK_S * 1e3, MAX_DURATION_S * 1e3, unit=" ms"), default=10.0,
+                   metavar="MS", help=f"period of the gravity feed-forward update [ms], {TICK_S * 1e3:g} (every "
+                                      "tick) or more (default 10)")
     p.add_argument("--ideal-actuators", action="store_true",
                    help="ideal ball screws: forces act as commanded (default: the simulated drives, docs/sim.md)")
     add_plot_option(p, "save CoM height, closure violation, fz/mg vs time")

@@ -14,20 +14,27 @@ import argparse
 
 from kangaroo_wbc.cli.common import (
     BEHAVIOURS,
+    BEHAVIOURS_HELP,
+    MAX_SOAK_MINUTES,
+    MAX_STARTUP_TIMEOUT_S,
+    TICK_S,
     StopSignals,
     UsageError,
     add_behaviour_option,
     add_json_flag,
     add_progress_flag,
     fail,
-    positive_float,
+    number_in,
     print_result,
     seed,
+    startup_timeout,
 )
 from kangaroo_wbc.progress import Progress
 
 DEFAULT_SIM_MODE = "realtime"
 DEFAULT_STARTUP_TIMEOUT_S = 120.0
+#: The soak's behaviours: the demo's (the walk at its default command; the soak takes no --cmd-vel).
+SOAK_BEHAVIOURS_HELP = BEHAVIOURS_HELP.replace("walk (at --cmd-vel)", "walk (at the default 0.3 m/s forward)")
 
 
 def _validate(args: argparse.Namespace) -> None:
@@ -71,17 +78,21 @@ def _run(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("soak", help="run the closed loop for minutes; report memory and latency drift",
                        description=__doc__.split("\n\n", 1)[1])
-    p.add_argument("--minutes", type=positive_float, default=10.0, metavar="MIN",
-                   help="minutes after boot, > 0: simulated (one) or wall-clock (separate/composed) (default 10)")
-    add_behaviour_option(p)
+    p.add_argument("--minutes", type=number_in(TICK_S / 60.0, MAX_SOAK_MINUTES, unit=" min",
+                                              hint=f" (at least one control tick, {TICK_S * 1e3:g} ms; at most a day)"),
+                   default=10.0, metavar="MIN",
+                   help=f"minutes after boot, up to {MAX_SOAK_MINUTES:g}: simulated (one) or wall-clock "
+                        "(separate/composed) (default 10)")
+    add_behaviour_option(p, help_text=SOAK_BEHAVIOURS_HELP)
     p.add_argument("--seed", type=seed, default=0, help="simulator seed (default 0)")
     p.add_argument("--processes", choices=("one", "separate", "composed"), default="one",
                    help="one: the components in this process (simulated minutes); separate / composed: the node "
                         "graph as deployed (wall-clock minutes) (default one)")
     p.add_argument("--sim-mode", choices=("realtime", "lockstep"), default=None,
                    help=f"separate/composed: the simulator's mode (default {DEFAULT_SIM_MODE})")
-    p.add_argument("--startup-timeout", type=positive_float, default=None, metavar="S",
-                   help="separate/composed: wall time [s] for the controller to become ready, > 0 "
+    p.add_argument("--startup-timeout", type=startup_timeout, default=None, metavar="S",
+                   help=f"separate/composed: wall time [s] for the controller to become ready, > 0 and <= "
+                        f"{MAX_STARTUP_TIMEOUT_S:g} "
                         f"(default {DEFAULT_STARTUP_TIMEOUT_S:g})")
     add_json_flag(p)
     add_progress_flag(p)

@@ -107,7 +107,10 @@ PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 class GraphStartError(KangarooWbcError):
-    """The graph did not come up (a process died, or the controller never became ready)."""
+    """The graph did not come up (a process died, the controller never became ready, or ``stop()``
+    ended the start-up). ``exit_codes``: every started process's exit code by name (None: killed)."""
+
+    exit_codes: dict[str, int | None] = {}
 
 
 def _die_with_parent():
@@ -178,7 +181,13 @@ def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int, contro
             **{n: {"ros__parameters": {"use_sim_time": True, **p}} for n, p in nodes.items()}}
 
 
+#: Longest wait [s] for the processes of a graph stopped during its start-up (then SIGKILL).
+STARTUP_STOP_TIMEOUT_S = 3.0
+
+
 def _stop(procs: dict[str, subprocess.Popen], timeout_s: float = 15.0) -> dict[str, int | None]:
+    """SIGINT to every process (the simulator first), then their exit codes, waiting ``timeout_s``
+    [s] for all of them together; a process still running then is killed (code None)."""
     # the simulator first, whatever order the processes were started in (a late-started simulator
     # interrupted after the nodes it serves has been seen not to exit)
     for name in sorted(procs, key=lambda n: n != "sim"):
@@ -186,9 +195,10 @@ def _stop(procs: dict[str, subprocess.Popen], timeout_s: float = 15.0) -> dict[s
         if p.poll() is None:
             p.send_signal(signal.SIGINT)
     codes: dict[str, int | None] = {}
+    deadline = time.monotonic() + timeout_s
     for name, p in procs.items():
         try:
-            codes[name] = p.wait(timeout=timeout_s)
+            codes[name] = p.wait(timeout=max(0.05, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             _kill_group(p)
             p.wait()
@@ -206,7 +216,7 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
               faults: Sequence[tuple[str, str, float]] = (),
               payloads: Sequence[tuple[float, str, float]] = (), rig: str = "", rig_leg: str = "left",
               ideal_actuators: bool = False, payload_unannounced: bool = False,
-              payload_identification: bool | None = None) -> dict:
+              payload_identification: bool | None = None, when_ready: Callable[[], None] | None = None) -> dict:
     """Run the graph for ``duration_s`` once the controller is ready; returns the results dict.
 
     Args:
@@ -240,6 +250,11 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
             ``payloads`` parameter is not set, the models are not told (module docstring).
         payload_identification: the wrench estimator's ``payload_identification`` (module
             docstring); None: on when ``payloads`` is not empty.
+        when_ready: called once the controller is ready (the run starts).
+
+    ``controller_stayed_ready`` is False when the controller reported not ready after ready, or
+    when any process exited with a code other than 0 (``exit_codes``); no process is started once
+    ``stop()`` returned True.
 
     Raises:
         GraphStartError: a process died, the controller was not ready within ``startup_timeout_s``
@@ -287,12 +302,17 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
     unknown = sorted(set(delays) - set(EXECUTABLES))
     if unknown or (delays and processes != "separate"):
         raise ValueError(f"start_delays_s: separate processes only, names among {EXECUTABLES}; got {unknown or delays}")
-    if processes == "separate":
-        procs = {n: _start(n, [n], params_file, log_dir) for n in EXECUTABLES if not delays.get(n)}
-    else:
-        procs = {"composed": _start("composed", ["composed", "--backend", "sim"], params_file, log_dir)}
+    procs: dict[str, subprocess.Popen] = {}
     late = sorted((d, n) for n, d in delays.items() if d)
     try:
+        if processes == "separate":
+            for n in EXECUTABLES:
+                if stop is not None and stop():  # no process started after a signal
+                    raise GraphStartError(f"interrupted before the controller was ready; logs in {log_dir}")
+                if not delays.get(n):
+                    procs[n] = _start(n, [n], params_file, log_dir)
+        else:
+            procs["composed"] = _start("composed", ["composed", "--backend", "sim"], params_file, log_dir)
         delay = _behaviour_delay_s(controller_params)
         operator = ([(at + delay, mode, name, at) for mode, name, at in faults]
                     + [(at + delay, mass, link, at) for mass, link, at in payloads])
@@ -301,9 +321,16 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
                           late=[(d, n, lambda n=n: _start(n, [n], params_file, log_dir)) for d, n in late],
                           operator=sorted(operator, key=lambda o: o[0]), rig=(rig, rig_leg) if rig else None,
                           payload_unannounced=payload_unannounced, identify=identify, behaviour_delay_s=delay,
-                          jump=behaviour == "jump")
-    finally:
-        exit_codes = _stop(procs)
+                          jump=behaviour == "jump", when_ready=when_ready)
+    except GraphStartError as exc:  # nothing to wait for: the nodes had not started their work
+        exc.exit_codes = _stop(procs, STARTUP_STOP_TIMEOUT_S)
+        raise
+    except BaseException:
+        _stop(procs)
+        raise
+    exit_codes = _stop(procs)
+    if any(code != 0 for code in exit_codes.values()):  # a node that failed: the controller's word is void
+        result["controller_stayed_ready"] = False
     return {"processes": processes, "sim_mode": sim_mode, "behaviour": behaviour, "drop_ratio": drop_ratio,
             **result, "exit_codes": exit_codes, "logs": str(log_dir)}
 
@@ -570,7 +597,7 @@ def _weighed(fz: dict[int, list[float]], release_s: float | None, payload_log: l
 
 def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s, progress,
              log_dir, monitor_period_s=None, stop=None, late=(), operator=(), rig=None,
-             payload_unannounced=False, identify=False, behaviour_delay_s=0.0, jump=False) -> dict:
+             payload_unannounced=False, identify=False, behaviour_delay_s=0.0, jump=False, when_ready=None) -> dict:
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
     from geometry_msgs.msg import InertiaStamped, PointStamped, PoseStamped, WrenchStamped
@@ -779,21 +806,24 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
         pending = list(late)  # (delay [s], name, start) of the processes started late
         while not st["ready"]:
             executor.spin_once(timeout_sec=0.05)
+            if stop is not None and stop():  # before anything else: no process started after a signal
+                raise GraphStartError(f"interrupted before the controller was ready; logs in {log_dir}")
             while pending and time.monotonic() - t0 >= pending[0][0]:
                 _, name, start = pending.pop(0)
                 procs[name] = start()
             dead = {n: p.returncode for n, p in procs.items() if p.poll() is not None}
             if dead:
                 raise GraphStartError(f"node process(es) exited during start-up {dead}; logs in {log_dir}")
-            if stop is not None and stop():
-                raise GraphStartError(f"interrupted before the controller was ready; logs in {log_dir}")
             if time.monotonic() - t0 > startup_timeout_s:
                 raise GraphStartError(f"the controller was not ready (wbc/ready) within {startup_timeout_s:g} s "
                                       f"(messages seen: {counts}); logs in {log_dir}")
         startup_s = time.monotonic() - t0
         st["ready_sim_t"] = st.get("sim_t")  # the crane lets go at ready (release_delay_s 0)
+        if when_ready is not None:
+            when_ready()
         for _, name, start in pending:  # ready without them (the wrench estimator is optional)
-            procs[name] = start()
+            if stop is None or not stop():
+                procs[name] = start()
         for t in WATCHED:
             counts[t], stamps[t] = 0, []
         st["started"] = True

@@ -29,7 +29,8 @@ STREAM_DEPTH, TF_DEPTH = 10, 100
 HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def write_run_bag(path: Path, run, decimation: int = 1, *, tf_rate_hz: float = TF_RATE_HZ) -> dict[str, int]:
+def write_run_bag(path: Path, run, decimation: int = 1, *, tf_rate_hz: float = TF_RATE_HZ,
+                  progress=None) -> dict[str, int]:
     """Write the logged run to ``path`` (a new folder); returns the message count per topic.
 
     Args:
@@ -38,6 +39,8 @@ def write_run_bag(path: Path, run, decimation: int = 1, *, tf_rate_hz: float = T
             at any tick.
         decimation: record every N-th control tick (N ≥ 1) on the 1 kHz topics.
         tf_rate_hz: largest rate of ``/tf`` [Hz] on simulated time.
+        progress: a display counting the messages written (:meth:`kangaroo_wbc.progress.Progress.count`);
+            None: none.
 
     Raises:
         ConfigError: ``path`` exists.
@@ -54,7 +57,13 @@ def write_run_bag(path: Path, run, decimation: int = 1, *, tf_rate_hz: float = T
         raise InputError(f"bag tf_rate_hz must be > 0, got {tf_rate_hz}")
     typestore = get_typestore(Stores.ROS2_KILTED)
     source = RunTopics(run, typestore, decimation=int(decimation), tf_rate_hz=tf_rate_hz)
-    return write_messages(path, source.messages(), typestore)
+    messages = source.messages()
+    if progress is not None:
+        messages = progress.count(messages, desc="writing bag", unit="messages")
+    try:
+        return write_messages(path, messages, typestore)
+    finally:
+        getattr(messages, "close", lambda: None)()
 
 
 def write_messages(path: Path, messages: Iterator[BagMessage], typestore) -> dict[str, int]:

@@ -3,12 +3,18 @@
 :class:`KangarooNode` gives a node, in its constructor: parameters declared from a dataclass and
 kept valid at run time (:mod:`kangaroo_wbc.ros.params`), a ``/diagnostics`` publisher fed by a
 steady-clock timer (it keeps reporting when ``/clock`` stops, which is when it matters), and a
-per-key throttled logger. Subclasses override :meth:`KangarooNode.diagnostic_statuses`,
+per-key throttled logger, and a guard around every subscription callback (:meth:`KangarooNode.create_subscription`):
+a message a callback cannot take (an exception of any kind) is skipped, the node keeps its previous
+input, logs one throttled line naming the topic and the error, and reports an ``inputs`` status
+(WARN for a rejected message, ERROR for any other exception) in ``/diagnostics``; no message can
+end the process. Subclasses override :meth:`KangarooNode.diagnostic_statuses`,
 :meth:`KangarooNode.on_parameters_changed` and :meth:`KangarooNode.on_shutdown`.
 
 :func:`run_nodes` runs one or several nodes in one executor and handles SIGINT and SIGTERM itself:
-the signal only sets a flag, the spin loop returns, every node's :meth:`~KangarooNode.on_shutdown`
-runs *while the context is still valid* (so a controller can still publish its zero-force command),
+while the nodes are being built a signal aborts their construction (exit code 0 at once: nothing
+has run that needs a last word); after that, the signal only sets a flag, the spin loop returns,
+every node's :meth:`~KangarooNode.on_shutdown` runs *while the context is still valid* (so a
+controller can still publish its zero-force command),
 then the nodes are destroyed and the process exits with code 0. A configuration error gives one
 fatal line and exit code 2: a :class:`~kangaroo_wbc.errors.ConfigError` while building a node (the
 line also lists the ``--params-file`` files), a parameter file rcl cannot read (its error names the
@@ -25,10 +31,12 @@ from __future__ import annotations
 import difflib
 import faulthandler
 import gc
+import inspect
 import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -43,7 +51,7 @@ from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 from rclpy.time_source import TimeSource
 
-from kangaroo_wbc.errors import ConfigError
+from kangaroo_wbc.errors import ConfigError, KangarooWbcError
 from kangaroo_wbc.ros import exit_guard
 from kangaroo_wbc.ros.diagnostics import LOG_LEVELS, DiagnosticsPublisher, Level, ThrottledLogger
 from kangaroo_wbc.ros.params import ParameterBinding, declare_parameters
@@ -74,6 +82,60 @@ SHUTDOWN_EXIT_AFTER_S = 8.0
 THROTTLE_PERIOD_S = 5.0
 #: Period [s, steady clock] of the ROS-graph check of the single-writer topics.
 WRITER_CHECK_PERIOD_S = 0.25
+#: A topic's ``inputs`` status stays WARN/ERROR this long [s] after the last message it rejected.
+INPUT_FAULT_HOLD_S = 5.0
+
+
+class InputFaults:
+    """The messages a node's subscription callbacks could not take, per topic: counts, the last
+    error and when it happened (the ``inputs`` status of :class:`KangarooNode`).
+
+    Args:
+        clock: monotonic time source [s] (injectable for tests).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        #: topic -> [level of the last rejection, rejected count, time [s] of the last one, message]
+        self.topics: dict[str, list[Any]] = {}
+
+    def record(self, topic: str, exc: BaseException) -> tuple[Level, str, bool]:
+        """Count a message of ``topic`` whose callback raised ``exc``.
+
+        Returns:
+            ``(level, line, news)``: WARN for a rejected message (a :class:`KangarooWbcError`:
+            non-finite value, wrong size, unknown name), ERROR for any other exception (a failing
+            callback: the line says where it raised); ``news`` is True when the topic was not
+            faulty a moment ago or its level rose (the caller reports it at once).
+        """
+        now = self._clock()
+        if isinstance(exc, KangarooWbcError):
+            level, what = Level.WARN, f"{topic}: message rejected: {exc}"
+        else:
+            frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+            where = f" (in {frame.name}, {frame.filename}:{frame.lineno})" if frame else ""
+            level, what = Level.ERROR, f"{topic}: callback failed: {type(exc).__name__}: {exc}{where}"
+        entry = self.topics.get(topic)
+        news = entry is None or now - entry[2] > INPUT_FAULT_HOLD_S or level > entry[0]
+        count = 1 if entry is None else entry[1] + 1
+        self.topics[topic] = [level, count, now, what]
+        return level, f"{what}; the previous input is kept", news
+
+    def summary(self) -> tuple[Level, str, dict[str, Any]]:
+        """``(level, message, values)`` of the ``inputs`` status: the recent faults named, and
+        per topic the count of rejected messages and the last error."""
+        now = self._clock()
+        recent = {t: e for t, e in self.topics.items() if now - e[2] <= INPUT_FAULT_HOLD_S}
+        level = max((e[0] for e in recent.values()), default=Level.OK)
+        if recent:
+            message = "; ".join(e[3] for e in recent.values())
+        else:
+            message = f"every input accepted for {INPUT_FAULT_HOLD_S:g} s"
+        values: dict[str, Any] = {}
+        for topic, (_, count, _, what) in self.topics.items():
+            values[f"{topic} rejected"] = count
+            values[f"{topic} last error"] = what
+        return level, message, values
 
 
 class StreamPublisher:
@@ -146,6 +208,7 @@ class KangarooNode(Node):
         self.report_process = True
         self._cpu_mark = (time.process_time(), time.monotonic(), 0)
         self.throttled = ThrottledLogger(self.get_logger(), THROTTLE_PERIOD_S)
+        self.input_faults = InputFaults()
         self._single_writer: dict[str, str] = {}  # resolved topic -> its one expected writer node
         self._writers_seen: dict[str, list[str]] = {}
         if diagnostics_period_s > 0.0:
@@ -172,6 +235,52 @@ class KangarooNode(Node):
         statuses = self.to_diagnostics(component.statuses())
         self.log_events(component)
         return statuses
+
+    def create_subscription(self, msg_type: Any, topic: str, callback: Callable[..., Any],
+                            qos_profile: Any, **kwargs: Any) -> Any:
+        """``Node.create_subscription`` with ``callback`` guarded: an exception it raises skips
+        that message (the node keeps its previous input) and becomes a throttled log line and an
+        ``inputs`` status naming the topic and the error (:meth:`input_rejected`); it never
+        reaches the executor, so no message can end the process."""
+        name = self.resolve_topic_name(topic)
+        return super().create_subscription(msg_type, topic, self._guarded(name, callback), qos_profile, **kwargs)
+
+    def _guarded(self, topic: str, callback: Callable[..., Any]) -> Callable[..., Any]:
+        """``callback`` (taking the message, or the message and its info) behind the guard."""
+        try:
+            inspect.signature(callback).bind(object())
+            with_info = False
+        except TypeError:
+            with_info = True
+        except ValueError:  # no signature (a builtin): called with the message only
+            with_info = False
+        if with_info:
+            def guarded_with_info(msg: Any, info: Any) -> None:
+                try:
+                    callback(msg, info)
+                except Exception as exc:  # noqa: BLE001 - the guard: reported, never raised
+                    self.input_rejected(topic, exc)
+
+            return guarded_with_info
+
+        def guarded(msg: Any) -> None:
+            try:
+                callback(msg)
+            except Exception as exc:  # noqa: BLE001 - the guard: reported, never raised
+                self.input_rejected(topic, exc)
+
+        return guarded
+
+    def input_rejected(self, topic: str, exc: BaseException) -> None:
+        """A message of ``topic`` that its callback could not take (``exc``): one log line per
+        topic and 5 s, and the ``inputs`` status (published at once when it is new)."""
+        level, line, news = self.input_faults.record(topic, exc)
+        self.throttled.log(LOG_LEVELS[level], f"input {topic}", line)
+        if news and not self._in_diagnostics:
+            try:
+                self.publish_diagnostics()
+            except Exception as diag_exc:  # noqa: BLE001 - e.g. the context is shutting down
+                self.throttled.error("diagnostics", f"/diagnostics not published: {diag_exc!r}")
 
     def create_stream_publisher(self, msg_type: type, topic: str, qos_profile: Any) -> StreamPublisher:
         """A :class:`StreamPublisher` (high-rate topic published only while somebody subscribes)."""
@@ -255,6 +364,8 @@ class KangarooNode(Node):
             statuses.append(self._process_status())
         if self._single_writer:
             statuses.append(self._writers_status())
+        if self.input_faults.topics:
+            statuses.append(self.diagnostics.status("inputs", *self.input_faults.summary()))
         self.diagnostics.publish(statuses)
 
     def _process_status(self) -> DiagnosticStatus:
@@ -330,10 +441,17 @@ def run_nodes(
     exit_guard.prepare()  # compiled now, not when asked to stop
     exit_code = EXIT_OK  # what a stalled teardown exits with
     stop = threading.Event()
+    building = [True]  # the nodes are being built: a signal aborts that (nothing ran yet)
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+        if building[0]:  # a node's construction (models, compiled kernels) may take many seconds
+            raise KeyboardInterrupt
+
     previous: dict[signal.Signals, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, lambda signum, frame: stop.set())
+            previous[sig] = signal.signal(sig, on_signal)
     context = rclpy.get_default_context()
     nodes: list[Node] = []
     executor = executor or default_executor()
@@ -346,6 +464,9 @@ def run_nodes(
                 node.check_parameter_overrides()
         for node in nodes:
             executor.add_node(node)
+        building[0] = False
+        if stop.is_set():  # a signal the construction did not see (swallowed in compiled code)
+            return EXIT_OK
         # everything built at start-up (models, compiled kernels, buffers) leaves the garbage
         # collector's passes: they then scan only what the callbacks allocate (shorter pauses)
         gc.collect()

@@ -68,7 +68,7 @@ REJECTED = [
     (["analyze", "--out", "{full}"], "--out"),
     (["bench", "--iterations", "0"], "--iterations"),
     (["bench", "--peer-iterations", "-1"], "--peer-iterations"),
-    (["model", "check", "urdf/kangaroo.urdf", "--seed", "-1"], "--seed"),
+    (["model", "check", "{urdf}", "--seed", "-1"], "--seed"),
     (["demo", "--no-such-option"], "--no-such-option"),
 ]
 
@@ -79,7 +79,8 @@ def _fill(args: list[str], tmp: Path) -> list[str]:
     full = tmp / "someone_elses"
     full.mkdir(exist_ok=True)
     (full / "notes.txt").write_text("keep me\n")
-    return [a.format(file=file, full=full, dir=tmp) for a in args]
+    urdf = Path(__file__).resolve().parents[2] / "urdf" / "kangaroo.urdf"
+    return [a.format(file=file, full=full, dir=tmp, urdf=urdf) for a in args]
 
 
 def _snapshot(folder: Path) -> dict[str, float]:
@@ -193,10 +194,132 @@ def test_every_option_has_help_text():
 
 
 def test_every_numeric_option_is_typed_and_ranged():
-    """Unit: no option takes a bare ``float`` or ``int`` (which accept nan, inf and negatives)."""
-    bare = [f"{' '.join(path)} {a.option_strings[0]}" for path, sub in _subparsers(build_parser())
-            for a in sub._actions if a.option_strings and a.type in (float, int)]
-    assert not bare, bare
+    """Unit: no option takes a bare ``float`` or ``int`` (which accept nan, inf and negatives), nor
+    a type without an upper bound: every numeric option's type has finite ``bounds``."""
+    unbounded_types = (float, int, common.positive_float, common.non_negative_float, common.positive_int)
+    bare, unbounded = [], []
+    for path, sub in _subparsers(build_parser()):
+        for a in sub._actions:
+            if not a.option_strings or a.type is None:
+                continue
+            name = f"{' '.join(path)} {a.option_strings[0]}"
+            if a.type in unbounded_types:
+                bare.append(name)
+            bounds = getattr(a.type, "bounds", None)
+            if bounds is not None and not all(math.isfinite(b) for b in bounds):
+                unbounded.append(name)
+    assert not bare and not unbounded, (bare, unbounded)
+    numeric = [f"{' '.join(p)} {a.option_strings[0]}" for p, sub in _subparsers(build_parser())
+               for a in sub._actions if getattr(a.type, "bounds", None)]
+    assert len(numeric) >= 15, numeric  # durations, minutes, timeouts, counts, gains, seeds
+
+
+def test_one_tick_is_the_loops_control_period():
+    """Unit: the shortest run the CLI takes is one tick of the simulated robot."""
+    from kangaroo_wbc.components.simulated_robot import SimulatedRobotConfig
+
+    assert common.TICK_S == pytest.approx(1.0 / SimulatedRobotConfig().rate_hz)
+
+
+# The cases of issue #38 and their kin, read in-process (cheap): (arguments, text the line must hold).
+# "{file}" is a file, "{dir}" a folder, "{long}" a name longer than NAME_MAX, "{deep}" a path longer
+# than PATH_MAX, all made by the test.
+REJECTED_IN_PROCESS = [
+    (["demo", "--duration", "1e-300"], "--duration"),  # fewer than one tick
+    (["demo", "--duration", "0.0009"], "--duration"),
+    (["demo", "--duration", "1e9"], "--duration"),
+    (["evaluate", "estimation", "--duration", "1e-9"], "--duration"),
+    (["soak", "--minutes", "1e-9"], "--minutes"),
+    (["soak", "--minutes", "1e9"], "--minutes"),  # once: 437 TiB asked of the allocator
+    (["soak", "--startup-timeout", "1e9", "--processes", "separate"], "--startup-timeout"),
+    (["demo", "--processes", "separate", "--startup-timeout", "1e9"], "--startup-timeout"),
+    (["demo", "--bag-decimation", "10000000"], "--bag-decimation"),
+    (["bench", "--iterations", "1e20"], "--iterations"),
+    (["bench", "--iterations", "100000000000000000000"], "--iterations"),
+    (["bench", "--peer-iterations", "100000000"], "--peer-iterations"),
+    (["analyze", "--levels", "1e20"], "--levels"),
+    (["analyze", "--levels", "100"], "--levels"),
+    (["sim", "--duration", "1e-9"], "--duration"),
+    (["sim", "--kp", "1e300"], "--kp"),
+    (["sim", "--kd", "1e300"], "--kd"),
+    (["sim", "--ff-period-ms", "1e-6"], "--ff-period-ms"),
+    (["demo", "--out", "{long}"], "--out"),
+    (["demo", "--out", "{deep}"], "--out"),
+    (["analyze", "--out", "{long}"], "--out"),
+    (["sim", "--plot", "{long}.png"], "--plot"),
+    (["evaluate", "estimation", "--plot", "{deep}.png"], "--plot"),
+    (["bench", "--kangaroo-dir", "/nonexistent"], "--kangaroo-dir"),
+    (["bench", "--kangaroo-dir", "{dir}"], "kangaroo.urdf"),  # a folder without the model
+    (["bench", "--fixtures", "{file}"], "--fixtures"),
+    (["bench", "--fixtures", "/nonexistent"], "--fixtures"),
+    (["bench", "--peer-python", "/nonexistent"], "--peer-python"),
+    (["bench", "--peer-python", "{file}"], "not an executable"),
+    (["analyze", "--urdf-dir", "/nonexistent"], "--urdf-dir"),
+    (["demo", "--fault", "lock:left_ankle_inner_actuator@1", "--fault", "limp:left_ankle_inner_actuator@2"],
+     "given twice"),
+    (["demo", "--payload=-100kg@left_sole@0.5"], "leaves it without mass"),
+    (["demo", "--payload", "-3kg@torso@1", "--payload", "-0.9kg@left_sole@2"], "left_sole"),
+    (["demo", "--behavior", "walk"], "did you mean --behaviour"),
+    (["soak", "--minuts", "1"], "did you mean --minutes"),
+    (["soak", "--cmd-vel", "0.1,0,0"], "--cmd-vel"),  # soak takes none
+    (["model", "info", "/dev/null"], "character device"),
+    (["model", "info", "{dir}"], "is a folder"),
+    (["model", "info", "{file}"], "not XML"),
+    (["model", "info", "{xml}"], "root element <foo>"),
+    (["model", "info", "{empty}"], "is empty"),
+    (["model", "info", "{urdf}", "--closures", "/nonexistent.yaml"], "--closures"),
+    (["model", "check", "{urdf}", "--reference", "{dir}"], "--reference"),
+]
+
+
+@pytest.mark.parametrize(("args", "text"), REJECTED_IN_PROCESS, ids=[" ".join(a) for a, _ in REJECTED_IN_PROCESS])
+def test_absurd_values_and_bad_paths_are_refused_when_parsed(args, text, tmp_path, monkeypatch, capsys):
+    """Unit: ``main`` in-process: exit 2, one stderr line naming the option or the fault, nothing
+    written in the working folder."""
+    (tmp_path / "a_file.txt").write_text("not a folder, not XML\n")
+    (tmp_path / "foo.xml").write_text("<foo/>\n")
+    (tmp_path / "empty.urdf").write_text("")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    urdf = Path(__file__).resolve().parents[2] / "urdf" / "kangaroo.urdf"
+    fill = {"file": tmp_path / "a_file.txt", "dir": tmp_path, "xml": tmp_path / "foo.xml",
+            "empty": tmp_path / "empty.urdf", "urdf": urdf, "long": "x" * 300,
+            "deep": "/".join(["d" * 200] * 25)}
+    assert main([a.format(**fill) for a in args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("kangaroo-wbc") and text in err, err
+    assert not any(cwd.iterdir())
+
+
+# Documented negative values: taken as values, not options (argparse took only plain numbers).
+NEGATIVE_VALUES = [
+    (["demo", "--behaviour", "walk", "--cmd-vel", "-0.1,0,0"], "cmd_vel", (-0.1, 0.0, 0.0)),
+    (["demo", "--behaviour", "walk", "--cmd-vel", "-.1,-0.05,-0.2"], "cmd_vel", (-0.1, -0.05, -0.2)),
+    (["demo", "--push", "-40N@1s"], "push", (-40.0, 1.0)),
+    (["demo", "--payload", "-2kg@torso@1"], "payload", [(-2.0, "torso", 1.0)]),
+    (["sim", "--duration", "0.5"], "duration", 0.5),
+]
+
+
+@pytest.mark.parametrize(("args", "dest", "value"), NEGATIVE_VALUES, ids=[" ".join(a) for a, _, _ in NEGATIVE_VALUES])
+def test_negative_values_are_values(args, dest, value):
+    """Unit: ``--cmd-vel -0.1,0,0``, ``--push -40N@1s``, ``--payload -2kg@torso@1`` parse."""
+    assert getattr(build_parser().parse_args(args), dest) == value
+
+
+def test_version_and_soak_help_without_cmd_vel(capsys):
+    """Unit: ``--version`` prints the package's version; ``soak --help`` offers no ``--cmd-vel``
+    (soak refuses it)."""
+    from kangaroo_wbc import __version__
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"kangaroo-wbc {__version__}"
+    with pytest.raises(SystemExit):
+        main(["soak", "--help"])
+    assert "--cmd-vel" not in capsys.readouterr().out
 
 
 def test_in_process_main_reports_a_rejection_as_exit_2(capsys):

@@ -77,6 +77,71 @@ def test_kangaroo_node_in_process(make_node, rclpy_context) -> None:
         node.destroy_node()
 
 
+class PickyNode(KangarooNode):
+    """Subscribes ``picky/in``: a text ``"bad"`` is an InputError, ``"bug"`` a ZeroDivisionError,
+    anything else is kept as the node's input; ``picky/info`` takes the message info too."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("picky_node", diagnostics_period_s=0.0, **kwargs)
+        self.kept: list[str] = []
+        self.infos = 0
+        self.create_subscription(String, "picky/in", self._on_text, 10)
+        self.create_subscription(String, "picky/info", self._on_info, 10)
+
+    def _on_text(self, msg: String) -> None:
+        from kangaroo_wbc.errors import InputError
+
+        if msg.data == "bad":
+            raise InputError("text: not acceptable")
+        if msg.data == "bug":
+            _ = 1 / 0
+        self.kept.append(msg.data)
+
+    def _on_info(self, msg: String, info) -> None:
+        self.infos += info is not None
+
+
+def test_a_callback_exception_is_a_diagnostic_not_an_exit(make_node, rclpy_context) -> None:
+    """Unit: the subscription guard turns a rejected message into a WARN ``inputs`` status naming
+    the topic, a failing callback into an ERROR, keeps the previous input and keeps spinning."""
+    node = PickyNode(context=rclpy_context)
+    talker = make_node("picky_talker")
+    pub = talker.create_publisher(String, "picky/in", 10)
+    pub_info = talker.create_publisher(String, "picky/info", 10)
+    received: list[DiagnosticArray] = []
+    talker.create_subscription(DiagnosticArray, "/diagnostics", received.append, 10)
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(node)
+    executor.add_node(talker)
+
+    def inputs_status(level: Level):
+        return [s for a in received for s in a.status
+                if s.name == "picky_node: inputs" and s.level == bytes([int(level)])]
+
+    try:
+        assert spin_until(executor, lambda: node.count_subscribers("/diagnostics") > 0
+                          and pub.get_subscription_count() > 0)
+        pub.publish(String(data="good"))
+        assert spin_until(executor, lambda: node.kept == ["good"])
+        for _ in range(3):
+            pub.publish(String(data="bad"))
+        assert spin_until(executor, lambda: inputs_status(Level.WARN))
+        assert "/picky/in: message rejected: text: not acceptable" in inputs_status(Level.WARN)[0].message
+        pub.publish(String(data="bug"))
+        assert spin_until(executor, lambda: inputs_status(Level.ERROR))
+        error = inputs_status(Level.ERROR)[0].message
+        assert "/picky/in: callback failed: ZeroDivisionError" in error and "_on_text" in error
+        assert node.kept == ["good"]  # the rejected messages changed nothing
+        pub.publish(String(data="later"))
+        assert spin_until(executor, lambda: node.kept == ["good", "later"])  # still taking input
+        assert spin_until(executor, lambda: node.input_faults.topics["/picky/in"][1] == 4)
+        pub_info.publish(String(data="x"))
+        assert spin_until(executor, lambda: node.infos == 1)  # (msg, info) callbacks get the info
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+
+
 def test_node_without_parameters(rclpy_context) -> None:
     node = KangarooNode("bare_node", diagnostics_period_s=0.0, context=rclpy_context)
     assert node.params is None

@@ -292,3 +292,34 @@ def test_wrenches_that_stop_are_a_warning_and_the_plan_takes_over(controller):
     finally:
         c["role"].sole_force_n = None
         assert set_parameters(h, NODE, use_measured_contacts=False).successful
+
+
+@pytest.mark.parametrize("field", ["x", "z"])
+def test_a_nan_com_reference_is_a_warning_and_the_node_stays_up(controller, field):
+    """A ``geometry_msgs/PointStamped`` with a NaN on ``wbc/com_reference`` (it once ended the
+    process with a FATAL line): the message is skipped, the node keeps its previous reference, an
+    ``inputs`` WARN and a log line name the topic and the error, the process stays up and every
+    command stays finite and within ``max_force_n``, the robot's weight still held."""
+    from geometry_msgs.msg import PointStamped
+
+    c = controller
+    h = c["h"]
+    inputs = f"{NODE}: inputs"
+    c["role"].set(c["stand"], 0.0)
+    msg = PointStamped()
+    msg.header.frame_id = "odom"
+    msg.point.x, msg.point.y, msg.point.z = 0.0, 0.0, 0.9
+    setattr(msg.point, field, float("nan"))
+    c["diag"].mark()
+    for _ in range(5):
+        h.publish("wbc/com_reference", msg, qos.SENSOR_STATE)
+        time.sleep(0.02)
+    st = c["diag"].wait(inputs, WARN, "/wbc/com_reference: message rejected", "non-finite")
+    assert int(values(st)["/wbc/com_reference rejected"]) >= 1
+    commands = _newest_commands(c, 20)
+    assert c["proc"].is_running(), c["proc"].describe()
+    assert all(np.max(np.abs(m.effort)) > 10.0 for m in commands)  # still standing: weight held
+    assert_commands_safe(commands, max_force_n())
+    c["diag"].wait(WBC, OK, "behaviour stand")
+    log = c["proc"].output()
+    assert "/wbc/com_reference: message rejected" in log and "the previous input is kept" in log
