@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from kangaroo_wbc.components.assembly import apply_ready
 from kangaroo_wbc.components.contact_wrench import ContactWrenchEstimation, ContactWrenchSettings
 from kangaroo_wbc.components.simulated_robot import SimulatedRobotConfig
 from kangaroo_wbc.estimation import paper_screws
@@ -80,7 +81,7 @@ class ShadowEstimators:
         pm = run.wbc.pm
         projected = pm if pm.is_current(est.q) else None
         for name, comp in self.estimators.items():
-            comp.set_released(run.control.ready)
+            apply_ready(run.control.ready, False, wrench=comp)  # the chain's handshake (components.assembly)
             comp.on_state(est.q, est.v, est.stamp_s)
             out = comp.step(sample, projected=projected)
             comp.drain_events()
