@@ -30,14 +30,13 @@ import time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small matrices: BLAS threads only add latency
 
 import numpy as np  # noqa: E402
-import pinocchio as pin  # noqa: E402
 from geometry_msgs.msg import PointStamped, PoseStamped, Twist, WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.clock import Clock, ClockType  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import Bool, Float64MultiArray, Header, MultiArrayDimension  # noqa: E402
+from std_msgs.msg import Bool, Float64MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
-from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
+from visualization_msgs.msg import MarkerArray  # noqa: E402
 
 from kangaroo_wbc.components.assembly import build_control, configure_control, select_behaviour  # noqa: E402
 from kangaroo_wbc.components.controller_params import (  # noqa: E402
@@ -48,14 +47,13 @@ from kangaroo_wbc.components.rig import sole_target_in_base  # noqa: E402
 from kangaroo_wbc.components.samples import ActuatorCommand, ActuatorSample  # noqa: E402
 from kangaroo_wbc.control.behaviours import (
     BEHAVIOURS,  # noqa: E402
-    footstep_markers,  # noqa: E402
-)
+    )
 from kangaroo_wbc.control.wbc import FrameReference  # noqa: E402
 from kangaroo_wbc.errors import InputError  # noqa: E402
 from kangaroo_wbc.ros import qos  # noqa: E402
+from kangaroo_wbc.ros.controller_outputs import footsteps_msg, pose_stamped, timing_msg  # noqa: E402
 from kangaroo_wbc.ros.conversions import (  # noqa: E402
     JointIndexMap,
-    arrays_to_pose_msg,
     pose_msg_to_arrays,
     seconds_to_time_msg,
     time_msg_to_seconds,
@@ -71,7 +69,6 @@ from kangaroo_wbc.ros.operator_word import OperatorWord  # noqa: E402
 from kangaroo_wbc.ros.serialized import joint_state_writer, point_stamped_writer  # noqa: E402
 from kangaroo_wbc.ros.state_pairing import StatePairing  # noqa: E402
 
-TIMING_LABELS = ("model", "build", "solve", "output", "total", "iterations")
 #: Period [s] of the joint_states watchdog (steady clock).
 WATCHDOG_PERIOD_S = 0.1
 
@@ -97,7 +94,7 @@ class WholeBodyControllerNode(KangarooNode):
         self.get_logger().info(f"behaviour: {'rig' if p.rig else p.behaviour}")
         self.operator = OperatorWord(self, self.component, clm, p)  # actuator modes, payloads
         self._act = JointIndexMap(clm.actuated_joint_names, what="actuator")
-        #: joint_states + odometry → the state of one time (shared with the contact-wrench estimator's policy)
+        #: joint_states + odometry → the state of one time
         self.pairing = StatePairing(clm, lambda *state: self.process(*state), self.throttled.warning,
                                     p.odometry_max_lag_s)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -265,7 +262,6 @@ class WholeBodyControllerNode(KangarooNode):
         silent = time.monotonic() - self._last_state
         if silent > self.params.state_timeout_s:
             self.apply_pending()
-        if silent > self.params.state_timeout_s:
             self.component.stale(silent)
             self._after()
 
@@ -295,12 +291,7 @@ class WholeBodyControllerNode(KangarooNode):
         if not stamp_s >= self._next_timing:  # rate-limited by the stamps (NaN: no timing)
             return
         self._next_timing = stamp_s + 1.0 / self.params.timing_rate_hz - 1e-9
-        out = cmd.output
-        msg = Float64MultiArray()
-        msg.layout.dim = [MultiArrayDimension(label=label, size=1, stride=1) for label in TIMING_LABELS]
-        msg.data = ([out.timing.get(k, 0.0) for k in TIMING_LABELS[:-1]] + [float(out.qp.iterations)]
-                    if out else [0.0] * len(TIMING_LABELS))
-        self._pub_timing.publish(msg)
+        self._pub_timing.publish(timing_msg(cmd.output))
         ref = self.component.supervisor.last_references
         if cmd.mode == "control" and ref is not None and ref.com_position is not None:
             self._pub_com.publish(self._w_com.write(stamp_s, point=ref.com_position))
@@ -313,29 +304,15 @@ class WholeBodyControllerNode(KangarooNode):
         while the behaviour gives one (the circle and the descent; not the press)."""
         target = sole_target_in_base(self.component, self.params.rig_leg)
         if target is not None:
-            quat = pin.Quaternion(target[1])
-            msg = PoseStamped(header=Header(stamp=seconds_to_time_msg(stamp_s), frame_id="base_link"))
-            arrays_to_pose_msg(target[0], [quat.x, quat.y, quat.z, quat.w], msg.pose)
-            self._pub_sole_target.publish(msg)
+            self._pub_sole_target.publish(pose_stamped(*target, "base_link", stamp_s))
 
     def _publish_footsteps(self, stamp_s: float) -> None:
-        """``wbc/footsteps``: a walk's soles and planned footsteps (boxes in the odometry frame), at
-        each new plan (:meth:`~kangaroo_wbc.control.behaviours.Walk.footstep_boxes`)."""
+        """``wbc/footsteps`` at each new plan of a walk (``Walk.footstep_boxes``)."""
         walk = self.component.supervisor.behaviour
-        if not hasattr(walk, "footstep_boxes") or walk.plan_count == self._footstep_plan:
-            return
-        self._footstep_plan = walk.plan_count
-        header = Header(stamp=seconds_to_time_msg(stamp_s), frame_id=self.params.odom_frame)
-        markers = [Marker(header=header, ns="footsteps", id=0, action=Marker.DELETEALL)]
-        for i, (spec, colour, size) in enumerate(footstep_markers(walk.footstep_boxes(), self.contacts), start=1):
-            m = Marker(header=header, ns="footsteps", id=i, type=Marker.CUBE, action=Marker.ADD)
-            m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(x) for x in spec[:3])
-            o = m.pose.orientation
-            o.x, o.y, o.z, o.w = (float(x) for x in spec[3:7])
-            m.scale.x, m.scale.y, m.scale.z = (float(x) for x in size)
-            m.color.r, m.color.g, m.color.b, m.color.a = colour
-            markers.append(m)
-        self._pub_footsteps.publish(MarkerArray(markers=markers))
+        if hasattr(walk, "footstep_boxes") and walk.plan_count != self._footstep_plan:
+            self._footstep_plan = walk.plan_count
+            self._pub_footsteps.publish(footsteps_msg(walk.footstep_boxes(), self.contacts, stamp_s,
+                                                      self.params.odom_frame))
 
     # ------------------------------------------------------------------ shutdown
     def on_shutdown(self) -> None:
