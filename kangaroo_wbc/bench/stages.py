@@ -164,8 +164,7 @@ def run_stages(kangaroo: tuple[ModelSpec, ClosedLoopModel] | None, iterations: i
 
     # --- whole-body controller, double and single support
     try:
-        from kangaroo_wbc.components.assembly import contact_specs
-        from kangaroo_wbc.control.wbc import WholeBodyController
+        from kangaroo_wbc.components.assembly import ChainSettings, build_control
 
         if len(recorded) >= len(ticks):
             w_q, w_v, w_refs = ([r[i] for r in recorded[:len(ticks)]] for i in range(3))
@@ -175,8 +174,10 @@ def run_stages(kangaroo: tuple[ModelSpec, ClosedLoopModel] | None, iterations: i
             w_q, w_v, w_refs = states, vs, [None] * len(states)
             out["detail"]["wbc_step_ms_double"] = "WholeBodyController.step on the actuator trajectory"
         objects["wbc_inputs"] = (w_q, w_v, w_refs)
-        wbc = WholeBodyController(clm, contact_specs(clm))
-        for key, active in (("wbc_step_ms_double", ("left", "right")), ("wbc_step_ms_single", ("left",))):
+        # the controller the node builds from the shipped config/whole_body_controller.yaml
+        wbc = build_control(clm, ChainSettings.load().controller).supervisor.controller
+        both = tuple(wbc.layout.contact_names)
+        for key, active in (("wbc_step_ms_double", both), ("wbc_step_ms_single", both[:1])):
             try:
                 wbc.step(w_q[0], w_v[0], active_contacts=active)  # the new contact set's first solve
                 t, _ = time_calls(functools.partial(_wbc_tick, wbc, w_q, w_v, w_refs, active), ticks, warmup,
@@ -202,7 +203,7 @@ def run_stages(kangaroo: tuple[ModelSpec, ClosedLoopModel] | None, iterations: i
             wbc.update_model(w_q[k], w_v[k])
             cwe.update_model(w_q[k], w_v[k], projected=wbc.pm)
             cwe.estimate_wrenches(actuator_force=forces[k])
-            return wbc.step(w_q[k], w_v[k], active_contacts=("left", "right"), references=w_refs[k])
+            return wbc.step(w_q[k], w_v[k], active_contacts=tuple(wbc.layout.contact_names), references=w_refs[k])
 
         try:
             t, _ = time_calls(tick, ticks, warmup, keep_outputs=False)
