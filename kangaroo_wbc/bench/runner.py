@@ -183,4 +183,15 @@ def node_graph(duration_s: float) -> dict:
             continue
         out[processes] = {k: r[k] for k in ("real_time_factor", "topic_rates_hz_wall", "command_latency_ms", "fell",
                                             "nodes", "exit_codes")}
+        out[processes]["cpu_ms_per_robot_ms"] = cpu_ms_per_robot_ms(r.get("nodes", {}), r.get("real_time_factor"))
     return out
+
+
+def cpu_ms_per_robot_ms(nodes: dict, real_time_factor: float | None) -> float | None:
+    """CPU time of all the graph's processes per millisecond of robot (simulated) time: the sum of
+    the nodes' ``cpu_load`` (CPU seconds per wall second, each process's own) over the real-time
+    factor. Two cores give at most 2 at real time; None without the figures."""
+    loads = [n.get("cpu_load") for n in nodes.values()]
+    if not loads or any(x is None for x in loads) or not real_time_factor:
+        return None
+    return round(sum(loads) / real_time_factor, 3)

@@ -131,3 +131,12 @@ def test_node_graph_figures_of_the_shipped_path(report):
         assert nodes <= set(g["nodes"]), g["nodes"]
         for name in nodes:
             assert _positive_finite(g["nodes"][name]["cpu_ms_per_tick"]), name
+
+
+def test_cpu_ms_per_robot_ms_sums_the_processes_over_the_real_time_factor() -> None:
+    from kangaroo_wbc.bench.runner import cpu_ms_per_robot_ms
+
+    nodes = {"sim": {"cpu_load": 0.5}, "whole_body_controller": {"cpu_load": 0.7}}
+    assert cpu_ms_per_robot_ms(nodes, 0.6) == 2.0
+    assert cpu_ms_per_robot_ms({"sim": {"cpu_load": None}}, 1.0) is None
+    assert cpu_ms_per_robot_ms(nodes, None) is None and cpu_ms_per_robot_ms({}, 1.0) is None
