@@ -50,13 +50,23 @@ from kangaroo_wbc.model.sources import read_text
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
-#: Relative tolerance of the rank-revealing QR used to drop redundant closure rows: a row is
-#: dependent when its pivot is below ``RANK_RTOL`` times the largest pivot.
+#: Relative rank tolerance of the closure Jacobian for a file written to machine precision: a
+#: direction is dependent when its singular value is below ``RANK_RTOL`` times the largest.
 RANK_RTOL = 1e-7
 
 #: A reference configuration counts as closed when ``||e||_inf`` over every declared row is below
-#: this [m, rad]; otherwise the loops are assembled by moving every joint.
+#: this [m, rad] (a file written to machine precision); otherwise the loops are assembled by moving
+#: every joint.
 ASSEMBLY_TOL = 1e-9
+
+#: A file whose numbers are rounded to ``δ`` (:func:`~kangaroo_wbc.model.importers.coordinate_rounding`)
+#: has axes that agree to about ``δ`` [rad] and positions to about ``δ`` [m] per number: its rank
+#: tolerance is ``RANK_ROUNDING_FACTOR * δ`` relative to the largest singular value (at most
+#: ``RANK_RTOL_MAX``), and its loops count as closed to ``CLOSURE_ROUNDING_FACTOR * δ * (1 + L)``
+#: with ``L`` [m] the longest lever of a loop (a loop sums a handful of rounded lengths and angles).
+RANK_ROUNDING_FACTOR = 100.0
+RANK_RTOL_MAX = 1e-3
+CLOSURE_ROUNDING_FACTOR = 10.0
 
 #: Entries of ``|J_l|`` below this are treated as structural zeros (sub-mechanism membership).
 STRUCTURAL_ZERO = 1e-9
@@ -86,19 +96,24 @@ def universal_cut_indices(direction_indices) -> tuple[int, int, int, int] | None
     return i, j, k, -eps
 
 
+def numerical_rank(sv: np.ndarray, rtol: float) -> int:
+    """The number of singular values ``sv`` (descending) above ``rtol`` times the largest."""
+    return int(np.sum(sv > rtol * sv[0])) if sv.size and sv[0] > 0.0 else 0
+
+
 def select_independent_rows(J: np.ndarray, rtol: float = RANK_RTOL) -> np.ndarray:
     """Indices (sorted) of a maximal set of linearly independent rows of ``J``.
 
-    Rank-revealing QR with column pivoting on ``J^T``: the pivot order ranks the rows of ``J``;
-    the rank is the number of ``|R_ii| > rtol * |R_00|``.
+    The rank is decided on the singular values of ``J``, relative to the largest
+    (:func:`numerical_rank`): scale-free, whatever the units and size of the mechanism. The rows are
+    the first ``rank`` pivots of a QR with column pivoting on ``J^T`` (the pivot order ranks the rows).
     """
-    if J.shape[0] == 0:
+    if J.shape[0] == 0 or J.shape[1] == 0:
         return np.zeros(0, dtype=int)
-    _, R, piv = scipy.linalg.qr(J.T, mode="economic", pivoting=True)
-    diag = np.abs(np.diag(R))
-    if diag.size == 0 or diag[0] == 0.0:
+    rank = numerical_rank(np.linalg.svd(J, compute_uv=False), rtol)
+    if rank == 0:
         return np.zeros(0, dtype=int)
-    rank = int(np.sum(diag > rtol * diag[0]))
+    _, _, piv = scipy.linalg.qr(J.T, mode="economic", pivoting=True)
     return np.sort(piv[:rank])
 
 
@@ -257,7 +272,7 @@ class ClosedLoopModel:
     """
 
     def __init__(self, model: pin.Model, closure_file: ClosureFile, q_ref: np.ndarray | None = None,
-                 source: str = "<memory>") -> None:
+                 source: str = "<memory>", rounding: float = 0.0) -> None:
         self.model = model
         self.data = model.createData()
         self.source = source
@@ -277,6 +292,15 @@ class ClosedLoopModel:
         self.free_rotations: list[dict] = []
         #: Names of the closures added to fix free ball-joint rotations (not in the closure file).
         self.added_closures: list[str] = []
+        #: the rounding level of the file's kinematic numbers [m or rad] and the tolerances it sets
+        #: (:data:`RANK_ROUNDING_FACTOR`): relative rank tolerance of ``J_l``, closure residual [m, rad]
+        #: accepted at the reference
+        self.coordinate_rounding = float(rounding)
+        self.rank_tolerance = min(max(RANK_RTOL, RANK_ROUNDING_FACTOR * self.coordinate_rounding), RANK_RTOL_MAX)
+        self.closure_tolerance = ASSEMBLY_TOL
+        #: singular values of the loop rows' Jacobian at the reference, relative to the largest: the
+        #: smallest kept and the largest dropped (0 if none), the figures of the rank decision
+        self.rank_margin = {"smallest_kept": 1.0, "largest_dropped": 0.0}
         self._resolve_joints(closure_file)
         self._resolve_frames(closure_file)
         self._resolve_couplings(closure_file)
@@ -305,7 +329,7 @@ class ClosedLoopModel:
 
         loaded = load_model(urdf_path, closures_path, floating_base)
         q_ref = loaded.q0 if reference is None else configuration_from_pose(loaded.model, reference, loaded.q0)
-        clm = cls(loaded.model, loaded.closure_file, q_ref=q_ref, source=str(urdf_path))
+        clm = cls(loaded.model, loaded.closure_file, q_ref=q_ref, source=str(urdf_path), rounding=loaded.rounding)
         clm.warnings[:0] = loaded.warnings
         clm.mjcf = loaded.mjcf
         return clm
@@ -435,6 +459,8 @@ class ClosedLoopModel:
         q0 = pin.neutral(self.model) if q_ref is None else self.check_configuration(q_ref).copy()
         self.reference_assembled = False
         self._set_declared_rows()
+        self.closure_tolerance = max(ASSEMBLY_TOL, CLOSURE_ROUNDING_FACTOR * self.coordinate_rounding
+                                     * (1.0 + self._loop_lever(q0)))
         if not self._constrained:
             self.constraint_rank = 0
             self.q_ref = q0
@@ -448,7 +474,7 @@ class ClosedLoopModel:
             self._keep_rows(self._independent_loop_rows(q))
             if attempt == 0:
                 q, info = self.newton(q, max_iter=100, tol=1e-12, least_squares=True)
-                if not (info.converged and self._declared_residual(q) <= ASSEMBLY_TOL):
+                if not (info.converged and self._declared_residual(q) <= self.closure_tolerance):
                     q = self._assemble_or_raise(q0)
         self.constraint_rank = self.n_c
         self.q_ref = q
@@ -457,8 +483,29 @@ class ClosedLoopModel:
         if self.n_c < self.n_u and self.closure_file.lock_idle_joints:
             self._lock_idle_joints(q)
         self.reference_closure_residual = self._declared_residual(q)
+        if self.reference_closure_residual > ASSEMBLY_TOL:
+            self.warnings.append(
+                f"the loops close to {self.reference_closure_residual:.3g} at best (m, rad; the rows the model "
+                f"keeps are closed): within the tolerance {self.closure_tolerance:.3g} set by the rounding of the "
+                f"file's coordinates ({self.coordinate_rounding:.3g}), accepted")
         if self.n_c != self.n_u:
             raise ModelError(self._square_message())
+
+    def _loop_lever(self, q: np.ndarray) -> float:
+        """The longest distance [m] from a loop's frame to a joint that moves it, at ``q``."""
+        if not self.closures:
+            return 0.0
+        data = self.model.createData()
+        pin.framesForwardKinematics(self.model, data, q)
+        lever = 0.0
+        for k, c in enumerate(self.closures):
+            for fid in (c.frame_a_id, c.frame_u_id):
+                p = data.oMf[fid].translation
+                for j in range(1, self.model.njoints):
+                    jm = self.model.joints[j]
+                    if np.any(self._signed_mask[k, jm.idx_v:jm.idx_v + jm.nv]):
+                        lever = max(lever, float(np.linalg.norm(p - data.oMi[j].translation)))
+        return lever
 
     def _independent_loop_rows(self, q: np.ndarray) -> np.ndarray:
         """Indices of a maximal set of independent loop rows at ``q`` (into the selected loop rows),
@@ -473,13 +520,18 @@ class ClosedLoopModel:
         J_loop, J_cp = J[:n_loop], J[n_loop:]
         if self.n_couplings:
             _, sv, Vt = np.linalg.svd(J_cp)
-            rank = int(np.sum(sv > RANK_RTOL * sv[0])) if sv.size and sv[0] > 0.0 else 0
+            rank = numerical_rank(sv, self.rank_tolerance)
             if rank < self.n_couplings:
                 raise ModelError(f"{self.closure_file.source}: the couplings {[c.name for c in self.couplings]} "
                                  f"are dependent ({rank} independent of {self.n_couplings}): one of them repeats "
                                  f"the others, or couples only held or actuated joints")
             J_loop = J_loop @ Vt[rank:].T
-        return select_independent_rows(J_loop)
+        sv = np.linalg.svd(J_loop, compute_uv=False) if J_loop.size else np.zeros(0)
+        rank = numerical_rank(sv, self.rank_tolerance)
+        rel = sv / sv[0] if sv.size and sv[0] > 0.0 else sv
+        self.rank_margin = {"smallest_kept": float(rel[rank - 1]) if rank else 0.0,
+                            "largest_dropped": float(rel[rank]) if rank < rel.size else 0.0}
+        return select_independent_rows(J_loop, self.rank_tolerance)
 
     def _set_declared_rows(self) -> None:
         for c in self.closures:
@@ -587,7 +639,7 @@ class ClosedLoopModel:
                     break
                 q, e, J, norm = q_new, e_new, J_new, n_new
         res = self._declared_residual(q)
-        return q, ClosureFkInfo(it, res, res <= max(tol, ASSEMBLY_TOL))
+        return q, ClosureFkInfo(it, res, res <= max(tol, self.closure_tolerance))
 
     def _assemble_or_raise(self, q0: np.ndarray) -> np.ndarray:
         q, info = self.assemble(q0)
@@ -614,7 +666,7 @@ class ClosedLoopModel:
         """
         J_lu = self.constraint_jacobian(q)[:, self.idx_v_u]
         _, sv, Vt = np.linalg.svd(J_lu)
-        rank = int(np.sum(sv > RANK_RTOL * sv[0])) if sv.size else 0
+        rank = numerical_rank(sv, self.rank_tolerance)
         N = Vt[rank:].T  # (n_u, k)
         k = N.shape[1]
         if k == 0:
@@ -655,7 +707,7 @@ class ClosedLoopModel:
         starts = [m.joints[m.getJointId(n)].idx_v for n in balls]
         cols = np.concatenate([np.arange(i, i + 3) for i in starts])
         A = J[:, cols]
-        tol = RANK_RTOL * max(float(np.max(np.abs(J))), 1e-300)
+        tol = self.rank_tolerance * max(float(np.max(np.abs(J))), 1e-300)
         out: dict[str, list[np.ndarray]] = {}
         for _ in range(len(cols)):
             _, sv, Vt = np.linalg.svd(A)
@@ -1229,6 +1281,10 @@ class ClosedLoopModel:
             "warnings": list(self.warnings),
             "reference_closure_residual": self.reference_closure_residual,
             "reference_assembled": self.reference_assembled,
+            "closure_tolerance": self.closure_tolerance,
+            "coordinate_rounding": self.coordinate_rounding,
+            "rank_tolerance": self.rank_tolerance,
+            "rank_margin": dict(self.rank_margin),
         }
 
 
