@@ -228,6 +228,8 @@ def load_model(path: str | Path, closures_path: str | Path | None, floating_base
       file, a tree without loops whose joints are all actuated. ``<mimic>`` joints become couplings
       (:func:`~kangaroo_wbc.model.couplings.mimic_couplings`): a follower cannot be listed as actuated.
     * MJCF: read as MuJoCo reads it (:mod:`kangaroo_wbc.model.mjcf`); no closure file.
+    * SDF: loop joints become closures (:mod:`kangaroo_wbc.model.sdf`); a closure file, if given, adds
+      loops and couplings and names the actuated and held joints.
 
     Raises:
         ModelError / ConfigError: naming the file and what is wrong.
@@ -243,7 +245,16 @@ def load_model(path: str | Path, closures_path: str | Path | None, floating_base
         return LoadedModel(mm.model, mm.closure_file, mm.q0, list(mm.warnings), mm,
                            coordinate_rounding(check_xml(path, "MJCF", "mujoco")))
     if kind == "sdf":
-        raise ModelError(f"{path}: SDF input is not supported")
+        from kangaroo_wbc.model.sdf import load_sdf
+
+        root = check_xml(path, "SDF", "sdf")
+        sm = load_sdf(path, root, floating_base)
+        cf = sm.closure_file
+        if closures_path is not None:  # the closure file adds loops, couplings and names the roles
+            extra = load_closure_file(closures_path)
+            cf = replace(extra, closures=list(cf.closures) + list(extra.closures), lock_idle_joints=True,
+                         infer_actuated=False)
+        return LoadedModel(sm.model, cf, None, list(sm.warnings), rounding=coordinate_rounding(root))
     root = check_xml(path, "URDF", "robot")
     try:
         mimic = mimic_couplings(root)
