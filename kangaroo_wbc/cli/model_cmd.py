@@ -36,7 +36,7 @@ def _load(args: argparse.Namespace):
 
     try:
         return ClosedLoopModel.from_files(args.urdf, args.closures, floating_base=args.floating_base,
-                                          reference=args.reference)
+                                          reference=args.reference, actuated=args.actuated, held=args.hold or ())
     except KangarooWbcError:
         raise
     except (ArithmeticError, AttributeError, LookupError, OSError, RecursionError, RuntimeError, TypeError,
@@ -61,6 +61,8 @@ def _info(args: argparse.Namespace) -> int:
             lead = " + ".join(f"{k:g}*{j}" for j, k in c["leaders"].items()) or "const"
             print(f"coupling     {c['name']}: {' + '.join(f'{k:g}*{j}' for j, k in c['followers'].items())} "
                   f"= p({lead}), a = {c['polynomial']} ({c['source']})")
+        for joint, role in info["joint_roles"].items():
+            print(f"{'role':<13}{joint}: {role['role']} ({role['why']})")
         for w in info["warnings"]:
             print(f"warning      {w}")
         for r in info["free_rotations"]:
@@ -78,7 +80,7 @@ def _check(args: argparse.Namespace) -> int:
     from kangaroo_wbc.model.checks import run_checks
 
     clm = _load(args)
-    report = run_checks(clm, seed=args.seed).as_dict()
+    report = {**run_checks(clm, seed=args.seed).as_dict(), "warnings": list(clm.warnings)}
     if not args.json:
         for k, v in report.items():
             print(f"{k:<24}{v}")
@@ -102,6 +104,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         sp.add_argument("--reference", type=input_file, default=None, metavar="FILE",
                         help="pose the loops are closed from (YAML or JSON: joint name -> value; default: "
                              "the neutral pose, assembled by moving every joint if it does not close)")
+        sp.add_argument("--actuated", action="append", default=None, metavar="JOINT",
+                        help="JOINT is actuated (repeatable; replaces the file's actuated joints)")
+        sp.add_argument("--hold", action="append", default=None, metavar="JOINT",
+                        help="hold JOINT at its reference value: a spring taken as rigid, a lock (repeatable; "
+                             "adds to the closure file's held_joints)")
         if name == "info":
             sp.add_argument("--lock", action="append", default=None, metavar="ACTUATOR",
                             help="count ACTUATOR as locked (held at its position); repeatable")

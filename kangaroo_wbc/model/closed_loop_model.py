@@ -50,13 +50,23 @@ from kangaroo_wbc.model.sources import read_text
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
-#: Relative tolerance of the rank-revealing QR used to drop redundant closure rows: a row is
-#: dependent when its pivot is below ``RANK_RTOL`` times the largest pivot.
+#: Relative rank tolerance of the closure Jacobian for a file written to machine precision: a
+#: direction is dependent when its singular value is below ``RANK_RTOL`` times the largest.
 RANK_RTOL = 1e-7
 
 #: A reference configuration counts as closed when ``||e||_inf`` over every declared row is below
-#: this [m, rad]; otherwise the loops are assembled by moving every joint.
+#: this [m, rad] (a file written to machine precision); otherwise the loops are assembled by moving
+#: every joint.
 ASSEMBLY_TOL = 1e-9
+
+#: A file whose numbers are rounded to ``δ`` (:func:`~kangaroo_wbc.model.importers.coordinate_rounding`)
+#: has axes that agree to about ``δ`` [rad] and positions to about ``δ`` [m] per number: its rank
+#: tolerance is ``RANK_ROUNDING_FACTOR * δ`` relative to the largest singular value (at most
+#: ``RANK_RTOL_MAX``), and its loops count as closed to ``CLOSURE_ROUNDING_FACTOR * δ * (1 + L)``
+#: with ``L`` [m] the longest lever of a loop (a loop sums a handful of rounded lengths and angles).
+RANK_ROUNDING_FACTOR = 100.0
+RANK_RTOL_MAX = 1e-3
+CLOSURE_ROUNDING_FACTOR = 10.0
 
 #: Entries of ``|J_l|`` below this are treated as structural zeros (sub-mechanism membership).
 STRUCTURAL_ZERO = 1e-9
@@ -86,19 +96,24 @@ def universal_cut_indices(direction_indices) -> tuple[int, int, int, int] | None
     return i, j, k, -eps
 
 
+def numerical_rank(sv: np.ndarray, rtol: float) -> int:
+    """The number of singular values ``sv`` (descending) above ``rtol`` times the largest."""
+    return int(np.sum(sv > rtol * sv[0])) if sv.size and sv[0] > 0.0 else 0
+
+
 def select_independent_rows(J: np.ndarray, rtol: float = RANK_RTOL) -> np.ndarray:
     """Indices (sorted) of a maximal set of linearly independent rows of ``J``.
 
-    Rank-revealing QR with column pivoting on ``J^T``: the pivot order ranks the rows of ``J``;
-    the rank is the number of ``|R_ii| > rtol * |R_00|``.
+    The rank is decided on the singular values of ``J``, relative to the largest
+    (:func:`numerical_rank`): scale-free, whatever the units and size of the mechanism. The rows are
+    the first ``rank`` pivots of a QR with column pivoting on ``J^T`` (the pivot order ranks the rows).
     """
-    if J.shape[0] == 0:
+    if J.shape[0] == 0 or J.shape[1] == 0:
         return np.zeros(0, dtype=int)
-    _, R, piv = scipy.linalg.qr(J.T, mode="economic", pivoting=True)
-    diag = np.abs(np.diag(R))
-    if diag.size == 0 or diag[0] == 0.0:
+    rank = numerical_rank(np.linalg.svd(J, compute_uv=False), rtol)
+    if rank == 0:
         return np.zeros(0, dtype=int)
-    rank = int(np.sum(diag > rtol * diag[0]))
+    _, _, piv = scipy.linalg.qr(J.T, mode="economic", pivoting=True)
     return np.sort(piv[:rank])
 
 
@@ -257,7 +272,7 @@ class ClosedLoopModel:
     """
 
     def __init__(self, model: pin.Model, closure_file: ClosureFile, q_ref: np.ndarray | None = None,
-                 source: str = "<memory>") -> None:
+                 source: str = "<memory>", rounding: float = 0.0) -> None:
         self.model = model
         self.data = model.createData()
         self.source = source
@@ -277,9 +292,23 @@ class ClosedLoopModel:
         self.free_rotations: list[dict] = []
         #: Names of the closures added to fix free ball-joint rotations (not in the closure file).
         self.added_closures: list[str] = []
+        #: the rounding level of the file's kinematic numbers [m or rad] and the tolerances it sets
+        #: (:data:`RANK_ROUNDING_FACTOR`): relative rank tolerance of ``J_l``, closure residual [m, rad]
+        #: accepted at the reference
+        self.coordinate_rounding = float(rounding)
+        self.rank_tolerance = min(max(RANK_RTOL, RANK_ROUNDING_FACTOR * self.coordinate_rounding), RANK_RTOL_MAX)
+        self.closure_tolerance = ASSEMBLY_TOL
+        #: singular values of the loop rows' Jacobian at the reference, relative to the largest: the
+        #: smallest kept and the largest dropped (0 if none), the figures of the rank decision
+        self.rank_margin = {"smallest_kept": 1.0, "largest_dropped": 0.0}
+        #: why each held joint is held (:meth:`joint_roles`)
+        self.held_why: dict[str, str] = {}
+        self._hold_named_joints(closure_file)
         self._resolve_joints(closure_file)
         self._resolve_frames(closure_file)
         self._resolve_couplings(closure_file)
+        if closure_file.infer_actuated and not closure_file.actuated_joints:
+            self._infer_actuated(pin.neutral(model) if q_ref is None else self.check_configuration(q_ref))
         self.absolute_encoders = self._check_joint_names(closure_file.absolute_encoders, "absolute_encoders")
         self.absolute_actuators = self._check_joint_names(closure_file.absolute_actuators, "absolute_actuators")
         self._q_last: np.ndarray | None = None
@@ -290,13 +319,16 @@ class ClosedLoopModel:
     @classmethod
     def from_files(cls, urdf_path: str | Path, closures_path: str | Path | None,
                    floating_base: bool = False,
-                   reference: str | Path | dict | None = None) -> ClosedLoopModel:
+                   reference: str | Path | dict | None = None,
+                   actuated: Sequence[str] | None = None, held: Sequence[str] = ()) -> ClosedLoopModel:
         """Load a model file: a URDF spanning tree and its closure file (native or extended-URDF YAML),
         or an MJCF file read as MuJoCo reads it (:func:`~kangaroo_wbc.model.importers.load_model`).
 
         ``reference``: a pose (joint name -> value, or a YAML/JSON file of it, see
         :func:`configuration_from_pose`) the loops are closed from; other joints keep the file's
         reference (MJCF: MuJoCo's ``qpos0``, its joints' ``ref``; URDF: zero).
+        ``actuated``: the actuated joints, instead of the file's (``--actuated``); ``held``: joints held
+        at their reference value besides the file's ``held_joints`` (``--hold``: springs, locks).
         """
         urdf_path = Path(urdf_path)
         if not urdf_path.exists():
@@ -304,8 +336,16 @@ class ClosedLoopModel:
         from kangaroo_wbc.model.importers import load_model
 
         loaded = load_model(urdf_path, closures_path, floating_base)
+        cf = loaded.closure_file
+        if actuated is not None:
+            cf = replace(cf, actuated_joints=list(actuated), actuated_why={n: "named by --actuated" for n in actuated},
+                         infer_actuated=False)
+        if held:
+            cf = replace(cf, held_joints=list(dict.fromkeys([*cf.held_joints, *held])),
+                         held_why={**cf.held_why, **{n: "named by --hold" for n in held}})
+        loaded.closure_file = cf
         q_ref = loaded.q0 if reference is None else configuration_from_pose(loaded.model, reference, loaded.q0)
-        clm = cls(loaded.model, loaded.closure_file, q_ref=q_ref, source=str(urdf_path))
+        clm = cls(loaded.model, loaded.closure_file, q_ref=q_ref, source=str(urdf_path), rounding=loaded.rounding)
         clm.warnings[:0] = loaded.warnings
         clm.mjcf = loaded.mjcf
         return clm
@@ -435,6 +475,8 @@ class ClosedLoopModel:
         q0 = pin.neutral(self.model) if q_ref is None else self.check_configuration(q_ref).copy()
         self.reference_assembled = False
         self._set_declared_rows()
+        self.closure_tolerance = max(ASSEMBLY_TOL, CLOSURE_ROUNDING_FACTOR * self.coordinate_rounding
+                                     * (1.0 + self._loop_lever(q0)))
         if not self._constrained:
             self.constraint_rank = 0
             self.q_ref = q0
@@ -448,7 +490,7 @@ class ClosedLoopModel:
             self._keep_rows(self._independent_loop_rows(q))
             if attempt == 0:
                 q, info = self.newton(q, max_iter=100, tol=1e-12, least_squares=True)
-                if not (info.converged and self._declared_residual(q) <= ASSEMBLY_TOL):
+                if not (info.converged and self._declared_residual(q) <= self.closure_tolerance):
                     q = self._assemble_or_raise(q0)
         self.constraint_rank = self.n_c
         self.q_ref = q
@@ -457,8 +499,29 @@ class ClosedLoopModel:
         if self.n_c < self.n_u and self.closure_file.lock_idle_joints:
             self._lock_idle_joints(q)
         self.reference_closure_residual = self._declared_residual(q)
+        if self.reference_closure_residual > ASSEMBLY_TOL:
+            self.warnings.append(
+                f"the loops close to {self.reference_closure_residual:.3g} at best (m, rad; the rows the model "
+                f"keeps are closed): within the tolerance {self.closure_tolerance:.3g} set by the rounding of the "
+                f"file's coordinates ({self.coordinate_rounding:.3g}), accepted")
         if self.n_c != self.n_u:
             raise ModelError(self._square_message())
+
+    def _loop_lever(self, q: np.ndarray) -> float:
+        """The longest distance [m] from a loop's frame to a joint that moves it, at ``q``."""
+        if not self.closures:
+            return 0.0
+        data = self.model.createData()
+        pin.framesForwardKinematics(self.model, data, q)
+        lever = 0.0
+        for k, c in enumerate(self.closures):
+            for fid in (c.frame_a_id, c.frame_u_id):
+                p = data.oMf[fid].translation
+                for j in range(1, self.model.njoints):
+                    jm = self.model.joints[j]
+                    if np.any(self._signed_mask[k, jm.idx_v:jm.idx_v + jm.nv]):
+                        lever = max(lever, float(np.linalg.norm(p - data.oMi[j].translation)))
+        return lever
 
     def _independent_loop_rows(self, q: np.ndarray) -> np.ndarray:
         """Indices of a maximal set of independent loop rows at ``q`` (into the selected loop rows),
@@ -472,14 +535,23 @@ class ClosedLoopModel:
         n_loop = self.n_c - self.n_couplings
         J_loop, J_cp = J[:n_loop], J[n_loop:]
         if self.n_couplings:
+            idle = [c.name for c, row in zip(self.couplings, J_cp) if not np.any(row[:self.n_u])]
+            if idle:
+                raise ModelError(f"{self.closure_file.source}: couplings {idle} tie only actuated or held joints: "
+                                 f"one of their joints must be passive (it follows the others)")
             _, sv, Vt = np.linalg.svd(J_cp)
-            rank = int(np.sum(sv > RANK_RTOL * sv[0])) if sv.size and sv[0] > 0.0 else 0
+            rank = numerical_rank(sv, self.rank_tolerance)
             if rank < self.n_couplings:
                 raise ModelError(f"{self.closure_file.source}: the couplings {[c.name for c in self.couplings]} "
                                  f"are dependent ({rank} independent of {self.n_couplings}): one of them repeats "
                                  f"the others, or couples only held or actuated joints")
             J_loop = J_loop @ Vt[rank:].T
-        return select_independent_rows(J_loop)
+        sv = np.linalg.svd(J_loop, compute_uv=False) if J_loop.size else np.zeros(0)
+        rank = numerical_rank(sv, self.rank_tolerance)
+        rel = sv / sv[0] if sv.size and sv[0] > 0.0 else sv
+        self.rank_margin = {"smallest_kept": float(rel[rank - 1]) if rank else 0.0,
+                            "largest_dropped": float(rel[rank]) if rank < rel.size else 0.0}
+        return select_independent_rows(J_loop, self.rank_tolerance)
 
     def _set_declared_rows(self) -> None:
         for c in self.closures:
@@ -553,7 +625,8 @@ class ClosedLoopModel:
         m = self.model
         q0 = self.check_configuration(q0)
         q = q0.copy()
-        cols = np.setdiff1d(np.arange(m.nv), self.idx_v_base)
+        held = [m.joints[m.getJointId(n)].idx_v for n in self.locked_joint_names]
+        cols = np.setdiff1d(np.arange(m.nv), np.concatenate([self.idx_v_base, np.array(held, dtype=int)]))
         with self._all_declared_rows():
             it = 0
             e, J = self._error_and_jacobian(q)
@@ -587,7 +660,7 @@ class ClosedLoopModel:
                     break
                 q, e, J, norm = q_new, e_new, J_new, n_new
         res = self._declared_residual(q)
-        return q, ClosureFkInfo(it, res, res <= max(tol, ASSEMBLY_TOL))
+        return q, ClosureFkInfo(it, res, res <= max(tol, self.closure_tolerance))
 
     def _assemble_or_raise(self, q0: np.ndarray) -> np.ndarray:
         q, info = self.assemble(q0)
@@ -603,38 +676,134 @@ class ClosedLoopModel:
         self.reference_assembled = True
         return q
 
-    def _lock_idle_joints(self, q: np.ndarray) -> None:
-        """Lock passive joints that the closures leave undetermined (idle DOFs).
+    def _hold_named_joints(self, cf: ClosureFile) -> None:
+        """The joints the file or the user holds (``held_joints``, ``--hold``): 1-DOF, not actuated."""
+        for n in cf.held_joints:
+            jid = self._joint_id(n, "held_joints")
+            if self.model.joints[jid].nv != 1:
+                raise ModelError(f"{cf.source}: held joint {n!r} has {self.model.joints[jid].nv} degrees of "
+                                 f"freedom; only revolute and prismatic joints can be held")
+        both = sorted(set(cf.held_joints) & set(cf.actuated_joints))
+        if both:
+            raise ModelError(f"{cf.source}: joints {both} are both held and actuated")
+        self.locked_joint_names = list(dict.fromkeys(cf.held_joints))
+        self.held_why = {n: cf.held_why.get(n, "named held") for n in self.locked_joint_names}
 
-        Some descriptions (e.g. a cut joint split into two half-joints with a 6D closure, or a
-        rod free to spin about its own axis) leave passive motions that no actuator drives: the
-        null space ``N`` of ``J_lu`` at the closed reference configuration. Pivoted QR on ``N^T``
-        picks the joints whose locking makes the remaining ``J_lu`` square and invertible; they keep
-        their reference value and are reported in ``locked_joints``.
+    def _infer_actuated(self, q: np.ndarray) -> None:
+        """Choose the actuated joints of a file that names none (an MJCF file without actuators).
+
+        With the springs held (:attr:`ClosureFile.springs`) and the held joints fixed, the
+        mechanism's motions are the null space ``N`` of the declared rows' Jacobian at ``q``; 1-DOF
+        joints that follow no coupling are taken closest to the root first (then in file order)
+        while each adds a direction of ``N`` (``rank N[S]`` grows), until ``N`` is spanned or no
+        joint adds one. The choice is a warning: name the actuated joints to make it yours.
+        """
+        m, cf = self.model, self.closure_file
+        self._set_declared_rows()
+        J = self.constraint_jacobian(q)
+        held = set(self.locked_joint_names) | set(cf.springs)
+        followers = {j for c in self.couplings for j in c.followers}
+        movable = [n for n in self.joint_names if n not in held]
+        cols = np.array([m.joints[m.getJointId(n)].idx_v + i for n in movable
+                         for i in range(m.joints[m.getJointId(n)].nv)], dtype=int)
+        A = J[:, cols]
+        sv = np.linalg.svd(A, compute_uv=False) if A.size else np.zeros(0)
+        N = np.linalg.svd(A)[2][numerical_rank(sv, self.rank_tolerance):].T if A.size else np.eye(len(cols))
+        col = {int(v): i for i, v in enumerate(cols)}
+        candidates = sorted((n for n in movable if m.joints[m.getJointId(n)].nv == 1 and n not in followers),
+                            key=lambda n: (len(m.supports[m.getJointId(n)]), m.getJointId(n)))
+        chosen: list[str] = []
+        rows: list[int] = []
+        for n in candidates:
+            r = col[int(m.joints[m.getJointId(n)].idx_v)]
+            if numerical_rank(np.linalg.svd(N[rows + [r]], compute_uv=False), RANK_RTOL) == len(rows) + 1:
+                chosen.append(n)
+                rows.append(r)
+            if len(rows) == N.shape[1]:
+                break
+        why = {n: "chosen by the model: the file names no actuator (closest to the root first, springs held)"
+               for n in chosen}
+        self.warnings.append(f"{cf.source}: the file names no actuator: the model chose {chosen} as actuated "
+                             f"(closest to the root first, springs held); name them to choose (--actuated)")
+        self.closure_file = replace(cf, actuated_joints=chosen, actuated_why=why)
+        self._resolve_joints(self.closure_file)
+
+    def _lock_idle_joints(self, q: np.ndarray) -> None:
+        """Hold passive joints that the closures leave undetermined (idle DOFs).
+
+        Some descriptions (e.g. a cut joint split into two half-joints with a 6D closure, a spring
+        in a leg that no actuator drives) leave passive motions: the null space ``N`` (n_u, k) of
+        ``J_lu`` at the closed reference configuration. ``k`` passive 1-DOF joints are held (kept at
+        their reference value) so that the remaining ``J_lu`` is square and invertible: taken
+        greedily while each adds a direction of ``N`` (``rank N[S]`` grows), springs first
+        (:attr:`ClosureFile.springs`: taking a spring as rigid is the physical choice), then in the
+        order of a pivoted QR of ``N^T`` (the joints that carry most of the idle motion). Where
+        another set would do as well, a warning names the alternatives. Reported in
+        ``locked_joints`` and :meth:`joint_roles`.
         """
         J_lu = self.constraint_jacobian(q)[:, self.idx_v_u]
         _, sv, Vt = np.linalg.svd(J_lu)
-        rank = int(np.sum(sv > RANK_RTOL * sv[0])) if sv.size else 0
+        rank = numerical_rank(sv, self.rank_tolerance)
         N = Vt[rank:].T  # (n_u, k)
         k = N.shape[1]
         if k == 0:
             return
-        _, _, piv = scipy.linalg.qr(N.T, mode="economic", pivoting=True)
-        chosen = sorted(piv[:k].tolist())
         m = self.model
-        dof_owner = {}
+        owner = {}
         for n in self.passive_joint_names:
             jm = m.joints[m.getJointId(n)]
             for i in range(jm.nv):
-                dof_owner[jm.idx_v + i] = n
-        names = list(dict.fromkeys(dof_owner[int(self.idx_v_u[i])] for i in chosen))
+                owner[int(np.flatnonzero(self.idx_v_u == jm.idx_v + i)[0])] = n
+        springs = self.closure_file.springs
+        _, _, piv = scipy.linalg.qr(N.T, pivoting=True)
+        order = sorted(range(self.n_u), key=lambda i: (m.joints[m.getJointId(owner[i])].nv != 1,
+                                                      owner[i] not in springs, int(np.flatnonzero(piv == i)[0])))
+
+        def full_rank(rows: list[int]) -> bool:
+            return numerical_rank(np.linalg.svd(N[rows], compute_uv=False), RANK_RTOL) == len(rows)
+
+        chosen: list[int] = []
+        for i in order:
+            if full_rank(chosen + [i]):
+                chosen.append(i)
+            if len(chosen) == k:
+                break
+        names = list(dict.fromkeys(owner[i] for i in chosen))
         multi = [n for n in names if m.joints[m.getJointId(n)].nv != 1]
-        if multi:
+        if multi or len(chosen) < k:
             raise ModelError(f"{self.closure_file.source}: undetermined passive motion on multi-DOF joints "
-                             f"{multi} that is not a free rotation of a ball joint (only 1-DOF joints can be "
-                             f"locked)")
-        self.locked_joint_names = sorted(names)
+                             f"{multi or sorted(set(owner.values()))} that is not a free rotation of a ball joint "
+                             f"(only 1-DOF joints can be held)")
+        alternatives = sorted({owner[j] for i in chosen for j in range(self.n_u)
+                               if j not in chosen and m.joints[m.getJointId(owner[j])].nv == 1
+                               and full_rank([c for c in chosen if c != i] + [j])})
+        for n in names:
+            self.held_why[n] = (f"spring (stiffness {springs[n]:g}) held rigid: an idle motion no closure determines"
+                                if n in springs else "an idle motion no closure determines")
+        if alternatives:
+            self.warnings.append(f"{self.closure_file.source}: the closures leave {k} passive motion(s) free; the "
+                                 f"model holds {names}, holding one of {alternatives} instead would do as well: "
+                                 f"name the held joints to choose (--hold, held_joints)")
+        self.locked_joint_names = sorted(set(self.locked_joint_names) | set(names))
         self._resolve_joints(self.closure_file)
+
+    def joint_roles(self) -> dict[str, dict[str, str]]:
+        """Every joint's role and why: ``actuated`` (the file's key or actuator, ``--actuated``, or
+        chosen by the model), ``held`` (named, a spring, or an idle motion), ``passive`` (the loops or
+        couplings that determine it) or ``base`` (the floating base)."""
+        roles: dict[str, dict[str, str]] = {}
+        if self.floating_base:
+            roles[str(self.model.names[1])] = {"role": "base", "why": "free-flyer root"}
+        sub_of = {n: s.name for s in self.submechanisms.values() for n in s.passive_joints}
+        for n in self.joint_names:
+            if n in self.actuated_joint_names:
+                roles[n] = {"role": "actuated", "why": self.closure_file.actuated_why.get(n, "actuated_joints")}
+            elif n in self.locked_joint_names:
+                roles[n] = {"role": "held", "why": self.held_why.get(n, "held")}
+            else:
+                roles[n] = {"role": "passive", "why": f"determined by {sub_of[n]!r}" if n in sub_of
+                            else "determined by the closures"}
+        return roles
 
     def _free_ball_directions(self, J: np.ndarray) -> dict[str, np.ndarray]:
         """Free directions of the passive ball joints: ``{joint: N}``, ``N`` (3, k) orthonormal in
@@ -655,7 +824,7 @@ class ClosedLoopModel:
         starts = [m.joints[m.getJointId(n)].idx_v for n in balls]
         cols = np.concatenate([np.arange(i, i + 3) for i in starts])
         A = J[:, cols]
-        tol = RANK_RTOL * max(float(np.max(np.abs(J))), 1e-300)
+        tol = self.rank_tolerance * max(float(np.max(np.abs(J))), 1e-300)
         out: dict[str, list[np.ndarray]] = {}
         for _ in range(len(cols)):
             _, sv, Vt = np.linalg.svd(A)
@@ -1226,9 +1395,14 @@ class ClosedLoopModel:
             "locked_joints": self.locked_joint_names,
             "free_rotations": self.free_rotations,
             "couplings": [c.as_dict() for c in self.couplings],
+            "joint_roles": self.joint_roles(),
             "warnings": list(self.warnings),
             "reference_closure_residual": self.reference_closure_residual,
             "reference_assembled": self.reference_assembled,
+            "closure_tolerance": self.closure_tolerance,
+            "coordinate_rounding": self.coordinate_rounding,
+            "rank_tolerance": self.rank_tolerance,
+            "rank_margin": dict(self.rank_margin),
         }
 
 

@@ -79,6 +79,14 @@ class ClosureFile:
     couplings: list[CouplingSpec] = field(default_factory=list)
     #: Why each actuated joint is actuated (the file's key, the actuator that drives it).
     actuated_why: dict[str, str] = field(default_factory=dict)
+    #: Joints held at their reference value (springs taken as rigid, locks): neither actuated nor
+    #: passive (the ``held_joints`` key, ``--hold``), and why.
+    held_joints: list[str] = field(default_factory=list)
+    held_why: dict[str, str] = field(default_factory=dict)
+    #: Joints with a spring [N·m/rad or N/m] (MJCF ``stiffness``): held first when a motion must be.
+    springs: dict[str, float] = field(default_factory=dict)
+    #: The file names no actuator: the model chooses the actuated joints (MJCF without actuators).
+    infer_actuated: bool = False
 
 
 def _err(path: str, key: str, msg: str) -> ConfigError:
@@ -140,11 +148,13 @@ def parse_native(doc: dict[str, Any], path: str) -> ClosureFile:
     encoders = _as_str_list(doc.get("absolute_encoders") or [], path, "absolute_encoders")
     absolute_actuators = _as_str_list(doc.get("absolute_actuators") or [], path, "absolute_actuators")
     couplings = parse_couplings(doc.get("couplings"), path)
+    held = _as_str_list(doc.get("held_joints") or [], path, "held_joints")
     known = {"format", "actuated_joints", "closures", "actuators", "absolute_encoders", "absolute_actuators",
-             "couplings"}
+             "couplings", "held_joints"}
     return ClosureFile(closures, actuated, absolute_encoders=encoders, absolute_actuators=absolute_actuators,
                        actuators=actuators, source=path, extra={k: v for k, v in doc.items() if k not in known},
-                       couplings=couplings, actuated_why={j: f"{path}: actuated_joints" for j in actuated})
+                       couplings=couplings, actuated_why={j: f"{path}: actuated_joints" for j in actuated},
+                       held_joints=held, held_why={j: f"{path}: held_joints" for j in held})
 
 
 def parse_extended_urdf(doc: dict[str, Any], path: str) -> ClosureFile:
@@ -172,9 +182,12 @@ def parse_extended_urdf(doc: dict[str, Any], path: str) -> ClosureFile:
             raise _err(path, f"type[{i}]", f"expected one of {sorted(EXTENDED_URDF_TYPES)} (any case), got {kind!r}")
         dirs = EXTENDED_URDF_TYPES[kind_l]
         closures.append(ClosureSpec(f"loop{i + 1}", f"loop{i + 1}", str(pair[0]), str(pair[1]), dirs))
-    extra = {k: v for k, v in doc.items() if k not in ("closed_loop", "type", "name_mot")}
-    return ClosureFile(closures, _as_str_list(doc["name_mot"], path, "name_mot"), source=path, extra=extra,
-                       lock_idle_joints=True)
+    extra = {k: v for k, v in doc.items() if k not in ("closed_loop", "type", "name_mot", "held_joints")}
+    actuated = _as_str_list(doc["name_mot"], path, "name_mot")
+    held = _as_str_list(doc.get("held_joints") or [], path, "held_joints")
+    return ClosureFile(closures, actuated, source=path, extra=extra, lock_idle_joints=True,
+                       actuated_why={j: f"{path}: name_mot" for j in actuated},
+                       held_joints=held, held_why={j: f"{path}: held_joints" for j in held})
 
 
 def load_closure_file(path: str | Path) -> ClosureFile:

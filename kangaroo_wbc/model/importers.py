@@ -15,6 +15,7 @@ checked before a dependency's parser reads it (:mod:`kangaroo_wbc.model.sources`
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -146,6 +147,46 @@ def check_xml(path: str | Path, what: str, root_tag: str | None) -> ET.Element:
     return root
 
 
+#: Attributes (URDF, MJCF) and element texts (SDF) that place joints and frames: their numbers' rounding
+#: limits how well a model's loops can close (:func:`coordinate_rounding`).
+KINEMATIC_ATTRIBUTES = frozenset({"xyz", "rpy", "pos", "quat", "axisangle", "euler", "xyaxes", "zaxis", "axis",
+                                  "anchor", "relpose", "ref"})
+KINEMATIC_TEXTS = frozenset({"pose", "xyz"})
+#: MJCF attributes in the compiler's angle unit (degrees unless ``<compiler angle="radian">``)
+_MJCF_ANGLES = frozenset({"euler", "ref"})
+#: A number written with fewer significant digits is taken as exact (a designer's dimension, 0.135).
+ROUNDED_SIGNIFICANT_DIGITS = 5
+_NUMBER = re.compile(r"[-+]?(\d*)(?:\.(\d*))?(?:[eE]([-+]?\d+))?")
+
+
+def number_rounding(token: str) -> float:
+    """Half a unit of the last written digit of a number with at least
+    :data:`ROUNDED_SIGNIFICANT_DIGITS` significant digits (``"0.280170"`` → 5e-7), else 0."""
+    m = _NUMBER.fullmatch(token)
+    if m is None or not (m.group(1) or m.group(2)):
+        return 0.0
+    whole, frac, exp = m.group(1) or "", m.group(2) or "", int(m.group(3) or 0)
+    if len((whole + frac).lstrip("0")) < ROUNDED_SIGNIFICANT_DIGITS:
+        return 0.0
+    return 0.5 * 10.0 ** (exp - len(frac))
+
+
+def coordinate_rounding(root: ET.Element) -> float:
+    """The rounding level of a model file's kinematic numbers [m or rad]: the coarsest
+    :func:`number_rounding` among joint and frame placements, axes and angles (MJCF angles in
+    degrees converted); 0 when every such number is short or written to machine precision."""
+    degrees = root.tag == "mujoco" and all(c.get("angle", "degree") != "radian" for c in root.iter("compiler"))
+    level = 0.0
+    for el in root.iter():
+        for key, value in el.attrib.items():
+            if key in KINEMATIC_ATTRIBUTES:
+                scale = np.pi / 180.0 if degrees and key in _MJCF_ANGLES else 1.0
+                level = max([level] + [scale * number_rounding(t) for t in value.split()])
+        if el.tag in KINEMATIC_TEXTS and el.text and not list(el):
+            level = max([level] + [number_rounding(t) for t in el.text.split()])
+    return level
+
+
 #: Model formats by the root element of the file.
 FORMATS = {"robot": "urdf", "mujoco": "mjcf", "sdf": "sdf"}
 
@@ -176,6 +217,8 @@ class LoadedModel:
     warnings: list[str] = field(default_factory=list)
     #: the MJCF reading (MuJoCo's compiled model, q <-> qpos), for MJCF files
     mjcf: Any = None
+    #: the rounding level of the file's kinematic numbers [m or rad] (:func:`coordinate_rounding`)
+    rounding: float = 0.0
 
 
 def load_model(path: str | Path, closures_path: str | Path | None, floating_base: bool = False) -> LoadedModel:
@@ -185,6 +228,8 @@ def load_model(path: str | Path, closures_path: str | Path | None, floating_base
       file, a tree without loops whose joints are all actuated. ``<mimic>`` joints become couplings
       (:func:`~kangaroo_wbc.model.couplings.mimic_couplings`): a follower cannot be listed as actuated.
     * MJCF: read as MuJoCo reads it (:mod:`kangaroo_wbc.model.mjcf`); no closure file.
+    * SDF: loop joints become closures (:mod:`kangaroo_wbc.model.sdf`); a closure file, if given, adds
+      loops and couplings and names the actuated and held joints.
 
     Raises:
         ModelError / ConfigError: naming the file and what is wrong.
@@ -197,9 +242,19 @@ def load_model(path: str | Path, closures_path: str | Path | None, floating_base
             raise ModelError(f"{closures_path}: a closure file is not read with an MJCF model: its "
                              f"equality constraints are the closures and couplings ({path})")
         mm = load_mjcf(path, floating_base=floating_base)
-        return LoadedModel(mm.model, mm.closure_file, mm.q0, list(mm.warnings), mm)
+        return LoadedModel(mm.model, mm.closure_file, mm.q0, list(mm.warnings), mm,
+                           coordinate_rounding(check_xml(path, "MJCF", "mujoco")))
     if kind == "sdf":
-        raise ModelError(f"{path}: SDF input is not supported")
+        from kangaroo_wbc.model.sdf import load_sdf
+
+        root = check_xml(path, "SDF", "sdf")
+        sm = load_sdf(path, root, floating_base)
+        cf = sm.closure_file
+        if closures_path is not None:  # the closure file adds loops, couplings and names the roles
+            extra = load_closure_file(closures_path)
+            cf = replace(extra, closures=list(cf.closures) + list(extra.closures), lock_idle_joints=True,
+                         infer_actuated=False)
+        return LoadedModel(sm.model, cf, None, list(sm.warnings), rounding=coordinate_rounding(root))
     root = check_xml(path, "URDF", "robot")
     try:
         mimic = mimic_couplings(root)
@@ -220,4 +275,4 @@ def load_model(path: str | Path, closures_path: str | Path | None, floating_base
                              f"{path} (<mimic>): a follower is moved by its coupling, list its leader instead")
         closure_file = replace(closure_file, couplings=list(closure_file.couplings) + mimic)
     model = spanning_tree(path, joint_replacements(closure_file), closure_file.source, floating_base)
-    return LoadedModel(model, closure_file)
+    return LoadedModel(model, closure_file, rounding=coordinate_rounding(root))

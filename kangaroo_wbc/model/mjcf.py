@@ -343,7 +343,8 @@ def load_mjcf(path: str | Path, floating_base: bool = False) -> MjcfModel:
     closures, couplings = _equalities(mm, source)
     actuated, why = _actuated(mm, couplings, source)
     mm.closure_file = ClosureFile(closures, actuated, source=source, lock_idle_joints=True, couplings=couplings,
-                                  actuated_why=why)
+                                  actuated_why=why, springs=dict(mm.joint_stiffness),
+                                  infer_actuated=mj.nu == 0)
     return mm
 
 
