@@ -3,11 +3,23 @@
 Works both as a plain ``pip install -e .`` (console scripts on PATH) and inside a ROS 2
 workspace with ``colcon build`` (launch/config/urdf installed under ``share/kangaroo_wbc``,
 node executables under ``lib/kangaroo_wbc`` so that ``ros2 run`` finds them).
+
+``colcon build`` (``setup.py install``, or ``setup.py develop`` with ``--symlink-install``) also
+builds numba's cache of the package's compiled kernels where it installed the package
+(``python -m kangaroo_wbc.pipeline.compile_cache``, tens of seconds once), so that the first
+``ros2 launch`` does not compile them; ``KANGAROO_WBC_SKIP_KERNEL_CACHE=1`` skips it (then the
+launch file builds it before the nodes start). A failed build is reported and does not fail the
+install.
 """
 
+import os
+import subprocess
+import sys
 from glob import glob
 
 from setuptools import find_packages, setup
+from setuptools.command.develop import develop
+from setuptools.command.install import install
 
 PACKAGE = "kangaroo_wbc"
 
@@ -19,6 +31,44 @@ NODES = {
     "composed": "kangaroo_wbc.nodes.entry:composed",
     "link_tf": "kangaroo_wbc.nodes.entry:link_tf",
 }
+
+#: Environment variable that skips building the kernel cache at install time.
+SKIP_KERNEL_CACHE = "KANGAROO_WBC_SKIP_KERNEL_CACHE"
+
+
+def build_kernel_cache(site):
+    """Build numba's kernel cache of the package installed in the folder ``site``."""
+    if os.environ.get(SKIP_KERNEL_CACHE, "") not in ("", "0"):
+        print(f"{PACKAGE}: kernel cache not built ({SKIP_KERNEL_CACHE} is set)")
+        return
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([site, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    cmd = [sys.executable, "-m", f"{PACKAGE}.pipeline.compile_cache"]
+    print(f"{PACKAGE}: building the compiled-kernel cache ({' '.join(cmd[1:])}; "
+          f"{SKIP_KERNEL_CACHE}=1 skips it; the first launch builds it then)", flush=True)
+    code = subprocess.call(cmd, env=env, cwd=site)
+    if code != 0:
+        print(f"{PACKAGE}: the kernel cache was not built (exit code {code}); the first launch "
+              "builds it", flush=True)
+
+
+class InstallWithKernelCache(install):
+    """``setup.py install`` (colcon build), then the kernel cache of the installed package."""
+
+    def run(self):
+        super().run()
+        if self.root is None:  # not staged for a wheel or a package (bdist_wheel, --root)
+            build_kernel_cache(os.path.abspath(self.install_lib))
+
+
+class DevelopWithKernelCache(develop):
+    """``setup.py develop`` (colcon build --symlink-install), then the kernel cache of the sources."""
+
+    def run(self):
+        super().run()
+        if not self.uninstall:
+            build_kernel_cache(os.path.dirname(os.path.abspath(__file__)))
+
 
 setup(
     name=PACKAGE,
@@ -40,6 +90,7 @@ setup(
     maintainer_email="maintainers@kangaroo-wbc.dev",
     description="Closed-linkage model, estimation and whole-body control for the Kangaroo biped",
     license="Apache-2.0",
+    cmdclass={"install": InstallWithKernelCache, "develop": DevelopWithKernelCache},
     entry_points={
         "console_scripts": ["kangaroo-wbc = kangaroo_wbc.cli:main"]
         + [f"{PACKAGE}_{name} = {target}" for name, target in NODES.items()]

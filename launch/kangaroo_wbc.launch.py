@@ -38,13 +38,16 @@ Optional tools are looked up before anything starts, so a missing one can never 
 half-way with processes left running. Without ``robot_state_publisher`` the package's ``link_tf``
 node publishes ``robot_description`` and the links' TF instead; without ``rviz2`` RViz is skipped;
 each with one warning line. A missing kangaroo_wbc install or, for backend gazebo, a missing
-ros_gz stops the launch with one error before any process starts. If a core node (the backend
-``sim``, an estimator, the controller, or the ``composed`` process) exits, the whole launch shuts
-down: a partial pipeline never keeps driving the robot. The topic contract is in
-``docs/interface.md``.
+ros_gz stops the launch with one error before any process starts. When numba's cache of the
+package's compiled kernels is not built for the installed sources (``colcon build`` builds it), one
+process builds it first, with a log line saying so and how long it takes; then the nodes start. If
+a core node (the backend ``sim``, an estimator, the controller, or the ``composed`` process) exits,
+the whole launch shuts down: a partial pipeline never keeps driving the robot. The topic contract
+is in ``docs/interface.md``.
 """
 
-import tempfile  # noqa: I001 (launch/ here is not the launch package)
+import sys  # noqa: I001 (launch/ here is not the launch package)
+import tempfile
 
 import launch.logging
 import yaml
@@ -52,12 +55,15 @@ from ament_index_python.packages import PackageNotFoundError, get_package_share_
 from launch import LaunchDescription
 from launch.actions import (
     DeclareLaunchArgument,
+    ExecuteProcess,
     GroupAction,
     IncludeLaunchDescription,
     LogInfo,
     OpaqueFunction,
+    RegisterEventHandler,
     Shutdown,
 )
+from launch.event_handlers import OnProcessExit
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node, PushROSNamespace, SetParameter
@@ -261,11 +267,36 @@ def launch_stack(context):
             actions.append(Node(package='rviz2', executable='rviz2', name='rviz2', output='screen',
                                 arguments=['-d', f'{share}/config/kangaroo.rviz']))
 
-    return [GroupAction([
+    return kernel_cache_first([GroupAction([
         PushROSNamespace(value['namespace']),
         SetParameter(name='use_sim_time', value=use_sim_time(value['use_sim_time'], backend)),
         *actions,
-    ])]
+    ])])
+
+
+def kernel_cache_first(actions):
+    """``actions``, after one build of numba's kernel cache when it is not built for the installed
+    sources (first start after ``colcon build`` without its build step, or after an update): one
+    log line says so with the expected time, one process compiles every kernel, then the nodes
+    start and load them (instead of every node process compiling the same kernels at once)."""
+    try:
+        from kangaroo_wbc.pipeline import compile_cache
+    except ImportError:  # the nodes report what is missing
+        return actions
+    found = compile_cache.state()
+    if found.built:
+        return actions
+    build = ExecuteProcess(cmd=[sys.executable, '-m', compile_cache.__name__, '--quiet'],
+                           name='compile_cache', output='screen')
+
+    def start_nodes(event, context):
+        if event.returncode != 0:
+            warn(f'the kernel cache was not built (exit code {event.returncode}): each node '
+                 'compiles the kernels it needs when it starts')
+        return actions
+
+    return [LogInfo(msg=found.message()), build,
+            RegisterEventHandler(OnProcessExit(target_action=build, on_exit=start_nodes))]
 
 
 def generate_launch_description():

@@ -364,7 +364,7 @@ def _node_parameters(node, context) -> list:
 
 def _evaluate_stack(arguments: dict[str, str]) -> list[Started]:
     """The processes the stack would start with ``arguments`` (no process is started)."""
-    from launch.actions import IncludeLaunchDescription
+    from launch.actions import ExecuteProcess, IncludeLaunchDescription, RegisterEventHandler
     from launch.launch_context import LaunchContext
     from launch.launch_description_sources import PythonLaunchDescriptionSource
     from launch.utilities import normalize_to_list_of_substitutions, perform_substitutions
@@ -390,6 +390,12 @@ def _evaluate_stack(arguments: dict[str, str]) -> list[Started]:
                     entity.expanded_node_namespace, _node_parameters(entity, context), args))
             elif isinstance(entity, IncludeLaunchDescription):
                 started.append(Started("<include>", "", None, "", [], []))
+            elif isinstance(entity, ExecuteProcess):  # started, not a node: its command line
+                entity.prepare(context)
+                cmd = entity.process_description.final_cmd
+                started.append(Started("<process>", " ".join(cmd), None, "", [], []))
+            elif isinstance(entity, RegisterEventHandler):  # what starts later (not evaluated)
+                continue
             else:
                 walk(entity.visit(context) or [])
 
@@ -410,6 +416,10 @@ def launch_env(tmp_path, monkeypatch):
     except PackageNotFoundError:
         pytest.skip(f"{PACKAGE} is not installed in an ament prefix (colcon build or "
                     "scripts/launch_tools.sh)")
+    # the kernel cache counts as built (test_cold_kernel_cache_builds_first: the other case)
+    from kangaroo_wbc.pipeline import compile_cache
+
+    monkeypatch.setattr(compile_cache, "state", lambda *a: compile_cache.CacheState(True, tmp_path, "", 1.0))
     # the launch's log folder (where the composed process' parameter file goes) in this test's folder
     import launch.logging
 
@@ -567,6 +577,45 @@ def test_stack_introspection(launch_env, backend, expected_sim, expected_ghost, 
     assert not [s for s in started if s.executable == "link_tf"]
     started = _evaluate_stack({"backend": backend, "rviz": "true"})
     assert "/rviz2" in {s.name for s in started}
+
+
+@pytest.mark.parametrize("deployment", ["separate", "composed"])
+def test_cold_kernel_cache_builds_first(launch_env, monkeypatch, tmp_path, deployment) -> None:
+    """With numba's kernel cache not built, the launch logs why and how long, runs the cache build
+    and starts the stack once that process has exited (with either exit code)."""
+    import sys
+
+    from launch.actions import ExecuteProcess, LogInfo, RegisterEventHandler
+    from launch.events.process import ProcessExited
+
+    from kangaroo_wbc.pipeline import compile_cache
+
+    cold = compile_cache.CacheState(False, tmp_path / "stamp", "none built for this install yet", 42.0)
+    monkeypatch.setattr(compile_cache, "state", lambda *a: cold)
+    first = _evaluate_stack({"deployment": deployment})
+    assert [s.package for s in first] == ["<process>"], first  # nothing else before the build
+    assert first[0].executable == f"{sys.executable} -m kangaroo_wbc.pipeline.compile_cache --quiet"
+
+    from launch.launch_context import LaunchContext
+    from launch.launch_description_sources import PythonLaunchDescriptionSource
+
+    context = LaunchContext()
+    context.launch_configurations.update({"deployment": deployment})
+    description = PythonLaunchDescriptionSource(str(STACK)).get_launch_description(context)
+    entities = []
+    for entity in description.entities:
+        entities += entity.visit(context) or []
+    log, build, handler = entities
+    assert isinstance(log, LogInfo) and isinstance(build, ExecuteProcess)
+    text = "".join(t.perform(context) for t in log.msg)
+    assert "about 42 s" in text and "none built for this install yet" in text
+    assert isinstance(handler, RegisterEventHandler)
+    cmd = first[0].executable.split()
+    for code in (0, 1):
+        event = ProcessExited(returncode=code, action=build, name="compile_cache", cmd=cmd, cwd=None,
+                              env=None, pid=1)
+        started = handler.event_handler.handle(event, context)
+        assert [type(a).__name__ for a in started] == ["GroupAction"], started
 
 
 def test_missing_gazebo_starts_nothing(launch_env) -> None:

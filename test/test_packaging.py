@@ -99,6 +99,8 @@ def test_wheel_installs_launch_config_and_urdf_files(wheel: zipfile.ZipFile) -> 
 @pytest.mark.integration
 def test_wheel_contains_package_data_and_no_tests(wheel: zipfile.ZipFile) -> None:
     names = set(wheel.namelist())
+    # the kernel cache is built where the package is installed, never into a wheel
+    assert not [n for n in names if n.endswith((".nbi", ".nbc", "compiled-kernels.json"))]
     missing = [rel for rel in _repo_files(PACKAGE_DATA_PATTERNS) if rel not in names]
     assert not missing, f"package data missing from the wheel (see setup.py package_data): {missing}"
     assert f"{PACKAGE}/__init__.py" in names
@@ -174,9 +176,12 @@ def test_colcon_symlink_install(tmp_path: Path) -> None:
         [colcon, "build", "--symlink-install", "--packages-select", PACKAGE, "--base-paths", "src",
          "--event-handlers", "console_direct+"],
         cwd=tmp_path, capture_output=True, text=True, timeout=COLCON_TIMEOUT_S,
-        env={**os.environ, "COLCON_HOME": str(tmp_path / "colcon_home")})
+        # the kernel cache (tens of seconds from an empty cache) is tested in
+        # test/pipeline/test_compile_cache.py; here only that the develop step asks for it
+        env={**os.environ, "COLCON_HOME": str(tmp_path / "colcon_home"), "KANGAROO_WBC_SKIP_KERNEL_CACHE": "1"})
     output = proc.stdout[-4000:] + proc.stderr[-4000:]
     assert proc.returncode == 0, f"colcon build --symlink-install failed:\n{output}"
+    assert "kernel cache not built (KANGAROO_WBC_SKIP_KERNEL_CACHE is set)" in proc.stdout, output
     prefix = tmp_path / "install" / PACKAGE
     share = prefix / "share" / PACKAGE
     assert (prefix / "share" / "ament_index" / "resource_index" / "packages" / PACKAGE).is_file()
