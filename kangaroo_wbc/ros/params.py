@@ -1,17 +1,5 @@
-"""ROS parameters declared from a dataclass: one definition gives names, defaults, types,
-descriptions, ranges, the YAML keys and the run-time validation.
-
-Example::
-
-    @dataclass
-    class EstimatorParams:
-        rate_hz: float = parameter(1000.0, "Estimator rate [Hz]", bounds=(1.0, 5000.0))
-        cutoff_hz: float = parameter(50.0, "Velocity filter cut-off [Hz]", bounds=(0.1, None))
-        feet: list[str] = parameter(["left_sole", "right_sole"], "Contact frames", read_only=True)
-
-        def __post_init__(self):  # cross-field checks, also run on every change at run time
-            if self.cutoff_hz >= self.rate_hz / 2:
-                raise ValueError("cutoff_hz must be below the Nyquist frequency rate_hz / 2")
+"""ROS parameters declared from a dataclass (:mod:`kangaroo_wbc.components.parameters`: one definition
+gives names, defaults, types, descriptions, ranges, the YAML keys and the validation).
 
     params = declare_parameters(node, EstimatorParams)              # declare + read (YAML overrides)
     binding = ParameterBinding(node, params, on_change=rebuild)     # validate & apply later changes
@@ -22,10 +10,6 @@ Types map to ROS parameter types (``float`` → double, ``int`` → integer, ``b
 ``ros2 param describe`` shows them and rclpy enforces them; the set-parameters callback installed by
 :class:`ParameterBinding` checks them again together with finiteness, per-field ``check`` functions and
 the dataclass' ``__post_init__``, and rejects a change with the reason.
-
-A parameter that is also a field of a core configuration dataclass (a component's settings) takes
-its default from that dataclass, and :class:`SharedFields` copies the node's values into it by field
-name: each default is written once.
 
 Errors at start-up (wrong type in YAML such as ``1000`` for a double, value out of range, failed
 check) raise :class:`~kangaroo_wbc.errors.ConfigError` naming the node, the parameter and the fix.

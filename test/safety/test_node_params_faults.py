@@ -116,7 +116,7 @@ def _startup_cases(root: Path) -> dict[tuple[str, str], tuple[dict, list[str]]]:
         )
         cases[(node, "truncated URDF")] = (
             {"params": {"urdf_dir": str(truncated)}},
-            ["parameter 'urdf_dir'", f"{truncated}/kangaroo.urdf", "could not parse"],
+            ["parameter 'urdf_dir'", f"{truncated}/kangaroo.urdf", "not well-formed XML"],
         )
         cases[(node, "closures not YAML")] = (
             {"params": {"urdf_dir": str(bad_yaml)}},
