@@ -733,7 +733,7 @@ class StopSignals:
         self.phase_at_signal = self.phase
         if self.announce:
             what = ("stopping at the next tick and writing the results" if self.phase == "run"
-                    else f"during {self.phase}: stopping it, then writing what there is")
+                    else f"during {self.phase}: writing what there is")
             print(f"{PROG}: {signal.Signals(signum).name}: {what} (signal again to abort)", file=sys.stderr,
                   flush=True)
 

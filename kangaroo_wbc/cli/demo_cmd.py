@@ -13,6 +13,7 @@ SIGINT / SIGTERM stop the run at the next tick boundary; what ran so far is repo
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from kangaroo_wbc.cli.common import (
@@ -20,6 +21,7 @@ from kangaroo_wbc.cli.common import (
     MAX_DURATION_S,
     MAX_STARTUP_TIMEOUT_S,
     TICK_S,
+    Interrupted,
     StopSignals,
     UsageError,
     add_behaviour_option,
@@ -251,13 +253,16 @@ def _demo_graph(args: argparse.Namespace) -> int:
                                 faults=tuple(args.fault or ()), payloads=tuple(args.payload or ()),
                                 rig=args.rig or "", ideal_actuators=bool(args.ideal_actuators),
                                 when_ready=lambda: setattr(stop, "phase", "run"), **_payload_options(args))
-        except GraphStartError as exc:
-            fail(f"kangaroo-wbc demo: error: {exc}", args.json)
+        except (GraphStartError, Interrupted) as exc:
+            what = (f"interrupted ({signal.Signals(stop.signum).name}) before the controller was ready"
+                    if stop.interrupted else str(exc))
+            fail(f"kangaroo-wbc demo: error: {what}", args.json)
             if out is not None:  # what there is: the graph never became ready
                 stop.phase = "writing summary"
                 write_json(out / "summary.json", stop.record({
-                    "ok": False, "ready": False, "error": str(exc), "processes": args.processes,
-                    "behaviour": args.behaviour, "seed": args.seed, "exit_codes": exc.exit_codes}))
+                    "ok": False, "ready": False, "error": what, "processes": args.processes,
+                    "behaviour": args.behaviour, "seed": args.seed,
+                    "exit_codes": getattr(exc, "exit_codes", {}), "logs": str(out / "logs")}))
             return stop.exit_code or 1
         stop.phase = "writing summary"
         summary["behaviour"] = "rig" if args.rig else args.behaviour  # the command line's name (BEHAVIOURS[...] ran)
@@ -319,7 +324,7 @@ def _demo(args: argparse.Namespace) -> int:
                                    progress=progress)
             summary["bag"] = str(out / "bag")
             summary["bag_messages"] = sum(counts.values())
-            summary["bag_complete"] = stop.phase_at_signal != "writing bag"  # a signal ends it where it is
+            summary["bag_complete"] = counts.complete  # False: a signal ended the writing early
         stop.phase = "writing summary"
         stop.record(summary)
         if not args.no_report:  # the final word: what the report's summary.json could not know yet

@@ -304,6 +304,8 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         raise ValueError(f"start_delays_s: separate processes only, names among {EXECUTABLES}; got {unknown or delays}")
     procs: dict[str, subprocess.Popen] = {}
     late = sorted((d, n) for n, d in delays.items() if d)
+    delay = _behaviour_delay_s(controller_params)  # imports the control stack: before any process starts
+    _import_observer()  # the same: once the nodes start, stop() is checked every 50 ms
     try:
         if processes == "separate":
             for n in EXECUTABLES:
@@ -313,7 +315,6 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
                     procs[n] = _start(n, [n], params_file, log_dir)
         else:
             procs["composed"] = _start("composed", ["composed", "--backend", "sim"], params_file, log_dir)
-        delay = _behaviour_delay_s(controller_params)
         operator = ([(at + delay, mode, name, at) for mode, name, at in faults]
                     + [(at + delay, mass, link, at) for mass, link, at in payloads])
         result = _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s,
@@ -325,8 +326,8 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
     except GraphStartError as exc:  # nothing to wait for: the nodes had not started their work
         exc.exit_codes = _stop(procs, STARTUP_STOP_TIMEOUT_S)
         raise
-    except BaseException:
-        _stop(procs)
+    except BaseException as exc:  # an abort (a signal's exception) waits no longer than a start-up
+        exc.exit_codes = _stop(procs, 15.0 if isinstance(exc, Exception) else STARTUP_STOP_TIMEOUT_S)
         raise
     exit_codes = _stop(procs)
     if any(code != 0 for code in exit_codes.values()):  # a node that failed: the controller's word is void
@@ -593,6 +594,22 @@ def _weighed(fz: dict[int, list[float]], release_s: float | None, payload_log: l
         e["fz_sum_over_mg_after"] = round(float(np.mean(ratio[after])), 5) if after.any() else None
     return {"fz_sum_over_mg": round(float(np.mean(ratio[weighed])), 5) if weighed.any() else None,
             "robot_mass_kg": round(float(mass[-1]), 4)}
+
+
+def _import_observer() -> None:
+    """Import what the observer uses (rclpy and the message types: seconds on a loaded machine),
+    so that once the nodes start, the runner checks ``stop()`` every 50 ms."""
+    import rclpy  # noqa: F401
+    from diagnostic_msgs.msg import DiagnosticArray  # noqa: F401
+    from geometry_msgs.msg import InertiaStamped  # noqa: F401
+    from nav_msgs.msg import Odometry  # noqa: F401
+    from rcl_interfaces.srv import SetParameters  # noqa: F401
+    from rclpy.experimental import EventsExecutor  # noqa: F401
+    from sensor_msgs.msg import JointState  # noqa: F401
+    from std_msgs.msg import Bool  # noqa: F401
+
+    from kangaroo_wbc.robots.kangaroo.robot import SOLES  # noqa: F401
+    from kangaroo_wbc.ros.serialized import stamp_of_serialized  # noqa: F401
 
 
 def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s, progress,

@@ -30,8 +30,9 @@ HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def write_run_bag(path: Path, run, decimation: int = 1, *, tf_rate_hz: float = TF_RATE_HZ,
-                  progress=None) -> dict[str, int]:
-    """Write the logged run to ``path`` (a new folder); returns the message count per topic.
+                  progress=None) -> BagCounts:
+    """Write the logged run to ``path`` (a new folder); returns the message count per topic
+    (:class:`BagCounts`: ``complete`` says whether a signal cut the writing short).
 
     Args:
         path: the bag folder (must not exist); holds ``<name>.mcap`` and ``metadata.yaml``.
@@ -66,22 +67,30 @@ def write_run_bag(path: Path, run, decimation: int = 1, *, tf_rate_hz: float = T
         getattr(messages, "close", lambda: None)()
 
 
-def write_messages(path: Path, messages: Iterator[BagMessage], typestore) -> dict[str, int]:
+class BagCounts(dict):
+    """Message count per topic of a bag written, and ``complete``: False when a signal ended the
+    writing before the last message (the bag is closed and readable, and holds these messages)."""
+
+    complete: bool = True
+
+
+def write_messages(path: Path, messages: Iterator[BagMessage], typestore) -> BagCounts:
     """Write ``messages`` (in stamp order) to a new MCAP bag at ``path``, closing it whatever happens.
 
-    Returns the message count per topic.
+    Returns the message count per topic (:class:`BagCounts`).
     """
     from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
 
     writer = Writer(path, version=9, storage_plugin=StoragePlugin.MCAP)
     writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)  # zstd chunks inside the MCAP
     connections: dict = {}
-    counts: dict[str, int] = {}
+    counts = BagCounts()
     with _signals_held() as interrupted:
         writer.open()
         try:
             for m in messages:
                 if interrupted():
+                    counts.complete = False
                     break
                 if m.topic not in connections:
                     connections[m.topic] = writer.add_connection(m.topic, m.msgtype, typestore=typestore,

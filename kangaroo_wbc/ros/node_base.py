@@ -492,13 +492,18 @@ def run_nodes(
     except (KeyboardInterrupt, ExternalShutdownException):
         return EXIT_OK
     finally:
+        aborted, building[0] = building[0], False  # from here on a signal only sets the flag
         exit_guard.arm(SHUTDOWN_EXIT_AFTER_S, exit_code)
         executor.shutdown(timeout_sec=1.0)
         stop_publication_thread()  # what it queued is published; then the publishers may go
         for node in nodes:
             node.destroy_node()
         if context.ok():
-            context.try_shutdown()
+            try:  # destroys the nodes still registered, a node built only in part among them
+                context.try_shutdown()
+            except Exception as exc:  # noqa: BLE001 - the process ends anyway; say it unless expected
+                if not aborted:
+                    sys.stderr.write(f"[WARN] [kangaroo_wbc]: shutdown: {exc!r}\n")
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         faulthandler.cancel_dump_traceback_later()

@@ -90,3 +90,21 @@ def test_no_hand_written_progress_bars_remain():
     offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
                  if p.name != "progress.py" and '"\\r' in p.read_text()]
     assert not offenders, offenders
+
+
+def test_notes_and_counts_say_what_is_being_written(monkeypatch):
+    """Unit: while results are written the display says so: a note line, and a count of the bag's
+    messages (no total known) as whole lines without a terminal; nothing when off."""
+    monkeypatch.setattr(progress, "LINE_INTERVAL_S", 0.0)
+    stream = io.StringIO()
+    shown = Progress("lines", stream)
+    shown.note("writing figures and the report into out/")
+    assert list(shown.count(iter(range(1234)), desc="writing bag", unit="messages")) == list(range(1234))
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "writing figures and the report into out/"
+    assert lines[-1].startswith("writing bag: 1234 messages") and "\r" not in stream.getvalue()
+    items = iter(range(3))
+    assert Progress("off").count(items) is items
+    off = io.StringIO()
+    Progress("off", off).note("x")
+    assert off.getvalue() == ""

@@ -254,6 +254,23 @@ def test_an_interrupted_writer_still_closes_the_bag(stand_run, tmp_path, monkeyp
         assert make_reader(f).get_summary().statistics.message_count == 300
 
 
+def test_a_signal_the_caller_only_records_gives_counts_that_say_the_bag_is_cut_short(
+        stand_run, tmp_path, monkeypatch):
+    """A SIGINT while writing, whose handler (the CLI's StopSignals) only records it: the bag is
+    closed after the messages written so far, the counts are those messages and say ``complete``
+    False; without a signal ``complete`` is True."""
+    from kangaroo_wbc.cli.common import StopSignals
+    from kangaroo_wbc.progress import Progress
+
+    counts = write_run_bag(tmp_path / "whole", stand_run, progress=Progress("off"))
+    assert counts.complete is True
+    _sources_interrupted(monkeypatch, after=300, how="sigint")
+    with StopSignals(announce=False, phase="writing bag") as stop:
+        counts = write_run_bag(tmp_path / "cut", stand_run)
+    assert stop.phase_at_signal == "writing bag"
+    assert counts.complete is False and sum(counts.values()) == 300
+
+
 def test_a_run_interrupted_at_any_tick_gives_a_readable_bag(tmp_path):
     """Before the first estimate (on the crane, calibrating), just after it, and with a log row
     cut short (an interrupt inside the recording): the bag holds what was recorded."""

@@ -85,6 +85,30 @@ def test_soles_and_estimate_vs_truth_are_told_apart(stand_run, stand_figures):
         lines[next(k for k in lines if k.startswith(right))].axes
 
 
+def test_the_timing_histogram_shows_the_distribution_with_p50_and_p99(stand_run, stand_figures):
+    """The timing panel: a log time axis whose bins are log-spaced, so the bulk of the ticks spreads
+    over many bins (it once sat in the first of 50 linear bins); each series' p50 and p99 are
+    vertical lines at the log's percentiles."""
+    import numpy as np
+
+    run, _ = stand_run
+    ax = next(a for a in stand_figures["closure_calibration_timing.png"].axes if a.get_title() == "timing")
+    assert ax.get_xscale() == "log"
+    for name in ("wbc_ms", "est_ms"):
+        v = run.log.array(name)
+        v = v[np.isfinite(v) & (v > 0)]
+        p50, p99 = np.percentile(v, [50, 99])
+        xs = [line.get_xdata()[0] for line in ax.get_lines()]
+        assert any(np.isclose(x, p50) for x in xs) and any(np.isclose(x, p99) for x in xs), (name, xs)
+    heights = [patch.get_height() for patch in ax.patches]
+    widths = sorted({round(np.log(p.get_x() + p.get_width()) - np.log(p.get_x()), 9) for p in ax.patches})
+    assert np.ptp(widths) < 1e-6  # equal widths on the log axis
+    n_series = 2
+    filled = sum(h > 0 for h in heights) / n_series
+    assert filled >= 5, f"the ticks fill {filled} bins per series"
+    assert max(heights) < 0.9 * len(run.log.array("wbc_ms"))  # no single bin holds nearly every tick
+
+
 def test_write_report_writes_every_file(stand_run, tmp_path):
     run, summary = stand_run
     files = write_report(tmp_path / "report", run, summary)
