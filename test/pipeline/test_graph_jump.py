@@ -27,7 +27,8 @@ def test_flight_metrics_take_the_longest_flight_and_the_highest_base():
 def test_the_graph_runner_reads_the_flight_from_the_true_sole_forces():
     """The runner's jump metrics: from the behaviour's start, both soles' true normal forces at or
     below ``AIRBORNE_FZ_N`` make a sample airborne; samples without a force of each sole are left out."""
-    from kangaroo_wbc.graph.processes import AIRBORNE_FZ_N, _jump_metrics
+    from kangaroo_wbc.graph.graph_metrics import AIRBORNE_FZ_N
+    from kangaroo_wbc.graph.graph_metrics import jump_metrics as _jump_metrics
 
     ns = 1_000_000_000
     truth = {k * 10_000_000 + 2 * ns: [SimpleNamespace(position=SimpleNamespace(z=z)), None]
