@@ -12,6 +12,7 @@ from dataclasses import replace
 import numpy as np
 
 from kangaroo_wbc.components.control import ControlSettings, WholeBodyControl
+from kangaroo_wbc.components.simulated_robot import SimulatedRobot, SimulatedRobotConfig
 from kangaroo_wbc.control.rig import (
     FIXTURE,
     RIG_FOOT_KD,
@@ -22,7 +23,7 @@ from kangaroo_wbc.control.rig import (
 from kangaroo_wbc.control.supervisor import SafetySettings, WbcSupervisor
 from kangaroo_wbc.control.wbc import WbcSettings
 from kangaroo_wbc.model import ClosedLoopModel
-from kangaroo_wbc.robots.kangaroo.rig import PLATE_BELOW_SOLE_M
+from kangaroo_wbc.robots.kangaroo.rig import PLATE_BELOW_SOLE_M, Rig, make_rig_sim
 
 
 def rig_behaviour_options(rig_leg: str, plate_below_sole_m: float = PLATE_BELOW_SOLE_M, **options) -> dict:
@@ -73,4 +74,13 @@ def sole_target_in_base(control: WholeBodyControl, leg: str) -> tuple[np.ndarray
     return R_b.T @ (np.asarray(foot.position) - p_b), rotation
 
 
-__all__ = ["rig_behaviour_options", "rig_control_settings", "rig_control", "sole_target_in_base"]
+def rig_robot(rig: Rig, config: SimulatedRobotConfig | None = None) -> SimulatedRobot:
+    """The simulated rig: :class:`SimulatedRobot` on :func:`make_rig_sim` (the pelvis welded, the force
+    plate; seed, rate, sensor noise and actuators of ``config``)."""
+    cfg = config or SimulatedRobotConfig()
+    sim = make_rig_sim(rig, seed=cfg.seed, rate_hz=cfg.rate_hz, sensor_noise=cfg.sensor_noise,
+                       ideal_actuators=cfg.ideal_actuators)
+    return SimulatedRobot(cfg, sim=sim)
+
+
+__all__ = ["rig_robot", "rig_behaviour_options", "rig_control_settings", "rig_control", "sole_target_in_base"]

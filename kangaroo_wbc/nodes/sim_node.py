@@ -11,7 +11,7 @@ release) welds or disables actuators in the simulation, and the parameter ``payl
 (``["MASS@LINK@T", ...]``, e.g. ``6kg@torso@4``) attaches point masses; the simulator tells no
 other node (the controller learns it from its operator or its fault detector, ``docs/morphology.md``).
 With ``rig`` (``one_leg``) the node simulates the test bench instead (the pelvis welded, a force plate
-under the ``rig_leg`` foot: :func:`~kangaroo_wbc.pipeline.rig.rig_robot`) and publishes the plate's
+under the ``rig_leg`` foot: :func:`~kangaroo_wbc.components.rig.rig_robot`) and publishes the plate's
 reading on ``rig/plate_wrench`` with every sample.
 
 Threads: the simulation runs in its own loop thread, paced to the wall clock (``realtime``), as
@@ -175,7 +175,7 @@ class SimNode(KangarooNode):
         p = self.params
         try:
             if p.rig:  # the test bench, from the same generated files
-                from kangaroo_wbc.pipeline.rig import rig_robot
+                from kangaroo_wbc.components.rig import rig_robot
                 from kangaroo_wbc.robots.kangaroo.rig import make_rig
 
                 self.robot = robot = rig_robot(make_rig(p.rig, p.rig_leg), _robot_config(p))

@@ -35,12 +35,12 @@ import numpy as np
 import pinocchio as pin
 
 from kangaroo_wbc.components.assembly import ChainSettings, build_chain, loop_overrides
-from kangaroo_wbc.components.rig import sole_target_in_base
+from kangaroo_wbc.components.rig import rig_robot, sole_target_in_base
 from kangaroo_wbc.components.samples import ActuatorCommand, ActuatorSample, EncoderSample, NameMap
-from kangaroo_wbc.components.simulated_robot import SimulatedRobot, SimulatedRobotConfig
+from kangaroo_wbc.components.simulated_robot import SimulatedRobotConfig
 from kangaroo_wbc.errors import InputError
 from kangaroo_wbc.pipeline.closed_loop import TickLog, run_ticks
-from kangaroo_wbc.robots.kangaroo.rig import RIGS, Rig, make_rig, make_rig_sim
+from kangaroo_wbc.robots.kangaroo.rig import RIGS, make_rig
 
 
 @dataclass
@@ -66,15 +66,6 @@ class RigConfig:
 
 # ---------------------------------------------------------------------------------------------- the components
 # One construction per component on the rig: RigRun and the nodes (``rig`` parameter) call these.
-
-
-def rig_robot(rig: Rig, config: SimulatedRobotConfig | None = None) -> SimulatedRobot:
-    """The simulated rig: :class:`SimulatedRobot` on :func:`make_rig_sim` (the pelvis welded, the force
-    plate; seed, rate, sensor noise and actuators of ``config``)."""
-    cfg = config or SimulatedRobotConfig()
-    sim = make_rig_sim(rig, seed=cfg.seed, rate_hz=cfg.rate_hz, sensor_noise=cfg.sensor_noise,
-                       ideal_actuators=cfg.ideal_actuators)
-    return SimulatedRobot(cfg, sim=sim)
 
 
 class RigRun:
@@ -188,4 +179,4 @@ class RigRun:
                      passive_q_err=est.q[self.clm.idx_q_u] - self._true_q(gt)[self.clm.idx_q_u])
 
 
-__all__ = ["RigConfig", "RigRun", "rig_robot"]
+__all__ = ["RigConfig", "RigRun"]
