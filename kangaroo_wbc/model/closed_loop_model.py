@@ -46,6 +46,7 @@ from kangaroo_wbc.errors import (
 )
 from kangaroo_wbc.model.closures import DIRECTIONS, ClosureFile, ClosureSpec
 from kangaroo_wbc.model.couplings import CouplingSpec, CouplingTables, coupling_tables
+from kangaroo_wbc.model.roles import alternatives, greedy_span, motion_basis
 from kangaroo_wbc.model.sources import read_text
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -706,21 +707,12 @@ class ClosedLoopModel:
         movable = [n for n in self.joint_names if n not in held]
         cols = np.array([m.joints[m.getJointId(n)].idx_v + i for n in movable
                          for i in range(m.joints[m.getJointId(n)].nv)], dtype=int)
-        A = J[:, cols]
-        sv = np.linalg.svd(A, compute_uv=False) if A.size else np.zeros(0)
-        N = np.linalg.svd(A)[2][numerical_rank(sv, self.rank_tolerance):].T if A.size else np.eye(len(cols))
+        N = motion_basis(J[:, cols], self.rank_tolerance)
         col = {int(v): i for i, v in enumerate(cols)}
         candidates = sorted((n for n in movable if m.joints[m.getJointId(n)].nv == 1 and n not in followers),
                             key=lambda n: (len(m.supports[m.getJointId(n)]), m.getJointId(n)))
-        chosen: list[str] = []
-        rows: list[int] = []
-        for n in candidates:
-            r = col[int(m.joints[m.getJointId(n)].idx_v)]
-            if numerical_rank(np.linalg.svd(N[rows + [r]], compute_uv=False), RANK_RTOL) == len(rows) + 1:
-                chosen.append(n)
-                rows.append(r)
-            if len(rows) == N.shape[1]:
-                break
+        row_of = {col[int(m.joints[m.getJointId(n)].idx_v)]: n for n in candidates}
+        chosen = [row_of[r] for r in greedy_span(N, list(row_of))]
         why = {n: "chosen by the model: the file names no actuator (closest to the root first, springs held)"
                for n in chosen}
         self.warnings.append(f"{cf.source}: the file names no actuator: the model chose {chosen} as actuated "
@@ -741,10 +733,7 @@ class ClosedLoopModel:
         another set would do as well, a warning names the alternatives. Reported in
         ``locked_joints`` and :meth:`joint_roles`.
         """
-        J_lu = self.constraint_jacobian(q)[:, self.idx_v_u]
-        _, sv, Vt = np.linalg.svd(J_lu)
-        rank = numerical_rank(sv, self.rank_tolerance)
-        N = Vt[rank:].T  # (n_u, k)
+        N = motion_basis(self.constraint_jacobian(q)[:, self.idx_v_u], self.rank_tolerance)  # (n_u, k)
         k = N.shape[1]
         if k == 0:
             return
@@ -758,31 +747,21 @@ class ClosedLoopModel:
         _, _, piv = scipy.linalg.qr(N.T, pivoting=True)
         order = sorted(range(self.n_u), key=lambda i: (m.joints[m.getJointId(owner[i])].nv != 1,
                                                       owner[i] not in springs, int(np.flatnonzero(piv == i)[0])))
-
-        def full_rank(rows: list[int]) -> bool:
-            return numerical_rank(np.linalg.svd(N[rows], compute_uv=False), RANK_RTOL) == len(rows)
-
-        chosen: list[int] = []
-        for i in order:
-            if full_rank(chosen + [i]):
-                chosen.append(i)
-            if len(chosen) == k:
-                break
+        chosen = greedy_span(N, order)
         names = list(dict.fromkeys(owner[i] for i in chosen))
         multi = [n for n in names if m.joints[m.getJointId(n)].nv != 1]
         if multi or len(chosen) < k:
             raise ModelError(f"{self.closure_file.source}: undetermined passive motion on multi-DOF joints "
                              f"{multi or sorted(set(owner.values()))} that is not a free rotation of a ball joint "
                              f"(only 1-DOF joints can be held)")
-        alternatives = sorted({owner[j] for i in chosen for j in range(self.n_u)
-                               if j not in chosen and m.joints[m.getJointId(owner[j])].nv == 1
-                               and full_rank([c for c in chosen if c != i] + [j])})
+        others = sorted({owner[j] for j in alternatives(N, chosen, [j for j in range(self.n_u)
+                                                                  if m.joints[m.getJointId(owner[j])].nv == 1])})
         for n in names:
             self.held_why[n] = (f"spring (stiffness {springs[n]:g}) held rigid: an idle motion no closure determines"
                                 if n in springs else "an idle motion no closure determines")
-        if alternatives:
+        if others:
             self.warnings.append(f"{self.closure_file.source}: the closures leave {k} passive motion(s) free; the "
-                                 f"model holds {names}, holding one of {alternatives} instead would do as well: "
+                                 f"model holds {names}, holding one of {others} instead would do as well: "
                                  f"name the held joints to choose (--hold, held_joints)")
         self.locked_joint_names = sorted(set(self.locked_joint_names) | set(names))
         self._resolve_joints(self.closure_file)

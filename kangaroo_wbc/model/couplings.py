@@ -111,7 +111,7 @@ def coupling_tables(model: Any, couplings: list[CouplingSpec], source: str = "<m
     for k, c in enumerate(couplings):
         for t, (side, (joint, coef)) in enumerate([(0, term) for term in c.y] + [(1, term) for term in c.x]):
             if joint not in names[1:]:
-                raise ConfigError(f"{source}: coupling {c.name!r}: unknown joint {joint!r}")
+                raise ConfigError(f"{source}: coupling {c.name!r} ({c.source}): unknown joint {joint!r}")
             jm = model.joints[names.index(joint)]
             if jm.nv != 1:
                 raise ConfigError(f"{source}: coupling {c.name!r}: joint {joint!r} has {jm.nv} degrees of freedom; "
