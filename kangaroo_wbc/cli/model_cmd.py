@@ -6,25 +6,19 @@ import argparse
 
 from kangaroo_wbc.cli.common import add_json_flag, input_file, print_json, seed
 
-#: Root elements of the model files ``model`` reads: URDF and MJCF.
-MODEL_ROOTS = {"robot": "URDF", "mujoco": "MJCF"}
-
 
 def model_file(text: str):
-    """A URDF or MJCF file: a readable file whose XML root is ``<robot>`` or ``<mujoco>``; otherwise
-    the message says what the file is."""
-    import xml.etree.ElementTree as ET
+    """A model file: a readable regular file (else what the path is) holding UTF-8 XML with a
+    ``<robot>`` (URDF), ``<mujoco>`` (MJCF) or ``<sdf>`` (SDF) root; otherwise the model layer's
+    message says what the file is (:func:`~kangaroo_wbc.model.importers.model_format`)."""
+    from kangaroo_wbc.errors import ModelError
+    from kangaroo_wbc.model.importers import model_format
 
     path = input_file(text)
-    if path.stat().st_size == 0:
-        raise argparse.ArgumentTypeError(f"{path} is empty, not a URDF or MJCF file")
     try:
-        root = ET.parse(str(path)).getroot()
-    except ET.ParseError as exc:
-        raise argparse.ArgumentTypeError(f"{path} is not XML ({exc}), so not a URDF or MJCF file") from None
-    if root.tag not in MODEL_ROOTS:
-        raise argparse.ArgumentTypeError(f"{path} is XML with root element <{root.tag}>, not a URDF (<robot>) "
-                                         "or MJCF (<mujoco>) file")
+        model_format(path)
+    except ModelError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return path
 
 

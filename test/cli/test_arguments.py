@@ -264,9 +264,9 @@ REJECTED_IN_PROCESS = [
     (["soak", "--cmd-vel", "0.1,0,0"], "--cmd-vel"),  # soak takes none
     (["model", "info", "/dev/null"], "character device"),
     (["model", "info", "{dir}"], "is a folder"),
-    (["model", "info", "{file}"], "not XML"),
-    (["model", "info", "{xml}"], "root element <foo>"),
-    (["model", "info", "{empty}"], "is empty"),
+    (["model", "info", "{file}"], "not well-formed XML"),
+    (["model", "info", "{xml}"], "the root element is <foo>"),
+    (["model", "info", "{empty}"], "not well-formed XML"),
     (["model", "info", "{urdf}", "--closures", "/nonexistent.yaml"], "--closures"),
     (["model", "check", "{urdf}", "--reference", "{dir}"], "--reference"),
 ]

@@ -79,7 +79,8 @@ def test_urdf_parser_output_is_in_the_message_not_printed(folder, tmp_path, capf
 
 
 def test_a_folder_is_not_a_model(folder, capfd):
-    assert "is not a file" in _refused(capfd, "info", str(folder), "--closures", str(folder / "rssr_closures.yaml"))
+    closures = str(folder / "rssr_closures.yaml")
+    assert "is a folder, not a file" in _refused(capfd, "info", str(folder), "--closures", closures)
 
 
 def test_captured_output_takes_the_file_descriptors(capfd):
