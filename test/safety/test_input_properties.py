@@ -105,6 +105,19 @@ def _assert_safe(g, since: int) -> None:
         assert np.all(np.abs(force) <= bound + 1e-9), dict(zip(g["clm"].actuated_joint_names, force))
 
 
+def _feed(g, callback, strategy) -> None:
+    """``EXAMPLES`` messages drawn from ``strategy`` to ``callback``, the standing state after each."""
+
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(msg=strategy)
+    def feed(msg) -> None:
+        callback(msg)  # behind the guard: returns, whatever the message
+        _stand(g)
+
+    feed()
+
+
 @pytest.mark.parametrize("node_name", NODES)
 def test_no_message_ends_a_node_or_unsettles_the_commands(graph, node_name):
     g = graph
@@ -115,16 +128,7 @@ def test_no_message_ends_a_node_or_unsettles_the_commands(graph, node_name):
         _stand(g)
     start = len(g["commands"])
     for sub in subscriptions:
-        strategy = payloads(sub.msg_type, g["names"]) if sub.raw else messages(sub.msg_type, g["names"])
-
-        @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-        @given(msg=strategy)
-        def feed(msg, callback=sub.callback) -> None:
-            callback(msg)  # behind the guard: returns, whatever the message
-            _stand(g)
-
-        feed()
+        _feed(g, sub.callback, payloads(sub.msg_type, g["names"]) if sub.raw else messages(sub.msg_type, g["names"]))
     _assert_safe(g, start)
     for _ in range(3):
         _stand(g)
