@@ -69,6 +69,7 @@ def _run(args: argparse.Namespace) -> int:
 
             report = run_soak(args.minutes, behaviour=args.behaviour, seed=args.seed, progress=progress, stop=stop)
             ok = not (report["fell"] or report["safe_mode_entries"])
+        stop.record(report)
     print_result(report, args.json)
     if stop.interrupted:
         return stop.exit_code

@@ -263,3 +263,25 @@ def test_sigint_during_the_graphs_start_up_writes_a_summary_and_exits_promptly(t
     assert len(summary["exit_codes"]) == len(list((out / "logs").glob("*.log")))
     assert not [f.name for f in (out / "logs").glob("*.log") if "Traceback" in f.read_text()]
     assert json.loads(stdout.splitlines()[-1])["ok"] is False
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("args", "sig", "delay_s"), [
+    (["demo", "--duration", "5", "--json", "--no-bag"], signal.SIGTERM, 0.3),  # while importing
+    (["demo", "--duration", "5", "--json", "--no-bag"], signal.SIGTERM, 1.0),
+    (["bench", "--quick", "--no-peers", "--json"], signal.SIGINT, 2.5),  # numba compiling
+    (["bench", "--quick", "--no-peers", "--json"], signal.SIGINT, 4.0),
+], ids=["demo-SIGTERM-0.3s", "demo-SIGTERM-1s", "bench-SIGINT-2.5s", "bench-SIGINT-4s"])
+def test_the_first_signal_ends_the_command_at_any_moment(args, sig, delay_s, tmp_path, workdir):
+    """Integration: a signal soon after the start (imports, model building, the JIT compiler)
+    ends the command: exit 128 + the signal, no traceback, the JSON line last (an error object, or
+    the summary of what ran)."""
+    proc = _start([*args, *(["--out", str(tmp_path / "D")] if args[0] == "demo" else [])], workdir)
+    time.sleep(delay_s)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + sig, (proc.returncode, stderr)
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+    last = json.loads(stdout.splitlines()[-1])
+    assert last.get("ok") is False or last.get("interrupted") is True, last
