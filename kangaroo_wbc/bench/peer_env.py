@@ -11,7 +11,8 @@ under an interpreter of its own: a venv outside the repository with the pinned
   skips it) or by ``make peer-env`` / ``python -m kangaroo_wbc.bench.peer_env``; updated when
   ``requirements-peer.txt`` changes (a stamp file in the venv holds its hash).
 * It is usable when its interpreter imports pinocchio with ``ContactCholeskyDecomposition``, the
-  toolbox, casadi, scipy and PyYAML (:func:`probe`).
+  toolbox, casadi, scipy and PyYAML, and what the peer worker imports from this checkout
+  (:data:`WORKER_IMPORTS`: ``kangaroo_wbc.model`` needs numba) (:func:`probe`).
 * Setup never raises: offline, no ``venv`` module, a pip failure... come back as a
   :class:`PeerEnv` whose ``reason`` the bench report carries.
 
@@ -49,7 +50,14 @@ VENV_TIMEOUT_S = 300.0
 PIP_TIMEOUT_S = 1800.0
 PROBE_TIMEOUT_S = 120.0
 
-#: What the peer interpreter must import (printed as one JSON line by ``python -c``).
+#: Modules of this checkout the peer worker imports (on ``PYTHONPATH``, as :func:`peers.run_worker`
+#: runs it; a package with every one of its modules, since the model imports some of them only when
+#: a model is built): the probe imports them too, so that a peer environment lacking one of their
+#: dependencies (numba) is found out at setup, not as a per-model error in the bench's report.
+WORKER_IMPORTS = ("kangaroo_wbc.bench.peer_worker", "kangaroo_wbc.model")
+
+#: What the peer interpreter must import (printed as one JSON line by ``python -c``; the worker's
+#: own modules are the arguments).
 PROBE_CODE = r"""
 import json, sys
 out = {"python": sys.version.split()[0], "missing": []}
@@ -67,6 +75,15 @@ for mod in ("casadi", "scipy.optimize", "yaml", "numpy"):
 import importlib.util
 if importlib.util.find_spec("toolbox_parallel_robots") is None:
     out["missing"].append("toolbox_parallel_robots")
+import importlib, pkgutil
+for name in sys.argv[1:]:
+    try:
+        module = importlib.import_module(name)
+        for sub in pkgutil.walk_packages(getattr(module, "__path__", []), name + "."):
+            name = sub.name
+            importlib.import_module(name)
+    except Exception as exc:
+        out["missing"].append("%s for the peer worker (%s: %s)" % (name, type(exc).__name__, exc))
 try:
     from importlib import metadata
     out["toolbox_version"] = metadata.version("toolbox-parallel-robots")
@@ -146,9 +163,11 @@ def _clean_env() -> dict:
 def probe(python: str | Path, timeout_s: float = PROBE_TIMEOUT_S) -> tuple[dict | None, str | None]:
     """Ask ``python`` what it imports. Returns ``(answer, None)`` when it can run the proximal peer,
     else ``(answer or None, reason)``."""
+    env = _clean_env()
+    env["PYTHONPATH"] = str(REPO_ROOT)  # the checkout, as the bench runs the worker
     try:
-        proc = subprocess.run([str(python), "-c", PROBE_CODE], capture_output=True, text=True,
-                              timeout=timeout_s, env=_clean_env(), check=False)
+        proc = subprocess.run([str(python), "-c", PROBE_CODE, *WORKER_IMPORTS], capture_output=True,
+                              text=True, timeout=timeout_s, env=env, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"{python} does not run: {type(exc).__name__}: {exc}"
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]

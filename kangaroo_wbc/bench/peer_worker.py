@@ -223,9 +223,13 @@ def run(request: dict) -> dict:
         answer["models"][name] = res
         try:
             clm = ClosedLoopModel.from_files(spec["urdf"], spec["closures"], floating_base=False)
-            cms = rigid_constraint_models(clm, skip_added=True)
         except Exception as exc:  # noqa: BLE001 - reported to the parent as the model's status
             res["error"] = f"{type(exc).__name__}: {exc}"
+            continue
+        try:
+            cms = rigid_constraint_models(clm, skip_added=True)
+        except ValueError as exc:  # closures the toolbox's constraint models cannot express
+            res["unsupported"] = str(exc)
             continue
         res["joint_names"] = list(clm.model.names)
         thetas, q0 = spec["theta_a"], spec["q0"]

@@ -174,8 +174,9 @@ def compare_with_peer(inputs: list[PeerModelInput], pythons: Sequence[str | tupl
         block.setdefault("version", answer["info"].get("toolbox_version"))
         for inp in inputs:
             res = answer["models"].get(inp.name, {})
-            if "error" in res:
-                block["fk"].setdefault(inp.name, {})["error"] = res["error"]
+            if "error" in res or "unsupported" in res:  # not loaded / not expressible by the peer
+                key = "error" if "error" in res else "unsupported"
+                block["fk"].setdefault(inp.name, {})[key] = res[key]
                 continue
             for method in ("slsqp", "proximal", "casadi"):
                 r = res.get(method)
@@ -194,15 +195,29 @@ def compare_with_peer(inputs: list[PeerModelInput], pythons: Sequence[str | tupl
     _headline(block, [i.name for i in inputs])
     block["agreement"] = agreement(block, [i.name for i in inputs])
     block["frames_agree"] = block["agreement"]["all_compared_agree"]
-    ok = any("error" not in r for r in block["runs"])
-    if not ok:
-        block["status"] = "unavailable: " + "; ".join(problems or ["no peer interpreter"])
-    else:
-        failed = [f"{m}/{k}" for m, d in block["fk"].items() for k, v in d.items()
-                  if isinstance(v, dict) and "error" in v]
-        notes_all = problems + ([f"failed: {', '.join(failed)}"] if failed else [])
-        block["status"] = "ok" if not notes_all else "partial: " + "; ".join(notes_all)
+    block["status"] = peer_status(block, [i.name for i in inputs], problems)
     return block
+
+
+def peer_status(block: dict, model_order: list[str], problems: list[str]) -> str:
+    """``unavailable: ...`` when the peer gave no headline ``fk_speedup`` (no interpreter ran it,
+    the worker could not load the models — a peer environment without what the worker imports —, or
+    no model it can express), with the reasons; ``partial: ...`` when it did but something failed
+    (a model it could not load, a method's error, a missing interpreter); else ``ok``. A model the
+    peer cannot express (``unsupported``) is said in ``agreement``, not counted as a failure."""
+    if not any("error" not in r for r in block["runs"]):
+        return "unavailable: " + "; ".join(problems or ["no peer interpreter"])
+    fk = {m: block["fk"].get(m, {}) for m in model_order}
+    unloaded = {m: d["error"] for m, d in fk.items() if isinstance(d.get("error"), str)}
+    failed = [f"{m}/{k}" for m, d in fk.items() for k, v in d.items() if isinstance(v, dict) and "error" in v]
+    notes = problems + [f"{m}: the peer worker cannot load it: {e}" for m, e in unloaded.items()]
+    notes += [f"failed: {', '.join(failed)}"] if failed else []
+    if block.get("fk_speedup") is None:
+        unsupported = [f"{m}: the peer cannot express it: {d['unsupported']}" for m, d in fk.items()
+                       if isinstance(d.get("unsupported"), str)]
+        reason = block.get("fk_speedup_reason") or "no fk_speedup"
+        return "unavailable: " + "; ".join(notes + unsupported + [reason])
+    return "ok" if not notes else "partial: " + "; ".join(notes)
 
 
 def _best_fk(entries: dict) -> tuple[str, dict] | None:
@@ -225,6 +240,8 @@ def agreement(block: dict, model_order: list[str]) -> dict:
             models[name] = {"compared": False, "reason": "no peer run answered"}
         elif isinstance(entries.get("error"), str):
             models[name] = {"compared": False, "reason": f"the peer cannot load it: {entries['error']}"}
+        elif isinstance(entries.get("unsupported"), str):
+            models[name] = {"compared": False, "reason": f"the peer cannot express it: {entries['unsupported']}"}
         elif (best := _best_fk(entries)) is None:
             models[name] = {"compared": True, "frames_agree": False,
                             "reason": "no peer FK method returned closed configurations (see peer.fk)"}

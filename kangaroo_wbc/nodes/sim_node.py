@@ -79,6 +79,12 @@ EVENT_HOLD_S = 2.0
 #: Realtime pacing: a loop late by up to this [s] catches up (simulated time keeps to the wall
 #: clock on average); later than that it restarts its schedule (an overrun, in the diagnostics).
 MAX_CATCH_UP_S = 0.02
+#: Realtime: when the controller's last command arrived more than half the watchdog's timeout ago
+#: (simulated time), the loop waits for the next one, up to this long [s, wall clock], rather than
+#: simulate on without it: a controller process that the host starves for a moment (a busy
+#: machine, a burst of DDS discovery when graph introspection starts a participant) does not trip
+#: the watchdog; one that stays silent longer does, as before.
+CONTROLLER_WAIT_S = 0.5
 
 
 def _check_faults(texts: list[str]) -> str | None:
@@ -221,7 +227,11 @@ class SimNode(KangarooNode):
         self._wrench_listened = False
         self._listeners: list[Callable] = []
         self._drop_rng = random.Random(p.seed)
-        self._loop_stats = {"overruns": 0, "lockstep_timeouts": 0, "dropped_commands": 0, "max_gap_s": 0.0}
+        self._loop_stats = {"overruns": 0, "lockstep_timeouts": 0, "dropped_commands": 0, "max_gap_s": 0.0,
+                            "controller_waits": 0}
+        self._last_arrival_s: float | None = None  # simulated time of the last command received
+        self._arrived = threading.Event()  # a command arrived (realtime: the loop may wait for one)
+        self._gave_up_waiting = False  # realtime: waited CONTROLLER_WAIT_S in vain since the last command
         self._last_timeout = -float("inf")  # wall time of the last lockstep timeout
         self._awaited_s = 0.0  # lockstep: stamp of the latest published sample
         self._answered = threading.Event()  # lockstep: a command answering it arrived
@@ -280,6 +290,8 @@ class SimNode(KangarooNode):
             self._loop_stats["dropped_commands"] += 1
             return
         self._log(self.robot.submit(cmd, wall))
+        self._last_arrival_s, self._gave_up_waiting = self.robot.time, False
+        self._arrived.set()
         self._answer(cmd.stamp_s)
 
     def set_controller_ready(self, ready: bool) -> None:
@@ -344,6 +356,8 @@ class SimNode(KangarooNode):
                 self._log(robot.step())
                 next_t = time.perf_counter()
             else:
+                if p.realtime and not p.lockstep and not self._listeners and self._wait_for_controller():
+                    next_t = time.perf_counter()  # the schedule restarts: no burst of steps after
                 self._log(robot.start_step())
                 try:
                     self._notify(samples)
@@ -365,6 +379,28 @@ class SimNode(KangarooNode):
             self.tick_count += 1
             if not self._listeners:  # separate processes: the samples leave now (composed: with
                 flush()              # the chain's messages, while MuJoCo steps)
+
+    def _wait_for_controller(self) -> bool:
+        """Realtime, controller ready, in its own process: while its last command is older than
+        half the watchdog's timeout (simulated time), wait for the next one, up to
+        :data:`CONTROLLER_WAIT_S` (wall clock) per silence. Returns True if it waited."""
+        robot = self.robot
+        if not robot.controller_ready or self._last_arrival_s is None or self._gave_up_waiting:
+            return False
+        limit = 0.5 * robot.config.watchdog_timeout_s
+        if robot.time - self._last_arrival_s <= limit:
+            return False
+        self._loop_stats["controller_waits"] += 1
+        deadline = time.monotonic() + CONTROLLER_WAIT_S
+        while self._running and robot.time - self._last_arrival_s > limit:
+            left = deadline - time.monotonic()
+            if left <= 0.0:
+                self._gave_up_waiting = True  # the watchdog's turn
+                break
+            self._arrived.clear()
+            if robot.time - self._last_arrival_s > limit:
+                self._arrived.wait(min(left, 0.01))
+        return True
 
     def _notify(self, samples: tuple) -> None:
         for fn in self._listeners:
@@ -437,7 +473,8 @@ class SimNode(KangarooNode):
     def diagnostic_statuses(self) -> list:
         p, s, now = self.params, self._loop_stats, time.monotonic()
         loop = {"mode": self._mode(), "overruns": s["overruns"], "max_tick_gap_ms": 1e3 * s["max_gap_s"],
-                "lockstep_timeouts": s["lockstep_timeouts"], "dropped_commands": s["dropped_commands"]}
+                "lockstep_timeouts": s["lockstep_timeouts"], "dropped_commands": s["dropped_commands"],
+                "controller_waits": s["controller_waits"]}
         s["max_gap_s"] = 0.0
         paced = p.realtime and not p.lockstep
         statuses = self.robot.statuses(now, loop=loop, min_real_time_factor=0.9 if paced else None)

@@ -226,3 +226,96 @@ def test_peer_block_without_the_pinocchio_3_peer_says_why(tmp_path):
     assert block["agreement"]["models"]["four_bar"] == {"compared": False, "reason": "no peer run answered"}
     json.dumps(block)  # the report stays JSON
 
+
+
+# ------------------------------------------------------------------------ what the worker imports
+
+
+def _third_party_imports(paths: list[Path]) -> set[str]:
+    """Top-level modules outside the standard library and this package imported by ``paths``."""
+    import ast
+
+    out = set()
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                     else [])
+            out |= {n.split(".")[0] for n in names}
+    return {n for n in out if n not in sys.stdlib_module_names and n not in ("kangaroo_wbc", "__future__")}
+
+
+def test_peer_requirements_hold_what_the_worker_imports():
+    """Unit test: every distribution behind a third-party import of the peer worker and of
+    kangaroo_wbc.model (which it imports) is pinned in requirements-peer.txt (numba was missing:
+    every model failed with ModuleNotFoundError in the peer environment)."""
+    from importlib import metadata
+
+    package = Path(peer_env.__file__).resolve().parents[1]
+    sources = [package / "bench" / "peer_worker.py", *sorted((package / "model").rglob("*.py"))]
+    modules = _third_party_imports(sources) - {"toolbox_parallel_robots", "casadi"}  # the peer's own
+    assert {"numpy", "pinocchio", "numba"} <= modules
+    # pinocchio's wheel (cmeel) installs it where packages_distributions does not look
+    owners = {"pinocchio": ["pin"], **metadata.packages_distributions()}
+    pinned = {ln.split("==")[0].strip().lower() for ln in peer_env.REQUIREMENTS.read_text().splitlines()
+              if "==" in ln and not ln.lstrip().startswith("#")}
+    missing = {m: owners.get(m) for m in modules if not {d.lower() for d in owners.get(m, [])} & pinned}
+    assert not missing, f"requirements-peer.txt lacks the distribution of {missing}"
+    project = {ln.split("==")[0].strip().lower(): ln.split("==")[1].strip()
+               for ln in (peer_env.REPO_ROOT / "requirements.txt").read_text().splitlines() if "==" in ln}
+    for line in peer_env.REQUIREMENTS.read_text().splitlines():
+        if line.startswith(("numba==", "llvmlite==")):  # the project's compiled kernels: its pins
+            name, version = line.split("==")
+            assert project[name] == version.strip(), line
+
+
+def test_probe_finds_a_missing_worker_dependency(tmp_path):
+    """Integration test (runs the probe's code): an interpreter where numba does not import is
+    refused with the module of the worker that needs it, before any bench runs the worker."""
+    import subprocess
+
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "numba.py").write_text("raise ModuleNotFoundError(\"No module named 'numba'\", name='numba')\n")
+    env = {**peer_env._clean_env(), "PYTHONPATH": f"{shadow}:{peer_env.REPO_ROOT}"}
+    proc = subprocess.run([sys.executable, "-c", peer_env.PROBE_CODE, *peer_env.WORKER_IMPORTS],
+                          capture_output=True, text=True, timeout=120, env=env, check=False)
+    answer = json.loads(proc.stdout.strip().splitlines()[-1])
+    worker = [m for m in answer["missing"] if "for the peer worker" in m]
+    assert worker and all("numba" in m for m in worker), answer["missing"]
+    env["PYTHONPATH"] = str(peer_env.REPO_ROOT)  # this venv has numba: nothing of the worker missing
+    proc = subprocess.run([sys.executable, "-c", peer_env.PROBE_CODE, *peer_env.WORKER_IMPORTS],
+                          capture_output=True, text=True, timeout=120, env=env, check=False)
+    answer = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert not [m for m in answer["missing"] if "for the peer worker" in m], answer["missing"]
+
+
+def test_a_peer_that_cannot_load_the_models_is_unavailable(fake):
+    """The worker answers but loads no model (ModuleNotFoundError: the peer environment lacks what
+    it imports): the status says so, never ``ok`` with ``fk_speedup: null``."""
+    base, fake_dir = fake
+    inp = _four_bar_input(3)
+    answer = {"info": {"pinocchio": "3.9.0", "python": "3.11.7", "toolbox_version": "1.2.0"},
+              "models": {"four_bar": {"error": "ModuleNotFoundError: No module named 'numba'"}}}
+    (fake_dir / "answer.json").write_text(json.dumps(answer))
+    block = peers.compare_with_peer([inp], [(str(base), "peer venv (pinocchio 3)")], 1, timeout_s=60)
+    assert block["fk_speedup"] is None
+    assert block["status"].startswith("unavailable: ") and "numba" in block["status"], block["status"]
+
+
+def test_a_model_the_peer_cannot_express_is_no_failure(fake):
+    """One model the toolbox cannot express (say, a closure on x and y only) next to one it ran:
+    ``ok`` with the headline from the other, the agreement says why the first was not compared."""
+    base, fake_dir = fake
+    warmup = 1
+    inp = _four_bar_input(5)
+    other = peers.PeerModelInput(**{**inp.__dict__, "name": "two_dof_closure"})
+    answer = _answer(inp, warmup, 0.0)
+    answer["models"]["two_dof_closure"] = {"unsupported": "closure 'c' constrains ['x', 'y']"}
+    (fake_dir / "answer.json").write_text(json.dumps(answer))
+    block = peers.compare_with_peer([other, inp], [(str(base), "peer venv (pinocchio 3)")], warmup, timeout_s=60)
+    assert block["status"] == "ok" and block["fk_speedup"] == pytest.approx(10.0)
+    assert block["agreement"]["models"]["two_dof_closure"] == {
+        "compared": False, "reason": "the peer cannot express it: closure 'c' constrains ['x', 'y']"}
+    alone = peers.compare_with_peer([other], [(str(base), "peer venv (pinocchio 3)")], warmup, timeout_s=60)
+    assert alone["status"].startswith("unavailable: ") and "cannot express" in alone["status"]

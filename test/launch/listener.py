@@ -6,6 +6,7 @@ Imported by the test modules after their ``pytest.importorskip`` of launch_testi
 from __future__ import annotations  # noqa: I001 (launch/ of this repository is not the launch package)
 
 import threading
+import time
 
 import rclpy
 from ament_index_python.packages import get_package_share_directory
@@ -62,3 +63,23 @@ def exited(proc_info) -> list[str]:
     """``"<process>: exit code <n>"`` of every launched process that has exited."""
     return [f"{event.process_name}: exit code {event.returncode}" for event in proc_info
             if isinstance(event, ProcessExited)]
+
+
+def one_process_rate_hz(ticks: int = 1500, warmup: int = 300) -> float:
+    """Ticks per wall second [Hz] of the one-process loop (simulator, estimators, controller chained
+    in this process, unpaced), after ``warmup`` ticks (boot, calibration): what this machine can do
+    now, the reference the launched graph's command rate is compared with."""
+    from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
+
+    run = ClosedLoopRun(LoopConfig(behaviour="stand", duration_s=(ticks + warmup) * 1e-3))
+    run.log.enabled = False
+    run.start()
+    try:
+        for _ in range(warmup):
+            run.tick()
+        t0 = time.perf_counter()
+        for _ in range(ticks):
+            run.tick()
+        return ticks / (time.perf_counter() - t0)
+    finally:
+        run.finish()
