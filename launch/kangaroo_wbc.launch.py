@@ -12,10 +12,11 @@ Arguments:
                   needs ros_gz_sim and ros_gz_bridge), or hardware (no backend started: the robot's
                   driver provides ``actuators/state``, ``passive_encoders/state``, ``imu/data`` and
                   consumes ``actuators/command``).
-    deployment    separate (one process per node: ``sim``, ``state_estimator``,
-                  ``contact_wrench_estimator``, ``whole_body_controller``, each with
-                  ``config/<node>.yaml``) or composed (one process, executable ``composed``, hosting
-                  the same nodes with the same names and all four parameter files).
+    deployment    composed (the default: one process, executable ``composed``, hosting the nodes
+                  with the same names and all four parameter files; the deployment that keeps up
+                  with 1 kHz on a 2-core computer, docs/performance.md) or separate (one process per
+                  node: ``sim``, ``state_estimator``, ``contact_wrench_estimator``,
+                  ``whole_body_controller``, each with ``config/<node>.yaml``).
     sim_mode      realtime (the simulator paces itself to the wall clock) or lockstep (one step per
                   ``actuators/command``; parameter ``lockstep`` of ``sim``).
     behaviour     stand, squat, sway, weight_shift, push_recovery, walk or jump (parameter
@@ -305,8 +306,12 @@ def generate_launch_description():
             'backend', default_value='sim', choices=BACKENDS,
             description='Where actuators/state comes from and actuators/command goes to'),
         DeclareLaunchArgument(
-            'deployment', default_value='separate', choices=DEPLOYMENTS,
-            description='separate: one process per node; composed: one process for all of them'),
+            'deployment', default_value='composed', choices=DEPLOYMENTS,
+            description='composed (default): one process for all nodes, the deployment that keeps up '
+                        'with 1 kHz on a 2-core robot computer (no DDS hop, no message conversion '
+                        'between the nodes; docs/performance.md); separate: one process per node '
+                        '(inspect or restart one node alone; four processes need more than 2 cores '
+                        'at 1 kHz)'),
         DeclareLaunchArgument(
             'sim_mode', default_value='realtime', choices=SIM_MODES,
             description='Simulator pacing: wall clock (realtime) or one step per command '

@@ -116,7 +116,7 @@ def test_stack_arguments() -> None:
     assert args["backend"]["choices"] == ["sim", "gazebo", "hardware"]
     assert args["backend"]["default_value"] == "sim"
     assert args["deployment"]["choices"] == ["separate", "composed"]
-    assert args["deployment"]["default_value"] == "separate"
+    assert args["deployment"]["default_value"] == "composed"  # the one that keeps up on 2 cores (issue #40)
     assert args["sim_mode"]["choices"] == ["realtime", "lockstep"]
     assert args["sim_mode"]["default_value"] == "realtime"
     assert args["behaviour"]["default_value"] == "stand"
