@@ -28,7 +28,7 @@ setup:
 # A run that ends without pytest's summary line (a process that died mid-run) fails too.
 test: setup
 	@$(ENV) rc=0; log=$$(mktemp); \
-	ruff check --output-format concise kangaroo_wbc test || rc=$$?; \
+	ruff check --output-format concise kangaroo_wbc kangaroo_wbc_tools test || rc=$$?; \
 	lint-imports --no-cache || rc=$$?; \
 	mypy || rc=$$?; \
 	pytest -q test $(PYTEST_ARGS) 2>&1 | tee $$log; prc=$${PIPESTATUS[0]}; [ $$prc -eq 0 ] || rc=$$prc; \
@@ -38,13 +38,13 @@ test: setup
 
 lint: setup
 	@$(ENV) rc=0; \
-	ruff check --output-format concise kangaroo_wbc test || rc=$$?; \
+	ruff check --output-format concise kangaroo_wbc kangaroo_wbc_tools test || rc=$$?; \
 	lint-imports --no-cache || rc=$$?; \
 	mypy || rc=$$?; \
 	exit $$rc
 
 ruff: setup
-	$(ENV) ruff check --output-format concise kangaroo_wbc test
+	$(ENV) ruff check --output-format concise kangaroo_wbc kangaroo_wbc_tools test
 
 mypy: setup
 	$(ENV) mypy
@@ -60,7 +60,7 @@ bench: setup
 
 # The peer library's own venv (default ~/.cache/kangaroo_wbc/peer-venv); `bench` also creates it.
 peer-env: setup
-	$(ENV) python -m kangaroo_wbc.bench.peer_env
+	$(ENV) python -m kangaroo_wbc_tools.bench.peer_env
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache reports out MUJOCO_LOG.TXT

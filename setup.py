@@ -6,7 +6,7 @@ node executables under ``lib/kangaroo_wbc`` so that ``ros2 run`` finds them).
 
 ``colcon build`` (``setup.py install``, or ``setup.py develop`` with ``--symlink-install``) also
 builds numba's cache of the package's compiled kernels where it installed the package
-(``python -m kangaroo_wbc.pipeline.compile_cache``, tens of seconds once), so that the first
+(``python -m kangaroo_wbc_tools.pipeline.compile_cache``, tens of seconds once), so that the first
 ``ros2 launch`` does not compile them; ``KANGAROO_WBC_SKIP_KERNEL_CACHE=1`` skips it (then the
 launch file builds it before the nodes start). A failed build is reported and does not fail the
 install.
@@ -32,6 +32,11 @@ NODES = {
     "link_tf": "kangaroo_wbc.nodes.entry:link_tf",
 }
 
+#: colcon builds with ``setup.py install`` / ``develop``, whose scripts go to ``lib/kangaroo_wbc``
+#: (setup.cfg): there ``ros2 run kangaroo_wbc sim`` and the launch file need the bare node names. A pip
+#: install (a wheel) puts scripts on PATH: only ``kangaroo-wbc`` and the prefixed ``kangaroo_wbc_<node>``.
+ROS_LAYOUT = any(command in sys.argv[1:] for command in ("install", "develop"))
+
 #: Environment variable that skips building the kernel cache at install time.
 SKIP_KERNEL_CACHE = "KANGAROO_WBC_SKIP_KERNEL_CACHE"
 
@@ -43,7 +48,7 @@ def build_kernel_cache(site):
         return
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([site, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    cmd = [sys.executable, "-m", f"{PACKAGE}.pipeline.compile_cache"]
+    cmd = [sys.executable, "-m", "kangaroo_wbc_tools.pipeline.compile_cache"]
     print(f"{PACKAGE}: building the compiled-kernel cache ({' '.join(cmd[1:])}; "
           f"{SKIP_KERNEL_CACHE}=1 skips it; the first launch builds it then)", flush=True)
     code = subprocess.call(cmd, env=env, cwd=site)
@@ -92,8 +97,8 @@ setup(
     license="Apache-2.0",
     cmdclass={"install": InstallWithKernelCache, "develop": DevelopWithKernelCache},
     entry_points={
-        "console_scripts": ["kangaroo-wbc = kangaroo_wbc.cli:main"]
+        "console_scripts": ["kangaroo-wbc = kangaroo_wbc_tools.cli:main"]
         + [f"{PACKAGE}_{name} = {target}" for name, target in NODES.items()]
-        + [f"{name} = {target}" for name, target in NODES.items()],
+        + ([f"{name} = {target}" for name, target in NODES.items()] if ROS_LAYOUT else []),
     },
 )

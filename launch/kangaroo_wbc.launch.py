@@ -281,7 +281,7 @@ def kernel_cache_first(actions):
     log line says so with the expected time, one process compiles every kernel, then the nodes
     start and load them (instead of every node process compiling the same kernels at once)."""
     try:
-        from kangaroo_wbc.pipeline import compile_cache
+        from kangaroo_wbc_tools.pipeline import compile_cache
     except ImportError:  # the nodes report what is missing
         return actions
     found = compile_cache.state()

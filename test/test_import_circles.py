@@ -12,13 +12,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "kangaroo_wbc"
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = (REPO / "kangaroo_wbc", REPO / "kangaroo_wbc_tools")
 
 
 def _modules() -> dict[str, Path]:
     out = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    for path in (p for package in PACKAGES for p in package.rglob("*.py")):
+        parts = list(path.relative_to(REPO).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
         out[".".join(parts)] = path

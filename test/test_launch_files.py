@@ -417,7 +417,7 @@ def launch_env(tmp_path, monkeypatch):
         pytest.skip(f"{PACKAGE} is not installed in an ament prefix (colcon build or "
                     "scripts/launch_tools.sh)")
     # the kernel cache counts as built (test_cold_kernel_cache_builds_first: the other case)
-    from kangaroo_wbc.pipeline import compile_cache
+    from kangaroo_wbc_tools.pipeline import compile_cache
 
     monkeypatch.setattr(compile_cache, "state", lambda *a: compile_cache.CacheState(True, tmp_path, "", 1.0))
     # the launch's log folder (where the composed process' parameter file goes) in this test's folder
@@ -588,13 +588,13 @@ def test_cold_kernel_cache_builds_first(launch_env, monkeypatch, tmp_path, deplo
     from launch.actions import ExecuteProcess, LogInfo, RegisterEventHandler
     from launch.events.process import ProcessExited
 
-    from kangaroo_wbc.pipeline import compile_cache
+    from kangaroo_wbc_tools.pipeline import compile_cache
 
     cold = compile_cache.CacheState(False, tmp_path / "stamp", "none built for this install yet", 42.0)
     monkeypatch.setattr(compile_cache, "state", lambda *a: cold)
     first = _evaluate_stack({"deployment": deployment})
     assert [s.package for s in first] == ["<process>"], first  # nothing else before the build
-    assert first[0].executable == f"{sys.executable} -m kangaroo_wbc.pipeline.compile_cache --quiet"
+    assert first[0].executable == f"{sys.executable} -m kangaroo_wbc_tools.pipeline.compile_cache --quiet"
 
     from launch.launch_context import LaunchContext
     from launch.launch_description_sources import PythonLaunchDescriptionSource

@@ -113,7 +113,7 @@ def test_wheel_metadata_matches_package_xml(wheel: zipfile.ZipFile) -> None:
     version = dist_info.removesuffix(".dist-info").split("-", 1)[1]
     assert version == _package_xml_version(), "setup.py and package.xml versions differ"
     entry_points = wheel.read(f"{dist_info}/entry_points.txt").decode()
-    assert "kangaroo-wbc = kangaroo_wbc.cli:main" in entry_points
+    assert "kangaroo-wbc = kangaroo_wbc_tools.cli:main" in entry_points
 
 
 def _node_executables() -> list[str]:

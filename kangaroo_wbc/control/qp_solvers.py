@@ -25,7 +25,7 @@ A *fallback* solver (``make_solver(name, fallback=other)``; the controller's
 instead of entering the safe mode; only when both fail does the caller see ``NoSolutionFound``.
 
 ``docs/performance.md`` ("QP solvers") compares them on the QPs recorded from the closed loop
-(:mod:`kangaroo_wbc.bench.qp_solvers`); the default is the fastest within the KKT tolerance.
+(:mod:`kangaroo_wbc_tools.bench.qp_solvers`); the default is the fastest within the KKT tolerance.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ import math
 
 import pytest
 
-from kangaroo_wbc import cli
-from kangaroo_wbc.cli import bench_cmd
+from kangaroo_wbc_tools import cli
+from kangaroo_wbc_tools.cli import bench_cmd
 
 TOP_KEYS = ("machine", "config", "closure_fk_ms", "closure_fk_model", "rnea_ms", "crba_ms", "models",
             "estimator_step_ms", "wrench_step_ms", "wbc_step_ms_double", "wbc_step_ms_single", "pipeline_ms",
@@ -26,7 +26,7 @@ MODEL_KEYS = ("closure_fk_ms", "error_and_jacobian_ms", "mapping_jacobian_ms", "
 
 def _parser() -> argparse.ArgumentParser:
     """The CLI parser; registers ``bench`` itself if the CLI does not list it (yet)."""
-    if "kangaroo_wbc.cli.bench_cmd" in cli.SUBCOMMAND_MODULES:
+    if "kangaroo_wbc_tools.cli.bench_cmd" in cli.SUBCOMMAND_MODULES:
         return cli.build_parser()
     parser = argparse.ArgumentParser(prog="kangaroo-wbc")
     bench_cmd.register(parser.add_subparsers(dest="command"))
@@ -134,7 +134,7 @@ def test_node_graph_figures_of_the_shipped_path(report):
 
 
 def test_cpu_ms_per_robot_ms_sums_the_processes_over_the_real_time_factor() -> None:
-    from kangaroo_wbc.bench.runner import cpu_ms_per_robot_ms
+    from kangaroo_wbc_tools.bench.runner import cpu_ms_per_robot_ms
 
     nodes = {"sim": {"cpu_load": 0.5}, "whole_body_controller": {"cpu_load": 0.7}}
     assert cpu_ms_per_robot_ms(nodes, 0.6) == 2.0

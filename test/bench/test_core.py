@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from kangaroo_wbc.bench import core
-from kangaroo_wbc.bench.workload import reachable_trajectory
 from kangaroo_wbc.model import ClosedLoopModel
+from kangaroo_wbc_tools.bench import core
+from kangaroo_wbc_tools.bench.workload import reachable_trajectory
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 N_SAMPLES = 12

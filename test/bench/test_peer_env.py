@@ -1,4 +1,4 @@
-"""The bench's peer environment (kangaroo_wbc.bench.peer_env) with fake interpreters: found,
+"""The bench's peer environment (kangaroo_wbc_tools.bench.peer_env) with fake interpreters: found,
 created on first use, updated, refused, offline; and the peer block of the report built from a
 fake peer worker (agreement next to the speed ratio). No venv is created, nothing is downloaded."""
 
@@ -13,9 +13,9 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from kangaroo_wbc.bench import peer_env, peers, runner
-from kangaroo_wbc.bench.workload import reachable_trajectory
 from kangaroo_wbc.model import ClosedLoopModel
+from kangaroo_wbc_tools.bench import peer_env, peers, runner
+from kangaroo_wbc_tools.bench.workload import reachable_trajectory
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -44,7 +44,7 @@ elif args[:2] == ["-m", "venv"]:
     (venv / "bin").mkdir(parents=True)
     (venv / "pyvenv.cfg").write_text("home = fake\\n")
     shutil.copy(__file__, venv / "bin" / "python")
-elif args[:2] == ["-m", "kangaroo_wbc.bench.peer_worker"]:
+elif args[:2] == ["-m", "kangaroo_wbc_tools.bench.peer_worker"]:
     sys.stdin.read()
     print("progress printed by the toolbox")
     print(d.joinpath("answer.json").read_text())

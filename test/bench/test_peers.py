@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-from kangaroo_wbc.bench.peers import frame_placement_difference
+from kangaroo_wbc_tools.bench.peers import frame_placement_difference
 
 FOUR_BAR = Path(__file__).resolve().parents[1] / "data" / "four_bar.urdf"
 

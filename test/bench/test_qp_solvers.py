@@ -1,4 +1,4 @@
-"""The QP-solver benchmark (:mod:`kangaroo_wbc.bench.qp_solvers`) and the solver facade
+"""The QP-solver benchmark (:mod:`kangaroo_wbc_tools.bench.qp_solvers`) and the solver facade
 (:mod:`kangaroo_wbc.control.qp_solvers`) on a few small QPs: every solver meets the KKT tolerance."""
 
 from __future__ import annotations
@@ -6,9 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kangaroo_wbc.bench.qp_solvers import KKT_TOLERANCE, RecordingSolver, compare, fastest, table
 from kangaroo_wbc.control.qp import QpProblem
 from kangaroo_wbc.control.qp_solvers import DEFAULT_SOLVER, SOLVERS, make_solver, solve
+from kangaroo_wbc_tools.bench.qp_solvers import (
+    KKT_TOLERANCE,
+    RecordingSolver,
+    compare,
+    fastest,
+    table,
+)
 
 
 def _problems() -> list[QpProblem]:

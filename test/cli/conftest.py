@@ -27,12 +27,12 @@ def cli_env(domain_id: int | None = None) -> dict[str, str]:
 
 
 def cli_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "kangaroo_wbc.cli", *args]
+    return [sys.executable, "-m", "kangaroo_wbc_tools.cli", *args]
 
 
 def run_cli(*args: str, cwd: Path, timeout: float = 60.0, domain_id: int | None = None,
             **kwargs) -> subprocess.CompletedProcess:
-    """``python -m kangaroo_wbc.cli ARGS`` in ``cwd``; output captured as text."""
+    """``python -m kangaroo_wbc_tools.cli ARGS`` in ``cwd``; output captured as text."""
     return subprocess.run(cli_command(*args), cwd=cwd, env=cli_env(domain_id), capture_output=True, text=True,
                           timeout=timeout, **kwargs)
 

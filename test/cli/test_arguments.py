@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kangaroo_wbc.cli import build_parser, common, main
+from kangaroo_wbc_tools.cli import build_parser, common, main
 from test.cli.conftest import REJECT_WITHIN_S, run_cli
 
 # (arguments, text the one stderr line must hold). "{file}" is a file, "{full}" a non-empty
@@ -164,7 +164,7 @@ def test_one_behaviour_vocabulary_maps_onto_the_controllers_behaviours():
     """Unit: demo and soak take the same names, each naming a controller behaviour; the one-process
     loop knows every name as the CLI maps it."""
     from kangaroo_wbc.control.behaviours import BEHAVIOURS as CONTROLLER
-    from kangaroo_wbc.pipeline.closed_loop import BEHAVIOUR_ALIASES
+    from kangaroo_wbc_tools.pipeline.closed_loop import BEHAVIOUR_ALIASES
 
     assert set(common.BEHAVIOURS.values()) == set(CONTROLLER)
     for name, controller_name in common.BEHAVIOURS.items():

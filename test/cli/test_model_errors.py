@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kangaroo_wbc.cli import main
+from kangaroo_wbc_tools.cli import main
 from test.model import linkages
 
 CASSIE = Path(__file__).resolve().parents[1] / "data" / "cassie_closed_chain.xml"

@@ -8,7 +8,12 @@ import json
 
 import pytest
 
-from kangaroo_wbc.cli.common import MANIFEST, UsageError, prepare_output_folder, seal_output_folder
+from kangaroo_wbc_tools.cli.common import (
+    MANIFEST,
+    UsageError,
+    prepare_output_folder,
+    seal_output_folder,
+)
 from test.cli.conftest import run_cli
 
 

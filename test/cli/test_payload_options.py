@@ -1,7 +1,7 @@
 """``kangaroo-wbc demo --payload-unannounced`` and ``--identify-payload``: refused where they do not
 apply (one stderr line, exit 2, nothing written) and handed unchanged to the deployment chosen —
-the one-process loop's :class:`~kangaroo_wbc.pipeline.closed_loop.LoopConfig` or the node graph's
-:func:`~kangaroo_wbc.graph.processes.run_graph` (unit tests: the parser and ``main`` in-process, the
+the one-process loop's :class:`~kangaroo_wbc_tools.pipeline.closed_loop.LoopConfig` or the node graph's
+:func:`~kangaroo_wbc_tools.graph.processes.run_graph` (unit tests: the parser and ``main`` in-process, the
 run replaced by a recorder; integration tests: the CLI as a subprocess)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from kangaroo_wbc.cli import main
+from kangaroo_wbc_tools.cli import main
 from test.cli.conftest import assert_rejected_in_one_line
 
 REJECTED = [
@@ -31,8 +31,8 @@ def test_payload_option_rejected_in_one_line_exit_2(args, text, workdir):
 def recorded(monkeypatch):
     """Unit fixture: the one-process loop and the graph runner replaced by recorders of their
     arguments (``recorded["loop"]``: the LoopConfig; ``recorded["graph"]``: run_graph's keywords)."""
-    from kangaroo_wbc.graph import processes
-    from kangaroo_wbc.pipeline import closed_loop
+    from kangaroo_wbc_tools.graph import processes
+    from kangaroo_wbc_tools.pipeline import closed_loop
 
     seen: dict = {}
 

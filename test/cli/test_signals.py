@@ -163,7 +163,7 @@ def test_a_signal_swallowed_by_a_callback_from_compiled_code_still_ends_the_comm
     exception comes again until it ends the command, and the lost copy is not printed."""
     import ctypes
 
-    from kangaroo_wbc.cli.common import AbortOnSignal, Interrupted
+    from kangaroo_wbc_tools.cli.common import AbortOnSignal, Interrupted
 
     def callback() -> None:  # as llvmlite's hook: Python code called from C
         os.kill(os.getpid(), signal.SIGINT)
@@ -185,7 +185,7 @@ def test_a_signal_swallowed_by_a_callback_from_compiled_code_still_ends_the_comm
 def test_the_command_line_reports_an_interrupt_once_with_exit_130(monkeypatch, capsys):
     """Unit: a SIGINT while a command runs: ``main`` returns 130 with one line, the handlers and the
     interval timer are put back."""
-    from kangaroo_wbc.cli import bench_cmd, main
+    from kangaroo_wbc_tools.cli import bench_cmd, main
 
     def interrupted(args) -> int:
         os.kill(os.getpid(), signal.SIGINT)

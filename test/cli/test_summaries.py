@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from kangaroo_wbc.cli import common
+from kangaroo_wbc_tools.cli import common
 
 
 def test_non_finite_numbers_become_null_with_a_reason(tmp_path, capsys):
@@ -52,8 +52,8 @@ def test_interrupted_is_true_whenever_a_signal_came(signal_phase, loop_flag, int
 def test_the_walks_command_is_recorded_and_a_clip_is_a_warning(cmd_vel, applied, clipped, capsys):
     """Unit: the summary gets the command as asked and as the walk applies it; a clip is one
     warning line naming the option and the limits."""
-    from kangaroo_wbc.cli.demo_cmd import _cmd_vel_record
     from kangaroo_wbc.control.locomotion import GaitSettings
+    from kangaroo_wbc_tools.cli.demo_cmd import _cmd_vel_record
 
     g = GaitSettings()
     assert applied[0] <= g.max_forward_mps and applied[2] <= g.max_yaw_rate_radps

@@ -79,7 +79,7 @@ def launched_nodes(ros_environment):
 def test_the_loop_runs_the_launch_configuration(launched_nodes) -> None:
     """demo/soak/bench/evaluate's chain equals the launched nodes' chain, field by field: friction,
     pivot ratio, contact names, behaviour parameters included (the four drifts of issue #36)."""
-    from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
+    from kangaroo_wbc_tools.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 
     estimator, wrench, controller = launched_nodes
     run = ClosedLoopRun(LoopConfig(behaviour="stand", duration_s=0.01))
@@ -97,7 +97,7 @@ def test_the_loop_runs_the_launch_configuration(launched_nodes) -> None:
 def test_the_loop_starts_the_behaviours_with_the_node_parameters(launched_nodes) -> None:
     """A behaviour started by the loop gets the parameters the node gives it (squat: 1000 cycles)."""
     from kangaroo_wbc.components.controller_params import behaviour_options
-    from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
+    from kangaroo_wbc_tools.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 
     _, _, controller = launched_nodes
     for name in ("squat", "sway", "weight_shift", "walk"):

@@ -26,8 +26,8 @@ from kangaroo_wbc.errors import InputError
 from kangaroo_wbc.estimation import paper_screws
 from kangaroo_wbc.estimation.actuator_force import ActuatorCompensation
 from kangaroo_wbc.estimation.contact_wrench import ContactWrenchConfig, ContactWrenchEstimator
-from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo, standing_configuration
+from kangaroo_wbc_tools.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 from test.estimation.conftest import KANGAROO_SOLES
 
 ANKLE, LEG, HIP_YAW = "left_ankle_inner_actuator", "left_leg_length_actuator", "right_hip_yaw_actuator"

@@ -1,6 +1,6 @@
 """Integration test: estimation accuracy in the closed loop (simulator → estimators → WBC).
 
-A short standing run of :class:`~kangaroo_wbc.pipeline.closed_loop.ClosedLoopRun` (crane boot,
+A short standing run of :class:`~kangaroo_wbc_tools.pipeline.closed_loop.ClosedLoopRun` (crane boot,
 encoder calibration, release at 0.6 s), the estimates compared with the simulator's ground truth
 at the instant of the measurements. Reference values of the previous estimator, 2 s standing:
 ``sum f_z / m g`` 0.91, ZMP error 0.13 m RMS, passive positions 9e-3 rad RMS (6e-3 rad on each
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
+from kangaroo_wbc_tools.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 
 pytestmark = pytest.mark.integration
 

@@ -69,7 +69,7 @@ def one_process_rate_hz(ticks: int = 1500, warmup: int = 300) -> float:
     """Ticks per wall second [Hz] of the one-process loop (simulator, estimators, controller chained
     in this process, unpaced), after ``warmup`` ticks (boot, calibration): what this machine can do
     now, the reference the launched graph's command rate is compared with."""
-    from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
+    from kangaroo_wbc_tools.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 
     run = ClosedLoopRun(LoopConfig(behaviour="stand", duration_s=(ticks + warmup) * 1e-3))
     run.log.enabled = False

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kangaroo_wbc.bench.workload import FIXTURES_ENV, fixtures_dir
 from kangaroo_wbc.model import ClosedLoopModel
+from kangaroo_wbc_tools.bench.workload import FIXTURES_ENV, fixtures_dir
 from test.model.mechanisms import ALL
 
 #: Third-party fixture folder, found as the benchmark finds it ($KANGAROO_WBC_FIXTURES, else

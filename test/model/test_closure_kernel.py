@@ -105,7 +105,7 @@ def test_compiled_chord_fk_matches_the_newton_fallback(name, mechanism_dir, monk
     """Closure FK with the compiled chord iteration and with its fallback, damped Newton (the chord
     iteration disabled: every solve is Newton's), give the same closed configuration, along a
     trajectory and after a large jump."""
-    from kangaroo_wbc.bench.workload import reachable_trajectory
+    from kangaroo_wbc_tools.bench.workload import reachable_trajectory
 
     fast = load(name, mechanism_dir)
     slow = load(name, mechanism_dir)

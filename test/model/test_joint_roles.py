@@ -13,10 +13,10 @@ import pinocchio as pin
 import pytest
 import yaml
 
-from kangaroo_wbc.cli import main
 from kangaroo_wbc.errors import JointNotFound, ModelError
 from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.model.checks import run_checks
+from kangaroo_wbc_tools.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SPRING_LEG = DATA / "spring_leg.xml"

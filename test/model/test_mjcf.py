@@ -11,11 +11,11 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from kangaroo_wbc.cli import main
 from kangaroo_wbc.errors import ModelError
 from kangaroo_wbc.model import ClosedLoopModel, sources
 from kangaroo_wbc.model.checks import run_checks
 from kangaroo_wbc.model.mjcf import MjcfModel, load_mjcf
+from kangaroo_wbc_tools.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FOUR_BAR_SITES = DATA / "four_bar_sites.xml"

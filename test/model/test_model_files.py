@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kangaroo_wbc.cli import main
 from kangaroo_wbc.model.sources import captured_output, parser_messages
+from kangaroo_wbc_tools.cli import main
 from test.model import linkages
 
 BINARY = bytes(range(256)) * 4

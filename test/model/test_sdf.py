@@ -13,10 +13,10 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from kangaroo_wbc.cli import main
 from kangaroo_wbc.errors import ModelError
 from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.model.checks import run_checks
+from kangaroo_wbc_tools.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 KANGAROO_SDF, KANGAROO_URDF = ROOT / "urdf" / "kangaroo.sdf", ROOT / "urdf" / "kangaroo.urdf"

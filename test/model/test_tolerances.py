@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kangaroo_wbc.cli import main
 from kangaroo_wbc.errors import ModelError
 from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.model.checks import run_checks
 from kangaroo_wbc.model.closed_loop_model import ASSEMBLY_TOL, RANK_RTOL, select_independent_rows
 from kangaroo_wbc.model.importers import coordinate_rounding, load_model, number_rounding
+from kangaroo_wbc_tools.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 URDF, CLOSURES = DATA / "rounded_four_bar.urdf", DATA / "rounded_four_bar_closures.yaml"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kangaroo_wbc.errors import InputError
-from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
+from kangaroo_wbc_tools.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 
 MORPHOLOGY_CHANGE_MAX_MS = 5.0  # the controller's update, issue's budget [ms]
 COM_RMSE_AFTER_FAULT_TOL_M = 0.01

@@ -1,4 +1,4 @@
-"""Integration tests of the run bag (:mod:`kangaroo_wbc.pipeline.bag`): what Foxglove and RViz need
+"""Integration tests of the run bag (:mod:`kangaroo_wbc_tools.pipeline.bag`): what Foxglove and RViz need
 to replay a closed-loop run as a robot, read back with rosbags' reader and with the ``mcap`` package's,
 and a bag that is closed whatever stops its writing.
 """
@@ -14,9 +14,9 @@ import pinocchio as pin
 import pytest
 
 from kangaroo_wbc.errors import ConfigError, InputError
-from kangaroo_wbc.pipeline import bag_messages
-from kangaroo_wbc.pipeline.bag import write_run_bag
-from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
+from kangaroo_wbc_tools.pipeline import bag_messages
+from kangaroo_wbc_tools.pipeline.bag import write_run_bag
+from kangaroo_wbc_tools.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 
 ROBOT_TOPICS = {"/joint_states", "/tf", "/tf_static", "/robot_description", "/sim/ground_truth/joint_states",
                 "/estimation/base_odometry", "/sim/ground_truth/base_odometry", "/actuators/state",
@@ -259,8 +259,8 @@ def test_a_signal_the_caller_only_records_gives_counts_that_say_the_bag_is_cut_s
     """A SIGINT while writing, whose handler (the CLI's StopSignals) only records it: the bag is
     closed after the messages written so far, the counts are those messages and say ``complete``
     False; without a signal ``complete`` is True."""
-    from kangaroo_wbc.cli.common import StopSignals
     from kangaroo_wbc.progress import Progress
+    from kangaroo_wbc_tools.cli.common import StopSignals
 
     counts = write_run_bag(tmp_path / "whole", stand_run, progress=Progress("off"))
     assert counts.complete is True
@@ -308,7 +308,7 @@ def test_bag_and_report_need_no_ros():
     import subprocess
     import sys
 
-    code = ("import sys; import kangaroo_wbc.pipeline.bag, kangaroo_wbc.pipeline.report; "
+    code = ("import sys; import kangaroo_wbc_tools.pipeline.bag, kangaroo_wbc_tools.pipeline.report; "
             "from rosbags.typesys import Stores, get_typestore; get_typestore(Stores.ROS2_KILTED); "
             "assert 'rclpy' not in sys.modules, 'rclpy imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

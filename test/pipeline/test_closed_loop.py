@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
+from kangaroo_wbc_tools.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 
 
 def _stand(pipelined: bool) -> tuple[ClosedLoopRun, dict]:
@@ -55,7 +55,7 @@ def test_estimated_state_tracks_ground_truth(stand_run):
 
 
 def test_demo_cli_writes_report_and_bag(tmp_path, capsys):
-    from kangaroo_wbc.cli import main
+    from kangaroo_wbc_tools.cli import main
 
     out = tmp_path / "demo"
     rc = main(["demo", "--duration", "0.8", "--out", str(out), "--json", "--bag-decimation", "10"])
@@ -77,7 +77,7 @@ def test_demo_cli_pipelined_runs_the_simulator_alongside_the_nodes(capsys):
     """``demo --pipelined``: the composed loop with the simulator in its worker thread stands."""
     import threading
 
-    from kangaroo_wbc.cli import main
+    from kangaroo_wbc_tools.cli import main
 
     def workers() -> int:
         return sum(t.name == "mujoco-step" for t in threading.enumerate())

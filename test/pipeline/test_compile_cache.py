@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kangaroo_wbc.pipeline import compile_cache as cc
+from kangaroo_wbc_tools.pipeline import compile_cache as cc
 
 KERNEL = "from kangaroo_wbc.model.compiled import compiled\n\n\n@compiled\ndef twice(x):\n    return 2 * x\n"
 PLAIN = "def thrice(x):\n    return 3 * x\n"
@@ -87,9 +87,9 @@ def test_stamp_in_user_cache_when_package_is_read_only(package: Path, tmp_path: 
 
 @pytest.mark.integration
 def test_build_leaves_the_cache_built() -> None:
-    """Integration test: ``python -m kangaroo_wbc.pipeline.compile_cache`` builds (or finds) the
+    """Integration test: ``python -m kangaroo_wbc_tools.pipeline.compile_cache`` builds (or finds) the
     package's cache, says what it did in one line, and ``--check`` then exits 0."""
-    run = [sys.executable, "-m", "kangaroo_wbc.pipeline.compile_cache"]
+    run = [sys.executable, "-m", "kangaroo_wbc_tools.pipeline.compile_cache"]
     cc.stamp_path().unlink(missing_ok=True)  # numba's own cache stays: a build loads what it has
     before = subprocess.run(run + ["--check"], capture_output=True, text=True, timeout=120)
     assert before.returncode == 1 and "not built" in before.stdout

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kangaroo_wbc.pipeline.estimation_eval import (
+from kangaroo_wbc_tools.pipeline.estimation_eval import (
     DEFAULT_VARIANT,
     VARIANTS,
     evaluate_estimation,

@@ -19,7 +19,7 @@ STANDING_BASE_HEIGHT_M = 0.90
 
 @pytest.mark.slow
 def test_a_locked_actuator_reaches_every_node_and_the_robot_stands(isolated_domain):
-    from kangaroo_wbc.graph.processes import run_graph
+    from kangaroo_wbc_tools.graph.processes import run_graph
 
     summary = run_graph(processes="separate", duration_s=2.0, behaviour="stand", sim_mode="lockstep",
                         faults=[("locked", ACTUATOR, 0.5)], wall_timeout_s=120.0)

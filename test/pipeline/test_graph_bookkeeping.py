@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from kangaroo_wbc.graph import processes
+from kangaroo_wbc_tools.graph import processes
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 The controller node runs the same ``Jump`` behaviour as the one-process loop; the runner measures
 the flight and the apex from the simulator's ground truth (every 10 ms) by the one-process
-definition (:func:`kangaroo_wbc.pipeline.metrics.flight_metrics`).
+definition (:func:`kangaroo_wbc_tools.pipeline.metrics.flight_metrics`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from kangaroo_wbc.pipeline.metrics import flight_metrics
+from kangaroo_wbc_tools.pipeline.metrics import flight_metrics
 
 
 def test_flight_metrics_take_the_longest_flight_and_the_highest_base():
@@ -27,8 +27,8 @@ def test_flight_metrics_take_the_longest_flight_and_the_highest_base():
 def test_the_graph_runner_reads_the_flight_from_the_true_sole_forces():
     """The runner's jump metrics: from the behaviour's start, both soles' true normal forces at or
     below ``AIRBORNE_FZ_N`` make a sample airborne; samples without a force of each sole are left out."""
-    from kangaroo_wbc.graph.graph_metrics import AIRBORNE_FZ_N
-    from kangaroo_wbc.graph.graph_metrics import jump_metrics as _jump_metrics
+    from kangaroo_wbc_tools.graph.graph_metrics import AIRBORNE_FZ_N
+    from kangaroo_wbc_tools.graph.graph_metrics import jump_metrics as _jump_metrics
 
     ns = 1_000_000_000
     truth = {k * 10_000_000 + 2 * ns: [SimpleNamespace(position=SimpleNamespace(z=z)), None]
@@ -51,7 +51,7 @@ def test_the_node_graph_jumps_and_lands(isolated_domain):
     """Separate processes, lockstep: the controller node's jump leaves the ground for more than
     issue #24's 0.08 s and the robot lands without falling or entering safe mode."""
     pytest.importorskip("rclpy")
-    from kangaroo_wbc.graph.processes import run_graph
+    from kangaroo_wbc_tools.graph.processes import run_graph
 
     summary = run_graph(processes="separate", duration_s=5.0, behaviour="jump", sim_mode="lockstep",
                         wall_timeout_s=180.0)

@@ -25,7 +25,7 @@ DURATION_S = 9.0  # simulated [s] after ready: the behaviour starts at 1 s, the 
 @pytest.mark.slow
 @pytest.mark.parametrize("processes", ["separate", "composed"])
 def test_an_unannounced_torso_payload_is_identified_in_the_node_graph(processes, isolated_domain):
-    from kangaroo_wbc.graph.processes import run_graph
+    from kangaroo_wbc_tools.graph.processes import run_graph
 
     summary = run_graph(processes=processes, duration_s=DURATION_S, behaviour="stand", sim_mode="lockstep",
                         payloads=[PAYLOAD], payload_unannounced=True, ideal_actuators=True, wall_timeout_s=400.0)

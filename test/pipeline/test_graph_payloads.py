@@ -23,7 +23,7 @@ WEIGHT_TOLERANCE = 0.03  # issue #25's acceptance: fz_sum_over_mg within 0.97-1.
 @pytest.mark.slow
 @pytest.mark.parametrize("processes", ["separate", "composed"])
 def test_a_payload_reaches_every_model_and_the_robot_stands_weighed(processes, isolated_domain):
-    from kangaroo_wbc.graph.processes import run_graph
+    from kangaroo_wbc_tools.graph.processes import run_graph
 
     summary = run_graph(processes=processes, duration_s=4.0, behaviour="stand", sim_mode="lockstep",
                         payloads=[PAYLOAD], wall_timeout_s=180.0)

@@ -19,7 +19,7 @@ PRESS_TOL_N = 10.0  # issue #25's acceptance: 200 N +- 10 N on the plate
 @pytest.mark.slow
 @pytest.mark.parametrize("processes", ["separate", "composed"])
 def test_one_leg_bench_in_the_node_graph_circles_then_presses_200_n(processes, isolated_domain):
-    from kangaroo_wbc.graph.processes import run_graph
+    from kangaroo_wbc_tools.graph.processes import run_graph
 
     summary = run_graph(processes=processes, duration_s=10.0, sim_mode="lockstep", rig="one_leg",
                         wall_timeout_s=300.0)

@@ -10,8 +10,8 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 from kangaroo_wbc.robots.kangaroo.robot import SOLES, load_kangaroo
+from kangaroo_wbc_tools.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 
 
 def _pelvis_in_sole(clm, data, theta, q_guess):

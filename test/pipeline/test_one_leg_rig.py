@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from kangaroo_wbc.pipeline.rig import RigConfig, RigRun
+from kangaroo_wbc_tools.pipeline.rig import RigConfig, RigRun
 
 FOOT_RMSE_MAX_M = 0.005  # issue #25's acceptance: the circle in the air
 PRESS_TOL_N = 10.0  # issue #25's acceptance: 200 N +- 10 N on the plate

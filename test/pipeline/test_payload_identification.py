@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from kangaroo_wbc.components.simulated_robot import SimulatedRobotConfig
-from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
+from kangaroo_wbc_tools.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 
 PAYLOAD = (6.0, "torso", 2.0)  # [kg], link, [s] after the behaviour starts
 MASS_TOL_KG = 0.5  # unannounced: the identified mass against the payload's

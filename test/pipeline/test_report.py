@@ -1,4 +1,4 @@
-"""Integration tests of the demo report's figures (:mod:`kangaroo_wbc.pipeline.report`): units on
+"""Integration tests of the demo report's figures (:mod:`kangaroo_wbc_tools.pipeline.report`): units on
 every axis, the crane phase on every time plot, the soles and estimate/truth told apart.
 """
 
@@ -9,8 +9,8 @@ import re
 import pytest
 from matplotlib.colors import to_rgba
 
-from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
-from kangaroo_wbc.pipeline.report import CRANE_SHADE, figures, write_report
+from kangaroo_wbc_tools.pipeline.closed_loop import ClosedLoopRun, LoopConfig
+from kangaroo_wbc_tools.pipeline.report import CRANE_SHADE, figures, write_report
 
 UNIT = re.compile(r"\[[^\]]+\]")
 CRANE_LABEL = "on the crane"

@@ -34,7 +34,7 @@ def _assert_stands(summary: dict) -> None:
 def test_lockstep_graph_closes_the_loop_at_1khz_and_stands_despite_lost_commands(isolated_domain):
     """Lockstep: each 1 ms step gets its estimate, wrenches and command over DDS; a dropped command
     costs a timeout step, never a deadlock."""
-    from kangaroo_wbc.graph.processes import run_graph
+    from kangaroo_wbc_tools.graph.processes import run_graph
 
     summary = run_graph(processes="separate", duration_s=1.0, sim_mode="lockstep", drop_ratio=0.01,
                         wall_timeout_s=120.0)
@@ -50,7 +50,7 @@ def test_lockstep_graph_closes_the_loop_at_1khz_and_stands_despite_lost_commands
 def test_realtime_graph_stands_and_shuts_down_cleanly(isolated_domain):
     """Realtime: the simulator follows the wall clock; the robot, released from the crane once the
     controller is ready, stands; clean SIGINT exits."""
-    from kangaroo_wbc.graph.processes import run_graph
+    from kangaroo_wbc_tools.graph.processes import run_graph
 
     summary = run_graph(processes="separate", duration_s=3.0, sim_mode="realtime")
     if summary["sim_watchdog_trips"]:  # a starved machine, not the graph (see the start-order test)
@@ -63,7 +63,7 @@ def test_realtime_graph_stands_and_shuts_down_cleanly(isolated_domain):
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_COMPOSED, reason="kangaroo_wbc.nodes.composed_node not installed")
 def test_composed_graph_closes_the_loop_in_one_process(isolated_domain):
-    from kangaroo_wbc.graph.processes import run_graph
+    from kangaroo_wbc_tools.graph.processes import run_graph
 
     summary = run_graph(processes="composed", duration_s=1.0, sim_mode="lockstep",
                         wall_timeout_s=120.0)
@@ -74,7 +74,7 @@ def test_composed_graph_closes_the_loop_in_one_process(isolated_domain):
 
 
 def test_startup_timeout_is_a_clear_error_and_stops_every_process(isolated_domain):
-    from kangaroo_wbc.graph.processes import GraphStartError, run_graph
+    from kangaroo_wbc_tools.graph.processes import GraphStartError, run_graph
 
     with pytest.raises(GraphStartError, match=r"not ready \(wbc/ready\) within 0.5 s.*logs in"):
         run_graph(processes="separate", duration_s=1.0, startup_timeout_s=0.5)
@@ -96,7 +96,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux only")
 def test_node_processes_die_with_a_killed_runner(isolated_domain):
     """SIGKILL of the runner (no cleanup possible) still ends every node process it started."""
-    code = "from kangaroo_wbc.graph.processes import run_graph; run_graph()"
+    code = "from kangaroo_wbc_tools.graph.processes import run_graph; run_graph()"
     runner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30.0
@@ -119,7 +119,7 @@ def test_any_start_order_boots_on_the_crane_and_stands(isolated_domain, late):
     """A node started 4 s after the others (the simulator, the estimator or the controller): the
     robot hangs still on the crane until the controller is ready, then stands; it never drops below
     the standing height before or after the release."""
-    from kangaroo_wbc.graph.processes import run_graph
+    from kangaroo_wbc_tools.graph.processes import run_graph
 
     def run() -> dict:
         return run_graph(processes="separate", duration_s=2.0, sim_mode="realtime", start_delays_s={late: 4.0})

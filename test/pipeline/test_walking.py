@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kangaroo_wbc.pipeline.closed_loop import ClosedLoopRun, LoopConfig
+from kangaroo_wbc_tools.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 
 #: the walk starts about 2.2 s after boot (crane, calibration, ready, behaviour_delay_s)
 WALK_DURATION_S = 7.0
@@ -47,7 +47,7 @@ def test_walk_plan_is_logged_for_the_report(walk_run):
     # the bag carries the footsteps as markers, one array per new plan
     from rosbags.typesys import Stores, get_typestore
 
-    from kangaroo_wbc.pipeline.bag_messages import RunTopics
+    from kangaroo_wbc_tools.pipeline.bag_messages import RunTopics
 
     markers = [m for m in RunTopics(run, get_typestore(Stores.ROS2_KILTED), decimation=10).messages()
                if m.topic == "/wbc/footsteps"]
@@ -62,7 +62,7 @@ def test_walk_plan_is_logged_for_the_report(walk_run):
 def test_separate_processes_walk_from_the_cmd_vel_parameter(monkeypatch):
     """The shipped nodes over DDS (lockstep): the controller node walks at its cmd_vel parameter."""
     pytest.importorskip("rclpy")
-    from kangaroo_wbc.graph.processes import run_graph
+    from kangaroo_wbc_tools.graph.processes import run_graph
     from test.integration.ros_harness import allocate_domain_id
 
     monkeypatch.setenv("ROS_DOMAIN_ID", str(allocate_domain_id()))

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from kangaroo_wbc.cli import main
+from kangaroo_wbc_tools.cli import main
 
 from .conftest import CLOSURES, URDF
 

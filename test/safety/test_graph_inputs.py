@@ -99,9 +99,9 @@ def test_a_far_com_reference_and_a_second_command_source_do_not_drop_the_robot(i
     from geometry_msgs.msg import PointStamped
     from sensor_msgs.msg import JointState
 
-    from kangaroo_wbc.graph.processes import run_graph
     from kangaroo_wbc.robots.kangaroo.files import kangaroo_files
     from kangaroo_wbc.ros import qos
+    from kangaroo_wbc_tools.graph.processes import run_graph
 
     result: dict = {}
     duration = SETTLE_S + COM_REFERENCE_S + ROGUE_S + 4.0

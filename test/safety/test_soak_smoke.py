@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from kangaroo_wbc.cli import main
+from kangaroo_wbc_tools.cli import main
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

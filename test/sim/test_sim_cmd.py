@@ -27,7 +27,7 @@ def kangaroo_files():
 
 @pytest.mark.integration
 def test_sim_cli_stands_with_the_pd(kangaroo_files, capsys, tmp_path) -> None:
-    from kangaroo_wbc.cli import main
+    from kangaroo_wbc_tools.cli import main
 
     plot = tmp_path / "sim.png"
     assert main(["sim", "--duration", "1", "--controller", "pd", "--json", "--plot", str(plot)]) == 0
@@ -45,7 +45,7 @@ def test_sim_cli_stands_with_the_pd(kangaroo_files, capsys, tmp_path) -> None:
 
 @pytest.mark.integration
 def test_sim_cli_without_controller_falls(kangaroo_files) -> None:
-    from kangaroo_wbc.cli.sim_cmd import run_sim
+    from kangaroo_wbc_tools.cli.sim_cmd import run_sim
 
     report, series = run_sim(1.0, controller="none")
     assert report["fell"] is True
@@ -54,6 +54,6 @@ def test_sim_cli_without_controller_falls(kangaroo_files) -> None:
 
 
 def test_sim_cli_rejects_bad_arguments() -> None:
-    from kangaroo_wbc.cli import main
+    from kangaroo_wbc_tools.cli import main
 
     assert main(["sim", "--duration", "-1", "--json"]) == 2
