@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 
 from kangaroo_wbc_tools.bench import core, peer_env, peers, qp_solvers, stages
-from kangaroo_wbc_tools.bench.machine import machine_info
+from kangaroo_wbc_tools.bench.machine import machine_info, speed_reference
 from kangaroo_wbc_tools.bench.workload import available_models, load_model, reachable_trajectory
 
 #: Reference numbers from the papers (C++), for the table in ``docs/performance.md`` [ms].
@@ -54,7 +54,8 @@ def _log(cfg: BenchConfig, msg: str) -> None:
 def run(cfg: BenchConfig) -> dict:
     """Run every benchmark and return the report (the JSON object of ``bench --json``)."""
     t_start = time.perf_counter()
-    report: dict = {"machine": machine_info(),
+    _log(cfg, "bench: machine speed reference (fixed Python and numpy workloads)")
+    report: dict = {"machine": {**machine_info(), "speed_reference": speed_reference()},
                     "config": {"iterations": cfg.iterations, "warmup": cfg.warmup, "rate_hz": cfg.rate_hz,
                                "peer_iterations": cfg.peer_iterations, "quick": cfg.quick,
                                "fk_tol": core.FK_TOL},

@@ -61,6 +61,9 @@ def test_report_has_every_key(report):
     for key in ("cpu_model", "cores_usable", "python", "numpy", "pinocchio"):
         assert report["machine"][key], key
     assert report["config"]["quick"] is True
+    speed = report["machine"]["speed_reference"]  # the machine's speed on fixed workloads
+    for key in ("python_sum_range_1000_us", "numpy_small_ops_us", "numpy_matmul_64_us"):
+        assert _positive_finite(speed[key]["best_us"]) and speed[key]["median_us"] >= speed[key]["best_us"], key
 
 
 def test_timings_are_finite_and_positive(report):
