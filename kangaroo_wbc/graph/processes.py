@@ -101,6 +101,9 @@ from kangaroo_wbc.pipeline.soak import process_rss_mb
 EXECUTABLES = ("sim", "state_estimator", "contact_wrench_estimator", "whole_body_controller")
 WATCHED = ("actuators/state", "joint_states", "contact/left_sole/wrench", "contact/right_sole/wrench",
            "actuators/command")
+#: ``interface: ros2_control``: the broadcaster's joint states (the simulated time) and one effort
+#: controller's commands (unstamped: counted at the simulated time of their arrival) instead
+WATCHED_ROS2_CONTROL = ("joint_state_broadcaster/joint_states", *WATCHED[1:4], "leg_left_effort_controller/commands")
 SIM_MODES = ("lockstep", "realtime")
 PROCESSES = ("separate", "composed")
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -154,10 +157,12 @@ def _behaviour_delay_s(controller: dict | None) -> float:
 def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int, controller: dict | None = None,
             faults: Sequence[tuple[str, str, float]] = (), payloads: Sequence[tuple[float, str, float]] = (),
             rig: str = "", rig_leg: str = "left", ideal_actuators: bool = False,
-            payload_identification: bool = False) -> dict:
+            payload_identification: bool = False, interface: str = "native", joint_space: str = "actuator") -> dict:
     # the ground truth only feeds the fall detection here: 100 Hz (its contact wrenches cost most)
     sim = {"lockstep": lockstep, "realtime": True, "drop_ratio": float(drop_ratio), "seed": int(seed),
            "ground_truth_decimation": 10, "ideal_actuators": bool(ideal_actuators)}
+    if interface != "native":  # the simulator as that hardware, the nodes speaking to it
+        sim.update(interface=interface, joint_space=joint_space)
     if faults:  # the simulator counts from the crane's release (at ready), the faults from the behaviour's start
         delay = _behaviour_delay_s(controller)
         sim["faults"] = [f"{mode}:{name}@{at + delay:g}" for mode, name, at in faults]
@@ -170,7 +175,8 @@ def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int, contro
 
     controller = {k: [float(x) for x in v] if numeric(v) else v for k, v in (controller or {}).items()}
     # the one-process loop's overrides (components.assembly.loop_overrides): the same run, node by node
-    nodes = loop_overrides(behaviour, ideal_actuators, payload_identification, rig, rig_leg, controller)
+    nodes = loop_overrides(behaviour, ideal_actuators, payload_identification, rig, rig_leg, controller,
+                           interface=interface, joint_space=joint_space)
     if rig:  # every node builds the bench; the sole's target at the ground truth's rate
         sim.update(rig=rig, rig_leg=rig_leg)
         nodes["whole_body_controller"].setdefault("timing_rate_hz", 100.0)
@@ -206,7 +212,8 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
               faults: Sequence[tuple[str, str, float]] = (),
               payloads: Sequence[tuple[float, str, float]] = (), rig: str = "", rig_leg: str = "left",
               ideal_actuators: bool = False, payload_unannounced: bool = False,
-              payload_identification: bool | None = None) -> dict:
+              payload_identification: bool | None = None, interface: str = "native",
+              joint_space: str = "actuator") -> dict:
     """Run the graph for ``duration_s`` once the controller is ready; returns the results dict.
 
     Args:
@@ -240,6 +247,9 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
             ``payloads`` parameter is not set, the models are not told (module docstring).
         payload_identification: the wrench estimator's ``payload_identification`` (module
             docstring); None: on when ``payloads`` is not empty.
+        interface, joint_space: the hardware interface of the simulator and the nodes (``native``
+            or ``ros2_control``, ``docs/ros2_control.md``) and, with ros2_control, the joints the
+            simulated hardware exposes (``actuator`` or ``serial``).
 
     Raises:
         GraphStartError: a process died, the controller was not ready within ``startup_timeout_s``
@@ -280,8 +290,12 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
     identify = bool(payloads) if payload_identification is None else bool(payload_identification)
     if rig and identify:
         raise ValueError("payload identification needs the free robot (its base rows weigh it), not a rig")
+    if interface not in ("native", "ros2_control") or joint_space not in ("actuator", "serial") or (
+            rig and interface != "native"):
+        raise ValueError(f"interface native or ros2_control (not on a rig), joint_space actuator or serial; got "
+                         f"{interface!r}, {joint_space!r}")
     params = _params(behaviour, lockstep, drop_ratio, seed, controller_params, faults, payloads, rig, rig_leg,
-                     ideal_actuators, identify)
+                     ideal_actuators, identify, interface, joint_space)
     params_file.write_text(yaml.safe_dump(params, sort_keys=False))
     delays = dict(start_delays_s or {})
     unknown = sorted(set(delays) - set(EXECUTABLES))
@@ -301,7 +315,8 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
                           late=[(d, n, lambda n=n: _start(n, [n], params_file, log_dir)) for d, n in late],
                           operator=sorted(operator, key=lambda o: o[0]), rig=(rig, rig_leg) if rig else None,
                           payload_unannounced=payload_unannounced, identify=identify, behaviour_delay_s=delay,
-                          jump=behaviour == "jump")
+                          jump=behaviour == "jump",
+                          watched=WATCHED if interface == "native" else WATCHED_ROS2_CONTROL)
     finally:
         exit_codes = _stop(procs)
     return {"processes": processes, "sim_mode": sim_mode, "behaviour": behaviour, "drop_ratio": drop_ratio,
@@ -570,7 +585,7 @@ def _weighed(fz: dict[int, list[float]], release_s: float | None, payload_log: l
 
 def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s, progress,
              log_dir, monitor_period_s=None, stop=None, late=(), operator=(), rig=None,
-             payload_unannounced=False, identify=False, behaviour_delay_s=0.0, jump=False) -> dict:
+             payload_unannounced=False, identify=False, behaviour_delay_s=0.0, jump=False, watched=WATCHED) -> dict:
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
     from geometry_msgs.msg import InertiaStamped, PointStamped, PoseStamped, WrenchStamped
@@ -588,9 +603,10 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     from kangaroo_wbc.ros.serialized import stamp_of_serialized
 
     lockstep = sim_mode == "lockstep"
-    types = {t: WrenchStamped if "wrench" in t else JointState for t in WATCHED}
-    counts = dict.fromkeys(WATCHED, 0)
-    stamps: dict[str, list[float]] = {t: [] for t in WATCHED}  # [first, last] header stamp [s]
+    types = {t: Float64MultiArray if t.endswith("/commands") else WrenchStamped if "wrench" in t else JointState
+             for t in watched}
+    counts = dict.fromkeys(watched, 0)
+    stamps: dict[str, list[float]] = {t: [] for t in watched}  # [first, last] header stamp [s]
     st = {"ready": None, "ready_lost": False, "started": False, "min_height": float("inf"), "latency": [],
           "safe_entries": 0, "safe": False, "safe_reasons": {}}
     node_stats: dict[str, dict[str, list[float]]] = {}  # "<node>" -> {"cpu_ms_per_tick": [...], ...}
@@ -598,10 +614,10 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     def counter(topic: str):
         def cb(raw: bytes) -> None:  # serialised: counting costs no deserialisation
             counts[topic] += 1
-            t = stamp_of_serialized(raw)
+            t = st.get("sim_t", 0.0) if types[topic] is Float64MultiArray else stamp_of_serialized(raw)
             span = stamps[topic]
             span[:] = [t, t] if not span else [span[0], t]
-            if topic == "actuators/state":
+            if topic == watched[0]:  # the simulator's state: its stamps are the simulated time
                 st["sim_t"] = t
             elif topic in soles:
                 on_wrench_sample(topic, raw, t)
@@ -657,7 +673,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
             calls.append((entry, set_params.call_async(request)))
 
     # the sole normal forces of the wrench estimator, every 10th stamp: stamp [ms] -> [fz per sole]
-    soles = [t for t in WATCHED if "wrench" in t]
+    soles = [t for t in watched if "wrench" in t]
     fz: dict[int, list[float]] = {}
 
     def on_wrench_sample(topic: str, raw: bytes, t: float) -> None:
@@ -736,7 +752,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
     node = rclpy.create_node("kangaroo_wbc_demo_observer", context=context)
     executor = EventsExecutor(context=context)
     executor.add_node(node)
-    for topic in WATCHED:  # a queue of 10: a late observer (a loaded machine) counts what arrived, not what it kept
+    for topic in watched:  # a queue of 10: a late observer (a loaded machine) counts what arrived, not what it kept
         node.create_subscription(types[topic], topic, counter(topic), qos.SENSOR_BEST_EFFORT, raw=True)
     node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, qos.DIAGNOSTICS)
     node.create_subscription(Bool, "wbc/ready", on_ready, qos.LATCHED)
@@ -794,7 +810,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
         st["ready_sim_t"] = st.get("sim_t")  # the crane lets go at ready (release_delay_s 0)
         for _, name, start in pending:  # ready without them (the wrench estimator is optional)
             procs[name] = start()
-        for t in WATCHED:
+        for t in watched:
             counts[t], stamps[t] = 0, []
         st["started"] = True
         start = last_print = last_monitor = time.monotonic()
@@ -812,7 +828,7 @@ def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall
             monitor(start)
 
         def sim_elapsed() -> float:
-            span = stamps["actuators/state"]
+            span = stamps[watched[0]]
             return span[1] - span[0] if span else 0.0
 
         bar = progress.bar(duration_s, desc=f"graph ({sim_mode})", unit="s") if progress else None
