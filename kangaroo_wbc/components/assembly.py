@@ -155,18 +155,21 @@ class ChainSettings:
 
 def loop_overrides(behaviour: str | None = None, ideal_actuators: bool = False, payload_identification: bool = False,
                    rig: str = "", rig_leg: str = "left",
-                   controller: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+                   controller: Mapping[str, Any] | None = None, interface: str = "native",
+                   joint_space: str = "actuator") -> dict[str, dict[str, Any]]:
     """A run's overrides of the shipped parameters, per node, as the one-process loop and the node
     graph runner give them: the start-up ``behaviour``; with ``ideal_actuators`` (the simulator's
     forces act as commanded) the wrench estimator and the fault detector use eq. (47) alone; the
-    payload identification; a test bench for every node; then ``controller``'s parameters."""
+    payload identification; a test bench for every node; the hardware ``interface`` (and
+    ``joint_space``) of the nodes that touch the hardware; then ``controller``'s parameters."""
     wrench: dict[str, Any] = {"payload_identification": True} if payload_identification else {}
     wbc: dict[str, Any] = {} if behaviour is None else {"behaviour": behaviour}
     if ideal_actuators:
         wrench.update(actuator_model=False, rotor_inertia_compensation=False, torque_bias_estimation=False)
         wbc["fault_drive_model"] = False
-    out = {"state_estimator": {}, "contact_wrench_estimator": wrench,
-           "whole_body_controller": {**wbc, **(controller or {})}}
+    hardware = {} if interface == "native" else {"interface": interface, "joint_space": joint_space}
+    out = {"state_estimator": dict(hardware), "contact_wrench_estimator": wrench,
+           "whole_body_controller": {**wbc, **hardware, **(controller or {})}}
     if rig:
         for values in out.values():
             values.update(rig=rig, rig_leg=rig_leg)

@@ -20,6 +20,12 @@ from kangaroo_wbc.components.parameters import (
     rig_parameter,
     urdf_dir_parameter,
 )
+from kangaroo_wbc.components.ros2_control.settings import (
+    hardware_map_parameter,
+    interface_parameter,
+    joint_space_parameter,
+    ros2_controllers_parameter,
+)
 from kangaroo_wbc.control.behaviours import (
     BEHAVIOURS,
     GaitSettings,
@@ -205,8 +211,14 @@ class WholeBodyControllerParams:
         "false: eq. (47) alone, for the sim node's ideal_actuators)", read_only=True)
     rig: str = rig_parameter()
     rig_leg: str = rig_leg_parameter()
+    interface: str = interface_parameter()
+    joint_space: str = joint_space_parameter()
+    hardware_map: str = hardware_map_parameter()
+    ros2_controllers: str = ros2_controllers_parameter()
 
     def __post_init__(self) -> None:
+        if self.interface == "ros2_control" and self.rig:
+            raise ValueError("interface ros2_control drives the robot, not a rig (rig must be empty)")
         if self.contact_force_off_n > self.contact_force_on_n:
             raise ValueError("contact_force_off_n must not exceed contact_force_on_n")
         both = sorted(set(self.locked_actuators) & set(self.limp_actuators))

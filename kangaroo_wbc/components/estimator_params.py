@@ -15,6 +15,12 @@ from kangaroo_wbc.components.parameters import (
     rig_parameter,
     urdf_dir_parameter,
 )
+from kangaroo_wbc.components.ros2_control.settings import (
+    hardware_map_parameter,
+    interface_parameter,
+    joint_space_parameter,
+    ros2_controllers_parameter,
+)
 from kangaroo_wbc.components.state_estimation import StateEstimationConfig
 from kangaroo_wbc.estimation.calibration import CalibrationConfig
 from kangaroo_wbc.estimation.encoder_sanity import EncoderSanityConfig
@@ -130,8 +136,14 @@ class StateEstimatorParams:
         bounds=(0.0, None))
     rig: str = rig_parameter()
     rig_leg: str = rig_leg_parameter()
+    interface: str = interface_parameter()
+    joint_space: str = joint_space_parameter()
+    hardware_map: str = hardware_map_parameter()
+    ros2_controllers: str = ros2_controllers_parameter()
 
     def __post_init__(self) -> None:
+        if self.interface == "ros2_control" and self.rig:
+            raise ValueError("interface ros2_control drives the robot, not a rig (rig must be empty)")
         if self.alpha > self.rate_hz or self.beta > self.rate_hz:
             raise ValueError("alpha and beta must not exceed rate_hz (alpha dt, beta dt <= 1)")
         if self.contact_force_off_n >= self.contact_force_on_n:

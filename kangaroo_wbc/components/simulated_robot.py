@@ -282,6 +282,13 @@ class SimulatedRobot:
         return list(self.sim.passive_encoder_names)
 
     @property
+    def encoder_offsets(self) -> np.ndarray:
+        """The actuator encoders' boot offsets [m or rad] (``actuator_names`` order; 0 for absolute
+        encoders): what a driver that exposes homed joints knows (the serial joint space of the
+        ros2_control face); the package's nodes never see them."""
+        return self.sim.sensors.encoder_offset
+
+    @property
     def time(self) -> float:
         """Simulation time [s]."""
         return self.sim.time

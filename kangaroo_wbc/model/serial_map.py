@@ -55,7 +55,8 @@ class ChainState:
     ``q``: the full closed configuration (base coordinates as in the guess it was solved from);
     ``theta_a`` [m or rad] / ``theta_dot_a`` [m/s or rad/s]: actuators, in the model's
     ``actuated_joint_names`` order; ``y`` / ``y_dot``: the output joints, in the map's
-    ``output_joint_names`` order [rad or m, per joint type].
+    ``output_joint_names`` order [rad or m, per joint type]; ``A``: the output Jacobian at ``q``
+    (``y_dot = A theta_dot_a``), for the force maps at the same configuration.
     """
 
     q: np.ndarray
@@ -63,6 +64,7 @@ class ChainState:
     theta_dot_a: np.ndarray
     y: np.ndarray
     y_dot: np.ndarray
+    A: np.ndarray | None = None
 
 
 class SerialJointMap:
@@ -150,7 +152,7 @@ class SerialJointMap:
         q, _ = clm.closure_fk(theta_a, self._guess(q_guess))
         A = self.output_jacobian(q)
         self._q_last = q.copy()
-        return ChainState(q, q[clm.idx_q_a].copy(), theta_dot_a.copy(), q[self.idx_q_out].copy(), A @ theta_dot_a)
+        return ChainState(q, q[clm.idx_q_a].copy(), theta_dot_a.copy(), q[self.idx_q_out].copy(), A @ theta_dot_a, A)
 
     def to_actuators(self, y: np.ndarray, y_dot: np.ndarray, q_guess: np.ndarray | None = None,
                      tol: float = 1e-12, max_iter: int = 50, limit_tolerance: float = 1e-6) -> ChainState:
@@ -190,7 +192,7 @@ class SerialJointMap:
         theta = q[clm.idx_q_a]
         A = self._checked(self.output_jacobian(q))
         self._q_last = q.copy()
-        return ChainState(q, theta.copy(), np.linalg.solve(A, y_dot), y.copy(), y_dot.copy())
+        return ChainState(q, theta.copy(), np.linalg.solve(A, y_dot), y.copy(), y_dot.copy(), A)
 
     def _past_limits(self, q: np.ndarray, tolerance: float) -> list[str]:
         """``"<joint> <value> not in [lo, hi]"`` for each 1-DOF joint (actuated or passive) of ``q``

@@ -99,6 +99,9 @@ class ComposedChain(KangarooNode):
                 est.q, est.v, est.stamp_s if est.base_valid else float("nan"), prepared=prepared,
                 now_s=sample.stamp_s))
         self._clocks = []
+        #: ros2_control with the hosted simulator: its broadcasts and the controllers' data through
+        #: the estimator's boundary in-process (components.ros2_control.link)
+        self._link = None
         if sim is not None:
             self._ticks_since_clocks = CLOCK_DECIMATION
             for node in (controller, sim, estimator, wrench, self):  # simulated time, set in-process
@@ -107,20 +110,21 @@ class ComposedChain(KangarooNode):
             self._act = NameMap(sim.actuator_names, clm.actuated_joint_names)
             self._enc = NameMap(sim.passive_encoder_names, clm.absolute_encoders)
             self._cmd = NameMap(clm.actuated_joint_names, sim.actuator_names)
-            controller.command_listener = self._to_sim
-            sim.add_sample_listener(self._on_sample)
+            if estimator.boundary is not None and sim.params.interface == "ros2_control":
+                from kangaroo_wbc.components.ros2_control.link import Ros2ControlLink
+
+                self._link = Ros2ControlLink(estimator.boundary)
+                sim.add_sample_listener(self._on_broadcast)
+            else:
+                controller.command_listener = self._to_sim
+                sim.add_sample_listener(self._on_sample)
         else:
             estimator.estimate_listener = self._chain
 
     # ------------------------------------------------------------------ simulator backend
     def _on_sample(self, act: ActuatorSample, enc: EncoderSample, imu: ImuSample) -> None:
         """Simulator loop thread, while MuJoCo steps: the whole chain on this sample."""
-        self._ticks_since_clocks += 1
-        if self._ticks_since_clocks >= CLOCK_DECIMATION:  # the nodes' clocks stamp diagnostics and timers
-            self._ticks_since_clocks = 0  # (the chain itself runs on the samples' stamps)
-            now = Time(nanoseconds=round(act.stamp_s * 1e9), clock_type=ClockType.ROS_TIME)
-            for clock in self._clocks:
-                clock.set_ros_time_override(now)
+        self._set_clocks(act.stamp_s)
         sample = ActuatorSample(self._act(act.position), self._act(act.velocity),
                                 None if act.effort is None else self._act(act.effort), act.stamp_s)
         plate = self.sim.plate_reading  # the bench's force plate, read with these samples
@@ -130,27 +134,51 @@ class ComposedChain(KangarooNode):
         except Exception as exc:  # noqa: BLE001 - reported; the simulator's watchdog acts
             self.throttled.error("chain", f"composed chain failed: {exc!r}")
 
+    def _set_clocks(self, stamp_s: float) -> None:
+        self._ticks_since_clocks += 1
+        if self._ticks_since_clocks >= CLOCK_DECIMATION:  # the nodes' clocks stamp diagnostics and timers
+            self._ticks_since_clocks = 0  # (the chain itself runs on the samples' stamps)
+            now = Time(nanoseconds=round(stamp_s * 1e9), clock_type=ClockType.ROS_TIME)
+            for clock in self._clocks:
+                clock.set_ros_time_override(now)
+
     def _to_sim(self, cmd: ActuatorCommand) -> None:
         self.sim.submit_command(ActuatorCommand(self._cmd(cmd.force), cmd.stamp_s))
+
+    def _on_broadcast(self, state) -> None:
+        """ros2_control, simulator loop thread: the broadcasters' update through the boundary, the
+        chain, and its command through the boundary to the simulated effort controllers."""
+        self._set_clocks(state.stamp_s)
+        try:
+            act, enc, imu = self._link.native(state)
+            step = self._tick(act, enc, imu)
+            if step is not None and step.command is not None:
+                data = self._link.controller_data(step.command.tau_a, step.estimate.q, self.controller.component.ready,
+                                                  state.stamp_s)
+                for controller, values in (data or {}).items():
+                    self.sim.face.on_data(controller, values)
+        except Exception as exc:  # noqa: BLE001 - reported; the simulator's watchdog acts
+            self.throttled.error("chain", f"composed chain failed: {exc!r}")
 
     # ------------------------------------------------------------------ the chain
     def _chain(self, sample: ActuatorSample, est) -> None:
         """Hardware backend: the chain after the estimate the estimator node made of a driver sample."""
         self._tick(sample, hooks=ChainHooks(self._hooks.before, lambda _: est, self._hooks.wrench, self._hooks.control))
 
-    def _tick(self, sample: ActuatorSample, encoders=None, imu=None, plate=None, hooks=None) -> None:
-        """One sample through the chain (:meth:`Chain.tick`), then the in-process link TF."""
+    def _tick(self, sample: ActuatorSample, encoders=None, imu=None, plate=None, hooks=None):
+        """One sample through the chain (:meth:`Chain.tick`), then the in-process link TF; returns the step."""
         t0 = time.perf_counter()
         step = self.chain.tick(sample, encoders, imu, plate, hooks or self._hooks)
         est = step.estimate
         if est is not None and self.link_tf is not None and self.link_tf.due(est.stamp_s):  # off the command path
             self.link_tf.on_positions(est.q[self._link_q], est.stamp_s)
         if est is None:
-            return
+            return step
         dt = time.perf_counter() - t0
         self.tick_count += 1
         s = self._stats
         s["ticks"], s["total"], s["max"] = s["ticks"] + 1, s["total"] + dt, max(s["max"], dt)
+        return step
 
     # ------------------------------------------------------------------ diagnostics / shutdown
     def diagnostic_statuses(self) -> list:

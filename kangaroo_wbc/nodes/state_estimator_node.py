@@ -3,7 +3,10 @@
 A thin adapter around :class:`~kangaroo_wbc.components.state_estimation.StateEstimation`, which
 holds the whole behaviour (calibration state machine, encoder sanity, stamp order, estimators; see
 its module docstring). This file converts ``actuators/state``, ``passive_encoders/state``,
-``imu/data`` and ``contact/<sole>/wrench`` to samples and publishes ``joint_states`` (all joints),
+``imu/data`` and ``contact/<sole>/wrench`` to samples (with ``interface: ros2_control``: the
+broadcasters' ``joint_states`` and ``imu`` through the boundary,
+:class:`~kangaroo_wbc.ros.ros2_control_topics.BroadcasterInput`, the converted actuator sample
+republished on ``actuators/state``) and publishes ``joint_states`` (all joints),
 ``estimation/base_odometry`` and TF ``odom → base_link`` (while the IMU is fresh), the latched
 ``estimation/calibration`` and ``/diagnostics``, all stamped with the actuator sample's stamp.
 Topics: ``docs/interface.md``. The model follows the payloads the controller publishes on the
@@ -22,6 +25,7 @@ from std_msgs.msg import Bool
 
 from kangaroo_wbc.components.assembly import apply_ready, build_estimation
 from kangaroo_wbc.components.estimator_params import StateEstimatorParams
+from kangaroo_wbc.components.ros2_control.settings import build_boundary
 from kangaroo_wbc.components.samples import ActuatorSample, EncoderSample, ImuSample
 from kangaroo_wbc.components.state_estimation import (
     StateEstimate,
@@ -37,6 +41,7 @@ from kangaroo_wbc.ros.conversions import (
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for
 from kangaroo_wbc.ros.node_support import joint_indices, load_node_model, subscribe_sole_wrenches
 from kangaroo_wbc.ros.payloads import PayloadFollower
+from kangaroo_wbc.ros.ros2_control_topics import BroadcasterInput
 from kangaroo_wbc.ros.serialized import joint_state_writer, odometry_writer
 
 
@@ -78,11 +83,16 @@ class StateEstimatorNode(KangarooNode):
 
             self._tf = make_tf_broadcaster(self)
         self._payloads = PayloadFollower(self, clm)  # the controller's model/payloads
+        #: ros2_control: the boundary of the broadcasters' messages (the composed chain uses it too)
+        self.boundary = build_boundary(clm, p) if p.interface == "ros2_control" else None
         if not chained:
             sub = self.create_subscription
-            sub(JointState, "actuators/state", self._on_actuators, qos.SENSOR_LATEST)
-            sub(JointState, "passive_encoders/state", self._on_encoders, qos.SENSOR_LATEST)
-            sub(Imu, "imu/data", self._on_imu, qos.SENSOR_LATEST)
+            if self.boundary is not None:  # the broadcasters' topics, converted to the native samples
+                self.hardware = BroadcasterInput(self, self.boundary, self.process)
+            else:
+                sub(JointState, "actuators/state", self._on_actuators, qos.SENSOR_LATEST)
+                sub(JointState, "passive_encoders/state", self._on_encoders, qos.SENSOR_LATEST)
+                sub(Imu, "imu/data", self._on_imu, qos.SENSOR_LATEST)
             subscribe_sole_wrenches(self, self.component.config.sole_frames)
             sub(Bool, "wbc/ready", lambda msg: apply_ready(msg.data, bool(p.rig), estimation=self.component),
                 qos.LATCHED)

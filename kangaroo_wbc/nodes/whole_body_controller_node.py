@@ -6,7 +6,10 @@ Event-driven on ``joint_states`` paired with ``estimation/base_odometry`` of its
 :func:`~kangaroo_wbc.components.assembly.build_control` (behaviour → WBC QP → forces, or the safe mode,
 :class:`~kangaroo_wbc.control.supervisor.WbcSupervisor`) and publishes ``actuators/command``
 (JointState, ``effort`` = axial force [N], stamped with the state sample, ``frame_id`` = this node's
-name: the source tag the simulator checks), ``wbc/ready`` (latched: the start-up handshake), optionally
+name: the source tag the simulator checks; with ``interface: ros2_control`` the effort controllers'
+``<controller>/commands`` instead, from the first ready on:
+:class:`~kangaroo_wbc.ros.ros2_control_topics.EffortCommandOutput`), ``wbc/ready`` (latched: the
+start-up handshake), optionally
 ``actuators/command_array``, at ``timing_rate_hz`` ``wbc/timing`` and ``wbc/com_target``, a walk's
 ``wbc/footsteps``, and ``/diagnostics``. When ``joint_states`` stop for longer than
 ``state_timeout_s`` (steady clock) the node reports the safe mode and publishes nothing (the
@@ -44,6 +47,7 @@ from kangaroo_wbc.components.controller_params import (  # noqa: E402
     WholeBodyControllerParams,  # noqa: E402
 )
 from kangaroo_wbc.components.rig import sole_target_in_base  # noqa: E402
+from kangaroo_wbc.components.ros2_control.settings import build_boundary  # noqa: E402
 from kangaroo_wbc.components.samples import ActuatorCommand, ActuatorSample  # noqa: E402
 from kangaroo_wbc.control.behaviours import (
     BEHAVIOURS,  # noqa: E402
@@ -66,6 +70,7 @@ from kangaroo_wbc.ros.node_support import (  # noqa: E402
     subscribe_sole_wrenches,
 )
 from kangaroo_wbc.ros.operator_word import OperatorWord  # noqa: E402
+from kangaroo_wbc.ros.ros2_control_topics import EffortCommandOutput  # noqa: E402
 from kangaroo_wbc.ros.serialized import joint_state_writer, point_stamped_writer  # noqa: E402
 from kangaroo_wbc.ros.state_pairing import StatePairing  # noqa: E402
 
@@ -106,6 +111,9 @@ class WholeBodyControllerNode(KangarooNode):
         self._next_timing = -float("inf")  # stamp [s] from which the next wbc/timing goes out
         #: composed deployment: called with every command (:class:`ActuatorCommand`)
         self.command_listener = None
+        #: ros2_control: the effort controllers' topics instead of actuators/command
+        self.effort = EffortCommandOutput(self, build_boundary(clm, p)) if p.interface == "ros2_control" else None
+        self._q_state: np.ndarray | None = None  # the configuration of the latest state (serial torques)
         pub = self.create_publisher
         self._pub_cmd = self.create_stream_publisher(JointState, "actuators/command", qos.COMMAND)
         self.watch_single_writer("actuators/command", self.get_name())  # a second source is an ERROR
@@ -242,6 +250,7 @@ class WholeBodyControllerNode(KangarooNode):
         now = self._now_s() if now_s is None else now_s
         self._last_state = time.monotonic()
         self.apply_pending()
+        self._q_state = q
         age = now - stamp_s if stamp_s == stamp_s else float("inf")
         if not prepared and age != float("inf"):
             self.component.prepare(q, v)
@@ -276,7 +285,9 @@ class WholeBodyControllerNode(KangarooNode):
         self._publish_ready(self.component.ready)
 
     def _publish(self, cmd, stamp, stamp_s: float) -> None:
-        if not self._pub_cmd.wanted():  # nobody subscribes (composed: the simulator is chained)
+        if self.effort is not None:  # ros2_control: the effort controllers' topics, from ready on
+            self.effort.publish(cmd.tau_a, self._q_state, self.component.ready, stamp_s)
+        elif not self._pub_cmd.wanted():  # nobody subscribes (composed: the simulator is chained)
             pass
         elif stamp_s == stamp_s:
             self._pub_cmd.publish(self._w_cmd.write(stamp_s, effort=cmd.tau_a))
@@ -317,8 +328,11 @@ class WholeBodyControllerNode(KangarooNode):
     # ------------------------------------------------------------------ shutdown
     def on_shutdown(self) -> None:
         """Leave the actuators with zero force, and say the controller is no longer ready."""
-        self._pub_cmd.publish(
-            self._act.to_joint_state(effort=np.zeros(self.clm.n_a), msg=self._msg_cmd, frame_id=self.get_name()))
+        if self.effort is not None:
+            self.effort.zero()
+        else:
+            self._pub_cmd.publish(
+                self._act.to_joint_state(effort=np.zeros(self.clm.n_a), msg=self._msg_cmd, frame_id=self.get_name()))
         self._publish_ready(False)
 
 

@@ -318,6 +318,11 @@ class KangarooNode(Node):
                               clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._single_writer[self.resolve_topic_name(topic)] = writer
 
+    def other_writers(self, topic: str) -> list[str]:
+        """The unexpected publishers of single-writer ``topic`` the latest graph check found
+        (:meth:`watch_single_writer`; empty: none, or not watched)."""
+        return self._writers_seen.get(self.resolve_topic_name(topic), [])
+
     def _other_writers(self) -> dict[str, list[str]]:
         """``{topic: [fully qualified names of the unexpected publishers]}`` (non-empty lists only)."""
         out = {}

@@ -185,6 +185,10 @@ def _validate_demo(args: argparse.Namespace) -> None:
         if value not in (None, False) and args.processes not in deployments:
             raise UsageError(f"kangaroo-wbc demo: error: {flag} applies to --processes {'|'.join(deployments)} "
                              f"only, not {args.processes}")
+    if getattr(args, "joint_space", None) is not None and getattr(args, "backend", None) != "ros2_control":
+        raise UsageError("kangaroo-wbc demo: error: --joint-space applies to --backend ros2_control only")
+    if getattr(args, "backend", None) == "ros2_control" and getattr(args, "rig", None) is not None:
+        raise UsageError("kangaroo-wbc demo: error: --backend ros2_control drives the robot, not a --rig")
     if args.cmd_vel is not None and args.behaviour != "walk":
         raise UsageError(f"kangaroo-wbc demo: error: --cmd-vel applies to --behaviour walk only, not {args.behaviour}")
     if args.no_bag and args.bag_decimation is not None:
@@ -215,10 +219,19 @@ def _loop(args: argparse.Namespace, behaviour: str, stop: StopSignals):
     extra.update(_payload_options(args))
     run = ClosedLoopRun(LoopConfig(behaviour=behaviour, duration_s=args.duration, seed=args.seed,
                                    pipelined=bool(getattr(args, "pipelined", False)), robot=robot,
-                                   behaviour_options=_behaviour_options(args), **extra))
+                                   behaviour_options=_behaviour_options(args), **_hardware(args), **extra))
     summary = run.run(progress=Progress.from_args(args), stop=stop)
     summary["requested_duration_s"] = args.duration
+    summary.update(_hardware(args))
     return summary, run
+
+
+def _hardware(args: argparse.Namespace) -> dict:
+    """``interface`` and ``joint_space`` of the run (``--backend``, ``--joint-space``), the names of
+    :class:`~kangaroo_wbc_tools.pipeline.closed_loop.LoopConfig` and
+    :func:`~kangaroo_wbc_tools.graph.processes.run_graph`."""
+    return {"interface": getattr(args, "backend", None) or "native",
+            "joint_space": getattr(args, "joint_space", None) or "actuator"}
 
 
 def _payload_options(args: argparse.Namespace) -> dict:
@@ -252,7 +265,8 @@ def _demo_graph(args: argparse.Namespace) -> int:
                                 controller_params={k: list(v) for k, v in _behaviour_options(args).items()},
                                 faults=tuple(args.fault or ()), payloads=tuple(args.payload or ()),
                                 rig=args.rig or "", ideal_actuators=bool(args.ideal_actuators),
-                                when_ready=lambda: setattr(stop, "phase", "run"), **_payload_options(args))
+                                when_ready=lambda: setattr(stop, "phase", "run"), **_hardware(args),
+                                **_payload_options(args))
         except (GraphStartError, Interrupted) as exc:
             what = (f"interrupted ({signal.Signals(stop.signum).name}) before the controller was ready"
                     if stop.interrupted else str(exc))
@@ -269,6 +283,7 @@ def _demo_graph(args: argparse.Namespace) -> int:
         summary["seed"] = args.seed
         summary["ready"] = True
         summary.update(cmd_vel)
+        summary.update(_hardware(args))
         stop.record(summary)
         if out is not None:
             write_json(out / "summary.json", summary)
@@ -404,6 +419,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="one: the components chained in this process, no ROS (report, bag); separate: the four "
                         "node processes over DDS; composed: the composed executable (one process, contract topics "
                         "published) (default one)")
+    p.add_argument("--backend", default=None, choices=["native", "ros2_control"],
+                   help="the hardware interface between the simulator and the nodes: native (the package's topic "
+                        "contract) or ros2_control (the simulator as joint_state_broadcaster, imu_sensor_broadcaster "
+                        "and the leg effort controllers; one: converted in-process through the same boundary; "
+                        "docs/ros2_control.md) (default native)")
+    p.add_argument("--joint-space", default=None, choices=["actuator", "serial"],
+                   help="--backend ros2_control: the joints the hardware exposes, actuator (the 12 actuators) or "
+                        "serial (six serial-equivalent joints per leg, PAL's names) (default actuator)")
     p.add_argument("--sim-mode", default=None, choices=["lockstep", "realtime"],
                    help="separate/composed: lockstep (once the controller is ready, one 1 ms step per command; "
                         "--duration is simulated time) or realtime (the simulator follows the wall clock) "

@@ -26,6 +26,9 @@ from kangaroo_wbc_tools.pipeline.soak import process_rss_mb
 #: The loop's topics whose rates the runner reports (counted serialised).
 WATCHED = ("actuators/state", "joint_states", "contact/left_sole/wrench", "contact/right_sole/wrench",
            "actuators/command")
+#: ``interface: ros2_control``: the broadcaster's joint states (the simulated time) and one effort
+#: controller's commands (unstamped: counted at the simulated time of their arrival) instead
+WATCHED_ROS2_CONTROL = ("joint_state_broadcaster/joint_states", *WATCHED[1:4], "leg_left_effort_controller/commands")
 
 
 class GraphStartError(KangarooWbcError):
@@ -51,6 +54,8 @@ class ObserverSettings:
     identify: bool = False
     behaviour_delay_s: float = 0.0
     jump: bool = False
+    #: the loop's topics counted (the first one's stamps are the simulated time)
+    watched: tuple[str, ...] = WATCHED
 
 
 def _stamp_s(stamp: Any) -> float:
@@ -72,8 +77,9 @@ class GraphObserver:
 
     def __init__(self, settings: ObserverSettings, operator: Sequence[tuple] = ()) -> None:
         self.s = settings
-        self.counts = dict.fromkeys(WATCHED, 0)
-        self.stamps: dict[str, list[float]] = {t: [] for t in WATCHED}  # [first, last] header stamp [s]
+        self.watched = settings.watched
+        self.counts = dict.fromkeys(self.watched, 0)
+        self.stamps: dict[str, list[float]] = {t: [] for t in self.watched}  # [first, last] header stamp [s]
         self.st: dict[str, Any] = {"ready": None, "ready_lost": False, "started": False, "min_height": float("inf"),
                                    "latency": [], "safe_entries": 0, "safe": False, "safe_reasons": {}}
         self.node_stats: dict[str, dict[str, list[float]]] = {}  # "<node>" -> {"cpu_ms_per_tick": [...], ...}
@@ -85,7 +91,7 @@ class GraphObserver:
                             for after, what, name, at in operator if not isinstance(what, str)]
         self.pending_faults = list(operator)
         self.calls: list = []  # (fault or payload entry, future) of the SetParameters calls
-        self.soles = [t for t in WATCHED if "wrench" in t]
+        self.soles = [t for t in self.watched if "wrench" in t]
         self.fz: dict[int, list[float]] = {}  # the wrench estimator's sole forces every 10th stamp [ms]
         self.identified: list[tuple[float, float, float, float]] = []  # (stamp, mass, CoM x, y)
         self.payload_statuses: list[tuple[float, bool, float]] = []  # (stamp, confident, mass std)
@@ -101,12 +107,14 @@ class GraphObserver:
     def counter(self, topic: str) -> Callable[[bytes], None]:
         from kangaroo_wbc.ros.serialized import stamp_of_serialized
 
+        unstamped = topic.endswith("/commands")  # an effort controller's Float64MultiArray
+
         def cb(raw: bytes) -> None:  # serialised: counting costs no deserialisation
             self.counts[topic] += 1
-            t = stamp_of_serialized(raw)
+            t = self.st.get("sim_t", 0.0) if unstamped else stamp_of_serialized(raw)
             span = self.stamps[topic]
             span[:] = [t, t] if not span else [span[0], t]
-            if topic == "actuators/state":
+            if topic == self.watched[0]:  # the simulator's state: its stamps are the simulated time
                 self.st["sim_t"] = t
             elif topic in self.soles:
                 self._on_wrench_sample(topic, raw, t)
@@ -246,9 +254,10 @@ class GraphObserver:
         from kangaroo_wbc.ros import qos
 
         sub = node.create_subscription
-        for topic in WATCHED:  # a queue of 10: a late observer (a loaded machine) counts what arrived
-            sub(WrenchStamped if "wrench" in topic else JointState, topic, self.counter(topic),
-                qos.SENSOR_BEST_EFFORT, raw=True)
+        for topic in self.watched:  # a queue of 10: a late observer (a loaded machine) counts what arrived
+            kind = (Float64MultiArray if topic.endswith("/commands") else WrenchStamped if "wrench" in topic
+                    else JointState)
+            sub(kind, topic, self.counter(topic), qos.SENSOR_BEST_EFFORT, raw=True)
         sub(DiagnosticArray, "/diagnostics", self.on_diagnostics, qos.DIAGNOSTICS)
         sub(Bool, "wbc/ready", self.on_ready, qos.LATCHED)
         sub(Odometry, "sim/ground_truth/base_odometry", self.on_odom, qos.SENSOR_STATE)
@@ -312,14 +321,14 @@ class GraphObserver:
                              "safe_mode_entries": st["safe_entries"]})
 
     def _sim_elapsed(self) -> float:
-        span = self.stamps["actuators/state"]
+        span = self.stamps[self.watched[0]]
         return span[1] - span[0] if span else 0.0
 
     def observe(self, executor: Any, procs: dict, progress: Any, stop: Callable[[], bool] | None) -> dict:
         """The run proper, from ready for ``duration_s`` (simulated in lockstep, wall in realtime);
         the timing part of the summary."""
         s = self.s
-        for t in WATCHED:
+        for t in self.watched:
             self.counts[t], self.stamps[t] = 0, []
         self.st["started"] = True
         start = last_print = last_monitor = time.monotonic()
@@ -439,4 +448,4 @@ class GraphObserver:
         return self.summary(timing, startup_s)
 
 
-__all__ = ["GraphObserver", "ObserverSettings", "GraphStartError", "WATCHED"]
+__all__ = ["GraphObserver", "ObserverSettings", "GraphStartError", "WATCHED", "WATCHED_ROS2_CONTROL"]

@@ -95,6 +95,7 @@ import yaml
 from kangaroo_wbc.components.assembly import loop_overrides
 from kangaroo_wbc_tools.graph.observer import (  # noqa: F401
     WATCHED,
+    WATCHED_ROS2_CONTROL,
     GraphObserver,
     GraphStartError,
     ObserverSettings,
@@ -150,10 +151,12 @@ def _behaviour_delay_s(controller: dict | None) -> float:
 def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int, controller: dict | None = None,
             faults: Sequence[tuple[str, str, float]] = (), payloads: Sequence[tuple[float, str, float]] = (),
             rig: str = "", rig_leg: str = "left", ideal_actuators: bool = False,
-            payload_identification: bool = False) -> dict:
+            payload_identification: bool = False, interface: str = "native", joint_space: str = "actuator") -> dict:
     # the ground truth only feeds the fall detection here: 100 Hz (its contact wrenches cost most)
     sim = {"lockstep": lockstep, "realtime": True, "drop_ratio": float(drop_ratio), "seed": int(seed),
            "ground_truth_decimation": 10, "ideal_actuators": bool(ideal_actuators)}
+    if interface != "native":  # the simulator as that hardware, the nodes speaking to it
+        sim.update(interface=interface, joint_space=joint_space)
     if faults:  # the simulator counts from the crane's release (at ready), the faults from the behaviour's start
         delay = _behaviour_delay_s(controller)
         sim["faults"] = [f"{mode}:{name}@{at + delay:g}" for mode, name, at in faults]
@@ -166,7 +169,8 @@ def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int, contro
 
     controller = {k: [float(x) for x in v] if numeric(v) else v for k, v in (controller or {}).items()}
     # the one-process loop's overrides (components.assembly.loop_overrides): the same run, node by node
-    nodes = loop_overrides(behaviour, ideal_actuators, payload_identification, rig, rig_leg, controller)
+    nodes = loop_overrides(behaviour, ideal_actuators, payload_identification, rig, rig_leg, controller,
+                           interface=interface, joint_space=joint_space)
     if rig:  # every node builds the bench; the sole's target at the ground truth's rate
         sim.update(rig=rig, rig_leg=rig_leg)
         nodes["whole_body_controller"].setdefault("timing_rate_hz", 100.0)
@@ -209,7 +213,8 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
               faults: Sequence[tuple[str, str, float]] = (),
               payloads: Sequence[tuple[float, str, float]] = (), rig: str = "", rig_leg: str = "left",
               ideal_actuators: bool = False, payload_unannounced: bool = False,
-              payload_identification: bool | None = None, when_ready: Callable[[], None] | None = None) -> dict:
+              payload_identification: bool | None = None, when_ready: Callable[[], None] | None = None,
+              interface: str = "native", joint_space: str = "actuator") -> dict:
     """Run the graph for ``duration_s`` once the controller is ready; returns the results dict.
 
     Args:
@@ -243,6 +248,9 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
             ``payloads`` parameter is not set, the models are not told (module docstring).
         payload_identification: the wrench estimator's ``payload_identification`` (module
             docstring); None: on when ``payloads`` is not empty.
+        interface, joint_space: the hardware interface of the simulator and the nodes (``native``
+            or ``ros2_control``, ``docs/ros2_control.md``) and, with ros2_control, the joints the
+            simulated hardware exposes (``actuator`` or ``serial``).
         when_ready: called once the controller is ready (the run starts).
 
     ``controller_stayed_ready`` is False when the controller reported not ready after ready, or
@@ -288,8 +296,12 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
     identify = bool(payloads) if payload_identification is None else bool(payload_identification)
     if rig and identify:
         raise ValueError("payload identification needs the free robot (its base rows weigh it), not a rig")
+    if interface not in ("native", "ros2_control") or joint_space not in ("actuator", "serial") or (
+            rig and interface != "native"):
+        raise ValueError(f"interface native or ros2_control (not on a rig), joint_space actuator or serial; got "
+                         f"{interface!r}, {joint_space!r}")
     params = _params(behaviour, lockstep, drop_ratio, seed, controller_params, faults, payloads, rig, rig_leg,
-                     ideal_actuators, identify)
+                     ideal_actuators, identify, interface, joint_space)
     params_file.write_text(yaml.safe_dump(params, sort_keys=False))
     delays = dict(start_delays_s or {})
     unknown = sorted(set(delays) - set(EXECUTABLES))
@@ -315,7 +327,8 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
                           late=[(d, n, lambda n=n: _start(n, [n], params_file, log_dir)) for d, n in late],
                           operator=sorted(operator, key=lambda o: o[0]), rig=(rig, rig_leg) if rig else None,
                           payload_unannounced=payload_unannounced, identify=identify, behaviour_delay_s=delay,
-                          jump=behaviour == "jump", when_ready=when_ready)
+                          jump=behaviour == "jump", when_ready=when_ready,
+                          watched=WATCHED if interface == "native" else WATCHED_ROS2_CONTROL)
     except GraphStartError as exc:  # nothing to wait for: the nodes had not started their work
         exc.exit_codes = _stop(procs, STARTUP_STOP_TIMEOUT_S)
         raise
@@ -382,8 +395,10 @@ def _import_observer() -> None:
 
 def _observe(procs, duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s, progress,
              log_dir, monitor_period_s=None, stop=None, late=(), operator=(), rig=None,
-             payload_unannounced=False, identify=False, behaviour_delay_s=0.0, jump=False, when_ready=None) -> dict:
+             payload_unannounced=False, identify=False, behaviour_delay_s=0.0, jump=False, when_ready=None,
+             watched=None) -> dict:
     """The running graph watched by :class:`~kangaroo_wbc_tools.graph.observer.GraphObserver`: the summary."""
     settings = ObserverSettings(duration_s, sim_mode, startup_timeout_s, fall_height_m, wall_timeout_s, Path(log_dir),
-                                monitor_period_s, rig, payload_unannounced, identify, behaviour_delay_s, jump)
+                                monitor_period_s, rig, payload_unannounced, identify, behaviour_delay_s, jump,
+                                tuple(watched or WATCHED))
     return GraphObserver(settings, operator).run(procs, list(late), progress, stop, when_ready)

@@ -85,6 +85,12 @@ class LoopConfig:
     #: the chain's settings; None: the shipped ``config/*.yaml`` (what the launched nodes run) with
     #: this run's overrides (:func:`~kangaroo_wbc.components.assembly.loop_overrides`)
     settings: ChainSettings | None = None
+    #: the hardware interface between the simulator and the chain: ``native`` (its samples, mapped
+    #: by name) or ``ros2_control`` (the simulated broadcasters and effort controllers through the
+    #: nodes' boundary, :class:`~kangaroo_wbc.components.ros2_control.link.Ros2ControlLink`), the
+    #: hardware exposing ``joint_space`` (``actuator`` or ``serial``)
+    interface: str = "native"
+    joint_space: str = "actuator"
 
     def __post_init__(self) -> None:
         name = BEHAVIOUR_ALIASES.get(self.behaviour, self.behaviour)
@@ -146,8 +152,18 @@ class ClosedLoopRun:
         identify = bool(cfg.payloads) if cfg.payload_identification is None else cfg.payload_identification
         #: the settings the chain was built from (the launch's, with this run's overrides)
         self.settings = settings = cfg.settings or ChainSettings.load(overrides=loop_overrides(
-            behaviour=behaviour, ideal_actuators=self.sim.ideal_actuators, payload_identification=identify))
+            behaviour=behaviour, ideal_actuators=self.sim.ideal_actuators, payload_identification=identify,
+            interface=cfg.interface, joint_space=cfg.joint_space))
         self.chain = build_chain(clm, settings)
+        #: ros2_control: the simulated system and the nodes' boundary in-process (None: native)
+        self.link = None
+        if settings.estimator.interface == "ros2_control":
+            from kangaroo_wbc.components.ros2_control.link import Ros2ControlLink
+            from kangaroo_wbc.components.ros2_control.settings import build_boundary, build_system
+
+            p = settings.estimator
+            self.link = Ros2ControlLink(build_boundary(clm, p), build_system(
+                clm, p, self.robot.actuator_names, self.robot.passive_encoder_names))
         self.estimation, self.wrench, self.control = self.chain.estimation, self.chain.wrench, self.chain.control
         self.wbc = self.control.supervisor.controller
         if cfg.behaviour_options:
@@ -242,8 +258,13 @@ class ClosedLoopRun:
             self._push(t)
             robot.start_step()
         # ---- the chain (components.assembly), on the sample mapped by name as the nodes' conversion does
-        sample = ActuatorSample(self._act(act.position), self._act(act.velocity), self._act(act.effort), act.stamp_s)
-        step = self.chain.tick(sample, EncoderSample(self._enc(enc.position), enc.stamp_s), imu)
+        if self.link is None:
+            act_ = self._act
+            sample = ActuatorSample(act_(act.position), act_(act.velocity), act_(act.effort), act.stamp_s)
+            encoders = EncoderSample(self._enc(enc.position), enc.stamp_s)
+        else:  # through the simulated broadcasters and the state estimator's boundary
+            sample, encoders, imu = self.link.step_samples(act, enc, imu, robot.encoder_offsets)
+        step = self.chain.tick(sample, encoders, imu)
         est, out, cmd = step.estimate, step.wrench, step.command
         t0, t1, tm, t2, t3 = step.marks
         self.last_inputs = None if est is None else (sample, est)
@@ -256,7 +277,13 @@ class ClosedLoopRun:
         if self.control.ready != self._ready_sent:  # the wbc/ready handshake
             self._ready_sent = self.control.ready
             robot.set_controller_ready(self.control.ready)
-        command = None if cmd is None else ActuatorCommand(self._cmd(cmd.tau_a), act.stamp_s)
+        if cmd is None:
+            command = None
+        elif self.link is None:
+            command = ActuatorCommand(self._cmd(cmd.tau_a), act.stamp_s)
+        else:  # the controller's boundary, behind the hand-over gate, and the simulated effort controllers
+            command = self.link.command(cmd.tau_a, est.q, self.control.ready, act.stamp_s)
+            self.link.drain_events()
         if cfg.pipelined:
             self._pending = command
             tc = time.perf_counter()

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 #: YAML section ``/**/<node>`` -> (module, parameter dataclass).
 NODES = {
-    "sim": ("kangaroo_wbc.nodes.sim_node", "SimParams"),
+    "sim": ("kangaroo_wbc.components.sim_params", "SimParams"),
     "state_estimator": ("kangaroo_wbc.components.estimator_params", "StateEstimatorParams"),
     "contact_wrench_estimator": ("kangaroo_wbc.components.wrench_params", "ContactWrenchParams"),
     "whole_body_controller": ("kangaroo_wbc.components.controller_params", "WholeBodyControllerParams"),
@@ -163,6 +163,7 @@ def test_default_parameters_build_the_default_configurations() -> None:
     default configurations from the default parameters, but for the listed exceptions."""
     from kangaroo_wbc.components import controller_params as wbc
     from kangaroo_wbc.components import estimator_params as state_estimator_node
+    from kangaroo_wbc.components import sim_params
     from kangaroo_wbc.components import wrench_params as cw
     from kangaroo_wbc.components.contact_wrench import ContactWrenchSettings
     from kangaroo_wbc.components.control import ControlSettings
@@ -172,9 +173,8 @@ def test_default_parameters_build_the_default_configurations() -> None:
     from kangaroo_wbc.control.wbc import WbcSettings
     from kangaroo_wbc.estimation.actuator_force import ActuatorCompensation
     from kangaroo_wbc.estimation.contact_wrench import ContactWrenchConfig
-    from kangaroo_wbc.nodes import sim_node
 
-    assert sim_node._robot_config(sim_node.SimParams()) == SimulatedRobotConfig()
+    assert sim_params.robot_config(sim_params.SimParams()) == SimulatedRobotConfig()
     assert state_estimator_node.component_config(state_estimator_node.StateEstimatorParams()) == (
         StateEstimationConfig()
     )

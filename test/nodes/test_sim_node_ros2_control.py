@@ -1,0 +1,109 @@
+"""Integration tests of the ``sim`` node as a ros2_control system: the real executable over DDS.
+
+With ``interface: ros2_control`` the node publishes what joint_state_broadcaster and
+imu_sensor_broadcaster publish (topics from ``config/ros2_controllers*.yaml``: ``use_local_topics``,
+names in the ``<ros2_control>`` block's order, three interfaces, frame ids, QoS) and takes the
+effort controllers' ``<controller>/commands`` with their behaviour on bad messages; a second
+publisher on a command topic is reported and refused. Isolation: ``test/integration/ros_harness.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy is not importable (ROS 2 not sourced)")
+pytest.importorskip("mujoco", reason="the simulator needs mujoco")
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from sensor_msgs.msg import Imu, JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+
+from kangaroo_wbc.model.hardware_map import load_hardware_map  # noqa: E402
+from kangaroo_wbc.ros import qos  # noqa: E402
+from kangaroo_wbc.ros.diagnostics import Level  # noqa: E402
+from test.integration.ros_harness import RosEnvironment, RosHarness, ros_environment  # noqa: E402,F401
+from test.nodes.test_sim_node import ENV, ROOT, STARTUP_TIMEOUT_S, DiagnosticsWatch  # noqa: E402
+
+pytestmark = [pytest.mark.integration, pytest.mark.ros]
+
+MAP = ROOT / "config" / "hardware_map.yaml"
+JOINT_STATES = "/joint_state_broadcaster/joint_states"  # use_local_topics: true in the generated files
+IMU = "/imu_sensor_broadcaster/imu"
+LEFT = "/leg_left_effort_controller/commands"
+
+
+@pytest.fixture(scope="module")
+def harness(ros_environment: RosEnvironment, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RosHarness]:
+    """Module harness (integration infrastructure)."""
+    h = RosHarness(ros_environment, tmp_path_factory.mktemp("sim_ros2_control"))
+    try:
+        yield h
+    finally:
+        h.close()
+
+
+def start(harness: RosHarness, space: str, **params):
+    harness.probe.recorder("/diagnostics", DiagnosticArray)
+    proc = harness.start_node("sim", params={"interface": "ros2_control", "joint_space": space, "seed": 2, **params},
+                              env=ENV)
+    harness.wait_for_message(JOINT_STATES, JointState, timeout_s=STARTUP_TIMEOUT_S)
+    return proc
+
+
+@pytest.mark.parametrize("space", ["actuator", "serial"])
+def test_broadcasters_publish_the_block_joints(harness: RosHarness, space: str) -> None:
+    proc = start(harness, space)
+    hw = load_hardware_map(MAP, joint_space=space)
+    msg = harness.wait_for_message(JOINT_STATES, JointState)
+    expected = hw.commanded() + [j.name for j in hw.joints if j.name not in hw.commanded()]
+    assert list(msg.name) == expected and msg.header.frame_id == "base_link"
+    assert len(msg.position) == len(msg.velocity) == len(msg.effort) == len(expected)
+    n = len(hw.commanded())
+    assert all(math.isfinite(v) for v in [*msg.position, *msg.velocity, *msg.effort[:n]])
+    assert all(math.isnan(v) for v in msg.effort[n:])  # encoders: no effort interface
+    imu = harness.wait_for_message(IMU, Imu)
+    o = imu.orientation
+    assert imu.header.frame_id == "imu" and math.sqrt(o.x**2 + o.y**2 + o.z**2 + o.w**2) == pytest.approx(1.0)
+    assert harness.probe.node.count_publishers("/actuators/state") == 0  # not the native contract
+    assert harness.stop(proc) == 0
+
+
+def matched_publisher(harness: RosHarness, topic: str):
+    pub = harness.probe.publisher(topic, Float64MultiArray, qos.SENSOR_STATE)
+    deadline = time.monotonic() + 10.0
+    while pub.get_subscription_count() < 1:
+        assert time.monotonic() < deadline, f"no subscriber matched on {topic}"
+        harness.check_alive()
+        time.sleep(0.02)
+    return pub
+
+
+def test_wrong_size_and_non_finite_commands_are_reported(harness: RosHarness) -> None:
+    proc = start(harness, "actuator", controller="pd", command_source="''")  # empty: any publisher
+    diag = DiagnosticsWatch(harness)
+    pub = matched_publisher(harness, LEFT)
+    diag.mark()
+    pub.publish(Float64MultiArray(data=[0.0] * 5))
+    text = diag.wait("effort_controllers", lambda level, t: level == Level.ERROR and "5 values" in t)
+    assert "leg_left_effort_controller/commands" in text and "refused" in text
+    pub.publish(Float64MultiArray(data=[math.nan] + [0.0] * 5))
+    text = diag.wait("effort_controllers", lambda level, t: level >= Level.WARN and "non-finite" in t)
+    assert "leg_left_1" in text or "left_hip_yaw_actuator" in text  # the joint named
+    diag.wait("command", lambda level, _: level == Level.OK)  # nothing reached the actuators' guard
+    assert harness.stop(proc) == 0
+
+
+def test_a_second_publisher_is_named_and_refused(harness: RosHarness) -> None:
+    proc = start(harness, "serial", controller="pd")  # only the whole_body_controller node may publish
+    diag = DiagnosticsWatch(harness)
+    pub = matched_publisher(harness, LEFT)
+    diag.mark()
+    assert "kangaroo_wbc_test_probe" in diag.wait("writers", lambda level, _: level == Level.ERROR)
+    pub.publish(Float64MultiArray(data=[0.0] * 6))
+    text = diag.wait("effort_controllers", lambda level, t: level == Level.ERROR and "other publishers" in t)
+    assert "kangaroo_wbc_test_probe" in text and "refused" in text
+    assert harness.stop(proc) == 0

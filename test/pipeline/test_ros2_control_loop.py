@@ -1,0 +1,71 @@
+"""Integration tests: the closed loop over the simulated ros2_control system (no ROS in the
+one-process loop; the node graph over DDS in separate processes and composed).
+
+The one-process loop converts the simulator's samples through its broadcasters and the nodes'
+boundary in-process; the actuator joint space carries the native samples unchanged (the same run
+as the native loop, to rounding), the serial one goes through the exact closed-chain maps. The
+hand-over: no effort command reaches the simulated controllers before the controller is ready.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from kangaroo_wbc_tools.pipeline.closed_loop import ClosedLoopRun, LoopConfig
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+DURATION_S = 2.5  # boot on the crane, calibration, ready, release and 1 s of standing
+
+
+def _run(interface: str, joint_space: str = "actuator") -> tuple[ClosedLoopRun, dict, dict]:
+    run = ClosedLoopRun(LoopConfig(behaviour="sway", duration_s=DURATION_S, seed=3, interface=interface,
+                                   joint_space=joint_space))
+    seen = {"before_ready": 0, "ready": False}
+
+    def watch(r: ClosedLoopRun) -> None:  # until the controller's first ready
+        seen["ready"] = seen["ready"] or r.control.ready
+        if r.link is not None and not seen["ready"]:
+            seen["before_ready"] = max(seen["before_ready"], r.link.system.counts["valid"])
+    return run, run.run(on_tick=watch), seen
+
+
+@pytest.fixture(scope="module")
+def native():
+    """Integration fixture: the native one-process loop (reference)."""
+    return _run("native")
+
+
+@pytest.mark.parametrize("space", ["actuator", "serial"])
+def test_one_process_loop_over_ros2_control(native, space):
+    run, summary, seen = _run("ros2_control", space)
+    assert summary["fell"] is False and summary["qp_failures"] == 0
+    assert run.release_time_s is not None  # the controller's commands released the crane
+    assert seen["before_ready"] == 0, "an effort command reached the robot before the controller was ready"
+    assert run.link.gate.open and run.link.system.counts["valid"] > 0 and run.link.system.counts["refused"] == 0
+    ref = native[1]["com_rmse_m"]
+    assert abs(summary["com_rmse_m"] - ref) <= 0.2 * ref, (summary["com_rmse_m"], ref)
+    if space == "actuator":  # the native samples through the boundary: the same run, to rounding
+        np.testing.assert_allclose(run.log.array("com_est"), native[0].log.array("com_est"), rtol=0, atol=1e-9)
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize("processes", ["separate", "composed"])
+def test_graph_over_ros2_control_stands(processes, isolated_domain):
+    """The node graph with the sim node as the ros2_control system (serial joints) and the nodes'
+    interface parameter: the loop closes over the broadcasters' and effort controllers' topics."""
+    pytest.importorskip("rclpy")
+    if processes == "composed" and importlib.util.find_spec("kangaroo_wbc.nodes.composed_node") is None:
+        pytest.skip("the composed executable is not installed")
+    from kangaroo_wbc_tools.graph.processes import run_graph
+
+    summary = run_graph(processes=processes, duration_s=1.5, behaviour="stand", interface="ros2_control",
+                        joint_space="serial", wall_timeout_s=300.0)
+    assert summary["exit_codes"] == {n: 0 for n in summary["exit_codes"]}, summary["logs"]
+    assert summary["fell"] is False and summary["controller_stayed_ready"], summary["logs"]
+    assert summary["safe_mode_entries"] == 0, summary["safe_mode_reasons"]
+    rates = summary["topic_rates_hz"]
+    assert rates["joint_state_broadcaster/joint_states"] >= 900.0 and rates["leg_left_effort_controller/commands"] > 0
