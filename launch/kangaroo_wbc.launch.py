@@ -126,24 +126,26 @@ def node_overrides(sim_mode, behaviour, cmd_vel='', rig='', rig_leg='left'):
 
 def parameter_rules(params):
     """``{name: value}`` → launch_ros parameter descriptions: ``-p name:=value`` on the node's
-    command line. Nothing is written to disk (a dict in ``parameters`` would make launch_ros write a
-    ``launch_params_*`` file to the temporary folder, left there after the launch)."""
+    command line, for nodes without a parameter file of their own (robot_state_publisher, the
+    ghost's ``frame_prefix``). Nothing is written to disk (a dict in ``parameters`` would make
+    launch_ros write a ``launch_params_*`` file to the temporary folder, left there after the
+    launch)."""
     return [Parameter(name, value) for name, value in params.items()]
 
 
-def overrides_file(overrides, names):
-    """The overrides of the nodes ``names`` hosted in one process, as a parameter file in this
-    launch's log folder (``ros2 launch`` prints it; ``$ROS_LOG_DIR`` or ``~/.ros/log``), beside the
-    processes' logs: nothing goes to the temporary folder.
+def overrides_file(overrides):
+    """The launch arguments' parameters as one parameter file with a ``/**/<node>`` section per
+    node, in this launch's log folder (``ros2 launch`` prints it; ``$ROS_LOG_DIR`` or
+    ``~/.ros/log``), beside the processes' logs: nothing goes to the temporary folder.
 
-    A file because ``-p name:=value`` would reach every node of the process, and each node refuses
-    a parameter it does not declare; a file's ``/**/<node>`` sections reach one node in any
-    namespace."""
-    content = {f'/**/{name}': {'ros__parameters': overrides[name]}
-               for name in names if overrides.get(name)}
-    log_dir = launch.logging.launch_config.log_dir
-    with tempfile.NamedTemporaryFile('w', dir=log_dir, prefix=f'{PACKAGE}_{COMPOSED}_parameters_',
-                                     suffix='.yaml', delete=False) as handle:
+    A file, given after each node's ``config/<node>.yaml``: a ``-p name:=value`` rule would lose
+    against the ``/**/<node>`` section of that file (rcl applies node-specific sections after
+    ``/**`` ones) and, in the composed process, reach every hosted node (which refuse parameters
+    they do not declare)."""
+    content = {f'/**/{name}': {'ros__parameters': params} for name, params in overrides.items() if params}
+    with tempfile.NamedTemporaryFile('w', dir=launch.logging.launch_config.log_dir,
+                                     prefix=f'{PACKAGE}_launch_parameters_', suffix='.yaml',
+                                     delete=False) as handle:
         yaml.safe_dump(content, handle)
     return handle.name
 
@@ -171,12 +173,13 @@ def warn(message):
     launch.logging.get_logger(PACKAGE + '.launch').warning(message)
 
 
-def robot_model_nodes(share, backend, hosted, overrides):
+def robot_model_nodes(share, backend, hosted, overrides, parameters_file):
     """robot_state_publisher (or link_tf) for the estimate, and a ``ground_truth/`` ghost for sim.
 
     Without robot_state_publisher, ``hosted`` (deployment composed) means the composed process
     hosts link_tf (``--link-tf``): no process is added here. ``overrides``: the launch arguments'
-    parameters per node (a rig: the bench's URDF, derived from the same files as the nodes')."""
+    parameters per node (a rig: the bench's URDF, derived from the same files as the nodes'), in
+    ``parameters_file`` (:func:`overrides_file`)."""
     urdf = f'{share}/urdf/kangaroo.urdf'
     rig = overrides.get(LINK_TF, {})
     ghost_remaps = [('robot_description', 'ground_truth/robot_description'),
@@ -205,11 +208,12 @@ def robot_model_nodes(share, backend, hosted, overrides):
         return []  # in the composed process (--link-tf)
     config = f'{share}/config/{LINK_TF}.yaml'
     nodes = [Node(package=PACKAGE, executable=LINK_TF, name=LINK_TF, output='screen',
-                  parameters=[config, *parameter_rules(rig)])]
+                  parameters=[config, parameters_file])]
     if ghost:
         nodes.append(Node(package=PACKAGE, executable=LINK_TF, name=GHOST_LINK_TF,
                           output='screen', remappings=ghost_remaps,
-                          parameters=[config, *parameter_rules({'frame_prefix': 'ground_truth/', **rig})]))
+                          parameters=[config, parameters_file,
+                                      *parameter_rules({'frame_prefix': 'ground_truth/'})]))
     return nodes
 
 
@@ -231,6 +235,7 @@ def launch_stack(context):
     config = {name: f'{share}/config/{name}.yaml' for name in ['sim', *PIPELINE]}
     overrides = node_overrides(value['sim_mode'], value['behaviour'], value['cmd_vel'], value['rig'],
                                value['rig_leg'])
+    parameters_file = overrides_file(overrides)
     actions = []
 
     composed = deployment == 'composed'
@@ -244,13 +249,11 @@ def launch_stack(context):
             arguments.append('--link-tf')
             files.append(f'{share}/config/{LINK_TF}.yaml')
         actions.append(core_node(
-            COMPOSED, files + [overrides_file(overrides, names)],
+            COMPOSED, files + [parameters_file],
             f'{COMPOSED} (nodes {", ".join(names)}) exited', arguments=arguments))
     else:
         for name in (['sim'] if backend == 'sim' else []) + PIPELINE:
-            actions.append(core_node(
-                name, [config[name], *parameter_rules(overrides.get(name, {}))], f'{name} exited',
-                name=name))
+            actions.append(core_node(name, [config[name], parameters_file], f'{name} exited', name=name))
 
     if backend == 'gazebo':
         actions.insert(0, IncludeLaunchDescription(
@@ -260,7 +263,7 @@ def launch_stack(context):
             msg='backend hardware: expecting the robot driver on actuators/state, '
                 'passive_encoders/state, imu/data and actuators/command'))
 
-    actions += robot_model_nodes(share, backend, host_link_tf, overrides)
+    actions += robot_model_nodes(share, backend, host_link_tf, overrides, parameters_file)
     if value['rviz'] == 'true':
         if package_share('rviz2') is None:
             warn('rviz2 is not installed: RViz skipped')

@@ -447,8 +447,28 @@ def _ours(started: list[Started]) -> list[Started]:
     return [s for s in started if s.package == PACKAGE]
 
 
+def _log_dir() -> Path:
+    import launch.logging
+
+    return Path(launch.logging.launch_config.log_dir)
+
+
 def _files(started: Started) -> list[str]:
-    return [Path(p).name for p in started.parameters if isinstance(p, str)]
+    """The node's parameter files from the package (not the launch's own, in its log folder)."""
+    return [Path(p).name for p in started.parameters if isinstance(p, str) and Path(p).parent != _log_dir()]
+
+
+def _launch_parameters(started: Started) -> dict:
+    """What a node gets from the launch arguments: its ``/**/<name>`` section of the launch's
+    parameter file (in the launch's log folder) and its ``-p`` rules."""
+    name = (started.name or "").rsplit("/", 1)[-1]
+    out: dict = {}
+    for p in started.parameters:
+        if isinstance(p, dict):
+            out.update(p)
+        elif Path(p).parent == _log_dir():
+            out.update(yaml.safe_load(Path(p).read_text()).get(f"/**/{name}", {}).get("ros__parameters", {}))
+    return out
 
 
 @pytest.mark.parametrize("deployment", ["separate", "composed"])
@@ -475,7 +495,7 @@ def test_launch_writes_no_temporary_file(launch_env, deployment, rsp, tmp_path, 
     log_dir = Path(launch.logging.launch_config.log_dir)
     assert log_dir.is_relative_to(tmp_path / "ros_log")
     kept = sorted(p.name for p in log_dir.glob(f"{PACKAGE}_*"))
-    assert len(kept) == (4 if deployment == "composed" else 0), kept
+    assert len(kept) == 4, kept  # one per launch
 
 
 @pytest.mark.parametrize("backend", ["sim", "hardware"])
@@ -484,8 +504,7 @@ def test_separate_deployment(launch_env, backend) -> None:
                                "sim_mode": "lockstep"})
     walking = _evaluate_stack({"backend": backend, "behaviour": "walk", "cmd_vel": "0.3,0,0.1"})
     wbc = next(s for s in _ours(walking) if s.executable == "whole_body_controller")
-    assert {k: v for p in wbc.parameters if isinstance(p, dict) for k, v in p.items()} == {
-        "behaviour": "walk", "cmd_vel": [0.3, 0.0, 0.1]}
+    assert _launch_parameters(wbc) == {"behaviour": "walk", "cmd_vel": [0.3, 0.0, 0.1]}
     core = [s for s in _ours(started) if s.executable in CORE]
     expected = (CORE if backend == "sim" else CORE - {"sim"})
     assert sorted(s.executable for s in core) == sorted(expected)
@@ -493,11 +512,15 @@ def test_separate_deployment(launch_env, backend) -> None:
         assert s.name == f"/kangaroo/{s.executable}"
         assert _files(s) == [f"{s.executable}.yaml"]
         assert s.arguments == []
-    inline = {s.executable: {k: v for p in s.parameters if isinstance(p, dict) for k, v in p.items()}
-              for s in core}
+    inline = {s.executable: _launch_parameters(s) for s in core}
+    for s in core:  # the package's file first, the launch's after it (it wins)
+        assert Path(s.parameters[-1]).parent == _log_dir(), s.parameters
     assert inline["whole_body_controller"] == {"behaviour": "sway"}
     if backend == "sim":
         assert inline["sim"] == {"lockstep": True}
+    benched = _evaluate_stack({"backend": backend, "rig": "one_leg"})
+    for s in _ours(benched):  # every node builds the bench
+        assert {"rig": "one_leg", "rig_leg": "left"}.items() <= _launch_parameters(s).items(), s
 
 
 NUMBER_WORDS = {w: i for i, w in enumerate(
@@ -538,13 +561,11 @@ def test_composed_deployment_is_one_process(launch_env, backend, hosted, rsp) ->
     if not rsp:
         names.append("link_tf")
     # the launch arguments: a file of per-node sections, last (it wins), in the launch's log folder
-    import launch.logging
-
     assert [Path(p).name for p in files[:-1]] == [f"{n}.yaml" for n in names]
-    assert Path(files[-1]).parent == Path(launch.logging.launch_config.log_dir)
+    assert Path(files[-1]).parent == _log_dir()
     overrides = yaml.safe_load(Path(files[-1]).read_text())
     assert overrides == {"/**/whole_body_controller": {"ros__parameters": {"behaviour": "squat"}},
-                         **({"/**/sim": {"ros__parameters": {"lockstep": False}}} if backend == "sim" else {})}
+                         "/**/sim": {"ros__parameters": {"lockstep": False}}}
     # link_tf is hosted in the composed process, not started beside it
     assert not [s for s in _ours(started) if s.executable == "link_tf"]
     assert [s.package for s in started if s.package == "robot_state_publisher"] == (
@@ -557,6 +578,10 @@ def test_without_robot_state_publisher_link_tf_draws_the_links(launch_env) -> No
     assert sorted(s.name for s in link_tf) == ["/ground_truth_link_tf", "/link_tf"]
     assert all(_files(s) == ["link_tf.yaml"] for s in link_tf)
     assert not [s for s in started if s.package in ("robot_state_publisher", "rviz2")]
+    benched = {s.name: _launch_parameters(s) for s in _ours(_evaluate_stack({"rig": "one_leg", "rig_leg": "right"}))
+               if s.executable == "link_tf"}
+    assert benched == {"/link_tf": {"rig": "one_leg", "rig_leg": "right"},
+                       "/ground_truth_link_tf": {"rig": "one_leg", "rig_leg": "right", "frame_prefix": "ground_truth/"}}
 
 
 @pytest.mark.parametrize(
