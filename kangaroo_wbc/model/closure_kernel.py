@@ -867,26 +867,34 @@ class ClosureKernel:
         closure_velocity_bias(v, self.tree, self.loops)
         return self.bias_l
 
-    def set_passive_joints(self, model: pin.Model, idx_v_u: np.ndarray) -> bool:
-        """Prepare :meth:`chord` for the passive velocity indices ``idx_v_u``; False if a passive
-        joint type cannot be integrated here (then :meth:`chord` must not be used)."""
-        pos = {int(v): i for i, v in enumerate(idx_v_u)}
+    def integration_tables(self, model: pin.Model,
+                           idx_v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(iq, iu, kind)`` of :func:`integrate_passive` for the joints of the velocity indices
+        ``idx_v`` (a step vector in ``idx_v`` order moves them); None if one of them is only partly
+        listed or of a type that cannot be integrated here."""
+        pos = {int(v): i for i, v in enumerate(idx_v)}
         iq, iu, kind = [], [], []
         for j in range(1, model.njoints):
             jm = model.joints[j]
             if jm.idx_v not in pos:
                 continue
             if any(jm.idx_v + d not in pos or pos[jm.idx_v + d] != pos[jm.idx_v] + d for d in range(jm.nv)):
-                return False
+                return None
             k = _INTEGRATION_KIND.get(int(self.jtype[j]))
             if k is None:
-                return False
+                return None
             iq.append(jm.idx_q)
             iu.append(pos[jm.idx_v])
             kind.append(k)
-        self.pj_iq = np.array(iq, dtype=np.int64)
-        self.pj_iu = np.array(iu, dtype=np.int64)
-        self.pj_kind = np.array(kind, dtype=np.int64)
+        return np.array(iq, dtype=np.int64), np.array(iu, dtype=np.int64), np.array(kind, dtype=np.int64)
+
+    def set_passive_joints(self, model: pin.Model, idx_v_u: np.ndarray) -> bool:
+        """Prepare :meth:`chord` for the passive velocity indices ``idx_v_u``; False if a passive
+        joint type cannot be integrated here (then :meth:`chord` must not be used)."""
+        tables = self.integration_tables(model, idx_v_u)
+        if tables is None:
+            return False
+        self.pj_iq, self.pj_iu, self.pj_kind = tables
         self._passive = PassiveBuffers.make(iq=self.pj_iq, iu=self.pj_iu, kind=self.pj_kind, e=np.zeros(self.n_c),
                                             q=np.zeros(self.nq))
         # compile the chord iteration now (no step taken: max_iter 0)

@@ -85,3 +85,28 @@ def test_output_jacobian_against_closure_fk_differences(kmap):
     # each leg's serial joints depend on that leg's actuators only
     left = [i for i, n in enumerate(clm.actuated_joint_names) if n.startswith("left_")]
     assert np.all(A[:6][:, [i for i in range(clm.n_a) if i not in left]] == 0.0)
+
+
+def test_compiled_solve_against_the_damped_newton_oracle(kmap, monkeypatch):
+    """The compiled held-outputs Newton (block LU) gives the configuration of the readable damped
+    Newton (ClosedLoopModel.newton over the same unknowns), and its velocity map is A's inverse
+    (A from J_lu's LU, an independent factorisation); with the compiled path failing, the damped
+    Newton takes over and gives the same state."""
+    clm = kmap.clm
+    rng = np.random.default_rng(SEED + 2)
+    fallback = SerialJointMap(clm, kmap.output_joint_names)
+    monkeypatch.setattr(fallback, "_held_newton", lambda q, tol, max_iter: (q, None, False))
+    for q, theta_dot in reachable_states(clm, rng, 10):
+        s = kmap.to_serial(q[clm.idx_q_a], theta_dot, q)
+        guess = q.copy()
+        guess[clm.idx_q_a] += 1e-3  # a nearby guess, as at 1 kHz
+        a = kmap.to_actuators(s.y, s.y_dot, guess)
+        start = guess.copy()
+        start[kmap.idx_q_out] = s.y
+        oracle, info = clm.newton(start, 50, 1e-12, unknowns=kmap.idx_v_unknown)
+        assert info.converged and np.max(np.abs(a.q - oracle)) <= TOL
+        A = kmap.output_jacobian(a.q)
+        assert np.max(np.abs(a.A - A)) <= TOL * np.max(np.abs(A))
+        assert np.max(np.abs(a.theta_dot_a - np.linalg.solve(A, s.y_dot))) <= TOL
+        b = fallback.to_actuators(s.y, s.y_dot, guess)
+        assert np.max(np.abs(b.theta_a - a.theta_a)) <= TOL and np.max(np.abs(b.theta_dot_a - a.theta_dot_a)) <= TOL
