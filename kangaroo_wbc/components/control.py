@@ -26,10 +26,12 @@ re-allocates around a ``locked`` or ``limp`` actuator (:meth:`WbcSupervisor.set_
 the next tick, an event says what was lost. The fault detector
 (:class:`~kangaroo_wbc.control.fault_detector.ActuatorFaultDetector`) watches every driven actuator
 once the controller is ready: each actuator sample (:meth:`WholeBodyControl.on_actuator_sample`:
-motor torques, stroke velocities) against the command sent before it; an actuator that does not
-follow for ``window_s`` is an ERROR naming it and, with ``fault_declare``, is declared ``limp`` (its
-driver does not produce the commanded force). :attr:`WholeBodyControl.modes_version` counts the
-changes (an adapter publishes the modes when it moves). The ``actuators`` status reports each mode and who set it.
+motor torques, stroke velocities) against the command in effect at its stamp, holding off during and
+after a watchdog trip and when that command is too old (:mod:`~kangaroo_wbc.control.fault_detector`);
+an actuator that does not follow for ``window_s`` is an ERROR naming it and, with ``fault_declare``,
+is declared ``limp`` (its driver does not produce the commanded force).
+:attr:`WholeBodyControl.modes_version` counts the changes (an adapter publishes the modes when it
+moves). The ``actuators`` status reports each mode and who set it.
 """
 
 from __future__ import annotations
@@ -42,7 +44,11 @@ import numpy as np
 from kangaroo_wbc.components.base import Component
 from kangaroo_wbc.components.samples import ActuatorSample, Level, Status
 from kangaroo_wbc.control.behaviours import make_behaviour
-from kangaroo_wbc.control.fault_detector import ActuatorFaultDetector, FaultDetectorSettings
+from kangaroo_wbc.control.fault_detector import (
+    ActuatorFaultDetector,
+    CommandHistory,
+    FaultDetectorSettings,
+)
 from kangaroo_wbc.control.supervisor import Command, SafetySettings, WbcSupervisor
 from kangaroo_wbc.control.wbc import FrameReference, WbcSettings
 from kangaroo_wbc.errors import InputError
@@ -114,7 +120,8 @@ class WholeBodyControl(Component):
         self._bounded: dict[str, str] = {}  # references bounded since the last statuses()
         names = self.clm.actuated_joint_names
         self.detector = ActuatorFaultDetector(screws or paper_screws(self.clm), s.fault_detector)
-        self._sent_force = np.zeros(len(names))  # the last command that reached the actuators [N]
+        self._sent_force = np.zeros(len(names))  # the command the last sample was compared with [N]
+        self._history = CommandHistory(len(names))  # the commands sent (the one in effect at a sample)
         self._sent = False  # a command was sent since the controller became ready
         #: who set each actuator out of action: "operator", or the detector's finding
         self._mode_cause: dict[str, str] = {}
@@ -234,7 +241,11 @@ class WholeBodyControl(Component):
             return
         t0 = time.perf_counter()
         full = self._full
-        if self.detector.update(sample.stamp_s, self._sent_force, sample.effort, sample.velocity, full.driven):
+        force = self.detector.check(sample.stamp_s, self._history.at(sample.stamp_s))
+        if force is None:  # the drives were not following this command (hold-off)
+            return
+        self._sent_force[:] = force
+        if self.detector.update(sample.stamp_s, force, sample.effort, sample.velocity, full.driven):
             for i in np.flatnonzero(self.detector.found):
                 self._found(int(i))
         dt, c = time.perf_counter() - t0, self._detector_s
@@ -368,7 +379,13 @@ class WholeBodyControl(Component):
 
     def _after(self, cmd: Command, now_s: float | None) -> None:
         # what the actuators are told from now on (the fault detector compares the next samples with it)
-        self._sent_force[:] = cmd.tau_a
+        if now_s is not None:
+            last = self._history.last_stamp_s
+            gap = now_s - last
+            if np.isfinite(last) and gap > self.settings.fault_detector.command_max_age_s:  # commands stopped a while
+                self.detector.hold_off(now_s, f"no command sent for {gap * 1e3:.0f} ms (the drives' watchdog "
+                                       "may have damped)")
+            self._history.record(now_s, cmd.tau_a)
         self._sent = self._sent or self.ready  # once ready, the robot applies the commands
         if cmd.mode == "hold":  # a QP failure right after control: the last command again
             self.event(Level.WARN, "hold", f"last command held: {cmd.reason}")
@@ -446,6 +463,8 @@ class WholeBodyControl(Component):
         self._detector_s = [0.0, 0.0, 0]
         values = {**modes, "driven": f"{len(modes) - len(out)} of {len(modes)}",
                   "fault_detection": self.settings.fault_detection, "detector_samples": n,
+                  "detector_held_off": self.detector.held_off,
+                  "detector_held_off_reason": self.detector.held_off_reason,
                   "detector_mean_us": 1e6 * total / max(n, 1), "detector_max_us": 1e6 * worst}
         if self._detected:
             text = "; ".join(f"{n} does not follow its command" + (f": declared {modes[n]}" if modes[n] != "active"
