@@ -118,6 +118,7 @@ class WholeBodyControl(Component):
         self._cause = ""
         self._wrenches_fresh: bool | None = None  # None: no fresh sole force yet
         self._bounded: dict[str, str] = {}  # references bounded since the last statuses()
+        self._inputs: dict[str, str] = {}  # references clipped or refused since the last statuses()
         names = self.clm.actuated_joint_names
         self.detector = ActuatorFaultDetector(screws or paper_screws(self.clm), s.fault_detector)
         self._sent_force = np.zeros(len(names))  # the command the last sample was compared with [N]
@@ -272,10 +273,22 @@ class WholeBodyControl(Component):
             self._force[index], self._force_stamp[index] = normal_force_n, stamp_s
 
     def set_com_reference(self, position: np.ndarray, now_s: float) -> None:
-        """External CoM reference [m] (world), valid for ``reference_timeout_s`` from ``now_s``."""
+        """External CoM reference [m] (world), valid for ``reference_timeout_s`` from ``now_s``; a
+        non-finite or malformed one is refused (WARN in the ``references`` status; the last stays)."""
         position = np.asarray(position, dtype=float)
         if position.shape == (3,) and np.isfinite(position).all():
             self._com_ref = (now_s, position)
+        else:
+            self.refused("wbc/com_reference", f"{position.tolist()} is not a finite point: the last reference stays")
+
+    def refused(self, reference: str, why: str) -> None:
+        """An external reference (``cmd_vel``, ``wbc/...``) refused by its adapter or here: a WARN
+        naming it and why in the ``references`` status (and a throttled event)."""
+        self._refused(reference, why, "refused")
+
+    def _refused(self, reference: str, why: str, what: str) -> None:
+        self.event(Level.WARN, f"{what} {reference}", f"{reference} {what}: {why}")
+        self._inputs[f"{reference} {what}"] = why
 
     def set_foot_reference(self, sole: str, reference: FrameReference, now_s: float) -> None:
         """External pose reference of a swing sole, valid for ``reference_timeout_s``."""
@@ -290,6 +303,7 @@ class WholeBodyControl(Component):
         """
         v = np.array([vx, vy, wz], dtype=float)
         if not np.all(np.isfinite(v)):
+            self.refused("cmd_vel", f"{v.tolist()} is not finite: the command in use stays")
             raise InputError(f"cmd_vel must be finite, got {v.tolist()}")
         self._cmd_vel = (now_s, v)
 
@@ -307,10 +321,14 @@ class WholeBodyControl(Component):
                            "the walk stops and stands")
             else:
                 self.event(Level.OK, "cmd_vel", "cmd_vel fresh again: walking")
+        limits = getattr(behaviour, "command_limits", None)
+        if not stale and limits is not None and np.any(np.abs(v) > limits):
+            self._refused("cmd_vel", f"[{', '.join(f'{x:g}' for x in v)}] clipped to the walk's limits "
+                          f"±[{', '.join(f'{x:g}' for x in limits)}] (m/s, m/s, rad/s)", "clipped")
         try:
             behaviour.command(*(np.zeros(3) if stale else v))
         except InputError as exc:  # the behaviour's own limits were checked when it was selected
-            self.event(Level.WARN, "cmd_vel", f"cmd_vel refused: {exc}")
+            self._refused("cmd_vel", str(exc))
 
     # ------------------------------------------------------------------ tick
     def prepare(self, q: np.ndarray, v: np.ndarray) -> bool:
@@ -446,12 +464,13 @@ class WholeBodyControl(Component):
                           cmd_vel_stale=self._cmd_vel_stale)
         if self._wrenches_fresh is False and level == Level.OK:
             level, message = Level.WARN, f"{message}; contact wrenches stale: planned contacts"
-        if self._bounded:
-            references = Status("references", Level.WARN, "; ".join(f"{k.split()[0]} bounded: {v}" for k, v in
-                                                                     self._bounded.items()), dict(self._bounded))
+        if self._bounded or self._inputs:
+            text = [f"{k.split()[0]} bounded: {v}" for k, v in self._bounded.items()]
+            text += [f"{k}: {v}" for k, v in self._inputs.items()]
+            references = Status("references", Level.WARN, "; ".join(text), {**self._bounded, **self._inputs})
         else:
             references = Status("references", Level.OK, "external references within bounds")
-        self._bounded = {}
+        self._bounded, self._inputs = {}, {}
         return [Status("wbc", level, message, values), references, self._actuators_status()]
 
     def _actuators_status(self) -> Status:

@@ -212,7 +212,13 @@ class WholeBodyControllerNode(KangarooNode):
 
     # ------------------------------------------------------------------ inputs
     def _on_com_reference(self, msg: PointStamped) -> None:
-        self.component.set_com_reference(vector3_msg_to_array(msg.point), self._now_s())
+        try:
+            point = vector3_msg_to_array(msg.point)
+        except InputError as exc:
+            self.component.refused("wbc/com_reference", f"{exc}: the last reference stays")
+            self.throttled.warning("com_reference", f"wbc/com_reference skipped: {exc}")
+            return
+        self.component.set_com_reference(point, self._now_s())
 
     def _on_cmd_vel(self, msg: Twist) -> None:
         try:
@@ -231,6 +237,7 @@ class WholeBodyControllerNode(KangarooNode):
         try:
             position, quat = pose_msg_to_arrays(msg.pose)
         except InputError as exc:
+            self.component.refused(f"wbc/{sole}/pose_reference", f"{exc}: the last reference stays")
             self.throttled.warning("pose_reference", f"wbc/{sole}/pose_reference skipped: {exc}")
             return
         R = xyzw_to_pin_quaternion(quat).toRotationMatrix()
