@@ -43,7 +43,7 @@ class SingleWriterGuard:
         if self.writers <= 1:
             return None
         self.refused += 1
-        named = f" ({', '.join(self.others)} besides the command source)" if self.others else ""
+        named = f" (other publishers than the command source: {', '.join(self.others)})" if self.others else ""
         return f"{self.writers} writers on {self.topic}{named}: applying neither (the watchdog damps)"
 
     def status(self) -> Status:
