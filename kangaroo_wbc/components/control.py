@@ -232,12 +232,18 @@ class WholeBodyControl(Component):
             level = Level.OK if mode == "active" else Level.ERROR if cause != "operator" else Level.WARN
             self.event(level, f"actuator {name}", f"actuator {name} {mode} ({cause}): {lost}")
 
-    def on_actuator_sample(self, sample: ActuatorSample) -> None:
+    def on_actuator_sample(self, sample: ActuatorSample, shared: str = "") -> None:
         """An actuator sample (``clm.actuated_joint_names`` order: motor torques [N·m], stroke
         velocities [m/s]) for the fault detector, checked against the command sent before it (module
         docstring). A sample without torques or velocities, or before the controller's commands
-        reach the actuators, restarts the detector's evidence."""
+        reach the actuators, restarts the detector's evidence. ``shared``: the command topic has
+        other writers (the adapter's graph, as text): the robot applies no command (it damps), an
+        ERROR says so and the detector holds off."""
         s = self.settings
+        if shared:
+            self.event(Level.ERROR, "command writers", f"{shared}: the robot applies neither command and damps")
+            self.detector.hold_off(sample.stamp_s, "the command topic has more than one writer")
+            return
         if not (s.fault_detection and self._sent) or sample.effort is None or sample.velocity is None:
             return
         t0 = time.perf_counter()

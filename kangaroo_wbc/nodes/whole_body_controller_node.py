@@ -194,7 +194,8 @@ class WholeBodyControllerNode(KangarooNode):
         except InputError as exc:
             self.throttled.warning("actuators/state", f"actuators/state skipped by the fault detector: {exc}")
             return
-        self.component.on_actuator_sample(ActuatorSample(arr.position, arr.velocity, arr.effort, arr.stamp_s))
+        self.component.on_actuator_sample(ActuatorSample(arr.position, arr.velocity, arr.effort, arr.stamp_s),
+                                          self.shared_commands())
 
     def _on_behaviour_service(self, name: str, response: Trigger.Response) -> Trigger.Response:
         try:

@@ -324,6 +324,11 @@ class KangarooNode(Node):
         (:meth:`watch_single_writer`; empty: none, or not watched)."""
         return self._writers_seen.get(self.resolve_topic_name(topic), [])
 
+    def shared_commands(self) -> str:
+        """The single-writer topics the latest graph check found with other publishers, as text
+        (empty: none): e.g. ``actuators/command also published by /intruder``."""
+        return "; ".join(f"{t} also published by {', '.join(n)}" for t, n in self._writers_seen.items())
+
     def writer_count(self, topic: str) -> int:
         """The publishers of single-writer ``topic`` the latest graph check found (0: none, or not
         watched)."""
