@@ -259,3 +259,27 @@ def test_a_watchdog_trip_declares_nothing(kangaroo, hold_off):
         assert status.values["detector_samples"] > 300  # watched again after the hold-off
     else:
         assert "limp" in c.actuator_modes.values() and status.level == Level.ERROR
+
+
+def test_while_the_command_topic_has_two_writers_nothing_is_declared_and_it_is_reported(kangaroo):
+    """Unit: the adapter says the command topic has another writer (the robot damps: the samples
+    show no commanded force): an ERROR naming it, no actuator declared, the detector held off; once
+    the writer is gone the detector watches again (after its hold-off)."""
+    clm, screws = kangaroo
+    c = _control(clm)
+    q, v = standing_configuration(clm), np.zeros(clm.model.nv)
+    shared = "/actuators/command also published by /intruder"
+    cmd = None
+    for k in range(800):
+        if cmd is not None:
+            damped = 100 <= k < 300
+            torque = np.zeros(clm.n_a) if damped else screws.torque_from_force(cmd.tau_a, np.zeros(clm.n_a))
+            c.on_actuator_sample(ActuatorSample(np.zeros(clm.n_a), np.zeros(clm.n_a), torque, k * DT),
+                                 shared if damped else "")
+        cmd = c.step(k * DT, q, v, 0.0)
+    assert set(c.actuator_modes.values()) == {"active"}
+    errors = [e for e in c.drain_events() if e.key == "command writers"]
+    assert errors and errors[0].level == Level.ERROR and "/intruder" in errors[0].message
+    status = c.statuses()[-1]
+    assert status.level == Level.OK and "more than one writer" in status.values["detector_held_off_reason"]
+    assert status.values["detector_samples"] > 250  # watched before, and after the hold-off (0.3 s)
