@@ -26,10 +26,12 @@ re-allocates around a ``locked`` or ``limp`` actuator (:meth:`WbcSupervisor.set_
 the next tick, an event says what was lost. The fault detector
 (:class:`~kangaroo_wbc.control.fault_detector.ActuatorFaultDetector`) watches every driven actuator
 once the controller is ready: each actuator sample (:meth:`WholeBodyControl.on_actuator_sample`:
-motor torques, stroke velocities) against the command sent before it; an actuator that does not
-follow for ``window_s`` is an ERROR naming it and, with ``fault_declare``, is declared ``limp`` (its
-driver does not produce the commanded force). :attr:`WholeBodyControl.modes_version` counts the
-changes (an adapter publishes the modes when it moves). The ``actuators`` status reports each mode and who set it.
+motor torques, stroke velocities) against the command in effect at its stamp, holding off during and
+after a watchdog trip and when that command is too old (:mod:`~kangaroo_wbc.control.fault_detector`);
+an actuator that does not follow for ``window_s`` is an ERROR naming it and, with ``fault_declare``,
+is declared ``limp`` (its driver does not produce the commanded force).
+:attr:`WholeBodyControl.modes_version` counts the changes (an adapter publishes the modes when it
+moves). The ``actuators`` status reports each mode and who set it.
 """
 
 from __future__ import annotations
@@ -42,7 +44,11 @@ import numpy as np
 from kangaroo_wbc.components.base import Component
 from kangaroo_wbc.components.samples import ActuatorSample, Level, Status
 from kangaroo_wbc.control.behaviours import make_behaviour
-from kangaroo_wbc.control.fault_detector import ActuatorFaultDetector, FaultDetectorSettings
+from kangaroo_wbc.control.fault_detector import (
+    ActuatorFaultDetector,
+    CommandHistory,
+    FaultDetectorSettings,
+)
 from kangaroo_wbc.control.supervisor import Command, SafetySettings, WbcSupervisor
 from kangaroo_wbc.control.wbc import FrameReference, WbcSettings
 from kangaroo_wbc.errors import InputError
@@ -112,9 +118,11 @@ class WholeBodyControl(Component):
         self._cause = ""
         self._wrenches_fresh: bool | None = None  # None: no fresh sole force yet
         self._bounded: dict[str, str] = {}  # references bounded since the last statuses()
+        self._inputs: dict[str, str] = {}  # references clipped or refused since the last statuses()
         names = self.clm.actuated_joint_names
         self.detector = ActuatorFaultDetector(screws or paper_screws(self.clm), s.fault_detector)
-        self._sent_force = np.zeros(len(names))  # the last command that reached the actuators [N]
+        self._sent_force = np.zeros(len(names))  # the command the last sample was compared with [N]
+        self._history = CommandHistory(len(names))  # the commands sent (the one in effect at a sample)
         self._sent = False  # a command was sent since the controller became ready
         #: who set each actuator out of action: "operator", or the detector's finding
         self._mode_cause: dict[str, str] = {}
@@ -224,17 +232,27 @@ class WholeBodyControl(Component):
             level = Level.OK if mode == "active" else Level.ERROR if cause != "operator" else Level.WARN
             self.event(level, f"actuator {name}", f"actuator {name} {mode} ({cause}): {lost}")
 
-    def on_actuator_sample(self, sample: ActuatorSample) -> None:
+    def on_actuator_sample(self, sample: ActuatorSample, shared: str = "") -> None:
         """An actuator sample (``clm.actuated_joint_names`` order: motor torques [N·m], stroke
         velocities [m/s]) for the fault detector, checked against the command sent before it (module
         docstring). A sample without torques or velocities, or before the controller's commands
-        reach the actuators, restarts the detector's evidence."""
+        reach the actuators, restarts the detector's evidence. ``shared``: the command topic has
+        other writers (the adapter's graph, as text): the robot applies no command (it damps), an
+        ERROR says so and the detector holds off."""
         s = self.settings
+        if shared:
+            self.event(Level.ERROR, "command writers", f"{shared}: the robot applies neither command and damps")
+            self.detector.hold_off(sample.stamp_s, "the command topic has more than one writer")
+            return
         if not (s.fault_detection and self._sent) or sample.effort is None or sample.velocity is None:
             return
         t0 = time.perf_counter()
         full = self._full
-        if self.detector.update(sample.stamp_s, self._sent_force, sample.effort, sample.velocity, full.driven):
+        force = self.detector.check(sample.stamp_s, self._history.at(sample.stamp_s))
+        if force is None:  # the drives were not following this command (hold-off)
+            return
+        self._sent_force[:] = force
+        if self.detector.update(sample.stamp_s, force, sample.effort, sample.velocity, full.driven):
             for i in np.flatnonzero(self.detector.found):
                 self._found(int(i))
         dt, c = time.perf_counter() - t0, self._detector_s
@@ -261,10 +279,22 @@ class WholeBodyControl(Component):
             self._force[index], self._force_stamp[index] = normal_force_n, stamp_s
 
     def set_com_reference(self, position: np.ndarray, now_s: float) -> None:
-        """External CoM reference [m] (world), valid for ``reference_timeout_s`` from ``now_s``."""
+        """External CoM reference [m] (world), valid for ``reference_timeout_s`` from ``now_s``; a
+        non-finite or malformed one is refused (WARN in the ``references`` status; the last stays)."""
         position = np.asarray(position, dtype=float)
         if position.shape == (3,) and np.isfinite(position).all():
             self._com_ref = (now_s, position)
+        else:
+            self.refused("wbc/com_reference", f"{position.tolist()} is not a finite point: the last reference stays")
+
+    def refused(self, reference: str, why: str) -> None:
+        """An external reference (``cmd_vel``, ``wbc/...``) refused by its adapter or here: a WARN
+        naming it and why in the ``references`` status (and a throttled event)."""
+        self._refused(reference, why, "refused")
+
+    def _refused(self, reference: str, why: str, what: str) -> None:
+        self.event(Level.WARN, f"{what} {reference}", f"{reference} {what}: {why}")
+        self._inputs[f"{reference} {what}"] = why
 
     def set_foot_reference(self, sole: str, reference: FrameReference, now_s: float) -> None:
         """External pose reference of a swing sole, valid for ``reference_timeout_s``."""
@@ -279,6 +309,7 @@ class WholeBodyControl(Component):
         """
         v = np.array([vx, vy, wz], dtype=float)
         if not np.all(np.isfinite(v)):
+            self.refused("cmd_vel", f"{v.tolist()} is not finite: the command in use stays")
             raise InputError(f"cmd_vel must be finite, got {v.tolist()}")
         self._cmd_vel = (now_s, v)
 
@@ -296,10 +327,14 @@ class WholeBodyControl(Component):
                            "the walk stops and stands")
             else:
                 self.event(Level.OK, "cmd_vel", "cmd_vel fresh again: walking")
+        limits = getattr(behaviour, "command_limits", None)
+        if not stale and limits is not None and np.any(np.abs(v) > limits):
+            self._refused("cmd_vel", f"[{', '.join(f'{x:g}' for x in v)}] clipped to the walk's limits "
+                          f"±[{', '.join(f'{x:g}' for x in limits)}] (m/s, m/s, rad/s)", "clipped")
         try:
             behaviour.command(*(np.zeros(3) if stale else v))
         except InputError as exc:  # the behaviour's own limits were checked when it was selected
-            self.event(Level.WARN, "cmd_vel", f"cmd_vel refused: {exc}")
+            self._refused("cmd_vel", str(exc))
 
     # ------------------------------------------------------------------ tick
     def prepare(self, q: np.ndarray, v: np.ndarray) -> bool:
@@ -368,7 +403,13 @@ class WholeBodyControl(Component):
 
     def _after(self, cmd: Command, now_s: float | None) -> None:
         # what the actuators are told from now on (the fault detector compares the next samples with it)
-        self._sent_force[:] = cmd.tau_a
+        if now_s is not None:
+            last = self._history.last_stamp_s
+            gap = now_s - last
+            if np.isfinite(last) and gap > self.settings.fault_detector.command_max_age_s:  # commands stopped a while
+                self.detector.hold_off(now_s, f"no command sent for {gap * 1e3:.0f} ms (the drives' watchdog "
+                                       "may have damped)")
+            self._history.record(now_s, cmd.tau_a)
         self._sent = self._sent or self.ready  # once ready, the robot applies the commands
         if cmd.mode == "hold":  # a QP failure right after control: the last command again
             self.event(Level.WARN, "hold", f"last command held: {cmd.reason}")
@@ -429,12 +470,13 @@ class WholeBodyControl(Component):
                           cmd_vel_stale=self._cmd_vel_stale)
         if self._wrenches_fresh is False and level == Level.OK:
             level, message = Level.WARN, f"{message}; contact wrenches stale: planned contacts"
-        if self._bounded:
-            references = Status("references", Level.WARN, "; ".join(f"{k.split()[0]} bounded: {v}" for k, v in
-                                                                     self._bounded.items()), dict(self._bounded))
+        if self._bounded or self._inputs:
+            text = [f"{k.split()[0]} bounded: {v}" for k, v in self._bounded.items()]
+            text += [f"{k}: {v}" for k, v in self._inputs.items()]
+            references = Status("references", Level.WARN, "; ".join(text), {**self._bounded, **self._inputs})
         else:
             references = Status("references", Level.OK, "external references within bounds")
-        self._bounded = {}
+        self._bounded, self._inputs = {}, {}
         return [Status("wbc", level, message, values), references, self._actuators_status()]
 
     def _actuators_status(self) -> Status:
@@ -446,6 +488,8 @@ class WholeBodyControl(Component):
         self._detector_s = [0.0, 0.0, 0]
         values = {**modes, "driven": f"{len(modes) - len(out)} of {len(modes)}",
                   "fault_detection": self.settings.fault_detection, "detector_samples": n,
+                  "detector_held_off": self.detector.held_off,
+                  "detector_held_off_reason": self.detector.held_off_reason,
                   "detector_mean_us": 1e6 * total / max(n, 1), "detector_max_us": 1e6 * worst}
         if self._detected:
             text = "; ".join(f"{n} does not follow its command" + (f": declared {modes[n]}" if modes[n] != "active"

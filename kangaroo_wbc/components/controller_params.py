@@ -209,6 +209,12 @@ class WholeBodyControllerParams:
     fault_drive_model: bool = parameter(
         _F.drive_model, "Fault detector: the torque sensor reads the drive's model (efficiency, friction; "
         "false: eq. (47) alone, for the sim node's ideal_actuators)", read_only=True)
+    fault_command_max_age_s: float = parameter(
+        _F.command_max_age_s, "Fault detector: a command older than the actuator sample by more than this "
+        "drove nothing the sample shows (the drives' watchdog): no evidence [s]", bounds=(0.001, 10.0))
+    fault_holdoff_s: float = parameter(
+        _F.holdoff_s, "Fault detector: no evidence this long after commands stopped (the drives leave their "
+        "watchdog's damping) [s]", bounds=(0.0, 60.0))
     rig: str = rig_parameter()
     rig_leg: str = rig_leg_parameter()
     interface: str = interface_parameter()

@@ -194,7 +194,8 @@ class WholeBodyControllerNode(KangarooNode):
         except InputError as exc:
             self.throttled.warning("actuators/state", f"actuators/state skipped by the fault detector: {exc}")
             return
-        self.component.on_actuator_sample(ActuatorSample(arr.position, arr.velocity, arr.effort, arr.stamp_s))
+        self.component.on_actuator_sample(ActuatorSample(arr.position, arr.velocity, arr.effort, arr.stamp_s),
+                                          self.shared_commands())
 
     def _on_behaviour_service(self, name: str, response: Trigger.Response) -> Trigger.Response:
         try:
@@ -212,7 +213,13 @@ class WholeBodyControllerNode(KangarooNode):
 
     # ------------------------------------------------------------------ inputs
     def _on_com_reference(self, msg: PointStamped) -> None:
-        self.component.set_com_reference(vector3_msg_to_array(msg.point), self._now_s())
+        try:
+            point = vector3_msg_to_array(msg.point)
+        except InputError as exc:
+            self.component.refused("wbc/com_reference", f"{exc}: the last reference stays")
+            self.throttled.warning("com_reference", f"wbc/com_reference skipped: {exc}")
+            return
+        self.component.set_com_reference(point, self._now_s())
 
     def _on_cmd_vel(self, msg: Twist) -> None:
         try:
@@ -231,6 +238,7 @@ class WholeBodyControllerNode(KangarooNode):
         try:
             position, quat = pose_msg_to_arrays(msg.pose)
         except InputError as exc:
+            self.component.refused(f"wbc/{sole}/pose_reference", f"{exc}: the last reference stays")
             self.throttled.warning("pose_reference", f"wbc/{sole}/pose_reference skipped: {exc}")
             return
         R = xyzw_to_pin_quaternion(quat).toRotationMatrix()

@@ -211,6 +211,7 @@ class KangarooNode(Node):
         self.input_faults = InputFaults()
         self._single_writer: dict[str, str] = {}  # resolved topic -> its one expected writer node
         self._writers_seen: dict[str, list[str]] = {}
+        self._writer_counts: dict[str, int] = {}  # resolved topic -> its publishers at the last check
         if diagnostics_period_s > 0.0:
             self.create_timer(
                 diagnostics_period_s,
@@ -323,6 +324,16 @@ class KangarooNode(Node):
         (:meth:`watch_single_writer`; empty: none, or not watched)."""
         return self._writers_seen.get(self.resolve_topic_name(topic), [])
 
+    def shared_commands(self) -> str:
+        """The single-writer topics the latest graph check found with other publishers, as text
+        (empty: none): e.g. ``actuators/command also published by /intruder``."""
+        return "; ".join(f"{t} also published by {', '.join(n)}" for t, n in self._writers_seen.items())
+
+    def writer_count(self, topic: str) -> int:
+        """The publishers of single-writer ``topic`` the latest graph check found (0: none, or not
+        watched)."""
+        return self._writer_counts.get(self.resolve_topic_name(topic), 0)
+
     def _other_writers(self) -> dict[str, list[str]]:
         """``{topic: [fully qualified names of the unexpected publishers]}`` (non-empty lists only)."""
         out = {}
@@ -331,6 +342,7 @@ class KangarooNode(Node):
                 infos = self.get_publishers_info_by_topic(topic)
             except Exception:  # noqa: BLE001 - the graph is unavailable while shutting down
                 continue
+            self._writer_counts[topic] = len(infos)
             others = sorted({f"{i.node_namespace.rstrip('/')}/{i.node_name}" for i in infos
                              if i.node_name != writer})
             if others:

@@ -38,6 +38,7 @@ from kangaroo_wbc.components.samples import (
     EncoderSample,
     ImuSample,
 )
+from kangaroo_wbc.components.single_writer import SingleWriterGuard
 from kangaroo_wbc.errors import InputError
 from kangaroo_wbc.ros import qos
 from kangaroo_wbc.ros.conversions import (
@@ -69,6 +70,7 @@ class NativeFace:
                      "enc": stream(JointState, "passive_encoders/state", qos.SENSOR_STATE),
                      "imu": stream(Imu, "imu/data", qos.SENSOR_STATE)}
         self._act_map = JointIndexMap(robot.actuator_names, what="actuator")
+        self.guard = SingleWriterGuard("actuators/command")
         if not chained:
             node.create_subscription(JointState, "actuators/command", self._on_command, qos.COMMAND)
         if node.params.command_source:  # composed: no subscription, but another publisher is still reported
@@ -92,6 +94,10 @@ class NativeFace:
         source = node.params.command_source
         if source and msg.header.frame_id != source:  # a second command source: never applied
             return node.reject_command(f"source {msg.header.frame_id!r} is not the controller {source!r}", wall)
+        topic = "actuators/command"  # the graph: more than one publisher, whatever their tags
+        why = self.guard.admit(node.writer_count(topic), node.other_writers(topic))
+        if why:  # two writers (even with the controller's tag): neither is applied, the watchdog damps
+            return node.reject_command(why, wall)
         try:
             forces = self._act_map.from_joint_state(msg, required=("effort",)).effort
         except InputError as exc:
@@ -99,7 +105,7 @@ class NativeFace:
         node.submit_command(ActuatorCommand(forces, stamp), wall)
 
     def statuses(self) -> list:
-        return []
+        return [self.guard.status()]
 
 
 class Ros2ControlFace:
@@ -117,6 +123,7 @@ class Ros2ControlFace:
         self._w_imu = imu_writer(system.imu_frame_id)
         self.topics = {c: t.lstrip("/") for c, t in config.command_topics().items()}
         source = node.params.command_source
+        self.guards = {c: SingleWriterGuard(t, name=f"command writers {c}") for c, t in self.topics.items()}
         for controller, topic in self.topics.items():
             if not chained:
                 node.create_subscription(Float64MultiArray, topic, lambda msg, c=controller: self.on_data(c, msg.data),
@@ -140,17 +147,18 @@ class Ros2ControlFace:
         """One ``<controller>/commands`` message (executor thread, or in-process: composed)."""
         node = self.node
         wall = time.monotonic() if receive_wall_s is None else receive_wall_s
-        others = node.other_writers(self.topics[controller])
-        if others:
-            return node.report_events(self.system.refuse(controller, f"other publishers {others} than "
-                                                      f"{node.params.command_source!r}"))
+        topic = self.topics[controller]
+        others = node.other_writers(topic)  # a foreign writer alone is refused too (as before)
+        why = self.guards[controller].admit(max(node.writer_count(topic), 1 + len(others)), others)
+        if why:
+            return node.report_events(self.system.refuse(controller, why))
         cmd, events = self.system.on_command(controller, data, node.awaited_stamp_s)
         node.report_events(events)
         if cmd is not None:
             node.submit_command(cmd, wall)
 
     def statuses(self) -> list:
-        return [self.system.status()]
+        return [self.system.status(), *(g.status() for g in self.guards.values())]
 
 
 def make_face(node: Any, chained: bool) -> NativeFace | Ros2ControlFace:

@@ -232,6 +232,14 @@ class GraphObserver:
             elif check == "watchdog":  # the simulator's: fallbacks since its start (a stalled command stream)
                 trips = [int(float(kv.value)) for kv in status.values if kv.key == "trips"]
                 st["watchdog_trips"] = max([st.get("watchdog_trips", 0), *trips])
+            elif check.startswith("command writers"):  # the simulator's: a second command source
+                values = {kv.key: kv.value for kv in status.values}
+                st["command_writers_max"] = max(st.get("command_writers_max", 0),
+                                                int(float(values.get("writers_max", 0))))
+                st.setdefault("command_writers_refused", {})[check] = int(float(values.get("refused", 0)))
+                if status.level[0] >= 2:
+                    st.setdefault("command_writers_other", set()).update(
+                        n.strip() for n in values.get("others", "").split(",") if n.strip() not in ("", "none"))
             elif check == "wbc":
                 safe = status.message.startswith("safe mode")
                 if safe and not st["safe"]:
@@ -415,6 +423,9 @@ class GraphObserver:
                 "min_base_height_whole_run_m": st.get("min_height_any"),
                 "safe_mode_entries": st["safe_entries"], "safe_mode_reasons": st["safe_reasons"],
                 "sim_watchdog_trips": st.get("watchdog_trips", 0),
+                "command_writers_max": st.get("command_writers_max"),
+                "command_writers_refused": sum(st.get("command_writers_refused", {}).values()),
+                "command_writers_other": sorted(st.get("command_writers_other", ())),
                 **({"faults": self.fault_log, "actuator_modes": {n: m for n, m in modes.items() if m != "active"},
                     "actuator_modes_message": st.get("modes_message")} if self.fault_log else {}),
                 **weighed, **bench, **found,

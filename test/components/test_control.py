@@ -240,3 +240,46 @@ def test_the_wbc_status_names_the_binding_limits(standing):
     c.step(0.0, q, v, 0.0)
     assert f"{name} upper" in wbc.active_limits()["actuator_stroke_limits"]
     assert f"{name} upper (actuator stroke)" in c.statuses()[0].values["active_limits"]
+
+
+def test_a_clipped_or_refused_cmd_vel_is_a_warning_with_the_value_and_the_bound(standing):
+    """Unit: cmd_vel beyond the walk's limits is clipped with a WARN naming the value and the limit
+    in the ``references`` status; a non-finite one is refused (WARN, the command in use stays); a
+    command within the limits says nothing."""
+    clm, q, v = standing
+    c = _control(clm, ready_ticks=1, behaviour_delay_s=0.0)
+    c.select("walk", cmd_vel=(0.1, 0.0, 0.0))
+    c.step(0.0, q, v, 0.0)
+    c.step(DT, q, v, 0.0)
+    walk = c.supervisor.behaviour
+    limits = walk.command_limits
+    c.set_velocity_command(0.5 * limits[0], 0.0, 0.0, 2 * DT)
+    c.step(2 * DT, q, v, 0.0)
+    assert c.statuses()[1].level == Level.OK  # within the limits
+    c.set_velocity_command(100.0, 0.0, -50.0, 3 * DT)
+    c.step(3 * DT, q, v, 0.0)
+    references = c.statuses()[1]
+    assert references.level == Level.WARN and "cmd_vel clipped" in references.message
+    assert "[100, 0, -50]" in references.message  # the value
+    assert f"±[{limits[0]:g}, {limits[1]:g}, {limits[2]:g}]" in references.message  # the bound
+    assert any(e.level == Level.WARN and e.key == "clipped cmd_vel" for e in c.drain_events())
+    with pytest.raises(InputError, match="finite"):
+        c.set_velocity_command(float("nan"), 0.0, 0.0, 4 * DT)
+    c.step(4 * DT, q, v, 0.0)
+    references = c.statuses()[1]
+    assert references.level == Level.WARN and "cmd_vel refused" in references.message
+    assert "nan" in references.message and "the command in use stays" in references.message
+    assert "cmd_vel clipped" in references.message  # the clipped command still in use
+
+
+def test_a_non_finite_com_reference_is_refused_with_a_warning(standing):
+    clm, q, v = standing
+    c = _control(clm)
+    c.step(0.0, q, v, 0.0)
+    c.set_com_reference(np.array([np.inf, 0.0, 0.8]), 0.0)
+    c.refused("wbc/left_sole/pose_reference", "Quaternion: non-finite value")  # an adapter's refusal
+    references = c.statuses()[1]
+    assert references.level == Level.WARN
+    assert "wbc/com_reference refused: [inf, 0.0, 0.8]" in references.message
+    assert "wbc/left_sole/pose_reference refused: Quaternion" in references.message
+    assert c.statuses()[1].level == Level.OK  # nothing since the last report

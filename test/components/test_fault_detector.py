@@ -14,7 +14,11 @@ import pytest
 from kangaroo_wbc.components.assembly import contact_specs
 from kangaroo_wbc.components.control import ControlSettings, WholeBodyControl
 from kangaroo_wbc.components.samples import ActuatorSample, Level
-from kangaroo_wbc.control.fault_detector import ActuatorFaultDetector, FaultDetectorSettings
+from kangaroo_wbc.control.fault_detector import (
+    ActuatorFaultDetector,
+    CommandHistory,
+    FaultDetectorSettings,
+)
 from kangaroo_wbc.control.supervisor import WbcSupervisor
 from kangaroo_wbc.control.wbc import WbcSettings, WholeBodyController
 from kangaroo_wbc.errors import InputError
@@ -171,3 +175,111 @@ def test_ideal_actuators_are_judged_by_eq_47_alone(kangaroo):
             assert not d.found.any()
     assert residual[False].max() < 1e-9
     assert residual[True].min() > 5.0  # the feed-forward the ideal sensor does not read
+
+
+# ---------------------------------------------------------------------------- hold-off (no false faults)
+def test_the_command_compared_is_the_one_in_effect_at_the_sample_stamp(kangaroo):
+    """Unit: samples processed late (CPU load), after newer commands were sent, are compared with the
+    command the drives held at the sample's stamp: a fast-changing healthy command is no fault; the
+    last command sent instead would declare healthy actuators (the check can fail)."""
+    _, screws = kangaroo
+    n = len(screws.names)
+    history = CommandHistory(n)
+    held = ActuatorFaultDetector(screws, FaultDetectorSettings(window_s=0.02))
+    naive = ActuatorFaultDetector(screws, FaultDetectorSettings(window_s=0.02))
+    velocity, watched = np.zeros(n), np.ones(n, dtype=bool)
+    lag = 40  # ticks between a sample's stamp and its processing (a 40 ms stall)
+    forces = [np.full(n, 300.0 if (k // 60) % 2 else -300.0) for k in range(400)]  # a command moving fast [N]
+    naive_found = False
+    for k in range(400):
+        history.record(k * DT, forces[k])
+        if k < lag:
+            continue
+        stamp = (k - lag) * DT + 0.5 * DT  # taken between two commands, processed `lag` ticks later
+        torque = screws.torque_from_force(forces[k - lag], velocity)  # what the drives were told then
+        force = held.check(stamp, history.at(stamp))
+        assert force is not None and np.array_equal(force, forces[k - lag])
+        assert not held.update(stamp, force, torque, velocity, watched)
+        naive_found = naive.update(stamp, forces[k], torque, velocity, watched) or naive_found
+    assert naive_found, "the last command sent would have declared healthy actuators"
+    assert held.held_off == 0
+
+
+def test_a_sample_older_than_every_command_or_a_stale_command_gathers_no_evidence(kangaroo):
+    _, screws = kangaroo
+    n = len(screws.names)
+    settings = FaultDetectorSettings(window_s=0.02, command_max_age_s=0.05, holdoff_s=0.1)
+    det, history = ActuatorFaultDetector(screws, settings), CommandHistory(n)
+    history.record(1.0, np.full(n, 100.0))
+    assert history.at(0.999) is None
+    assert det.check(0.999, history.at(0.999)) is None and det.held_off == 1
+    assert "predates" in det.held_off_reason
+    assert det.check(1.04, history.at(1.04)) is not None  # 40 ms old: in effect
+    assert det.check(1.06, history.at(1.06)) is None  # 60 ms old: the drives may have damped
+    assert "60 ms older" in det.held_off_reason
+    history.record(1.07, np.full(n, 100.0))
+    assert det.check(1.071, history.at(1.071)) is None  # fresh again, within the hold-off after the gap
+    history.record(1.15, np.full(n, 100.0))
+    assert det.check(1.155, history.at(1.155)) is None
+    history.record(1.16, np.full(n, 100.0))
+    assert det.check(1.165, history.at(1.165)) is not None  # hold-off over (1.06 + 0.1)
+    with pytest.raises(InputError, match="holdoff_s"):
+        FaultDetectorSettings(holdoff_s=float("inf"))
+
+
+def _trip(c: WholeBodyControl, clm, screws, stall: range, damped_until: int, ticks: int) -> None:
+    """Control ticks on the still, healthy robot at 1 kHz; no command during ``stall`` (the actuators'
+    watchdog damps: motor torques of damping, here zero on the still robot) and the drives still damped
+    until tick ``damped_until``; every sample reaches the controller (late ones included)."""
+    q, v = standing_configuration(clm), np.zeros(clm.model.nv)
+    cmd = None
+    for k in range(ticks):
+        if cmd is not None:
+            torque = (np.zeros(clm.n_a) if k < damped_until and k >= stall.start
+                      else screws.torque_from_force(cmd.tau_a, np.zeros(clm.n_a)))
+            c.on_actuator_sample(ActuatorSample(np.zeros(clm.n_a), np.zeros(clm.n_a), torque, k * DT))
+        if k not in stall:
+            cmd = c.step(k * DT, q, v, 0.0)
+
+
+@pytest.mark.parametrize("hold_off", [True, False])
+def test_a_watchdog_trip_declares_nothing(kangaroo, hold_off):
+    """Unit: the controller stalls 150 ms (the drives' watchdog damps), its commands resume and the
+    drives take 20 ms more to follow: with the hold-off no healthy actuator is declared; without it
+    (the check can fail) the damped actuators are declared limp."""
+    clm, screws = kangaroo
+    detector = (FaultDetectorSettings() if hold_off
+                else FaultDetectorSettings(command_max_age_s=10.0, holdoff_s=0.0))
+    c = _control(clm, fault_detector=detector)
+    _trip(c, clm, screws, range(200, 350), 370, 800)
+    status = c.statuses()[-1]
+    if hold_off:
+        assert set(c.actuator_modes.values()) == {"active"} and status.level == Level.OK
+        assert status.values["detector_held_off"] > 100 and "ms" in status.values["detector_held_off_reason"]
+        assert status.values["detector_samples"] > 300  # watched again after the hold-off
+    else:
+        assert "limp" in c.actuator_modes.values() and status.level == Level.ERROR
+
+
+def test_while_the_command_topic_has_two_writers_nothing_is_declared_and_it_is_reported(kangaroo):
+    """Unit: the adapter says the command topic has another writer (the robot damps: the samples
+    show no commanded force): an ERROR naming it, no actuator declared, the detector held off; once
+    the writer is gone the detector watches again (after its hold-off)."""
+    clm, screws = kangaroo
+    c = _control(clm)
+    q, v = standing_configuration(clm), np.zeros(clm.model.nv)
+    shared = "/actuators/command also published by /intruder"
+    cmd = None
+    for k in range(800):
+        if cmd is not None:
+            damped = 100 <= k < 300
+            torque = np.zeros(clm.n_a) if damped else screws.torque_from_force(cmd.tau_a, np.zeros(clm.n_a))
+            c.on_actuator_sample(ActuatorSample(np.zeros(clm.n_a), np.zeros(clm.n_a), torque, k * DT),
+                                 shared if damped else "")
+        cmd = c.step(k * DT, q, v, 0.0)
+    assert set(c.actuator_modes.values()) == {"active"}
+    errors = [e for e in c.drain_events() if e.key == "command writers"]
+    assert errors and errors[0].level == Level.ERROR and "/intruder" in errors[0].message
+    status = c.statuses()[-1]
+    assert status.level == Level.OK and "more than one writer" in status.values["detector_held_off_reason"]
+    assert status.values["detector_samples"] > 250  # watched before, and after the hold-off (0.3 s)

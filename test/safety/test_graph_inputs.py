@@ -6,8 +6,11 @@ user can make on a real robot:
 1. a CoM reference 0.3 m ahead of the feet, published on ``wbc/com_reference`` at 50 Hz for 4 s:
    the reference governor bounds it to the support polygon; the robot stays up and the controller's
    ``references`` status is a WARN naming the reference;
-2. a second program publishing ``actuators/command`` (0 N at 200 Hz for 2 s): within 1 s an ERROR
-   ``writers`` status names it; the simulator never applies its commands; the robot stays up.
+2. a second program publishing ``actuators/command`` with the controller's ``frame_id`` (0 N at
+   200 Hz for ``ROGUE_S``): within 1 s an ERROR ``writers`` status names it; while both write the
+   simulator applies neither (``command writers`` ERROR naming it; its watchdog damps), no actuator
+   is declared faulty, the robot does not fall, and the controller's commands are applied again
+   once the intruder is gone; the run's summary records two writers.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ pytestmark = [pytest.mark.ros, pytest.mark.integration, pytest.mark.slow]
 #: Wall time [s] from the controller's ready to the first fault (the behaviour starts 1 s after ready).
 SETTLE_S = 2.0
 COM_REFERENCE_S = 4.0
-ROGUE_S = 2.0
+ROGUE_S = 0.5  # the robot damps meanwhile (plus the graph's 0.25 s checks on either side)
 AHEAD_M = 0.3
 
 
@@ -132,6 +135,7 @@ def test_a_far_com_reference_and_a_second_command_source_do_not_drop_the_robot(i
 
         names = [n for n in _actuators(kangaroo_files()[1])]
         zero = JointState(name=names, effort=[0.0] * len(names))
+        zero.header.frame_id = "whole_body_controller"  # the controller's tag, copied
         t_rogue = time.monotonic()
         intruder.publish_for(JointState, "/actuators/command", qos.COMMAND, lambda: zero, 200.0, ROGUE_S)
         errors = [(t, m) for name in ("sim: writers", "whole_body_controller: writers")
@@ -139,6 +143,12 @@ def test_a_far_com_reference_and_a_second_command_source_do_not_drop_the_robot(i
         assert errors, "no ERROR for the second actuators/command publisher"
         assert min(t for t, _ in errors) - t_rogue < 1.0, errors
         assert all("/intruder" in m for _, m in errors), errors
+        refused = intruder.since(t_rogue, "sim: command writers", 2)
+        assert refused and all("/intruder" in m and "refused" in m for _, m in refused), refused
+        time.sleep(2.0)  # the intruder gone: the controller's commands applied again
+        t_back = max(t for t, _ in refused)
+        assert intruder.since(t_back, "sim: command writers", 0), "commands never applied again"
+        assert not intruder.since(t_rogue, "whole_body_controller: actuators", 2), "an actuator declared faulty"
         graph.join(timeout=duration + 120.0)
     finally:
         intruder.close()
@@ -146,6 +156,8 @@ def test_a_far_com_reference_and_a_second_command_source_do_not_drop_the_robot(i
     assert result["fell"] is False, result
     assert result["safe_mode_entries"] == 0, result
     assert result["min_base_height_m"] > 0.85, result
+    assert result["command_writers_max"] == 2 and result["command_writers_other"] == ["/intruder"], result
+    assert result["command_writers_refused"] > 0, result
     assert all(code == 0 for code in result["exit_codes"].values()), result
 
 

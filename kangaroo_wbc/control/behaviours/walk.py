@@ -190,9 +190,14 @@ class Walk(Behaviour):
         v = np.array([vx, vy, wz], dtype=float)
         if not np.all(np.isfinite(v)):
             raise InputError(f"velocity command must be finite, got {(vx, vy, wz)}")
-        g = self.gait
-        lim = np.array([g.max_forward_mps, g.max_lateral_mps, g.max_yaw_rate_radps])
+        lim = self.command_limits
         self._target = np.clip(v, -lim, lim)
+
+    @property
+    def command_limits(self) -> np.ndarray:
+        """The bounds ``(vx, vy, wz)`` [m/s, m/s, rad/s] a command is clipped to (symmetric)."""
+        g = self.gait
+        return np.array([g.max_forward_mps, g.max_lateral_mps, g.max_yaw_rate_radps])
 
     def observe(self, com: np.ndarray, com_velocity: np.ndarray, actuators: np.ndarray | None = None) -> None:
         """The measured CoM [m] and CoM velocity [m/s] (world) of this tick: the step adjustment's DCM."""
