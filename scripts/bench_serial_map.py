@@ -20,10 +20,10 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from kangaroo_wbc_tools.bench.timing import time_calls  # noqa: E402
-from kangaroo_wbc_tools.bench.workload import actuator_trajectory  # noqa: E402
 from kangaroo_wbc.components.ros2_control.settings import build_boundary  # noqa: E402
 from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo, standing_configuration  # noqa: E402
+from kangaroo_wbc_tools.bench.timing import time_calls  # noqa: E402
+from kangaroo_wbc_tools.bench.workload import actuator_trajectory  # noqa: E402
 
 
 def main() -> None:
