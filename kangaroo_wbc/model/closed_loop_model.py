@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +148,7 @@ class ClosedLoopModel:
                    reference: str | Path | dict | None = None,
                    actuated: Sequence[str] | None = None, held: Sequence[str] = ()) -> ClosedLoopModel:
         """Load a model file: a URDF spanning tree and its closure file (native or extended-URDF YAML),
-        or an MJCF file read as MuJoCo reads it (:func:`~kangaroo_wbc.model.importers.load_model`).
+        or an MJCF file read as MuJoCo reads it (:func:`~kangaroo_wbc.model.importers.load_description`).
 
         ``reference``: a pose (joint name -> value, or a YAML/JSON file of it, see
         :func:`~kangaroo_wbc.model.configuration.configuration_from_pose`) the loops are closed from;
@@ -157,22 +156,11 @@ class ClosedLoopModel:
         ``actuated``: the actuated joints, instead of the file's (``--actuated``); ``held``: joints held
         at their reference value besides the file's ``held_joints`` (``--hold``: springs, locks).
         """
-        urdf_path = Path(urdf_path)
-        if not urdf_path.exists():
-            raise ModelError(f"{urdf_path}: URDF file not found")
-        from kangaroo_wbc.model.importers import load_model
+        from kangaroo_wbc.model.importers import load_description
 
-        loaded = load_model(urdf_path, closures_path, floating_base)
-        cf = loaded.closure_file
-        if actuated is not None:
-            cf = replace(cf, actuated_joints=list(actuated), actuated_why={n: "named by --actuated" for n in actuated},
-                         infer_actuated=False)
-        if held:
-            cf = replace(cf, held_joints=list(dict.fromkeys([*cf.held_joints, *held])),
-                         held_why={**cf.held_why, **{n: "named by --hold" for n in held}})
-        loaded.closure_file = cf
-        q_ref = loaded.q0 if reference is None else configuration_from_pose(loaded.model, reference, loaded.q0)
-        clm = cls(loaded.model, loaded.closure_file, q_ref=q_ref, source=str(urdf_path), rounding=loaded.rounding)
+        loaded = load_description(urdf_path, closures_path, floating_base, reference, actuated, held)
+        clm = cls(loaded.model, loaded.closure_file, q_ref=loaded.q0, source=str(Path(urdf_path)),
+                  rounding=loaded.rounding)
         clm.warnings[:0] = loaded.warnings
         clm.mjcf = loaded.mjcf
         return clm
