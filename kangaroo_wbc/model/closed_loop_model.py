@@ -291,13 +291,19 @@ class ClosedLoopModel:
         """A :class:`~kangaroo_wbc.model.block_lu.BlockLU` for ``J_lu`` (its independent square blocks,
         from the loops' joint columns), or None (no passive joints, or coupled blocks that are not
         square). A new object per call: each user keeps its own factors."""
+        return self.closure_block_lu(self.idx_v_u)
+
+    def closure_block_lu(self, columns: np.ndarray):
+        """A :class:`~kangaroo_wbc.model.block_lu.BlockLU` for the closure Jacobian's columns
+        ``columns`` (velocity indices, as many as kept rows; e.g. ``J_lu``: the passive joints), or
+        None (not square, or coupled blocks that are not). A new object per call."""
         from kangaroo_wbc.model.block_lu import BlockLU, block_structure
 
-        if self.n_c == 0 or self.n_c != self.n_u:
+        if self.n_c == 0 or self.n_c != len(columns):
             return None
-        pattern = self.constraint_rows.row_support()[:, self.idx_v_u] != 0.0
+        pattern = self.constraint_rows.row_support()[:, np.asarray(columns, dtype=int)] != 0.0
         blocks = block_structure(pattern)
-        return None if blocks is None else BlockLU(blocks, self.n_u)
+        return None if blocks is None else BlockLU(blocks, self.n_c)
 
     def closure_error(self, q: np.ndarray) -> np.ndarray:
         """Closure error ``e_l(theta)`` (eq. (2)) [m, rad], one entry per kept constraint row."""
