@@ -11,12 +11,14 @@
 
 :func:`load_model` reads any of them, the format told by the file's root element; every file is
 checked before a dependency's parser reads it (:mod:`kangaroo_wbc.model.sources`).
+:func:`load_description` applies the user's choices (reference pose, actuated and held joints).
 """
 
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ import pinocchio as pin
 
 from kangaroo_wbc.errors import ConfigError, ModelError, suggest
 from kangaroo_wbc.model.closures import ClosureFile, load_closure_file
+from kangaroo_wbc.model.configuration import configuration_from_pose
 from kangaroo_wbc.model.couplings import mimic_couplings
 from kangaroo_wbc.model.sources import captured_output, parser_messages, read_text
 
@@ -276,3 +279,36 @@ def load_model(path: str | Path, closures_path: str | Path | None, floating_base
         closure_file = replace(closure_file, couplings=list(closure_file.couplings) + mimic)
     model = spanning_tree(path, joint_replacements(closure_file), closure_file.source, floating_base)
     return LoadedModel(model, closure_file, rounding=coordinate_rounding(root))
+
+
+def load_description(path: str | Path, closures_path: str | Path | None, floating_base: bool = False,
+                     reference: str | Path | dict | None = None, actuated: Sequence[str] | None = None,
+                     held: Sequence[str] = ()) -> LoadedModel:
+    """:func:`load_model` with the user's choices applied: what
+    :meth:`~kangaroo_wbc.model.closed_loop_model.ClosedLoopModel.from_files` assembles.
+
+    ``reference``: a pose (joint name -> value, or a YAML/JSON file of it, see
+    :func:`~kangaroo_wbc.model.configuration.configuration_from_pose`) that replaces ``q0`` on the
+    joints it names (the others keep the file's reference). ``actuated``: the actuated joints,
+    instead of the file's (``--actuated``); ``held``: joints held at their reference value besides
+    the file's ``held_joints`` (``--hold``: springs, locks).
+
+    Raises:
+        ModelError: the file does not exist; and as :func:`load_model` and
+            :func:`~kangaroo_wbc.model.configuration.configuration_from_pose`.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ModelError(f"{path}: URDF file not found")
+    loaded = load_model(path, closures_path, floating_base)
+    cf = loaded.closure_file
+    if actuated is not None:
+        cf = replace(cf, actuated_joints=list(actuated), actuated_why={n: "named by --actuated" for n in actuated},
+                     infer_actuated=False)
+    if held:
+        cf = replace(cf, held_joints=list(dict.fromkeys([*cf.held_joints, *held])),
+                     held_why={**cf.held_why, **{n: "named by --hold" for n in held}})
+    loaded.closure_file = cf
+    if reference is not None:
+        loaded.q0 = configuration_from_pose(loaded.model, reference, loaded.q0)
+    return loaded

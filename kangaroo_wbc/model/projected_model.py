@@ -34,7 +34,6 @@ import pinocchio as pin
 from kangaroo_wbc.errors import FrameNotFound, InputError, ModelError, suggest
 from kangaroo_wbc.model import ClosedLoopModel
 from kangaroo_wbc.model.block_lu import factor_blocks_and_map, solve_blocks
-from kangaroo_wbc.model.closed_loop_model import support_mask
 from kangaroo_wbc.model.closure_kernel import (
     build_kernel,
     closure_error_jacobian,
@@ -42,6 +41,7 @@ from kangaroo_wbc.model.closure_kernel import (
     frame_terms,
 )
 from kangaroo_wbc.model.compiled import all_finite, buffers, compiled
+from kangaroo_wbc.model.configuration import support_mask
 from kangaroo_wbc.model.dynamics import velocity_generator
 
 
