@@ -148,9 +148,15 @@ class ComposedChain(KangarooNode):
     def _on_broadcast(self, state) -> None:
         """ros2_control, simulator loop thread: the broadcasters' update through the boundary, the
         chain, and its command through the boundary to the simulated effort controllers."""
+        from kangaroo_wbc.components.ros2_control.boundary import BoundaryInputError
+
         self._set_clocks(state.stamp_s)
         try:
-            act, enc, imu = self._link.native(state)
+            try:
+                act, enc, imu = self._link.native(state)
+            except BoundaryInputError as exc:  # skipped and reported, as the estimator node does
+                self.estimator.component.reject(self._link.boundary.source_topic(exc), exc)
+                return self.estimator.log_events(self.estimator.component)
             step = self._tick(act, enc, imu)
             if step is not None and step.command is not None:
                 data = self._link.controller_data(step.command.tau_a, step.estimate.q, self.controller.component.ready,

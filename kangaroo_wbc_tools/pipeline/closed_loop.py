@@ -29,6 +29,7 @@ import pinocchio as pin
 
 from kangaroo_wbc.components.assembly import (
     ChainSettings,
+    ChainStep,
     build_chain,
     loop_overrides,
     select_behaviour,
@@ -263,8 +264,12 @@ class ClosedLoopRun:
             sample = ActuatorSample(act_(act.position), act_(act.velocity), act_(act.effort), act.stamp_s)
             encoders = EncoderSample(self._enc(enc.position), enc.stamp_s)
         else:  # through the simulated broadcasters and the state estimator's boundary
-            sample, encoders, imu = self.link.step_samples(act, enc, imu, robot.encoder_offsets)
-        step = self.chain.tick(sample, encoders, imu)
+            sample, encoders, imu = self._through_boundary(act, enc, imu)
+        if sample is None:  # refused by the boundary: no estimate, no command (the last one holds)
+            now = time.perf_counter()
+            step = ChainStep(None, None, None, (now,) * 5)
+        else:
+            step = self.chain.tick(sample, encoders, imu)
         est, out, cmd = step.estimate, step.wrench, step.command
         t0, t1, tm, t2, t3 = step.marks
         self.last_inputs = None if est is None else (sample, est)
@@ -333,6 +338,19 @@ class ClosedLoopRun:
         return {**summarize(self), "interrupted": self.interrupted}
 
     # ------------------------------------------------------------------ helpers
+    def _through_boundary(self, act, enc, imu) -> tuple:
+        """ros2_control: the simulator's samples through its broadcasters and the boundary; a
+        message the boundary refuses is reported by the state estimator, as its node does, and
+        gives ``(None, None, None)``."""
+        from kangaroo_wbc.components.ros2_control.boundary import BoundaryInputError
+
+        try:
+            return self.link.step_samples(act, enc, imu, self.robot.encoder_offsets)
+        except BoundaryInputError as exc:
+            self.estimation.reject(self.link.boundary.source_topic(exc), exc)
+            self.estimation.drain_events()
+            return None, None, None
+
     def _push(self, t: float) -> None:
         """The lateral push (``push``; the ``push`` behaviour's), applied during the step after time ``t``,
         and the actuator faults due by then."""

@@ -106,4 +106,7 @@ def test_a_second_publisher_is_named_and_refused(harness: RosHarness) -> None:
     pub.publish(Float64MultiArray(data=[0.0] * 6))
     text = diag.wait("effort_controllers", lambda level, t: level == Level.ERROR and "other publishers" in t)
     assert "kangaroo_wbc_test_probe" in text and "refused" in text
+    # nothing of it reached the actuators: still no command (the in-process PD drives)
+    diag.mark()
+    assert "waiting for the first command" in diag.wait("watchdog", lambda level, _: level == Level.OK)
     assert harness.stop(proc) == 0

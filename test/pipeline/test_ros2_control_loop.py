@@ -69,3 +69,25 @@ def test_graph_over_ros2_control_stands(processes, isolated_domain):
     assert summary["safe_mode_entries"] == 0, summary["safe_mode_reasons"]
     rates = summary["topic_rates_hz"]
     assert rates["joint_state_broadcaster/joint_states"] >= 900.0 and rates["leg_left_effort_controller/commands"] > 0
+
+
+def test_a_refused_broadcast_is_reported_and_skipped():
+    """A joint_states message the boundary refuses (a joint missing) is counted and reported by the
+    state estimator, as its node does; the loop goes on (the robot keeps its last command)."""
+    run = ClosedLoopRun(LoopConfig(behaviour="stand", duration_s=0.1, seed=1, interface="ros2_control"))
+    broadcast = run.link.system.broadcast
+    calls = {"n": 0}
+
+    def lossy(*args, **kwargs):
+        state = broadcast(*args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] == 20:  # one message without its first joint
+            state.names, state.position = state.names[1:], state.position[1:]
+            state.velocity, state.effort = state.velocity[1:], state.effort[1:]
+        return state
+
+    run.link.system.broadcast = lossy
+    summary = run.run()
+    assert summary["interrupted"] is False and run.estimation.stats["rejected"] == 1
+    assert "joint_state_broadcaster/joint_states" in run.estimation.last_error
+    assert "left_hip_yaw_actuator" in run.estimation.last_error and "missing" in run.estimation.last_error

@@ -110,3 +110,25 @@ def test_compiled_solve_against_the_damped_newton_oracle(kmap, monkeypatch):
         assert np.max(np.abs(a.theta_dot_a - np.linalg.solve(A, s.y_dot))) <= TOL
         b = fallback.to_actuators(s.y, s.y_dot, guess)
         assert np.max(np.abs(b.theta_a - a.theta_a)) <= TOL and np.max(np.abs(b.theta_dot_a - a.theta_dot_a)) <= TOL
+
+
+def test_the_other_assembly_branch_is_refused_at_the_boundarys_tolerance():
+    """With coarse continuation steps (0.15 rad) some sampled serial states converge to the ankle
+    chains' other assembly branch; every one of them is refused with the boundary's measured-limit
+    tolerance (a few mm past a stop passes), every right one is kept."""
+    from kangaroo_wbc.components.ros2_control.boundary import MEASURED_LIMIT_TOLERANCE
+    from kangaroo_wbc.errors import ClosureFkError
+
+    clm = ClosedLoopModel.from_files(URDF, CLOSURES, floating_base=True)
+    coarse = SerialJointMap(clm, [f"{s}_{k}_joint" for s in ("left", "right") for k in ORDER], max_step_rad=0.15)
+    start = standing_configuration(clm)
+    refused = 0
+    for q, theta_dot in reachable_states(clm, np.random.default_rng(0), 100):
+        s = coarse.to_serial(q[clm.idx_q_a], theta_dot, q)
+        try:
+            a = coarse.to_actuators(s.y, s.y_dot, start, limit_tolerance=MEASURED_LIMIT_TOLERANCE)
+        except ClosureFkError:
+            refused += 1
+            continue
+        assert np.max(np.abs(a.theta_a - q[clm.idx_q_a])) <= TOL  # never a wrong state
+    assert refused >= 1  # the sample reaches the other branch, and it is refused
