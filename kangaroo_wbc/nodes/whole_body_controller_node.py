@@ -215,10 +215,9 @@ class WholeBodyControllerNode(KangarooNode):
     def _on_com_reference(self, msg: PointStamped) -> None:
         try:
             point = vector3_msg_to_array(msg.point)
-        except InputError as exc:
+        except InputError as exc:  # also the subscription guard's WARN (inputs status, log)
             self.component.refused("wbc/com_reference", f"{exc}: the last reference stays")
-            self.throttled.warning("com_reference", f"wbc/com_reference skipped: {exc}")
-            return
+            raise
         self.component.set_com_reference(point, self._now_s())
 
     def _on_cmd_vel(self, msg: Twist) -> None:
