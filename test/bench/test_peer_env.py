@@ -242,7 +242,8 @@ def _third_party_imports(paths: list[Path]) -> set[str]:
                      else [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
                      else [])
             out |= {n.split(".")[0] for n in names}
-    return {n for n in out if n not in sys.stdlib_module_names and n not in ("kangaroo_wbc", "__future__")}
+    return {n for n in out if n not in sys.stdlib_module_names
+            and n not in ("kangaroo_wbc", "kangaroo_wbc_tools", "__future__")}
 
 
 def test_peer_requirements_hold_what_the_worker_imports():
@@ -251,8 +252,9 @@ def test_peer_requirements_hold_what_the_worker_imports():
     every model failed with ModuleNotFoundError in the peer environment)."""
     from importlib import metadata
 
-    package = Path(peer_env.__file__).resolve().parents[1]
-    sources = [package / "bench" / "peer_worker.py", *sorted((package / "model").rglob("*.py"))]
+    tools = Path(peer_env.__file__).resolve().parents[1]
+    runtime = tools.parent / "kangaroo_wbc"
+    sources = [tools / "bench" / "peer_worker.py", *sorted((runtime / "model").rglob("*.py"))]
     modules = _third_party_imports(sources) - {"toolbox_parallel_robots", "casadi"}  # the peer's own
     assert {"numpy", "pinocchio", "numba"} <= modules
     # pinocchio's wheel (cmeel) installs it where packages_distributions does not look
