@@ -156,7 +156,7 @@ def _cmd_vel_record(args: argparse.Namespace) -> dict:
     warning on stderr); empty for the other behaviours."""
     if args.behaviour != "walk":
         return {}
-    from kangaroo_wbc.control.locomotion import GaitSettings
+    from kangaroo_wbc.control.behaviours import GaitSettings
 
     asked = tuple(float(v) for v in (args.cmd_vel or DEFAULT_CMD_VEL))
     g = GaitSettings()

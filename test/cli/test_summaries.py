@@ -52,7 +52,7 @@ def test_interrupted_is_true_whenever_a_signal_came(signal_phase, loop_flag, int
 def test_the_walks_command_is_recorded_and_a_clip_is_a_warning(cmd_vel, applied, clipped, capsys):
     """Unit: the summary gets the command as asked and as the walk applies it; a clip is one
     warning line naming the option and the limits."""
-    from kangaroo_wbc.control.locomotion import GaitSettings
+    from kangaroo_wbc.control.behaviours import GaitSettings
     from kangaroo_wbc_tools.cli.demo_cmd import _cmd_vel_record
 
     g = GaitSettings()
