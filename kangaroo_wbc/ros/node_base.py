@@ -432,6 +432,16 @@ class KangarooNode(Node):
 NodeFactory = Callable[[], Node]
 
 
+def _in_finaliser(frame: Any) -> bool:
+    """Whether ``frame`` (where a signal arrived) runs a ``__del__`` or a weakref callback."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "__del__" or code.co_filename.endswith("weakref.py"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def run_nodes(
     factories: Sequence[NodeFactory],
     *,
@@ -462,7 +472,10 @@ def run_nodes(
 
     def on_signal(signum: int, frame: Any) -> None:
         stop.set()
-        if building[0]:  # a node's construction (models, compiled kernels) may take many seconds
+        # a node's construction (models, compiled kernels) may take many seconds: abort it, unless
+        # the signal landed in a finaliser or a weakref callback, where Python would print the
+        # exception as "ignored" and swallow it (the flag then stops the run once the nodes are built)
+        if building[0] and not _in_finaliser(frame):
             raise KeyboardInterrupt
 
     previous: dict[signal.Signals, Any] = {}
