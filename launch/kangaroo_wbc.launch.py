@@ -3,15 +3,28 @@
     ros2 launch kangaroo_wbc kangaroo_wbc.launch.py                        # MuJoCo sim, 4 processes
     ros2 launch kangaroo_wbc kangaroo_wbc.launch.py deployment:=composed behaviour:=sway rviz:=true
     ros2 launch kangaroo_wbc kangaroo_wbc.launch.py backend:=hardware namespace:=kangaroo
+    ros2 launch kangaroo_wbc kangaroo_wbc.launch.py backend:=ros2_control joint_space:=serial
+    ros2 launch kangaroo_wbc kangaroo_wbc.launch.py backend:=hardware interface:=ros2_control
     ros2 launch kangaroo_wbc kangaroo_wbc.launch.py behaviour:=walk     # then drive it on cmd_vel
     ros2 launch kangaroo_wbc kangaroo_wbc.launch.py behaviour:=walk cmd_vel:=0.2,0.0,0.0
     ros2 launch kangaroo_wbc kangaroo_wbc.launch.py rig:=one_leg sim_mode:=lockstep  # the one-leg bench
 
 Arguments:
-    backend       sim (the MuJoCo simulator node ``sim``), gazebo (``gazebo.launch.py``, untested;
-                  needs ros_gz_sim and ros_gz_bridge), or hardware (no backend started: the robot's
-                  driver provides ``actuators/state``, ``passive_encoders/state``, ``imu/data`` and
-                  consumes ``actuators/command``).
+    backend       sim (the MuJoCo simulator node ``sim``), ros2_control (the same simulator as a
+                  ros2_control system: joint_state_broadcaster, imu_sensor_broadcaster and the
+                  legs' effort controllers, docs/ros2_control.md), gazebo (``gazebo.launch.py``
+                  with gz_ros2_control, untested; needs ros_gz_sim and ros_gz_bridge), or hardware
+                  (no backend started: the robot's driver or controller manager provides the topics
+                  of ``interface``).
+    interface     auto (default: ros2_control for backends ros2_control and gazebo, native for sim
+                  and hardware), native (``actuators/state``, ``passive_encoders/state``,
+                  ``imu/data``, ``actuators/command``: docs/interface.md) or ros2_control (the
+                  standard broadcasters and effort controllers); parameter ``interface`` of ``sim``,
+                  ``state_estimator`` and ``whole_body_controller``. Only backend hardware may
+                  choose; a choice contradicting the backend stops the launch before anything starts.
+    joint_space   actuator (default: the 12 actuators are the ros2_control joints) or serial (six
+                  serial-equivalent joints per leg, as PAL's bringup); interface ros2_control only
+                  (parameter ``joint_space``; gazebo.launch.py's argument of the same name).
     deployment    composed (the default: one process, executable ``composed``, hosting the nodes
                   with the same names and all four parameter files; the deployment that keeps up
                   with 1 kHz on a 2-core computer, docs/performance.md) or separate (one process per
@@ -33,7 +46,8 @@ Arguments:
     rviz          true/false (default false): start RViz with ``config/kangaroo.rviz``.
     namespace     pushed onto every node (topics are relative; ``/tf``, ``/clock`` and
                   ``/diagnostics`` stay global).
-    use_sim_time  auto (default: true for backends sim and gazebo, false for hardware), true or false.
+    use_sim_time  auto (default: true for backends sim, ros2_control and gazebo, false for
+                  hardware), true or false.
 
 Optional tools are looked up before anything starts, so a missing one can never stop the launch
 half-way with processes left running. Without ``robot_state_publisher`` the package's ``link_tf``
@@ -72,12 +86,17 @@ from launch_ros.parameter_descriptions import Parameter
 
 
 PACKAGE = 'kangaroo_wbc'
-BACKENDS = ['sim', 'gazebo', 'hardware']
+BACKENDS = ['sim', 'ros2_control', 'gazebo', 'hardware']
+#: Backends started as the package's simulator node ``sim`` (ros2_control: as that system).
+SIMULATED = ['sim', 'ros2_control']
+#: Hardware interfaces of the nodes (auto: the backend's) and the joints a ros2_control system exposes.
+INTERFACES = ['auto', 'native', 'ros2_control']
+JOINT_SPACES = ['actuator', 'serial']
 DEPLOYMENTS = ['separate', 'composed']
 SIM_MODES = ['realtime', 'lockstep']
 BEHAVIOURS = ['stand', 'squat', 'sway', 'weight_shift', 'push_recovery', 'walk', 'jump']
 BOOLEANS = ['true', 'false']
-#: use_sim_time: auto is true for backends sim and gazebo, false for hardware.
+#: use_sim_time: auto is true for backends sim, ros2_control and gazebo, false for hardware.
 SIM_TIME_CHOICES = ['auto', 'true', 'false']
 #: Test benches (kangaroo_wbc.robots.kangaroo.rig.RIGS; empty: the robot on the floor) and their legs.
 RIGS = ['', 'one_leg']
@@ -112,12 +131,35 @@ def parse_cmd_vel(text):
     return values
 
 
-def node_overrides(sim_mode, behaviour, cmd_vel='', rig='', rig_leg='left'):
+def hardware_interface(backend, interface, rig=''):
+    """interface:=auto|native|ros2_control → the nodes' interface; a contradiction stops the launch
+    before anything starts."""
+    implied = {'ros2_control': 'ros2_control', 'gazebo': 'ros2_control', 'sim': 'native'}.get(backend)
+    if interface == 'auto':
+        interface = implied or 'native'
+    elif implied is not None and interface != implied:
+        raise RuntimeError(f'backend:={backend} speaks interface {implied}, not interface:={interface} '
+                           f'(backend:=ros2_control is the simulator as a ros2_control system); '
+                           'nothing was started')
+    if rig and interface != 'native':
+        raise RuntimeError('rig:=' + rig + ' runs on the native interface only (the bench is not a '
+                           'ros2_control system); nothing was started')
+    return interface
+
+
+def node_overrides(sim_mode, behaviour, cmd_vel='', rig='', rig_leg='left', interface='native',
+                   joint_space='actuator'):
     """Launch-argument parameters, per node: ``{node name: {parameter: value}}``."""
-    controller = {'behaviour': behaviour}
+    # the hardware interface of sim, state_estimator and whole_body_controller: the package's one
+    # mapping (kangaroo_wbc.components.ros2_control.settings), as the demo and the graph runner use it
+    from kangaroo_wbc.components.ros2_control.settings import hardware_overrides
+
+    overrides = {name: dict(values) for name, values in hardware_overrides(interface, joint_space).items()}
+    controller = overrides['whole_body_controller']
+    controller['behaviour'] = behaviour
     if cmd_vel:
         controller['cmd_vel'] = parse_cmd_vel(cmd_vel)
-    overrides = {'sim': {'lockstep': sim_mode == 'lockstep'}, 'whole_body_controller': controller}
+    overrides['sim']['lockstep'] = sim_mode == 'lockstep'
     if rig:  # every node builds the bench (link_tf draws it)
         for name in ['sim', *PIPELINE, LINK_TF, GHOST_LINK_TF]:
             overrides.setdefault(name, {}).update({'rig': rig, 'rig_leg': rig_leg})
@@ -184,7 +226,7 @@ def robot_model_nodes(share, backend, hosted, overrides, parameters_file):
     rig = overrides.get(LINK_TF, {})
     ghost_remaps = [('robot_description', 'ground_truth/robot_description'),
                     ('joint_states', 'sim/ground_truth/joint_states')]
-    ghost = backend == 'sim'
+    ghost = backend in SIMULATED
     if package_share('robot_state_publisher') is not None:
         if rig:
             from kangaroo_wbc.robots.kangaroo.rig import one_leg_texts
@@ -221,8 +263,9 @@ def launch_stack(context):
     """Every action of the stack, built once the arguments are known and the packages checked."""
     value = {name: LaunchConfiguration(name).perform(context)
              for name in ('backend', 'deployment', 'sim_mode', 'behaviour', 'cmd_vel', 'rviz', 'namespace',
-                          'use_sim_time', 'rig', 'rig_leg')}
+                          'use_sim_time', 'rig', 'rig_leg', 'interface', 'joint_space')}
     backend, deployment = value['backend'], value['deployment']
+    simulated = backend in SIMULATED
     share = package_share(PACKAGE)
     if share is None:
         raise RuntimeError(f'{PACKAGE} is not installed in an ament prefix (AMENT_PREFIX_PATH); '
@@ -233,16 +276,17 @@ def launch_stack(context):
             raise RuntimeError(f'backend gazebo needs {", ".join(missing)} (not installed); '
                                'nothing was started')
     config = {name: f'{share}/config/{name}.yaml' for name in ['sim', *PIPELINE]}
+    interface = hardware_interface(backend, value['interface'], value['rig'])
     overrides = node_overrides(value['sim_mode'], value['behaviour'], value['cmd_vel'], value['rig'],
-                               value['rig_leg'])
+                               value['rig_leg'], interface, value['joint_space'])
     parameters_file = overrides_file(overrides)
     actions = []
 
     composed = deployment == 'composed'
     host_link_tf = composed and package_share('robot_state_publisher') is None
     if composed:
-        names = (['sim'] if backend == 'sim' else []) + PIPELINE
-        arguments = ['--backend', 'sim' if backend == 'sim' else 'hardware']
+        names = (['sim'] if simulated else []) + PIPELINE
+        arguments = ['--backend', 'sim' if simulated else 'hardware']
         files = [config[name] for name in ['sim', *PIPELINE]]
         if host_link_tf:
             names.append(LINK_TF)
@@ -252,12 +296,18 @@ def launch_stack(context):
             COMPOSED, files + [parameters_file],
             f'{COMPOSED} (nodes {", ".join(names)}) exited', arguments=arguments))
     else:
-        for name in (['sim'] if backend == 'sim' else []) + PIPELINE:
+        for name in (['sim'] if simulated else []) + PIPELINE:
             actions.append(core_node(name, [config[name], parameters_file], f'{name} exited', name=name))
 
     if backend == 'gazebo':
         actions.insert(0, IncludeLaunchDescription(
-            PythonLaunchDescriptionSource(f'{share}/launch/gazebo.launch.py')))
+            PythonLaunchDescriptionSource(f'{share}/launch/gazebo.launch.py'),
+            launch_arguments={'joint_space': value['joint_space']}.items()))
+    elif backend == 'hardware' and interface == 'ros2_control':
+        actions.insert(0, LogInfo(
+            msg=f'backend hardware, interface ros2_control ({value["joint_space"]} joints): expecting the '
+                'controller manager\'s joint_state_broadcaster, imu_sensor_broadcaster and the legs\' '
+                'effort controllers (docs/ros2_control.md)'))
     elif backend == 'hardware':
         actions.insert(0, LogInfo(
             msg='backend hardware: expecting the robot driver on actuators/state, '
@@ -309,6 +359,15 @@ def generate_launch_description():
             'backend', default_value='sim', choices=BACKENDS,
             description='Where actuators/state comes from and actuators/command goes to'),
         DeclareLaunchArgument(
+            'interface', default_value='auto', choices=INTERFACES,
+            description='The nodes\' hardware interface: auto (ros2_control for backends ros2_control '
+                        'and gazebo, native for sim and hardware), native or ros2_control (backend '
+                        'hardware only may choose)'),
+        DeclareLaunchArgument(
+            'joint_space', default_value='actuator', choices=JOINT_SPACES,
+            description='interface ros2_control: the joints the system exposes, actuator (the 12 '
+                        'actuators) or serial (six serial-equivalent joints per leg)'),
+        DeclareLaunchArgument(
             'deployment', default_value='composed', choices=DEPLOYMENTS,
             description='composed (default): one process for all nodes, the deployment that keeps up '
                         'with 1 kHz on a 2-core robot computer (no DDS hop, no message conversion '
@@ -318,7 +377,7 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'sim_mode', default_value='realtime', choices=SIM_MODES,
             description='Simulator pacing: wall clock (realtime) or one step per command '
-                        '(lockstep); backend sim only'),
+                        '(lockstep); backends sim and ros2_control'),
         DeclareLaunchArgument(
             'behaviour', default_value='stand', choices=BEHAVIOURS,
             description='Initial behaviour of the whole-body controller'),
@@ -341,6 +400,7 @@ def generate_launch_description():
             description='ROS namespace pushed onto every node (empty: none)'),
         DeclareLaunchArgument(
             'use_sim_time', default_value='auto', choices=SIM_TIME_CHOICES,
-            description='Use /clock; auto: true for backends sim and gazebo, false for hardware'),
+            description='Use /clock; auto: true for backends sim, ros2_control and gazebo, false for '
+                        'hardware'),
     ]
     return LaunchDescription([*arguments, OpaqueFunction(function=launch_stack)])

@@ -146,9 +146,11 @@ tree = ast.parse(open(sys.argv[1]).read())
 for node in tree.body:
     if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "NODES":
         print(" ".join(ast.literal_eval(node.value)))' "$ROOT/setup.py")
+# pip installs each node as kangaroo_wbc_<node> (the bare names only under colcon: setup.py)
 for exe in $executables; do
-  [ -x "$VENV/bin/$exe" ] || fail "$VENV/bin/$exe missing: run 'pip install -e . --no-deps' in the venv"
-  ln -sfn "$VENV/bin/$exe" "$DEST/lib/kangaroo_wbc/$exe"
+  script="$VENV/bin/kangaroo_wbc_$exe"
+  [ -x "$script" ] || fail "$script missing: run 'pip install -e . --no-deps' in the venv"
+  ln -sfn "$script" "$DEST/lib/kangaroo_wbc/$exe"
 done
 
 cat >"$DEST/env.sh" <<EOF

@@ -38,7 +38,7 @@ RVIZ = REPO / "config" / "kangaroo.rviz"
 PACKAGE = "kangaroo_wbc"
 
 STACK_ARGUMENTS = {"backend", "deployment", "sim_mode", "behaviour", "cmd_vel", "rviz", "namespace",
-                   "use_sim_time", "rig", "rig_leg"}
+                   "use_sim_time", "rig", "rig_leg", "interface", "joint_space"}
 #: Node executables of the stack's core (a core process exiting shuts the launch down).
 CORE = {"sim", "state_estimator", "contact_wrench_estimator", "whole_body_controller"}
 GAZEBO_ARGUMENTS = {"world", "spawn_z", "joint_space", "hardware_map"}
@@ -113,7 +113,7 @@ def test_launch_files_compile(path: Path, tmp_path: Path) -> None:
 def test_stack_arguments() -> None:
     args = declared_arguments(STACK)
     assert set(args) == STACK_ARGUMENTS
-    assert args["backend"]["choices"] == ["sim", "gazebo", "hardware"]
+    assert args["backend"]["choices"] == ["sim", "ros2_control", "gazebo", "hardware"]
     assert args["backend"]["default_value"] == "sim"
     assert args["deployment"]["choices"] == ["separate", "composed"]
     assert args["deployment"]["default_value"] == "composed"  # the one that keeps up on 2 cores (issue #40)
@@ -127,6 +127,18 @@ def test_stack_arguments() -> None:
     assert args["use_sim_time"]["default_value"] == "auto"  # true unless backend is hardware
     assert args["use_sim_time"]["choices"] == ["auto", "true", "false"]
     assert all(info.get("description") for info in args.values())
+
+
+def test_interface_choices_are_the_nodes() -> None:
+    """interface and joint_space offer what the nodes' parameters accept (auto: the backend's)."""
+    from kangaroo_wbc.components.ros2_control.settings import INTERFACES
+    from kangaroo_wbc.model.hardware_map import JOINT_SPACES
+
+    args = declared_arguments(STACK)
+    assert args["interface"]["choices"] == ["auto", *INTERFACES]
+    assert args["interface"]["default_value"] == "auto"
+    assert args["joint_space"]["choices"] == list(JOINT_SPACES)
+    assert args["joint_space"]["default_value"] == JOINT_SPACES[0]
 
 
 def test_rig_choices_are_the_benches() -> None:
@@ -498,15 +510,17 @@ def test_launch_writes_no_temporary_file(launch_env, deployment, rsp, tmp_path, 
     assert len(kept) == 4, kept  # one per launch
 
 
-@pytest.mark.parametrize("backend", ["sim", "hardware"])
+@pytest.mark.parametrize("backend", ["sim", "ros2_control", "hardware"])
 def test_separate_deployment(launch_env, backend) -> None:
-    started = _evaluate_stack({"backend": backend, "namespace": "kangaroo", "behaviour": "sway",
-                               "sim_mode": "lockstep"})
-    walking = _evaluate_stack({"backend": backend, "behaviour": "walk", "cmd_vel": "0.3,0,0.1"})
+    separate = {"backend": backend, "deployment": "separate"}
+    started = _evaluate_stack({**separate, "namespace": "kangaroo", "behaviour": "sway", "sim_mode": "lockstep"})
+    walking = _evaluate_stack({**separate, "behaviour": "walk", "cmd_vel": "0.3,0,0.1"})
+    hardware = _hardware_overrides("ros2_control" if backend == "ros2_control" else "native", "actuator")
     wbc = next(s for s in _ours(walking) if s.executable == "whole_body_controller")
-    assert _launch_parameters(wbc) == {"behaviour": "walk", "cmd_vel": [0.3, 0.0, 0.1]}
+    assert _launch_parameters(wbc) == {"behaviour": "walk", "cmd_vel": [0.3, 0.0, 0.1],
+                                       **hardware["whole_body_controller"]}
     core = [s for s in _ours(started) if s.executable in CORE]
-    expected = (CORE if backend == "sim" else CORE - {"sim"})
+    expected = (CORE if backend != "hardware" else CORE - {"sim"})
     assert sorted(s.executable for s in core) == sorted(expected)
     for s in core:
         assert s.name == f"/kangaroo/{s.executable}"
@@ -515,12 +529,64 @@ def test_separate_deployment(launch_env, backend) -> None:
     inline = {s.executable: _launch_parameters(s) for s in core}
     for s in core:  # the package's file first, the launch's after it (it wins)
         assert Path(s.parameters[-1]).parent == _log_dir(), s.parameters
-    assert inline["whole_body_controller"] == {"behaviour": "sway"}
-    if backend == "sim":
-        assert inline["sim"] == {"lockstep": True}
-    benched = _evaluate_stack({"backend": backend, "rig": "one_leg"})
+    assert inline["whole_body_controller"] == {"behaviour": "sway", **hardware["whole_body_controller"]}
+    assert inline["state_estimator"] == hardware["state_estimator"]
+    if backend != "hardware":
+        assert inline["sim"] == {"lockstep": True, **hardware["sim"]}
+    if backend == "ros2_control":
+        return  # the bench is not a ros2_control system (test_interface_contradictions)
+    benched = _evaluate_stack({**separate, "rig": "one_leg"})
     for s in _ours(benched):  # every node builds the bench
         assert {"rig": "one_leg", "rig_leg": "left"}.items() <= _launch_parameters(s).items(), s
+
+
+def _hardware_overrides(interface: str, joint_space: str) -> dict:
+    from kangaroo_wbc.components.ros2_control.settings import hardware_overrides
+
+    return hardware_overrides(interface, joint_space)
+
+
+@pytest.mark.parametrize("deployment", ["separate", "composed"])
+@pytest.mark.parametrize(("backend", "interface"), [("ros2_control", "auto"), ("hardware", "ros2_control"),
+                                                    ("gazebo", "auto")])
+def test_ros2_control_interface(launch_env, deployment, backend, interface) -> None:
+    """backend:=ros2_control (the simulator as that system), hardware with interface:=ros2_control
+    and gazebo give sim, state_estimator and whole_body_controller the interface and joint space of
+    the package's one mapping (the demo's and the graph runner's)."""
+    launch_env("ros_gz_sim", "ros_gz_bridge")
+    started = _evaluate_stack({"backend": backend, "interface": interface, "joint_space": "serial",
+                               "deployment": deployment})
+    hardware = _hardware_overrides("ros2_control", "serial")
+    assert hardware["whole_body_controller"] == {"interface": "ros2_control", "joint_space": "serial"}
+    ours = _ours(started)
+    if deployment == "composed":
+        (composed,) = [s for s in ours if s.executable == "composed"]
+        assert composed.arguments[:2] == ["--backend", "sim" if backend == "ros2_control" else "hardware"]
+        sections = yaml.safe_load(Path(composed.parameters[-1]).read_text())
+        for name in ("state_estimator", "whole_body_controller") + (("sim",) if backend == "ros2_control" else ()):
+            assert hardware[name].items() <= sections[f"/**/{name}"]["ros__parameters"].items(), name
+    else:
+        params = {s.executable: _launch_parameters(s) for s in ours if s.executable in CORE}
+        assert ("sim" in params) == (backend == "ros2_control")
+        for name, values in params.items():
+            assert hardware.get(name, {}).items() <= values.items(), name
+        assert "interface" not in params["contact_wrench_estimator"]
+    includes = [s for s in started if s.package == "<include>"]
+    assert len(includes) == (backend == "gazebo")
+
+
+@pytest.mark.parametrize("arguments", [
+    {"backend": "sim", "interface": "ros2_control"},
+    {"backend": "ros2_control", "interface": "native"},
+    {"backend": "gazebo", "interface": "native"},
+    {"backend": "ros2_control", "rig": "one_leg"},
+    {"backend": "hardware", "interface": "ros2_control", "rig": "one_leg"},
+])
+def test_interface_contradictions(launch_env, arguments) -> None:
+    """An interface the backend cannot speak stops the launch with one error, before a process."""
+    launch_env("ros_gz_sim", "ros_gz_bridge")
+    with pytest.raises(RuntimeError, match="nothing was started"):
+        _evaluate_stack(arguments)
 
 
 NUMBER_WORDS = {w: i for i, w in enumerate(
@@ -573,25 +639,27 @@ def test_composed_deployment_is_one_process(launch_env, backend, hosted, rsp) ->
 
 
 def test_without_robot_state_publisher_link_tf_draws_the_links(launch_env) -> None:
-    started = _evaluate_stack({"backend": "sim", "rviz": "true"})
+    started = _evaluate_stack({"backend": "sim", "rviz": "true", "deployment": "separate"})
     link_tf = [s for s in _ours(started) if s.executable == "link_tf"]
     assert sorted(s.name for s in link_tf) == ["/ground_truth_link_tf", "/link_tf"]
     assert all(_files(s) == ["link_tf.yaml"] for s in link_tf)
     assert not [s for s in started if s.package in ("robot_state_publisher", "rviz2")]
-    benched = {s.name: _launch_parameters(s) for s in _ours(_evaluate_stack({"rig": "one_leg", "rig_leg": "right"}))
-               if s.executable == "link_tf"}
+    benched = {s.name: _launch_parameters(s) for s in _ours(_evaluate_stack(
+        {"rig": "one_leg", "rig_leg": "right", "deployment": "separate"})) if s.executable == "link_tf"}
     assert benched == {"/link_tf": {"rig": "one_leg", "rig_leg": "right"},
                        "/ground_truth_link_tf": {"rig": "one_leg", "rig_leg": "right", "frame_prefix": "ground_truth/"}}
 
 
 @pytest.mark.parametrize(
     ("backend", "expected_sim", "expected_ghost", "expected_include"),
-    [("sim", True, True, False), ("hardware", False, False, False), ("gazebo", False, False, True)],
+    [("sim", True, True, False), ("ros2_control", True, True, False), ("hardware", False, False, False),
+     ("gazebo", False, False, True)],
 )
 def test_stack_introspection(launch_env, backend, expected_sim, expected_ghost, expected_include) -> None:
-    """With robot_state_publisher, rviz2 and ros_gz installed."""
+    """With robot_state_publisher, rviz2 and ros_gz installed (deployment separate)."""
     launch_env("robot_state_publisher", "rviz2", "ros_gz_sim", "ros_gz_bridge")
-    started = _evaluate_stack({"backend": backend, "rviz": "false", "namespace": "kangaroo"})
+    started = _evaluate_stack({"backend": backend, "rviz": "false", "namespace": "kangaroo",
+                               "deployment": "separate"})
     names = {s.name for s in started}
     assert ("/kangaroo/sim" in names) == expected_sim
     assert ("/kangaroo/ground_truth_state_publisher" in names) == expected_ghost

@@ -50,6 +50,7 @@ from kangaroo_wbc.components.controller_params import (
 )
 from kangaroo_wbc.components.estimator_params import StateEstimatorParams, component_config
 from kangaroo_wbc.components.parameters import params_from_yaml
+from kangaroo_wbc.components.ros2_control.settings import hardware_overrides
 from kangaroo_wbc.components.samples import ActuatorSample, EncoderSample, ImuSample
 from kangaroo_wbc.components.state_estimation import StateEstimate, StateEstimation
 from kangaroo_wbc.components.wrench_params import (
@@ -167,9 +168,9 @@ def loop_overrides(behaviour: str | None = None, ideal_actuators: bool = False, 
     if ideal_actuators:
         wrench.update(actuator_model=False, rotor_inertia_compensation=False, torque_bias_estimation=False)
         wbc["fault_drive_model"] = False
-    hardware = {} if interface == "native" else {"interface": interface, "joint_space": joint_space}
-    out = {"state_estimator": dict(hardware), "contact_wrench_estimator": wrench,
-           "whole_body_controller": {**wbc, **hardware, **(controller or {})}}
+    hardware = hardware_overrides(interface, joint_space)
+    out = {"state_estimator": hardware["state_estimator"], "contact_wrench_estimator": wrench,
+           "whole_body_controller": {**wbc, **hardware["whole_body_controller"], **(controller or {})}}
     if rig:
         for values in out.values():
             values.update(rig=rig, rig_leg=rig_leg)

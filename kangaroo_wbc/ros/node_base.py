@@ -82,6 +82,10 @@ SHUTDOWN_EXIT_AFTER_S = 8.0
 THROTTLE_PERIOD_S = 5.0
 #: Period [s, steady clock] of the ROS-graph check of the single-writer topics.
 WRITER_CHECK_PERIOD_S = 0.25
+#: The node name rmw gives a publisher whose node's information has not been discovered yet.
+UNKNOWN_NODE_NAME = "_NODE_NAME_UNKNOWN_"
+#: How long [s] such a publisher may stay unnamed before it is reported as another writer.
+UNKNOWN_WRITER_GRACE_S = 2.0
 #: A topic's ``inputs`` status stays WARN/ERROR this long [s] after the last message it rejected.
 INPUT_FAULT_HOLD_S = 5.0
 
@@ -212,6 +216,7 @@ class KangarooNode(Node):
         self._single_writer: dict[str, str] = {}  # resolved topic -> its one expected writer node
         self._writers_seen: dict[str, list[str]] = {}
         self._writer_counts: dict[str, int] = {}  # resolved topic -> its publishers at the last check
+        self._unknown_writer_since: dict[str, float] = {}  # resolved topic -> first unknown publisher [s]
         if diagnostics_period_s > 0.0:
             self.create_timer(
                 diagnostics_period_s,
@@ -345,6 +350,16 @@ class KangarooNode(Node):
             self._writer_counts[topic] = len(infos)
             others = sorted({f"{i.node_namespace.rstrip('/')}/{i.node_name}" for i in infos
                              if i.node_name != writer})
+            # a publisher whose node the graph does not know yet (discovery in progress, often the
+            # writer itself) is named once it has stayed unknown for UNKNOWN_WRITER_GRACE_S
+            unknown = [n for n in others if n.endswith(UNKNOWN_NODE_NAME)]
+            if unknown:
+                now = time.monotonic()
+                since = self._unknown_writer_since.setdefault(topic, now)
+                if now - since < UNKNOWN_WRITER_GRACE_S:
+                    others = [n for n in others if n not in unknown]
+            else:
+                self._unknown_writer_since.pop(topic, None)
             if others:
                 out[topic] = others
         return out

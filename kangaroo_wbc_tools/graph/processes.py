@@ -93,6 +93,7 @@ import numpy as np
 import yaml
 
 from kangaroo_wbc.components.assembly import loop_overrides
+from kangaroo_wbc.components.ros2_control.settings import hardware_overrides
 from kangaroo_wbc_tools.graph.observer import (  # noqa: F401
     WATCHED,
     WATCHED_ROS2_CONTROL,
@@ -155,8 +156,7 @@ def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int, contro
     # the ground truth only feeds the fall detection here: 100 Hz (its contact wrenches cost most)
     sim = {"lockstep": lockstep, "realtime": True, "drop_ratio": float(drop_ratio), "seed": int(seed),
            "ground_truth_decimation": 10, "ideal_actuators": bool(ideal_actuators)}
-    if interface != "native":  # the simulator as that hardware, the nodes speaking to it
-        sim.update(interface=interface, joint_space=joint_space)
+    sim.update(hardware_overrides(interface, joint_space)["sim"])  # the simulator as that hardware
     if faults:  # the simulator counts from the crane's release (at ready), the faults from the behaviour's start
         delay = _behaviour_delay_s(controller)
         sim["faults"] = [f"{mode}:{name}@{at + delay:g}" for mode, name, at in faults]

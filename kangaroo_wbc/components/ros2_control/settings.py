@@ -20,6 +20,24 @@ from kangaroo_wbc.model.hardware_map import JOINT_SPACES, HardwareMap, load_hard
 
 #: The hardware interfaces a node speaks.
 INTERFACES = ("native", "ros2_control")
+#: The nodes that touch the hardware: each takes its ``interface`` and ``joint_space``.
+HARDWARE_NODES = ("sim", "state_estimator", "whole_body_controller")
+
+
+def hardware_overrides(interface: str, joint_space: str = "actuator") -> dict[str, dict[str, str]]:
+    """The parameters that put every node of :data:`HARDWARE_NODES` on ``interface`` (and, for
+    ros2_control, ``joint_space``), by node name: none for ``native`` (the parameters' default).
+    The one source of this mapping: the launch file, the one-process loop and the node graph
+    runner take it from here.
+
+    Raises:
+        ConfigError: an unknown interface or joint space.
+    """
+    if interface not in INTERFACES or joint_space not in JOINT_SPACES:
+        raise ConfigError(f"interface must be one of {list(INTERFACES)} and joint_space one of "
+                          f"{list(JOINT_SPACES)}; got {interface!r}, {joint_space!r}")
+    values = {} if interface == "native" else {"interface": interface, "joint_space": joint_space}
+    return {name: dict(values) for name in HARDWARE_NODES}
 
 
 def _one_of(valid: tuple[str, ...]):
