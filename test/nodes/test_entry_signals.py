@@ -1,16 +1,19 @@
 """Integration test: a node executable interrupted at any moment of its life exits 0, quietly.
 
 Each console script of ``setup.py`` (through :mod:`kangaroo_wbc.nodes.entry`) is started as a real
-process in an isolated ROS environment and sent SIGINT (or SIGTERM) 0.05 s, 0.3 s and 1.0 s after
-it started: the first two land while numpy / pinocchio / rclpy are being imported, the last one
-around rclpy's initialisation or the node's construction. Every run must end with exit code 0 and
-no Python traceback. The first ~30 ms of the interpreter's own start-up, before any code of the
-package runs, are outside what a package can handle and not tested.
+process in an isolated ROS environment and sent SIGINT (or SIGTERM) once it has used 0.05 s, 0.3 s
+and 1.0 s of CPU: the first two land while numpy / pinocchio / rclpy are being imported, the last
+one around rclpy's initialisation or the node's construction. Every run must end with exit code 0
+and no Python traceback. The moments are counted in the process's own CPU time, not wall time: on
+a busy machine a wall-clock delay could land in the interpreter's own start-up (its first ~30 ms
+of CPU, before any code of the package runs), which is outside what a package can handle and not
+tested.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import signal
 import subprocess
 import time
@@ -25,8 +28,10 @@ from test.integration.ros_harness import (  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.ros, pytest.mark.integration]
 
-#: Delays [s] after the process start at which the signal is sent.
+#: CPU time [s] of the process after which the signal is sent.
 DELAYS_S = (0.05, 0.3, 1.0)
+#: Longest wall time [s] to wait for the process to use that much CPU.
+CPU_WAIT_TIMEOUT_S = 60.0
 #: Longest time [s] a node may take to exit after the signal.
 EXIT_TIMEOUT_S = 20.0
 
@@ -38,7 +43,7 @@ def _interrupt(cmd: list[str], env: dict[str, str], delay_s: float, sig: signal.
         cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    time.sleep(delay_s)
+    _wait_for_cpu(proc, delay_s)
     proc.send_signal(sig)
     try:
         out, err = proc.communicate(timeout=EXIT_TIMEOUT_S)
@@ -47,6 +52,25 @@ def _interrupt(cmd: list[str], env: dict[str, str], delay_s: float, sig: signal.
         out, err = proc.communicate()
         pytest.fail(f"{cmd}: still running {EXIT_TIMEOUT_S} s after {sig.name}")
     return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def _cpu_s(pid: int) -> float | None:
+    """User + system CPU time [s] of process ``pid`` (None once it has exited)."""
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()  # noqa: SIM115, PTH123
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def _wait_for_cpu(proc: subprocess.Popen, cpu_s: float) -> None:
+    """Until ``proc`` has used ``cpu_s`` of CPU (or exited, or CPU_WAIT_TIMEOUT_S of wall time)."""
+    deadline = time.monotonic() + CPU_WAIT_TIMEOUT_S
+    while proc.poll() is None and time.monotonic() < deadline:
+        used = _cpu_s(proc.pid)
+        if used is None or used >= cpu_s:
+            return
+        time.sleep(0.002)
 
 
 def test_every_node_executable_goes_through_the_entry_module() -> None:
