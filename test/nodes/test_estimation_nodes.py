@@ -9,6 +9,7 @@ what the nodes publish. No simulator.
 from __future__ import annotations
 
 import math
+import threading
 import time
 
 import numpy as np
@@ -79,15 +80,34 @@ def test_state_estimator_calibrates_and_publishes(ros_harness, standing):
     odom = ros_harness.probe.recorder("/estimation/base_odometry", Odometry)
     bad = JointIndexMap(clm.actuated_joint_names).to_joint_state(theta_read, np.zeros(clm.n_a), stamp=_stamp(0))
     bad.position[0] = math.nan  # rejected whole, never propagated
-    for k in range(80):
+
+    def sample(k: int) -> None:
         ros_harness.publish("imu/data", arrays_to_imu_msg(np.zeros(3), [0.0, 0.0, 9.81], frame_id="imu",
                                                           stamp=_stamp(k), quaternion_xyzw=[0, 0, 0, 1]))
         ros_harness.publish("passive_encoders/state", enc_map.to_joint_state(enc, stamp=_stamp(k)))
         ros_harness.publish("actuators/state", _actuators(clm, theta_read, None, k), qos.SENSOR_STATE)
-        time.sleep(DT)  # pacing of the synthetic stream, not synchronisation
-    ros_harness.wait_for_message("/joint_states", JointState, include_earlier=True, timeout_s=20.0)
-    offsets_msg = ros_harness.wait_for_message("/estimation/calibration", JointState, qos=qos.LATCHED,
-                                               include_earlier=True, timeout_s=30.0)
+
+    # the hardware's role until the node has calibrated and published a state: the node keeps only
+    # the newest sample, so a busy machine may drop many of them before 20 count for the calibration
+    streaming, count = threading.Event(), [0]
+
+    def stream() -> None:
+        while not streaming.is_set():
+            sample(count[0])
+            count[0] += 1
+            time.sleep(DT)  # pacing of the synthetic stream, not synchronisation
+
+    thread = threading.Thread(target=stream, daemon=True)
+    thread.start()
+    try:
+        ros_harness.wait_for_message("/joint_states", JointState, include_earlier=True, timeout_s=60.0)
+        offsets_msg = ros_harness.wait_for_message("/estimation/calibration", JointState, qos=qos.LATCHED,
+                                                   include_earlier=True, timeout_s=30.0)
+        ros_harness.wait_for_message("/estimation/base_odometry", Odometry, include_earlier=True, timeout_s=30.0)
+    finally:
+        streaming.set()
+        thread.join(timeout=5.0)
+    last_k = count[0]
     np.testing.assert_allclose(JointIndexMap(clm.actuated_joint_names).reorder(offsets_msg.name, offsets_msg.position),
                                offsets, atol=1e-8)
     with js.lock:
@@ -95,7 +115,6 @@ def test_state_estimator_calibrates_and_publishes(ros_harness, standing):
     positions = JointIndexMap(clm.joint_names).reorder(last.name, last.position)
     truth = np.array([q[m.joints[m.getJointId(n)].idx_q] for n in clm.joint_names])
     assert np.max(np.abs(positions - truth)) < 1e-6
-    ros_harness.wait_for_message("/estimation/base_odometry", Odometry, include_earlier=True, timeout_s=30.0)
     with odom.lock:
         o = odom.items[-1][1]
     assert o.header.frame_id == "odom" and o.child_frame_id == "base_link"
@@ -108,11 +127,9 @@ def test_state_estimator_calibrates_and_publishes(ros_harness, standing):
 
     ros_harness.publish("actuators/state", bad, qos.SENSOR_STATE)
     ros_harness.wait_for_message("/diagnostics", DiagnosticArray, timeout_s=30.0, predicate=rejected)
-    ros_harness.publish("imu/data", arrays_to_imu_msg(np.zeros(3), [0.0, 0.0, 9.81], frame_id="imu",
-                                                      stamp=_stamp(80), quaternion_xyzw=[0, 0, 0, 1]))
-    ros_harness.publish("actuators/state", _actuators(clm, theta_read, None, 80), qos.SENSOR_STATE)
+    sample(last_k + 1)
     ros_harness.wait_for_message("/joint_states", JointState, include_earlier=True, timeout_s=30.0,
-                                 predicate=lambda msg: msg.header.stamp == _stamp(80))
+                                 predicate=lambda msg: msg.header.stamp == _stamp(last_k + 1))
     assert ros_harness.stop(node) == 0
 
 
