@@ -122,13 +122,17 @@ class SyntheticStream:
     """Calls ``publish(k, stamp_s)`` every ``dt_s`` [s] from a thread, with ``stamp_s = t0 + k dt``.
 
     The stamps are synthetic: the nodes under test see a perfectly regular stream whatever the
-    load of the machine, so the checks that depend on stamps are deterministic.
+    load of the machine, so the checks that depend on stamps are deterministic as long as the node
+    takes every sample. A node that keeps only the newest sample skips some on a busy machine, and
+    the stamp gap between the samples it takes grows; a check that needs every sample slows the wall
+    pace down with ``wall_period_s`` (the stamps still advance ``dt_s`` per sample).
     """
 
     def __init__(
         self, publish: Callable[[int, float], None], dt_s: float, t0_s: float = 100.0
     ) -> None:
         self.dt_s, self.t0_s = dt_s, t0_s
+        self.wall_period_s = dt_s  # wall time between two samples [s]
         self._publish = publish
         self.k = 0
         self._run = True
@@ -143,7 +147,7 @@ class SyntheticStream:
         while self._run:
             self._publish(self.k, self.stamp(self.k))
             self.k += 1
-            time.sleep(self.dt_s)  # pacing of the synthetic stream, not synchronisation
+            time.sleep(self.wall_period_s)  # pacing of the synthetic stream, not synchronisation
 
     def wait_samples(self, n: int, harness: RosHarness, timeout_s: float = 30.0) -> None:
         """Return once ``n`` more samples were published."""

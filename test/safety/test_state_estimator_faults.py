@@ -400,12 +400,18 @@ def test_persistent_encoder_step_triggers_a_recalibration_that_absorbs_it(estima
     step = 0.02  # [m]: more than 3 samples x 0.75 m/s x 5 ms, so not absorbed as motion
     n_cal = _calibrations(e)
     diag.mark()
-    with robot.lock:
-        robot.step[i] += step
-        k_step = robot.stream.k + 1  # sample k may be on its way without the step
-    st = diag.wait(ENC, ERROR, "persistent encoder jump", "left_hip_yaw_actuator")
-    assert "recalibrat" in st.message
-    resumed = _wait_joint_states_from(e, k_step + 5)
+    # every sample reaches the checker: a skipped one stretches the stamp gap, and the jump bound
+    # grows with it (a step that a few skipped samples make look like motion is absorbed by design)
+    robot.stream.wall_period_s = 8 * DT
+    try:
+        with robot.lock:
+            robot.step[i] += step
+            k_step = robot.stream.k + 1  # sample k may be on its way without the step
+        st = diag.wait(ENC, ERROR, "persistent encoder jump", "left_hip_yaw_actuator")
+        assert "recalibrat" in st.message
+        resumed = _wait_joint_states_from(e, k_step + 5)
+    finally:
+        robot.stream.wall_period_s = DT
     expected = robot.offsets + robot.step
     np.testing.assert_allclose(_calibration_offsets(e, n_cal), expected, atol=1e-7)
     _assert_actuators_match_truth(e, [resumed])
