@@ -84,8 +84,19 @@ THROTTLE_PERIOD_S = 5.0
 WRITER_CHECK_PERIOD_S = 0.25
 #: The node name rmw gives a publisher whose node's information has not been discovered yet.
 UNKNOWN_NODE_NAME = "_NODE_NAME_UNKNOWN_"
-#: How long [s] such a publisher may stay unnamed before it is reported as another writer.
-UNKNOWN_WRITER_GRACE_S = 2.0
+
+
+def unexpected_writers(publishers: Sequence[tuple[str, str]], writer: str) -> list[str]:
+    """The fully qualified names of a single-writer topic's ``publishers`` (``(namespace, node
+    name)`` pairs from the graph) other than ``writer``. A publisher whose node discovery has not
+    named yet (:data:`UNKNOWN_NODE_NAME`) while ``writer`` is not among the named ones is, as far as
+    the graph can tell, the writer itself: one such is not reported; a second one is."""
+    names = [f"{ns.rstrip('/')}/{name}" for ns, name in publishers if name != writer]
+    if len(names) == len(publishers):  # the writer not named: one unnamed publisher may be it
+        unnamed = next((n for n in names if n.endswith(UNKNOWN_NODE_NAME)), None)
+        if unnamed is not None:
+            names.remove(unnamed)
+    return sorted(set(names))
 #: A topic's ``inputs`` status stays WARN/ERROR this long [s] after the last message it rejected.
 INPUT_FAULT_HOLD_S = 5.0
 
@@ -216,7 +227,6 @@ class KangarooNode(Node):
         self._single_writer: dict[str, str] = {}  # resolved topic -> its one expected writer node
         self._writers_seen: dict[str, list[str]] = {}
         self._writer_counts: dict[str, int] = {}  # resolved topic -> its publishers at the last check
-        self._unknown_writer_since: dict[str, float] = {}  # resolved topic -> first unknown publisher [s]
         if diagnostics_period_s > 0.0:
             self.create_timer(
                 diagnostics_period_s,
@@ -348,18 +358,7 @@ class KangarooNode(Node):
             except Exception:  # noqa: BLE001 - the graph is unavailable while shutting down
                 continue
             self._writer_counts[topic] = len(infos)
-            others = sorted({f"{i.node_namespace.rstrip('/')}/{i.node_name}" for i in infos
-                             if i.node_name != writer})
-            # a publisher whose node the graph does not know yet (discovery in progress, often the
-            # writer itself) is named once it has stayed unknown for UNKNOWN_WRITER_GRACE_S
-            unknown = [n for n in others if n.endswith(UNKNOWN_NODE_NAME)]
-            if unknown:
-                now = time.monotonic()
-                since = self._unknown_writer_since.setdefault(topic, now)
-                if now - since < UNKNOWN_WRITER_GRACE_S:
-                    others = [n for n in others if n not in unknown]
-            else:
-                self._unknown_writer_since.pop(topic, None)
+            others = unexpected_writers([(i.node_namespace, i.node_name) for i in infos], writer)
             if others:
                 out[topic] = others
         return out

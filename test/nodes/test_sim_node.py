@@ -216,7 +216,9 @@ def test_robot_hangs_on_the_crane_until_ready(harness: RosHarness) -> None:
     harness.wait_for_message(f"{ns}/actuators/state", JointState, timeout_s=STARTUP_TIMEOUT_S)
     odom = harness.probe.recorder(f"{ns}/sim/ground_truth/base_odometry", Odometry)
     harness.wait_for_message(f"{ns}/sim/ground_truth/base_odometry", Odometry)
-    time.sleep(1.0)  # hanging for a second of wall time, no controller
+    # hanging, no controller, for at least a second of wall time and 100 ground-truth samples
+    time.sleep(1.0)
+    harness._poll(lambda: len(odom.items) > 100, 60.0, "fewer than 100 ground-truth samples", True)
     with odom.lock:
         heights = [base_height(m) for _, m in odom.items]
     assert len(heights) > 100 and max(heights) == min(heights), "the base moved before wbc/ready"

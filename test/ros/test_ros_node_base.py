@@ -201,3 +201,20 @@ def test_run_nodes_config_error_exit_code(ros_harness: RosHarness, tmp_path) -> 
     code = proc.wait_exit(timeout_s=20.0)
     assert code == EXIT_CONFIG_ERROR, proc.describe()
     assert "configuration error" in proc.output() and "rate_hz" in proc.output()
+
+
+@pytest.mark.parametrize(("publishers", "expected"), [
+    ([("/", "whole_body_controller")], []),
+    ([("/", "whole_body_controller"), ("/", "intruder")], ["/intruder"]),
+    # discovery has not named the writer yet: its one unnamed publisher is not another writer
+    ([("_NODE_NAMESPACE_UNKNOWN_", "_NODE_NAME_UNKNOWN_")], []),
+    # ... but with the writer named, an unnamed publisher is another one, and so is a second unnamed
+    ([("/", "whole_body_controller"), ("_NODE_NAMESPACE_UNKNOWN_", "_NODE_NAME_UNKNOWN_")],
+     ["_NODE_NAMESPACE_UNKNOWN_/_NODE_NAME_UNKNOWN_"]),
+    ([("/", "intruder"), ("_NODE_NAMESPACE_UNKNOWN_", "_NODE_NAME_UNKNOWN_")], ["/intruder"]),
+    ([("/", "a"), ("/k/", "b")], ["/a", "/k/b"]),
+])
+def test_unexpected_writers(publishers, expected) -> None:
+    from kangaroo_wbc.ros.node_base import unexpected_writers
+
+    assert unexpected_writers(publishers, "whole_body_controller") == expected
