@@ -12,7 +12,12 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from kangaroo_wbc.components.ankle_ft import GRAVITY_M_S2, AnkleFtComparison, AnkleFtSensor, AnkleFtSettings
+from kangaroo_wbc.components.ankle_ft import (
+    GRAVITY_M_S2,
+    AnkleFtComparison,
+    AnkleFtSensor,
+    AnkleFtSettings,
+)
 from kangaroo_wbc.components.samples import Level
 from kangaroo_wbc.errors import FrameNotFound
 
@@ -70,7 +75,8 @@ def test_comparison_levels_and_differences():
     truth = cmp.ground_wrench_in_sole(SENSOR.broadcaster, np.zeros(1), np.array([0.0, 0.0, 400.0]), np.zeros(3))
     cmp.compare(np.zeros(1), {"sole": truth}, 1.01)
     res = cmp.results[SENSOR.broadcaster]
-    assert res["force_difference_n"] == pytest.approx(0.0, abs=1e-9) and res["cop_difference_m"] == pytest.approx(0.0, abs=1e-12)
+    assert res["force_difference_n"] == pytest.approx(0.0, abs=1e-9)
+    assert res["cop_difference_m"] == pytest.approx(0.0, abs=1e-12)
     assert res["age_s"] == pytest.approx(0.01) and cmp.status().level == Level.OK
     est = truth.copy()
     est[2] += 30.0  # 30 N more normal force than measured: WARN, the difference reported
@@ -92,7 +98,8 @@ def test_bad_samples_are_skipped_with_an_event():
     assert not cmp.on_wrench("leg_right_ft_sensor_broadcaster", "foot", np.zeros(3), np.zeros(3), 1.0)
     assert cmp.skipped == 3 and not cmp.readings
     assert [e[0] for e in events] == [Level.WARN] * 3
-    assert "non-finite" in events[0][2] and "'base_link', expected 'foot'" in events[1][2] and "unknown sensor" in events[2][2]
+    assert "non-finite" in events[0][2] and "'base_link', expected 'foot'" in events[1][2]
+    assert "unknown sensor" in events[2][2]
     assert cmp.status().level == Level.OK  # still none accepted: "no F/T"
     cmp.on_wrench(SENSOR.broadcaster, "foot", np.array([0.0, 0.0, 100.0]), np.zeros(3), 1.0)
     cmp.compare(np.zeros(1), {"sole": np.zeros(6)}, 1.5)  # 0.5 s old: stale, not compared

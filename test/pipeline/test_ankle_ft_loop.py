@@ -34,7 +34,7 @@ def test_standing_robot_sensors_agree_with_the_estimate():
     def on_tick(r: ClosedLoopRun) -> None:
         if r.release_time_s is None or r.sim.time < r.release_time_s + 0.5:
             return
-        for name, res in cmp.results.items():
+        for res in cmp.results.values():
             force_diff.append(res["force_difference_n"])
             cop_diff.append(res["cop_difference_m"])
         reading = ft.read()
