@@ -107,6 +107,8 @@ class AnkleFtComparison:
         self.results: dict[str, dict[str, float]] = {}
         self.measured_wrench_sole_in_sole: dict[str, np.ndarray] = {}
         self.skipped = 0
+        self.last_skipped = ""  #: why the last bad sample was skipped
+        self._skipped_reported = 0
         self._stale: set[str] = set()
 
     def mass_below_kg(self, broadcaster: str) -> float:
@@ -129,6 +131,7 @@ class AnkleFtComparison:
                 raise InputError("non-finite stamp")
         except InputError as exc:
             self.skipped += 1
+            self.last_skipped = f"/{broadcaster}/wrench: {exc}"
             self.event(Level.WARN, f"ankle_ft {broadcaster}", f"/{broadcaster}/wrench sample skipped: {exc}")
             return False
         self.readings[broadcaster] = AnkleFtReading(f.copy(), t.copy(), float(stamp_s))
@@ -179,12 +182,15 @@ class AnkleFtComparison:
                                   "cop_difference_m": cop_diff, "age_s": float(age)}
 
     def status(self) -> Status:
-        """The ``ankle_ft`` status (module docstring)."""
+        """The ``ankle_ft`` status (module docstring); samples skipped since the last call make it WARN."""
         s = self.settings
+        new_skips, self._skipped_reported = self.skipped - self._skipped_reported, self.skipped
+        values: dict = {"skipped": self.skipped, "last_skipped": self.last_skipped}
+        problems = [f"{new_skips} F/T sample(s) skipped, last {self.last_skipped}"] if new_skips else []
         if not self.readings:
-            return Status("ankle_ft", Level.OK, "no F/T (optional)", {"skipped": self.skipped})
-        values: dict = {"skipped": self.skipped}
-        problems = []
+            if problems:
+                return Status("ankle_ft", Level.WARN, "; ".join(problems), values)
+            return Status("ankle_ft", Level.OK, "no F/T (optional)", values)
         for name, res in self.results.items():
             sole = self.sensors[name].sole
             for k, v in res.items():

@@ -100,7 +100,10 @@ def test_bad_samples_are_skipped_with_an_event():
     assert [e[0] for e in events] == [Level.WARN] * 3
     assert "non-finite" in events[0][2] and "'base_link', expected 'foot'" in events[1][2]
     assert "unknown sensor" in events[2][2]
-    assert cmp.status().level == Level.OK  # still none accepted: "no F/T"
+    status = cmp.status()  # none accepted, three skipped: WARN naming the last one
+    assert status.level == Level.WARN and "3 F/T sample(s) skipped" in status.message
+    assert "unknown sensor" in status.message
+    assert cmp.status().level == Level.OK  # nothing new: "no F/T" again
     cmp.on_wrench(SENSOR.broadcaster, "foot", np.array([0.0, 0.0, 100.0]), np.zeros(3), 1.0)
     cmp.compare(np.zeros(1), {"sole": np.zeros(6)}, 1.5)  # 0.5 s old: stale, not compared
     assert cmp.status().level == Level.WARN and "stale" in cmp.status().message
