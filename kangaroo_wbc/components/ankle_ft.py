@@ -17,6 +17,11 @@ axes is ``R_Cᵀ [f_gr; τ_gr(p_C)]``, its CoP ``(-τ_y / f_z, τ_x / f_z)``. Th
 acceleration is neglected (``m_f a``: a 1.6 kg foot at 10 m/s² is 16 N, within the walking
 threshold; standing, nothing).
 
+With a ``low_pass`` (the estimator's own Butterworth filter: cutoff, rate, order) the measured sole
+wrench goes through the same filter as the estimate before the comparison, at each estimate (the
+latest sample held between samples): the estimate lags the raw sensor by the filter's delay, which
+alone would show as a difference while the load moves.
+
 Per sole the comparison gives the force difference ``‖f_meas - f_est‖`` [N], the CoP difference
 ``‖cop_meas - cop_est‖`` [m] (both loaded above ``min_normal_force_n``) and the sample's age [s];
 the ``ankle_ft`` status is WARN when a difference exceeds its threshold or a sample is older than
@@ -35,6 +40,7 @@ import pinocchio as pin
 
 from kangaroo_wbc.components.samples import Level, Status
 from kangaroo_wbc.errors import FrameNotFound, InputError, suggest
+from kangaroo_wbc.estimation.filters import ButterworthFilter
 
 GRAVITY_M_S2 = 9.81
 
@@ -76,6 +82,8 @@ class AnkleFtComparison:
         sensors: the sensors; each sole at most once.
         settings: :class:`AnkleFtSettings`.
         event: where the events go (``Component.event`` of the component that owns it).
+        low_pass: ``(cutoff_hz, sample_rate_hz, order)`` of the filter on the measured wrenches
+            (module docstring); None: unfiltered.
 
     Raises:
         FrameNotFound: a sensor or sole frame the model does not have (the valid ones listed).
@@ -83,8 +91,11 @@ class AnkleFtComparison:
 
     def __init__(self, model: pin.Model, sensors: list[AnkleFtSensor] | tuple[AnkleFtSensor, ...],
                  settings: AnkleFtSettings | None = None,
-                 event: Callable[[Level, str, str], None] | None = None) -> None:
+                 event: Callable[[Level, str, str], None] | None = None,
+                 low_pass: tuple[float, float, int] | None = None) -> None:
         self.event = event or (lambda level, key, message: None)
+        self._filters = ({s.broadcaster: ButterworthFilter(low_pass[0], low_pass[1], 6, low_pass[2]) for s in sensors}
+                         if low_pass is not None else {})
         self.model, self.data = model, model.createData()
         self.sensors = {s.broadcaster: s for s in sensors}
         self.settings = settings or AnkleFtSettings()
@@ -167,10 +178,14 @@ class AnkleFtComparison:
                     self.event(Level.WARN, f"ankle_ft {name}", f"/{name}/wrench stale: {age:.3f} s from the estimate "
                                f"(limit {s.max_age_s:.3f} s), not compared")
                 self._stale.add(name)
+                if name in self._filters:
+                    self._filters[name].reset(None)  # restarts at the next fresh sample
                 self.results[name] = {"force_difference_n": math.nan, "cop_difference_m": math.nan, "age_s": age}
                 continue
             self._stale.discard(name)
             meas = self.ground_wrench_in_sole(name, q, r.force_in_sensor, r.torque_in_sensor)
+            if name in self._filters:
+                meas = self._filters[name](meas).copy()
             est = np.asarray(wrench_sole_in_sole[sensor.sole], dtype=float)
             self.measured_wrench_sole_in_sole[name] = meas
             cop_diff = math.nan

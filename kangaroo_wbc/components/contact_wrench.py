@@ -126,7 +126,9 @@ class ContactWrenchEstimation(Component):
         Raises:
             FrameNotFound: a sensor's frame or sole the model does not have.
         """
-        self.ankle_ft = AnkleFtComparison(self.clm.model, list(sensors), settings, event=self.event)
+        cfg = self.estimator.config  # the measured wrenches through the estimate's own filter
+        self.ankle_ft = AnkleFtComparison(self.clm.model, list(sensors), settings, event=self.event,
+                                          low_pass=(cfg.cutoff_hz, cfg.sample_rate_hz, cfg.filter_order))
         return self.ankle_ft
 
     @property
