@@ -113,3 +113,21 @@ def test_bad_samples_are_skipped_with_an_event():
 def test_unknown_frames_are_refused_with_the_valid_ones():
     with pytest.raises(FrameNotFound, match="unknown frame 'fot'.*foot"):
         AnkleFtComparison(_foot_model(), [AnkleFtSensor("b", "fot", "sole")])
+
+
+def test_the_measured_wrench_goes_through_the_low_pass():
+    """With the estimate's filter, a 100 N step of the sensor shows as a smaller difference on the
+    next tick (the filter's first step) and reaches the estimate's value once settled."""
+    cmp = AnkleFtComparison(_foot_model(), [SENSOR], low_pass=(5.0, 1000.0, 2))
+    q, name = np.zeros(1), SENSOR.broadcaster
+    cmp.on_wrench(name, "foot", np.array([0.0, 0.0, 300.0]), np.zeros(3), 0.0)
+    est = cmp.ground_wrench_in_sole(name, q, np.array([0.0, 0.0, 400.0]), np.zeros(3))
+    cmp.compare(q, {"sole": est}, 0.0)  # the first sample initialises the filter: 100 N apart
+    assert cmp.results[name]["force_difference_n"] == pytest.approx(100.0)
+    cmp.on_wrench(name, "foot", np.array([0.0, 0.0, 400.0]), np.zeros(3), 0.001)
+    cmp.compare(q, {"sole": est}, 0.001)
+    assert 90.0 < cmp.results[name]["force_difference_n"] < 100.0  # filtered: barely moved
+    for k in range(2, 1000):  # 1 s at 1 kHz: settled
+        cmp.compare(q, {"sole": est}, 0.001 * k)
+        cmp.readings[name].stamp_s = 0.001 * k  # held sample, fresh
+    assert cmp.results[name]["force_difference_n"] < 1e-3
