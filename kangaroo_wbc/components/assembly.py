@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from kangaroo_wbc.components.ankle_ft import AnkleFtSensor
 from kangaroo_wbc.components.contact_wrench import ContactWrenchEstimation
 from kangaroo_wbc.components.control import WholeBodyControl
 from kangaroo_wbc.components.controller_params import (
@@ -54,6 +55,7 @@ from kangaroo_wbc.components.ros2_control.settings import hardware_overrides
 from kangaroo_wbc.components.samples import ActuatorSample, EncoderSample, ImuSample
 from kangaroo_wbc.components.state_estimation import StateEstimate, StateEstimation
 from kangaroo_wbc.components.wrench_params import (
+    ANKLE_FT,
     ESTIMATOR,
     PAYLOAD,
     SETTINGS,
@@ -64,7 +66,7 @@ from kangaroo_wbc.control.contacts import ContactSpec
 from kangaroo_wbc.control.reduced_wbc import ReducedWholeBodyController
 from kangaroo_wbc.control.supervisor import Command, WbcSupervisor
 from kangaroo_wbc.control.wbc import WholeBodyController
-from kangaroo_wbc.errors import ConfigError, InputError, KangarooWbcError
+from kangaroo_wbc.errors import ConfigError, InputError, KangarooWbcError, suggest
 from kangaroo_wbc.estimation import paper_screws
 from kangaroo_wbc.model import ClosedLoopModel
 
@@ -215,9 +217,30 @@ def build_wrench(clm: ClosedLoopModel, p: ContactWrenchParams) -> ContactWrenchE
             estimator = replace(estimator, base_row_weight=0.0, momentum_rate=False)
             settings = replace(settings, sole_frames=(rig_sole(p.rig_leg),))
             payload = None
-        return ContactWrenchEstimation(clm, transmission, estimator, settings, compensation(p), payload)
+        out = ContactWrenchEstimation(clm, transmission, estimator, settings, compensation(p), payload)
+        if p.ankle_ft_broadcasters:
+            out.attach_ankle_ft(ankle_ft_sensors(p.ankle_ft_broadcasters), ANKLE_FT.build(p))
+        return out
     except InputError as exc:
         raise ConfigError(f"contact_wrench_estimator: {exc}") from exc
+
+
+def ankle_ft_sensors(broadcasters: list[str]) -> list[AnkleFtSensor]:
+    """The ankle F/T sensors named (``force_torque`` of the package's ``config/hardware_map.yaml``).
+
+    Raises:
+        ConfigError: a name the map does not list (the valid ones given).
+    """
+    from kangaroo_wbc.model.hardware_map import load_hardware_map
+
+    known = {ft.broadcaster: ft for ft in load_hardware_map(package_config_dir() / "hardware_map.yaml").force_torque}
+    out = []
+    for name in broadcasters:
+        if name not in known:
+            raise ConfigError(f"contact_wrench_estimator: ankle_ft_broadcasters: unknown sensor {name!r}."
+                              + suggest(name, list(known)))
+        out.append(AnkleFtSensor(name, known[name].frame_id, known[name].sole))
+    return out
 
 
 def contact_specs(clm: ClosedLoopModel, p: WholeBodyControllerParams | None = None) -> list[ContactSpec]:

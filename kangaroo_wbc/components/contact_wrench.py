@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kangaroo_wbc.components.ankle_ft import AnkleFtComparison, AnkleFtSettings
 from kangaroo_wbc.components.base import Component
 from kangaroo_wbc.components.samples import ActuatorSample, Level, Status
 from kangaroo_wbc.errors import ConfigError, EstimationError
@@ -115,6 +116,25 @@ class ContactWrenchEstimation(Component):
         self._reported = dict(self.stats)
         self.last_error = ""
         self._errors: dict[str, str] = {}
+        #: the optional ankle F/T comparison (:meth:`attach_ankle_ft`; None: off)
+        self.ankle_ft: AnkleFtComparison | None = None
+
+    def attach_ankle_ft(self, sensors, settings: AnkleFtSettings | None = None) -> AnkleFtComparison:
+        """Compare the estimates with ankle F/T sensors (:mod:`~kangaroo_wbc.components.ankle_ft`;
+        their samples go to ``ankle_ft.on_wrench``); its ``ankle_ft`` status joins :meth:`statuses`.
+
+        Raises:
+            FrameNotFound: a sensor's frame or sole the model does not have.
+        """
+        cfg = self.estimator.config  # the measured wrenches through the estimate's own filter
+        self.ankle_ft = AnkleFtComparison(self.clm.model, list(sensors), settings, event=self.event,
+                                          low_pass=(cfg.cutoff_hz, cfg.sample_rate_hz, cfg.filter_order))
+        return self.ankle_ft
+
+    @property
+    def configuration(self) -> np.ndarray:
+        """The configuration of the newest state estimate (pinocchio order; a view)."""
+        return self._q
 
     def reject(self, topic: str, exc: Exception | str, kind: str = "rejected") -> None:
         self.stats[kind] += 1
@@ -225,6 +245,8 @@ class ContactWrenchEstimation(Component):
             return None
         if self.payload is not None and self._released:
             self._identify_payload(t)
+        if self.ankle_ft is not None and self.ankle_ft.readings:
+            self.ankle_ft.compare(self._q, dict(zip(out.sole_frames, out.wrench_sole_in_sole)), t)
         self.stats["ticks"] += 1
         self._timed(t0)
         return out
@@ -288,6 +310,8 @@ class ContactWrenchEstimation(Component):
         out = [Status("wrench", level, message, values)]
         if self.payload is not None:
             out.append(self._payload_status())
+        if self.ankle_ft is not None:
+            out.append(self.ankle_ft.status())
         return out
 
     def _payload_status(self) -> Status:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kangaroo_wbc.components.ankle_ft import AnkleFtSettings
 from kangaroo_wbc.components.contact_wrench import ContactWrenchSettings
 from kangaroo_wbc.components.parameters import (
     SharedFields,
@@ -27,6 +28,7 @@ from kangaroo_wbc.estimation.payload_identification import PayloadIdentification
 
 _E, _S, _C = ContactWrenchConfig(), ContactWrenchSettings(), ActuatorCompensation()
 _P = PayloadIdentificationConfig()
+_F = AnkleFtSettings()
 
 
 @dataclass
@@ -105,6 +107,18 @@ class ContactWrenchParams:
                                                          bounds=(0.0, None), read_only=True)
     payload_min_mass_for_com_kg: float = parameter(_P.min_mass_for_com_kg, "Payload: its CoM is given above "
                                                    "this mass [kg]", bounds=(0.0, None), read_only=True)
+    ankle_ft_broadcasters: list[str] = parameter([], "Ankle F/T: the force_torque_sensor_broadcasters whose "
+                                                 "~/wrench is compared with the estimate (names of "
+                                                 "config/hardware_map.yaml's force_torque); empty: off",
+                                                 read_only=True)
+    ankle_ft_max_force_difference_n: float = parameter(_F.max_force_difference_n, "Ankle F/T: WARN when a "
+                                                       "sole's measured and estimated forces differ by more [N]",
+                                                       bounds=(0.0, None))
+    ankle_ft_max_cop_difference_m: float = parameter(_F.max_cop_difference_m, "Ankle F/T: WARN when a sole's "
+                                                     "measured and estimated CoPs differ by more [m]",
+                                                     bounds=(0.0, None))
+    ankle_ft_max_age_s: float = parameter(_F.max_age_s, "Ankle F/T: a sample further than this from the estimate's "
+                                          "stamp is stale, not compared [s]", bounds=(0.0, None))
     rig: str = rig_parameter()
     rig_leg: str = rig_leg_parameter()
 
@@ -125,7 +139,8 @@ COMPENSATION = SharedFields(ActuatorCompensation, names={"rotor_inertia": "rotor
                                                           "torque_bias": "torque_bias_estimation",
                                                           "sample_rate_hz": "rate_hz"})
 PAYLOAD = SharedFields(PayloadIdentificationConfig, prefix="payload_")
-SHARED_FIELDS = (ESTIMATOR, SETTINGS, COMPENSATION, PAYLOAD)
+ANKLE_FT = SharedFields(AnkleFtSettings, prefix="ankle_ft_", names={"min_normal_force_n": "min_normal_force_n"})
+SHARED_FIELDS = (ESTIMATOR, SETTINGS, COMPENSATION, PAYLOAD, ANKLE_FT)
 
 
 def compensation(p: ContactWrenchParams) -> ActuatorCompensation | None:

@@ -10,6 +10,8 @@ optional override file and checks it against the model. Format (``format: kangar
 
     joint_space: serial                 # the space the hardware exposes: actuator | serial
     imu: {sensor_name: imu_sensor, frame_id: imu}
+    force_torque:                       # optional ankle F/T sensors, one force_torque_sensor_broadcaster each
+      leg_left_ft_sensor_broadcaster: {sensor_name: leg_left_ft_sensor, frame_id: left_foot_link, sole: left_sole}
     joint_spaces:
       serial:
         controllers:                    # effort controllers, each with its joints in command order
@@ -27,6 +29,11 @@ output joint of the serial space; effort ``joint_torque`` [N·m], or [N] for a p
 offset`` for positions, ``scale * model`` for velocities, ``model / scale`` for efforts (the same
 power). ``encoder``: ``absolute``, or ``relative`` (a per-boot offset, calibrated by the state
 estimator: actuators only).
+
+``force_torque`` (optional; absent or ``{}``: none): per ``force_torque_sensor_broadcaster`` (its
+controller name, topic ``/<name>/wrench``) the ros2_control ``sensor_name``, the ``frame_id`` of its
+messages (a frame of the model, on the foot) and the ``sole`` it is compared with
+(:mod:`kangaroo_wbc.components.ankle_ft`). The sensors are never required.
 """
 
 from __future__ import annotations
@@ -50,7 +57,8 @@ ENCODERS = ("absolute", "relative")
 EFFORTS = {"actuator": ("axial_force", "motor_torque"), "serial": ("joint_torque",), "encoder": (None,)}
 JOINT_KEYS = ("model", "role", "encoder", "effort_state", "effort_command", "scale", "offset", "screw_lead_m",
               "screw_efficiency")
-TOP_KEYS = ("format", "robot", "joint_space", "imu", "joint_spaces")
+TOP_KEYS = ("format", "robot", "joint_space", "imu", "force_torque", "joint_spaces")
+FT_KEYS = ("sensor_name", "frame_id", "sole")
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,18 @@ class ImuMapping:
 
 
 @dataclass(frozen=True)
+class ForceTorqueMapping:
+    """An ankle force/torque sensor: the ``broadcaster`` (force_torque_sensor_broadcaster's
+    controller name), its ros2_control ``sensor_name``, the ``frame_id`` of its messages (a model
+    frame) and the model's ``sole`` frame it is compared with."""
+
+    broadcaster: str
+    sensor_name: str
+    frame_id: str
+    sole: str
+
+
+@dataclass(frozen=True)
 class HardwareMap:
     """The selected joint space of a hardware map file (see the module docstring)."""
 
@@ -92,6 +112,7 @@ class HardwareMap:
     joints: tuple[HardwareJoint, ...]
     controllers: dict[str, tuple[str, ...]]
     imu: ImuMapping
+    force_torque: tuple[ForceTorqueMapping, ...] = ()
 
     @property
     def names(self) -> list[str]:
@@ -216,7 +237,26 @@ def parse_hardware_map(data: dict, source: str = "<memory>", joint_space: str | 
     parsed = {name: _space(name, sec, f"{source}: joint_spaces.{name}") for name, sec in spaces.items()}
     joints, controllers = parsed[space]
     return HardwareMap(source, str(data.get("robot", "")), space, joints, controllers,
-                       ImuMapping(imu["sensor_name"], imu["frame_id"]))
+                       ImuMapping(imu["sensor_name"], imu["frame_id"]),
+                       _force_torque(data.get("force_torque") or {}, f"{source}: force_torque"))
+
+
+def _force_torque(d: Any, where: str) -> tuple[ForceTorqueMapping, ...]:
+    """The ``force_torque`` section, checked (each sensor name and sole at most once)."""
+    out = []
+    for name, entry in _mapping(d, where).items():
+        entry = _mapping(entry, f"{where}.{name}")
+        _unknown_keys(entry, FT_KEYS, f"{where}.{name}")
+        for k in FT_KEYS:
+            if not isinstance(entry.get(k), str) or not entry[k]:
+                raise ConfigError(f"{where}.{name}.{k}: expected a non-empty name, got {entry.get(k)!r}")
+        out.append(ForceTorqueMapping(str(name), entry["sensor_name"], entry["frame_id"], entry["sole"]))
+    for key in ("sensor_name", "sole"):
+        values = [getattr(m, key) for m in out]
+        twice = sorted({v for v in values if values.count(v) > 1})
+        if twice:
+            raise ConfigError(f"{where}: {key} {twice} used by more than one sensor")
+    return tuple(out)
 
 
 def _space(space: str, sec: Any, where: str) -> tuple[tuple[HardwareJoint, ...], dict[str, tuple[str, ...]]]:
@@ -284,6 +324,13 @@ def check_against_model(hw: HardwareMap, clm: Any) -> None:
     Raises:
         ConfigError: naming the file and the joints.
     """
+    frames = [f.name for f in clm.model.frames]
+    for ft in hw.force_torque:
+        for key in ("frame_id", "sole"):
+            name = getattr(ft, key)
+            if name not in frames:
+                raise ConfigError(f"{hw.source}: force_torque.{ft.broadcaster}.{key}: {name!r} is not a frame of the "
+                                  "model." + suggest(name, frames))
     where = f"{hw.source}: joint_spaces.{hw.joint_space}"
     for j in hw.joints:
         valid = {"actuator": clm.actuated_joint_names, "encoder": clm.absolute_encoders,

@@ -9,7 +9,9 @@ A thin adapter around :class:`~kangaroo_wbc.components.contact_wrench.ContactWre
 A ``joint_states`` sample is used once odometry of the same time (within ``max_input_age_s``) came.
 The actuator modes the controller publishes on the latched ``actuators/modes`` (a locked or limp
 actuator, ``docs/morphology.md``) are applied before the next sample, in every deployment, and so
-are the payloads it publishes on the latched ``model/payloads`` (the model's inertias). With ``rig``
+are the payloads it publishes on the latched ``model/payloads`` (the model's inertias). With
+``ankle_ft_broadcasters`` it compares each listed ankle F/T's ``<broadcaster>/wrench`` with the
+estimate (``ankle_ft`` status; :mod:`~kangaroo_wbc.ros.ankle_ft_topics`). With ``rig``
 (``one_leg``) it runs on the test bench's model, its one sole, the actuated rows only
 (:func:`~kangaroo_wbc.components.assembly.build_wrench`).
 
@@ -43,6 +45,7 @@ from kangaroo_wbc.estimation.payload_identification import (
     PayloadEstimate,
 )
 from kangaroo_wbc.ros import qos
+from kangaroo_wbc.ros.ankle_ft_topics import subscribe_ankle_ft
 from kangaroo_wbc.ros.conversions import (
     JointIndexMap,
     array_to_point_msg,
@@ -106,8 +109,10 @@ class ContactWrenchNode(KangarooNode):
         self._modes = dict.fromkeys(clm.actuated_joint_names, "active")  # the modes applied (component's start)
         self.create_subscription(DiagnosticStatus, "actuators/modes", self._on_modes, qos.LATCHED)
         self._payloads = PayloadFollower(self, clm)  # the controller's model/payloads
+        ft_topics = subscribe_ankle_ft(self, self.component)  # optional: ankle_ft_broadcasters
         self.get_logger().info(f"contact_wrench_estimator: soles {soles}, leads [m] "
-                               f"{np.array2string(self.component.estimator.transmission.screw_lead_m, precision=3)}")
+                               f"{np.array2string(self.component.estimator.transmission.screw_lead_m, precision=3)}"
+                               f", ankle F/T {ft_topics or 'off'}")
 
     # ------------------------------------------------------------------ messages → samples
     def _on_joints(self, msg: JointState) -> None:

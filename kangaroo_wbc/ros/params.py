@@ -126,7 +126,10 @@ def declare_parameters(node: Any, params: type[T] | T) -> T:
                 node.set_parameters([Parameter(f.name, _types(f)[1], [])])
     values = {}
     for f in fields:
-        value = node.get_parameter(f.name).value
+        try:
+            value = node.get_parameter(f.name).value
+        except ParameterUninitializedException:  # an empty read-only array: set_parameters refused the []
+            value = None
         if f.is_array and value is None:
             value = []
         reason = check_value(f, value)

@@ -14,6 +14,9 @@ listeners get) and the command subscriptions that hand the commands to the node
   behaviour). A second publisher on a command topic (the graph shows a node other than
   ``command_source``) is an ERROR naming the topic and the publishers, and that topic's commands
   are refused while it lasts (the controller keeps its last one; the simulator's watchdog acts).
+  With ankle F/T sensors in both files, each one's ``<broadcaster>/wrench`` as
+  ``force_torque_sensor_broadcaster`` publishes it (:mod:`kangaroo_wbc.sim.ankle_ft`: the wrench
+  the foot exerts on the leg, in the sensor frame; only while somebody subscribes).
 
 :class:`GroundTruthPublisher` publishes the simulator's truth (``sim/ground_truth/*``, TF
 ``odom → ground_truth/base_link``, the bench's plate), only to subscribed topics.
@@ -48,7 +51,12 @@ from kangaroo_wbc.ros.conversions import (
     time_msg_to_seconds,
     vector_to_wrench_stamped,
 )
-from kangaroo_wbc.ros.serialized import imu_writer, joint_state_writer, odometry_writer
+from kangaroo_wbc.ros.serialized import (
+    imu_writer,
+    joint_state_writer,
+    odometry_writer,
+    wrench_stamped_writer,
+)
 
 
 def _unit(q: Any) -> tuple[float, float, float, float]:
@@ -111,7 +119,7 @@ class NativeFace:
 class Ros2ControlFace:
     """The broadcasters' and effort controllers' topics of the simulated ros2_control system."""
 
-    def __init__(self, node: Any, system: Any, config: Any, chained: bool) -> None:
+    def __init__(self, node: Any, system: Any, config: Any, chained: bool, ft_sensors: tuple = ()) -> None:
         from kangaroo_wbc.components.ros2_control.system import JOINT_STATE_FRAME_ID
 
         self.node, self.system = node, system
@@ -122,6 +130,14 @@ class Ros2ControlFace:
         self._w_js = joint_state_writer(system.names, ("position", "velocity", "effort"), frame_id=JOINT_STATE_FRAME_ID)
         self._w_imu = imu_writer(system.imu_frame_id)
         self.topics = {c: t.lstrip("/") for c, t in config.command_topics().items()}
+        self._ft = None
+        if ft_sensors:  # the ankle sensors: ~/wrench of each force_torque_sensor_broadcaster
+            from kangaroo_wbc.sim.ankle_ft import SimulatedAnkleFt
+
+            self._ft = SimulatedAnkleFt(node.robot.sim, {s.frame_id: s.sole for s in ft_sensors})
+            topics = config.wrench_topics()
+            self._ft_out = [(s.frame_id, stream(WrenchStamped, topics[s.broadcaster].lstrip("/"), qos.SENSOR_STATE),
+                             wrench_stamped_writer(s.frame_id)) for s in ft_sensors]
         source = node.params.command_source
         self.guards = {c: SingleWriterGuard(t, name=f"command writers {c}") for c, t in self.topics.items()}
         for controller, topic in self.topics.items():
@@ -141,6 +157,10 @@ class Ros2ControlFace:
             self._pub_imu.publish(self._w_imu.write(t, orientation=_unit(imu.orientation_xyzw),
                                                     angular_velocity=imu.angular_velocity,
                                                     linear_acceleration=imu.linear_acceleration))
+        if self._ft is not None and any(pub.wanted() for _, pub, _ in self._ft_out):
+            reading = self._ft.read()
+            for frame, pub, writer in self._ft_out:
+                pub.publish(writer.write(t, wrench=reading[frame]))
         return (state,)
 
     def on_data(self, controller: str, data: Any, receive_wall_s: float | None = None) -> None:
@@ -170,14 +190,19 @@ def make_face(node: Any, chained: bool) -> NativeFace | Ros2ControlFace:
     p = node.params
     if p.interface != "ros2_control":
         return NativeFace(node, chained)
-    from kangaroo_wbc.components.ros2_control.settings import build_system, load_hardware
+    from kangaroo_wbc.components.ros2_control.settings import (
+        ankle_ft_sensors,
+        build_system,
+        load_hardware,
+    )
     from kangaroo_wbc.errors import ConfigError
     from kangaroo_wbc.ros.node_support import load_model
 
     if p.rig:
         raise ConfigError(f"node {node.get_name()!r}: interface ros2_control simulates the robot, not a rig")
     system = build_system(load_model(""), p, node.robot.actuator_names, node.robot.passive_encoder_names)
-    return Ros2ControlFace(node, system, load_hardware(p)[1], chained)
+    hw, config = load_hardware(p)
+    return Ros2ControlFace(node, system, config, chained, tuple(ankle_ft_sensors(hw, config)))
 
 
 class GroundTruthPublisher:

@@ -51,3 +51,38 @@ def test_files_are_found_and_a_bad_one_is_named(tmp_path):
     with pytest.raises(ConfigError, match="differ"):
         build_boundary(clm, SimpleNamespace(joint_space="serial", hardware_map="",
                                             ros2_controllers=str(controllers_file("actuator"))))
+
+
+def test_ankle_ft_sensors_of_both_files(tmp_path):
+    """The package's files: one sensor per ankle in both; a frame that differs between them is named;
+    a broadcaster the controllers' file lacks is left out (optional)."""
+    import yaml
+
+    from kangaroo_wbc.components.assembly import ankle_ft_sensors as named_sensors
+    from kangaroo_wbc.components.ros2_control.boundary import Ros2ControlConfig
+    from kangaroo_wbc.components.ros2_control.settings import ankle_ft_sensors, load_hardware
+
+    p = SimpleNamespace(joint_space="serial", hardware_map="", ros2_controllers="")
+    hw, config = load_hardware(p)
+    assert config.wrench_topics() == {"leg_left_ft_sensor_broadcaster": "/leg_left_ft_sensor_broadcaster/wrench",
+                                      "leg_right_ft_sensor_broadcaster": "/leg_right_ft_sensor_broadcaster/wrench"}
+    sensors = ankle_ft_sensors(hw, config)
+    expected = [("left_foot_link", "left_sole"), ("right_foot_link", "right_sole")]
+    assert [(s.frame_id, s.sole) for s in sensors] == expected
+    assert named_sensors(["leg_right_ft_sensor_broadcaster"]) == sensors[1:]
+    with pytest.raises(ConfigError, match="unknown sensor 'leg_rigth_ft_sensor_broadcaster'"):
+        named_sensors(["leg_rigth_ft_sensor_broadcaster"])
+    doc = yaml.safe_load(controllers_file("serial").read_text())
+    doc["leg_left_ft_sensor_broadcaster"]["ros__parameters"]["frame_id"] = "left_ankle_cross_link"
+    del doc["controller_manager"]["ros__parameters"]["leg_right_ft_sensor_broadcaster"]
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match="leg_left_ft_sensor_broadcaster.frame_id 'left_ankle_cross_link' differs"):
+        ankle_ft_sensors(hw, Ros2ControlConfig.from_file(path))
+    doc["leg_left_ft_sensor_broadcaster"]["ros__parameters"]["frame_id"] = "left_foot_link"
+    path.write_text(yaml.safe_dump(doc))
+    assert [s.sole for s in ankle_ft_sensors(hw, Ros2ControlConfig.from_file(path))] == ["left_sole"]
+    doc["leg_left_ft_sensor_broadcaster"]["ros__parameters"]["frame_id"] = ""
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match="frame_id: required by force_torque_sensor_broadcaster"):
+        Ros2ControlConfig.from_file(path)

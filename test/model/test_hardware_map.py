@@ -115,3 +115,23 @@ def test_rename_collision_and_files(tmp_path):
     bad.write_text("joint_space: [\n")
     with pytest.raises(ConfigError, match="bad.yaml: not valid YAML"):
         load_hardware_map(bad)
+
+
+def test_force_torque_sensors_are_optional_and_checked():
+    assert parse_hardware_map(document()).force_torque == ()  # absent: none
+    doc = document()
+    doc["force_torque"] = {"ft_l": {"sensor_name": "l_ft", "frame_id": "l_foot", "sole": "l_sole"}}
+    (ft,) = parse_hardware_map(doc).force_torque
+    assert (ft.broadcaster, ft.sensor_name, ft.frame_id, ft.sole) == ("ft_l", "l_ft", "l_foot", "l_sole")
+    bad = copy.deepcopy(doc)
+    bad["force_torque"]["ft_l"]["frame"] = "x"
+    with pytest.raises(ConfigError, match="force_torque.ft_l.*frame"):
+        parse_hardware_map(bad)
+    bad = copy.deepcopy(doc)
+    bad["force_torque"]["ft_l"]["sole"] = ""
+    with pytest.raises(ConfigError, match=r"force_torque.ft_l.sole: expected a non-empty name"):
+        parse_hardware_map(bad)
+    bad = copy.deepcopy(doc)
+    bad["force_torque"]["ft_r"] = dict(doc["force_torque"]["ft_l"], sensor_name="r_ft")
+    with pytest.raises(ConfigError, match=r"sole \['l_sole'\] used by more than one sensor"):
+        parse_hardware_map(bad)

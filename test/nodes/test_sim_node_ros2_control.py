@@ -110,3 +110,39 @@ def test_a_second_publisher_is_named_and_refused(harness: RosHarness) -> None:
     diag.mark()
     assert "waiting for the first command" in diag.wait("watchdog", lambda level, _: level == Level.OK)
     assert harness.stop(proc) == 0
+
+
+def test_ankle_ft_broadcasters_publish_the_foot_wrench(harness: RosHarness) -> None:
+    """Each ankle F/T of the files on ``<broadcaster>/wrench`` in its sensor frame: the wrench the
+    foot exerts on the leg, its F_z the sole's normal force (the simulator's truth) minus the foot's
+    weight, compared sample by sample at equal stamps (the truth at 100 Hz)."""
+    from geometry_msgs.msg import WrenchStamped
+
+    from kangaroo_wbc.components.ankle_ft import GRAVITY_M_S2
+    from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo
+    from kangaroo_wbc.ros.conversions import time_msg_to_seconds
+
+    hw = load_hardware_map(MAP)
+    assert [ft.broadcaster for ft in hw.force_torque] == ["leg_left_ft_sensor_broadcaster",
+                                                          "leg_right_ft_sensor_broadcaster"]
+    m = load_kangaroo(floating_base=True).model
+    rec = {}
+    for ft in hw.force_torque:
+        rec[ft.broadcaster] = harness.probe.recorder(f"/{ft.broadcaster}/wrench", WrenchStamped)
+        rec[ft.sole] = harness.probe.recorder(f"/sim/ground_truth/{ft.sole}/wrench", WrenchStamped)
+    proc = start(harness, "actuator", publish_ground_truth=True)
+    for ft in hw.force_torque:
+        harness.wait_for_message(f"/{ft.broadcaster}/wrench", WrenchStamped, timeout_s=30.0)
+    time.sleep(1.0)  # samples to pair, not synchronisation
+    for ft in hw.force_torque:
+        foot_weight = m.inertias[m.frames[m.getFrameId(ft.frame_id)].parentJoint].mass * GRAVITY_M_S2
+        with rec[ft.broadcaster].lock:
+            measured = {round(time_msg_to_seconds(msg.header.stamp), 6): msg for _, msg in rec[ft.broadcaster].items}
+        with rec[ft.sole].lock:
+            truth = {round(time_msg_to_seconds(msg.header.stamp), 6): msg for _, msg in rec[ft.sole].items}
+        pairs = [(measured[t], truth[t]) for t in sorted(set(measured) & set(truth))]
+        assert len(pairs) >= 5, (len(measured), len(truth))
+        for msg, gt in pairs:
+            assert msg.header.frame_id == ft.frame_id
+            assert msg.wrench.force.z == pytest.approx(gt.wrench.force.z - foot_weight, abs=0.5)  # a level foot
+    assert harness.stop(proc) == 0

@@ -44,6 +44,7 @@ from kangaroo_wbc.model.serial_map import SerialJointMap
 
 JOINT_STATE_BROADCASTER = "joint_state_broadcaster"
 IMU_SENSOR_BROADCASTER = "imu_sensor_broadcaster"
+FORCE_TORQUE_SENSOR_BROADCASTER_TYPE = "force_torque_sensor_broadcaster/ForceTorqueSensorBroadcaster"
 #: ``|q| - 1`` beyond this is not a unit quaternion (the IMU's orientation is rejected).
 QUATERNION_NORM_TOL = 1e-3
 #: A measured joint may sit past its URDF limit by this much [m or rad] (a soft stop's overshoot and
@@ -67,7 +68,8 @@ class Ros2ControlConfig:
 
     ``use_local_topics`` and ``map_interface_to_joint_state`` of joint_state_broadcaster (which
     hardware interface fills each ``JointState`` field), ``frame_id`` and ``sensor_name`` of
-    imu_sensor_broadcaster, and each effort controller's ``joints``.
+    imu_sensor_broadcaster, each effort controller's ``joints``, and each
+    force_torque_sensor_broadcaster's ``frame_id`` (``force_torque``: optional ankle sensors).
     """
 
     use_local_topics: bool = False
@@ -77,6 +79,8 @@ class Ros2ControlConfig:
     imu_sensor_name: str = ""
     controllers: dict[str, tuple[str, ...]] = field(default_factory=dict)
     source: str = "<memory>"
+    #: force_torque_sensor_broadcaster name -> the ``frame_id`` of its messages
+    force_torque: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_file(cls, path: str | Path) -> Ros2ControlConfig:
@@ -97,7 +101,7 @@ class Ros2ControlConfig:
             raise ConfigError(f"{src}: {JOINT_STATE_BROADCASTER}.map_interface_to_joint_state: expected keys "
                               f"among {sorted(mapping)}, got {renamed!r}")
         mapping.update({k: str(v) for k, v in renamed.items()})
-        controllers = {}
+        controllers, force_torque = {}, {}
         for name, entry in cm.items():
             kind = entry.get("type", "") if isinstance(entry, dict) else ""
             own = params(name)
@@ -109,8 +113,14 @@ class Ros2ControlConfig:
                 if not isinstance(joints, list) or not joints:
                     raise ConfigError(f"{src}: {name}.joints: expected the controller's joints, got {joints!r}")
                 controllers[name] = tuple(str(j) for j in joints)
+            if kind == FORCE_TORQUE_SENSOR_BROADCASTER_TYPE:
+                frame = own.get("frame_id")
+                if not isinstance(frame, str) or not frame:  # the broadcaster refuses to configure without it
+                    raise ConfigError(f"{src}: {name}.frame_id: required by force_torque_sensor_broadcaster, "
+                                      f"got {frame!r}")
+                force_torque[name] = frame
         return cls(bool(jsb.get("use_local_topics", False)), mapping, str(imu.get("frame_id", "")),
-                   str(imu.get("sensor_name", "")), controllers, src)
+                   str(imu.get("sensor_name", "")), controllers, src, force_torque)
 
     def joint_states_topic(self, namespace: str = "") -> str:
         """joint_state_broadcaster's topic: ``<ns>/joint_states``, or ``<ns>/joint_state_broadcaster/joint_states``
@@ -121,6 +131,10 @@ class Ros2ControlConfig:
     def imu_topic(self, namespace: str = "") -> str:
         """imu_sensor_broadcaster's topic, ``<ns>/imu_sensor_broadcaster/imu`` (``~/imu``)."""
         return f"{namespace.rstrip('/')}/{IMU_SENSOR_BROADCASTER}/imu"
+
+    def wrench_topics(self, namespace: str = "") -> dict[str, str]:
+        """Each force_torque_sensor_broadcaster's topic, ``<ns>/<broadcaster>/wrench`` (``~/wrench``)."""
+        return {b: f"{namespace.rstrip('/')}/{b}/wrench" for b in self.force_torque}
 
     def command_topics(self, namespace: str = "") -> dict[str, str]:
         """Each effort controller's command topic, ``<ns>/<controller>/commands`` (``~/commands``)."""

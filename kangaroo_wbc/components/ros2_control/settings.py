@@ -131,5 +131,28 @@ def build_system(clm: Any, p: Any, actuator_names: list[str], encoder_names: lis
     return SimulatedRos2ControlSystem(hw, clm, actuator_names, encoder_names, config)
 
 
-__all__ = ["INTERFACES", "interface_parameter", "joint_space_parameter", "hardware_map_parameter",
+def ankle_ft_sensors(hw: HardwareMap, config: Any) -> list[Any]:
+    """The ankle F/T sensors both files describe: the map's ``force_torque`` entries whose
+    broadcaster the controllers' file configures, as
+    :class:`~kangaroo_wbc.components.ankle_ft.AnkleFtSensor` (a sensor in one file only is left out:
+    the sensors are optional).
+
+    Raises:
+        ConfigError: a broadcaster whose ``frame_id`` differs between the two files.
+    """
+    from kangaroo_wbc.components.ankle_ft import AnkleFtSensor
+
+    out = []
+    for ft in hw.force_torque:
+        frame = config.force_torque.get(ft.broadcaster)
+        if frame is None:
+            continue
+        if frame != ft.frame_id:
+            raise ConfigError(f"{config.source}: {ft.broadcaster}.frame_id {frame!r} differs from the hardware map's "
+                              f"{ft.frame_id!r} ({hw.source})")
+        out.append(AnkleFtSensor(ft.broadcaster, ft.frame_id, ft.sole))
+    return out
+
+
+__all__ = ["ankle_ft_sensors", "INTERFACES", "interface_parameter", "joint_space_parameter", "hardware_map_parameter",
            "ros2_controllers_parameter", "controllers_file", "load_hardware", "build_boundary", "build_system"]

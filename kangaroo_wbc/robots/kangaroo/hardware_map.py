@@ -38,6 +38,18 @@ PAL_SERIAL = (("1", "hip_yaw"), ("2", "hip_pitch"), ("3", "hip_roll"), ("length"
 IMU_SENSOR = "imu_sensor"
 IMU_FRAME = "imu"
 
+
+def ft_broadcaster(side: str) -> str:
+    """The name of an ankle's force_torque_sensor_broadcaster, ``leg_<side>_ft_sensor_broadcaster``."""
+    return f"leg_{side}_ft_sensor_broadcaster"
+
+
+def ankle_ft_sensors() -> dict[str, dict[str, str]]:
+    """The ankle F/T sensors (``force_torque``): one per foot, at the foot link (its origin the ankle's
+    U-joint centre; the foot's mass below it), compared with that foot's sole."""
+    return {ft_broadcaster(s): {"sensor_name": f"leg_{s}_ft_sensor", "frame_id": f"{s}_foot_link", "sole": f"{s}_sole"}
+            for s in SIDES}
+
 HEADER = """\
 # Kangaroo hardware map: the joints a ros2_control driver exposes and how each maps onto the model.
 # GENERATED from kangaroo_wbc/robots/kangaroo/params.yaml - do not edit; regenerate with
@@ -88,6 +100,7 @@ def hardware_map_document(prm: KangarooParams | None = None) -> dict[str, Any]:
         "robot": prm.raw("name"),
         "joint_space": "actuator",
         "imu": {"sensor_name": IMU_SENSOR, "frame_id": IMU_FRAME},
+        "force_torque": ankle_ft_sensors(),
         "joint_spaces": {
             "actuator": {
                 "controllers": {effort_controller(s): [actuator_joint(s, k) for k in ACTUATORS] for s in SIDES},

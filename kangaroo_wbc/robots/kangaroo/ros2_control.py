@@ -209,7 +209,9 @@ def controllers_yaml(hw: HardwareMap, update_rate_hz: int = UPDATE_RATE_HZ) -> s
     package's state estimator publishes ``/joint_states``), imu_sensor_broadcaster, and per leg an
     ``effort_controllers/JointGroupEffortController`` (inactive until the hand-over) with a
     ``joint_trajectory_controller/JointTrajectoryController`` on the position interfaces that
-    holds the leg at boot and is the effort controller's fallback."""
+    holds the leg at boot and is the effort controller's fallback; per ankle F/T sensor of the map a
+    ``force_torque_sensor_broadcaster/ForceTorqueSensorBroadcaster`` (``sensor_name``, ``frame_id``;
+    optional: not spawned by ``gazebo.launch.py``, gz_ros2_control has no F/T interface)."""
     cm: dict = {"update_rate": update_rate_hz,
                 "joint_state_broadcaster": {"type": "joint_state_broadcaster/JointStateBroadcaster"},
                 "imu_sensor_broadcaster": {"type": "imu_sensor_broadcaster/IMUSensorBroadcaster"}}
@@ -217,6 +219,9 @@ def controllers_yaml(hw: HardwareMap, update_rate_hz: int = UPDATE_RATE_HZ) -> s
                  "joint_state_broadcaster": {"ros__parameters": {"use_local_topics": True}},
                  "imu_sensor_broadcaster": {"ros__parameters": {"sensor_name": hw.imu.sensor_name,
                                                                 "frame_id": hw.imu.frame_id}}}
+    for ft in hw.force_torque:
+        cm[ft.broadcaster] = {"type": "force_torque_sensor_broadcaster/ForceTorqueSensorBroadcaster"}
+        doc[ft.broadcaster] = {"ros__parameters": {"sensor_name": ft.sensor_name, "frame_id": ft.frame_id}}
     for name, joints in hw.controllers.items():
         hold = position_controller(name)
         cm[name] = {"type": "effort_controllers/JointGroupEffortController", "fallback_controllers": [hold]}
