@@ -25,7 +25,7 @@ def texts() -> dict[str, str]:
 
 def test_committed_files_are_the_generated_ones(texts):
     stale = [rel for rel, text in texts.items() if not (ROOT / rel).is_file() or (ROOT / rel).read_text() != text]
-    assert not stale, f"regenerate with: python -m kangaroo_wbc.robots.kangaroo.ros2_control ({stale})"
+    assert not stale, f"regenerate with: kangaroo-wbc model ros2-control ({stale})"
 
 
 @pytest.mark.parametrize("space", ["actuator", "serial"])
