@@ -23,7 +23,7 @@ import numpy as np
 
 from kangaroo_wbc.control.qp import OsqpSettings, QpProblem
 from kangaroo_wbc.control.qp_solvers import DEFAULT_SOLVER, SOLVERS, make_solver
-from kangaroo_wbc.errors import NoSolutionFound
+from kangaroo_wbc.errors import InputError, NoSolutionFound
 
 #: The KKT tolerance a solver must meet on every QP (inf-norm of the primal, dual and
 #: complementarity residuals; absolute, on rows in N and m/s² of magnitude ~1e2): what OSQP's
@@ -112,6 +112,9 @@ def run(duration_s: float = 1.5, behaviour: str = "sway", seed: int = 0, progres
     "meta"}`` (a JSON-ready dict)."""
     t0 = time.perf_counter()
     problems = record_closed_loop(duration_s, behaviour, seed, progress)
+    if not problems:
+        raise InputError(f"the controller solved no QP in {duration_s:g} s of the closed loop (it starts once the "
+                         "estimators are ready): record for longer")
     res = compare(problems)
     p = problems[0] if problems else None
     return {"solvers": res, "fastest": fastest(res), "default": DEFAULT_SOLVER,

@@ -37,6 +37,8 @@ MAX_PEER_ITERATIONS = 10_000
 #: Closed-loop seconds ``bench qp-solvers`` records at most: every QP is kept in memory (a second
 #: is a thousand problems) and solved again by every solver.
 MAX_QP_DURATION_S = 10.0
+#: ... and at least: the controller solves its first QP once the estimators are ready (about 0.2 s).
+MIN_QP_DURATION_S = 0.5
 
 
 def _fmt(t: dict | None) -> str:
@@ -141,8 +143,9 @@ def _register_actions(p: argparse.ArgumentParser) -> None:
                                        "maximum time, the largest KKT residual and the failures (docs/"
                                        "performance.md, \"QP solvers\"). Set OPENBLAS_NUM_THREADS=1 as the node "
                                        "does.")
-    q.add_argument("--duration", type=number_in(1e-3, MAX_QP_DURATION_S, unit=" s"), default=1.5, metavar="S",
-                   help=f"closed-loop seconds recorded, 0.001 <= S <= {MAX_QP_DURATION_S:g} (default 1.5)")
+    q.add_argument("--duration", type=number_in(MIN_QP_DURATION_S, MAX_QP_DURATION_S, unit=" s"), default=1.5,
+                   metavar="S", help=f"closed-loop seconds recorded, {MIN_QP_DURATION_S:g} <= S <= "
+                                     f"{MAX_QP_DURATION_S:g} (default 1.5)")
     q.add_argument("--behaviour", type=behaviour, default="sway", metavar="NAME",
                    help=f"{BEHAVIOURS_HELP} (default sway)")
     q.add_argument("--seed", type=seed, default=0, help="seed of the closed loop (default 0)")
