@@ -127,7 +127,9 @@ class OptionalActions(argparse._SubParsersAction):
 def add_optional_actions(parser: argparse.ArgumentParser, dest: str) -> argparse._SubParsersAction:
     """Actions of ``parser`` (``parser ACTION ...``) that the command may also go without: the
     command's own options keep working (``kangaroo-wbc bench --quick``); ``dest`` is None without one."""
-    sub = parser.add_subparsers(dest=dest, metavar="ACTION", action=OptionalActions)
+    sub = parser.add_subparsers(dest=dest, metavar="[ACTION]", action=OptionalActions, title="actions",
+                                description=f"without an ACTION, {parser.prog} runs itself with the options below; "
+                                            f"an ACTION takes its own options: {parser.prog} ACTION --help")
     sub.required = False
     return sub
 
