@@ -96,11 +96,17 @@ def _check(args: argparse.Namespace) -> int:
     return 0 if report["ok"] else 1
 
 
-def _source_root() -> Path:
-    """The package root the generated files belong to (the source tree)."""
-    from kangaroo_wbc.robots.kangaroo.ros2_control import ROOT
+def source_root(what: str) -> Path:
+    """The package root the generated files belong to: the source tree the package runs from (the
+    generators' ``ROOT``). An installed package has none (its files are installed copies): then the
+    folder ``what`` must be named (exit 2)."""
+    import kangaroo_wbc
 
-    return ROOT
+    root = Path(kangaroo_wbc.__file__).resolve().parents[1]
+    if not (root / "package.xml").is_file() or not (root / "urdf").is_dir():
+        raise UsageError(f"argument {what}: the package does not run from its source tree ({root}); name the "
+                         "folder to write into")
+    return root
 
 
 def _report_files(paths: list[Path], args: argparse.Namespace) -> None:
@@ -115,7 +121,7 @@ def _generate(args: argparse.Namespace) -> int:
     from kangaroo_wbc.robots.kangaroo.files import generate
     from kangaroo_wbc.robots.kangaroo.params import load_params
 
-    out = args.dir if args.dir is not None else _source_root() / "urdf"
+    out = args.dir
     prm = load_params(args.params)
     Progress.from_args(args).note(f"generating the Kangaroo model files from {prm.source} into {out}")
     paths = generate(out, prm, cage=args.cage, mjcf=False if args.no_mjcf else None)
@@ -134,11 +140,15 @@ def _ros2_control(args: argparse.Namespace) -> int:
         paths = [write_hardware_urdf(args.out, args.hardware_plugin, prm, joint_space=args.joint_space or "actuator",
                                      hardware_map=args.hardware_map)]
     else:
-        root = args.root if args.root is not None else _source_root()
-        display.note(f"generating the ros2_control files from {prm.source} under {root}")
-        paths = write(root, prm)
+        display.note(f"generating the ros2_control files from {prm.source} under {args.root}")
+        paths = write(args.root, prm)
     _report_files(paths, args)
     return 0
+
+
+def _validate_generate(args: argparse.Namespace) -> None:
+    if args.dir is None:
+        args.dir = source_root("DIR") / "urdf"
 
 
 def _validate_ros2_control(args: argparse.Namespace) -> None:
@@ -147,6 +157,8 @@ def _validate_ros2_control(args: argparse.Namespace) -> None:
                                 ("--hardware-map", args.hardware_map)) if v is not None]
         if given:
             raise UsageError(f"argument {given[0]}: applies with --hardware-plugin only")
+        if args.root is None:
+            args.root = source_root("ROOT")
         return
     if not args.hardware_plugin.strip():
         raise UsageError("argument --hardware-plugin: expected a plugin name such as "
@@ -176,7 +188,7 @@ def _register_generators(msub: argparse._SubParsersAction) -> None:
     g.add_argument("--no-mjcf", action="store_true", help="do not write kangaroo.xml")
     add_json_flag(g)
     add_progress_flag(g)
-    g.set_defaults(func=_generate)
+    g.set_defaults(func=_generate, validate=_validate_generate)
     r = msub.add_parser("ros2-control", help="the Kangaroo's ros2_control files: hardware map, controllers, "
                                              "URDF and Gazebo SDF",
                         description="Generate config/hardware_map.yaml, config/ros2_controllers[_serial].yaml, "

@@ -203,3 +203,23 @@ def test_qp_solvers_compares_every_solver_on_the_recorded_qps(workdir):
     assert set(res["solvers"]) <= set(SOLVERS) and DEFAULT_SOLVER in res["solvers"]
     assert res["meta"]["qps"] > 0 and res["meta"]["duration_s"] == 0.5 and res["meta"]["behaviour"] == "sway"
     assert res["default"] == DEFAULT_SOLVER
+
+
+def test_generated_files_default_to_the_source_tree_and_an_installed_package_must_name_the_folder(monkeypatch):
+    """Unit: without DIR / ROOT the files go to the source tree the generators write (their ROOT);
+    a package that does not run from a source tree refuses (exit 2, naming the argument)."""
+    import kangaroo_wbc
+    from kangaroo_wbc.robots.kangaroo.ros2_control import ROOT
+    from kangaroo_wbc_tools.cli import common
+
+    args = build_parser().parse_args(["model", "generate"])
+    args.validate(args)
+    assert args.dir == ROOT / "urdf"
+    args = build_parser().parse_args(["model", "ros2-control"])
+    args.validate(args)
+    assert args.root == ROOT
+    monkeypatch.setattr(kangaroo_wbc, "__file__", "/usr/lib/python3/site-packages/kangaroo_wbc/__init__.py")
+    for action, name in ((["model", "generate"], "DIR"), (["model", "ros2-control"], "ROOT")):
+        args = build_parser().parse_args(action)
+        with pytest.raises(common.UsageError, match=f"argument {name}: the package does not run from its source"):
+            args.validate(args)
