@@ -105,7 +105,13 @@ def _run(args: argparse.Namespace) -> int:
 def _qp_solvers(args: argparse.Namespace) -> int:
     from kangaroo_wbc_tools.bench import qp_solvers
 
-    res = qp_solvers.run(args.duration, args.behaviour, args.seed, progress=Progress.from_args(args))
+    display = Progress.from_args(args)
+
+    def progress(ticks, total=None, desc=""):  # the loop's ticks, named for what they are here
+        return display(ticks, total=total, desc=f"recording the QPs of {args.behaviour}")
+
+    res = qp_solvers.run(args.duration, args.behaviour, args.seed, progress=progress)
+    display.note(f"solved {res['meta']['qps']} QPs with {len(res['solvers'])} solvers")
     if args.json:
         print_json(res)
         return 0
