@@ -643,7 +643,7 @@ def print_result(obj: dict, json_mode: bool) -> None:
 
 
 # ------------------------------------------------------------------------------------ progress
-# The display itself (Progress) is kangaroo_wbc.progress: the library's `python -m` studies use it too.
+# The display itself (Progress) is kangaroo_wbc.progress: the library's loops take it as a parameter.
 
 
 def add_progress_flag(parser: argparse.ArgumentParser) -> None:
