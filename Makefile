@@ -9,7 +9,7 @@ ENV := source scripts/env.sh &&
 PYTEST_ARGS ?=
 BENCH_ARGS ?= --json
 
-.PHONY: help setup test lint ruff mypy demo bench peer-env clean distclean
+.PHONY: help setup test lint ruff mypy demo bench peer-env model-files clean distclean
 
 help:
 	@echo "make setup   create/update .venv (pinned requirements, editable install, tf2_msgs)"
@@ -19,6 +19,8 @@ help:
 	@echo "make bench   setup, then the timing benchmarks (creates the peer environment on first use)"
 	@echo "make peer-env  create/update the benchmark's peer environment: pin 3 + toolbox-parallel-robots"
 	@echo "             in a venv outside the repository (requirements-peer.txt; \$$KANGAROO_WBC_PEER_VENV)"
+	@echo "make model-files  regenerate the committed model and ros2_control files (urdf/, config/) from"
+	@echo "             kangaroo_wbc/robots/kangaroo/params.yaml (kangaroo-wbc model generate, model ros2-control)"
 	@echo "make clean   remove build artefacts and caches (distclean also removes .venv)"
 
 setup:
@@ -60,7 +62,11 @@ bench: setup
 
 # The peer library's own venv (default ~/.cache/kangaroo_wbc/peer-venv); `bench` also creates it.
 peer-env: setup
-	$(ENV) python -m kangaroo_wbc_tools.bench.peer_env
+	$(ENV) kangaroo-wbc bench peer-env
+
+# The committed files generated from params.yaml (test/robots checks they are up to date).
+model-files: setup
+	$(ENV) kangaroo-wbc model generate urdf && kangaroo-wbc model ros2-control .
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache reports out MUJOCO_LOG.TXT

@@ -2,7 +2,7 @@
 :data:`LINE_INTERVAL_S` otherwise, or nothing.
 
 Loops take a display as a parameter (``progress(iterable, total=, desc=)`` or ``progress.bar(...)``);
-the command line and the ``python -m`` studies build one (:class:`Progress`), so that the library
+the command line builds one (:class:`Progress`) and hands it to the library, so that the library
 never imports the CLI.
 """
 

@@ -3,7 +3,7 @@
 UNTESTED in Gazebo: Gazebo, ros_gz and gz_ros2_control are not available where this package is
 developed; the syntax, the declared arguments, the files it reads and the error when a package is
 missing are checked (``test/test_launch_files.py``), and the files it starts Gazebo with are the
-generated ones (``python -m kangaroo_wbc.robots.kangaroo.ros2_control``, ``docs/ros2_control.md``).
+generated ones (``kangaroo-wbc model ros2-control``, ``docs/ros2_control.md``).
 
     ros2 launch kangaroo_wbc gazebo.launch.py joint_space:=actuator world:=empty.sdf
 

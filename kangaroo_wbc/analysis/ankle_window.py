@@ -20,15 +20,12 @@ lengths, phases and rod-end positions. The pitch window plus the knee's 120 deg 
 :func:`scan` solves the stage over a grid of knee angle x crank 1 x crank 2 (continuation from the
 common mode) and reports the smallest singular value of the rod map [m/rad], the points where the
 stage does not close (a singularity between the common mode and the point), and the ankle roll at
-the standing knee. Run ``python -m kangaroo_wbc.analysis.ankle_window --help``.
+the standing knee. :func:`study` runs them: ``kangaroo-wbc analyze ankle-window --help``.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
@@ -556,59 +553,54 @@ def planar_search(pitch_window_deg: tuple[float, float] = TABLE_II_PITCH_DEG, *,
     return stage, sc, bool(sc.failures == 0 and shortfall(sc) < 1e-6)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kangaroo_wbc.analysis.ankle_window",
-                                 description=__doc__.split("\n")[0])
-    ap.add_argument("--pitch-window", nargs=2, type=float, default=TABLE_II_PITCH_DEG, metavar=("MIN", "MAX"),
-                    help="ankle pitch joint range at the standing knee [deg] (default: Table II)")
-    ap.add_argument("--search", action="store_true", help="search the lean / phase design space (minutes)")
-    ap.add_argument("--planar", choices=("knee-axis", "femur"),
-                    help="planar study without exact invariance: smallest foot deviation over the knee stroke "
-                         "that fits the window, crank pivot on the knee axis or anywhere on the femur (seconds)")
-    ap.add_argument("--margin", type=float, default=6.0, help="planar study: distance to the dead points [deg]")
-    ap.add_argument("--generations", type=int, default=None, help="search generations (default 60, planar 400)")
-    ap.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args(argv)
+#: Default generations of :func:`search` and :func:`planar_search` in :func:`study`.
+SEARCH_GENERATIONS = 60
+PLANAR_GENERATIONS = 400
+
+#: A progress display for :func:`study`: ``(label, total generations) -> callback(generation)``.
+ProgressFactory = Callable[[str, int], Callable[[int], None]]
+
+
+def study(pitch_window_deg: tuple[float, float] = TABLE_II_PITCH_DEG, *, search_design: bool = False,
+          planar: str | None = None, margin_deg: float = 6.0, generations: int | None = None, seed: int = 0,
+          progress: ProgressFactory | None = None) -> dict:
+    """The ankle window study of ``kangaroo-wbc analyze ankle-window``: the :func:`scan` of the
+    committed stage (``committed``), with ``search_design`` the :func:`search` of the lean / phase
+    design space (``search``), with ``planar`` (``"knee-axis"`` or ``"femur"``) the
+    :func:`planar_search` with the crank pivot on the knee axis or anywhere on the femur
+    (``planar``). ``generations`` defaults to :data:`SEARCH_GENERATIONS` / :data:`PLANAR_GENERATIONS`.
+
+    Raises:
+        InputError: a window the stage cannot be scanned for (not increasing, not finite, without
+            the standing pitch), an unknown ``planar`` pivot, ``generations`` < 1 or a margin
+            outside [0, 45) deg.
+    """
+    from kangaroo_wbc.errors import InputError
     from kangaroo_wbc.robots.kangaroo.params import load_params
 
-    if a.generations is not None and a.generations < 1:
-        ap.error(f"--generations must be at least 1, got {a.generations}")
-    if not (math.isfinite(a.margin) and 0.0 <= a.margin < 45.0):
-        ap.error(f"--margin must be in [0, 45) deg, got {a.margin}")
-    committed = RodStage.from_params(load_params())
+    if planar not in (None, "knee-axis", "femur"):
+        raise InputError(f"planar pivot {planar!r}: expected 'knee-axis' or 'femur'")
+    if generations is not None and generations < 1:
+        raise InputError(f"generations must be at least 1, got {generations}")
+    if not (math.isfinite(margin_deg) and 0.0 <= margin_deg < 45.0):
+        raise InputError(f"margin must be in [0, 45) deg, got {margin_deg}")
+    window = (float(pitch_window_deg[0]), float(pitch_window_deg[1]))
+
+    def callback(label: str, total: int) -> Callable[[int], None] | None:
+        return None if progress is None else progress(label, total)
+
     try:
-        out = {"committed": asdict(scan(committed, tuple(a.pitch_window)))}
-    except ValueError as e:
-        ap.error(str(e))
-
-    from kangaroo_wbc.progress import Progress
-
-    display = Progress("bar" if sys.stderr.isatty() else "lines")
-    bars = []
-
-    def progress(label: str, total: int) -> Callable[[int], None]:
-        bars.append(display.bar(total, desc=f"{label} generations", unit="gen"))
-        return lambda g: bars[-1].update(g - bars[-1].n)
-
-    if a.search:
-        gens = a.generations or 60
-        stage, s = search(tuple(a.pitch_window), generations=gens, seed=a.seed, progress=progress("search", gens))
-        bars[-1].close()
-        out["search"] = {"stage": asdict(stage), "scan": asdict(s)}
-    if a.planar:
-        gens = a.generations or 400
-        try:
-            pstage, pscan, meets = planar_search(tuple(a.pitch_window), off_axis_pivot=a.planar == "femur",
-                                                 margin_deg=a.margin, generations=gens, seed=a.seed,
-                                                 progress=progress("planar", gens))
-        except ValueError as e:
-            ap.error(str(e))
-        bars[-1].close()
-        out["planar"] = {"pivot": a.planar, "margin_deg": a.margin, "meets_window_and_margin": meets,
-                         "stage": asdict(pstage), "scan": asdict(pscan)}
-    print(json.dumps(out))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        out: dict = {"committed": asdict(scan(RodStage.from_params(load_params()), window))}
+        if search_design:
+            gens = generations or SEARCH_GENERATIONS
+            stage, s = search(window, generations=gens, seed=seed, progress=callback("search", gens))
+            out["search"] = {"stage": asdict(stage), "scan": asdict(s)}
+        if planar:
+            gens = generations or PLANAR_GENERATIONS
+            pstage, pscan, meets = planar_search(window, off_axis_pivot=planar == "femur", margin_deg=margin_deg,
+                                                 generations=gens, seed=seed, progress=callback("planar", gens))
+            out["planar"] = {"pivot": planar, "margin_deg": margin_deg, "meets_window_and_margin": meets,
+                             "stage": asdict(pstage), "scan": asdict(pscan)}
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    return out

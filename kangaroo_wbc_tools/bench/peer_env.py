@@ -8,7 +8,7 @@ under an interpreter of its own: a venv outside the repository with the pinned
 
 * Location: ``$KANGAROO_WBC_PEER_VENV``, else ``${XDG_CACHE_HOME:-~/.cache}/kangaroo_wbc/peer-venv``.
 * Created on first use by ``kangaroo-wbc bench`` (one progress line on stderr; ``--no-peer-setup``
-  skips it) or by ``make peer-env`` / ``python -m kangaroo_wbc_tools.bench.peer_env``; updated when
+  skips it) or by ``make peer-env`` / ``kangaroo-wbc bench peer-env``; updated when
   ``requirements-peer.txt`` changes (a stamp file in the venv holds its hash).
 * It is usable when its interpreter imports pinocchio with ``ContactCholeskyDecomposition``, the
   toolbox, casadi, scipy and PyYAML, and what the peer worker imports from this checkout
@@ -22,7 +22,6 @@ for CPython 3.11, as the project's own requirements.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import json
@@ -316,28 +315,3 @@ def _setup(venv: Path, python: Path, stamp: Path, want: str, requirements: Path,
     log(f"peer environment: {env.state} in {env.setup_s:.0f} s: pinocchio {answer.get('pinocchio')}, "
         f"toolbox-parallel-robots {answer.get('toolbox_version')} ({python})")
     return _usable(env, python, answer)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``make peer-env``: create or update the peer venv, print its interpreter."""
-    p = argparse.ArgumentParser(prog="python -m kangaroo_wbc_tools.bench.peer_env",
-                                description=__doc__.split("\n\n")[0])
-    p.add_argument("--venv", default=None, help=f"folder of the venv (default ${VENV_ENV} or the cache folder)")
-    p.add_argument("--check", action="store_true", help="only report whether it is usable (exit 1 if not)")
-    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    args = p.parse_args(argv)
-    venv = Path(args.venv).expanduser() if args.venv else None
-    env = find(venv) if args.check else ensure(venv)
-    if args.json:
-        print(json.dumps(env.as_dict()))
-    elif env.python:
-        note = f" ({env.reason})" if env.reason else ""
-        print(f"peer environment {env.state}: {env.python} (pinocchio {env.pinocchio}, "
-              f"toolbox-parallel-robots {env.toolbox_version}){note}")
-    else:
-        print(f"peer environment {env.state}: {env.reason}", file=sys.stderr)
-    return 0 if env.python else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """The QP solvers of :mod:`kangaroo_wbc.control.qp_solvers` on the QPs the controller solves in the
 closed loop.
 
-``python -m kangaroo_wbc_tools.bench.qp_solvers [--duration S] [--behaviour NAME] [--json]``: runs the
+``kangaroo-wbc bench qp-solvers [--duration S] [--behaviour NAME] [--json]``: runs the
 in-process closed loop (:class:`~kangaroo_wbc_tools.pipeline.closed_loop.ClosedLoopRun`, simulated
 Kangaroo) for ``S`` seconds with a recorder in place of the controller's solver, then solves the
 recorded sequence with every solver (each warm-started along the sequence, as in the loop) and
@@ -15,10 +15,7 @@ Set ``OPENBLAS_NUM_THREADS=1`` (the node does): BLAS threads only add latency to
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sys
 import time
 from collections.abc import Iterable, Sequence
 
@@ -26,7 +23,7 @@ import numpy as np
 
 from kangaroo_wbc.control.qp import OsqpSettings, QpProblem
 from kangaroo_wbc.control.qp_solvers import DEFAULT_SOLVER, SOLVERS, make_solver
-from kangaroo_wbc.errors import NoSolutionFound
+from kangaroo_wbc.errors import InputError, NoSolutionFound
 
 #: The KKT tolerance a solver must meet on every QP (inf-norm of the primal, dual and
 #: complementarity residuals; absolute, on rows in N and m/s² of magnitude ~1e2): what OSQP's
@@ -56,14 +53,16 @@ def copy_problem(problem: QpProblem) -> QpProblem:
     return QpProblem(**{f: None if getattr(problem, f) is None else getattr(problem, f).copy() for f in _FIELDS})
 
 
-def record_closed_loop(duration_s: float = 1.5, behaviour: str = "sway", seed: int = 0) -> list[QpProblem]:
-    """The QPs the whole-body controller solves in ``duration_s`` of the in-process closed loop."""
+def record_closed_loop(duration_s: float = 1.5, behaviour: str = "sway", seed: int = 0,
+                       progress=None) -> list[QpProblem]:
+    """The QPs the whole-body controller solves in ``duration_s`` of the in-process closed loop
+    (``progress``: a :class:`~kangaroo_wbc.progress.Progress` for the run's ticks)."""
     from kangaroo_wbc_tools.pipeline.closed_loop import ClosedLoopRun, LoopConfig
 
     run = ClosedLoopRun(LoopConfig(behaviour=behaviour, duration_s=duration_s, seed=seed))
     recorder = RecordingSolver(run.wbc.solver)
     run.wbc.solver = recorder
-    run.run()
+    run.run(progress=progress)
     return recorder.problems
 
 
@@ -108,11 +107,14 @@ def fastest(result: dict[str, dict]) -> str | None:
     return min(ok)[1] if ok else None
 
 
-def run(duration_s: float = 1.5, behaviour: str = "sway", seed: int = 0) -> dict:
+def run(duration_s: float = 1.5, behaviour: str = "sway", seed: int = 0, progress=None) -> dict:
     """The whole benchmark: record, compare; ``{"solvers": compare(...), "fastest", "default",
     "meta"}`` (a JSON-ready dict)."""
     t0 = time.perf_counter()
-    problems = record_closed_loop(duration_s, behaviour, seed)
+    problems = record_closed_loop(duration_s, behaviour, seed, progress)
+    if not problems:
+        raise InputError(f"the controller solved no QP in {duration_s:g} s of the closed loop (it starts once the "
+                         "estimators are ready): record for longer")
     res = compare(problems)
     p = problems[0] if problems else None
     return {"solvers": res, "fastest": fastest(res), "default": DEFAULT_SOLVER,
@@ -132,26 +134,3 @@ def table(result: dict) -> str:
                     f" {r['primal_max']:.1e} | {r['kkt_max']:.1e} | {r['failures']} |"
                     f" {'yes' if r['within_tolerance'] else 'no'} |")
     return "\n".join(rows)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kangaroo_wbc_tools.bench.qp_solvers", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--duration", type=float, default=1.5, help="closed-loop seconds recorded (default 1.5)")
-    parser.add_argument("--behaviour", default="sway", help="controller behaviour (default sway)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
-    args = parser.parse_args(argv)
-    res = run(args.duration, args.behaviour, args.seed)
-    m = res["meta"]
-    print(f"{m['qps']} QPs ({m['n']} variables, {m['n_eq']} equalities, {m['n_in']} inequalities + box) from "
-          f"{m['duration_s']} s of '{m['behaviour']}'; KKT tolerance {m['kkt_tolerance']:g}")
-    print(table(res))
-    print(f"fastest within tolerance: {res['fastest']}; default: {res['default']}")
-    if args.json:
-        print(json.dumps(res))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -81,7 +81,7 @@ def available_models(fixtures: str | Path | None = None,
         specs.append(ModelSpec("kangaroo", urdf, closures, "kangaroo"))
     else:
         missing["kangaroo"] = (f"kangaroo.urdf or kangaroo_closures.yaml not found in {folder_k.name}/ "
-                               "(generate with: python -m kangaroo_wbc.robots.kangaroo)")
+                               "(generate with: kangaroo-wbc model generate)")
     folder = fixtures_dir(fixtures)
     for name in THIRD_PARTY_MODELS:
         d = folder / name if folder else None

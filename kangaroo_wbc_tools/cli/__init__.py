@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     abort = AbortOnSignal().__enter__()  # before anything slow: a signal from now on ends the command
     try:
         args = build_parser().parse_args(argv)
+        # the command as typed: "demo", "model generate" (an action of a command: <command>_command)
+        command = " ".join(filter(None, (args.command, getattr(args, f"{args.command}_command", None))))
         validate = getattr(args, "validate", None)
         if validate is not None:
             try:
@@ -69,14 +71,14 @@ def main(argv: list[str] | None = None) -> int:
             except UsageError as exc:
                 text = str(exc)
                 if not text.startswith(PROG):
-                    raise UsageError(f"{PROG} {args.command}: error: {text}") from None
+                    raise UsageError(f"{PROG} {command}: error: {text}") from None
                 raise
         from kangaroo_wbc.errors import KangarooWbcError
 
         try:
             return int(args.func(args) or 0)
         except KangarooWbcError as exc:
-            raise UsageError(f"{PROG} {args.command}: error: {exc}") from None
+            raise UsageError(f"{PROG} {command}: error: {exc}") from None
     except UsageError as exc:
         fail(str(exc), json_mode)
         return 2

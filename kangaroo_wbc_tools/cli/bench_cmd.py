@@ -3,19 +3,30 @@
 Median and 99th percentile [ms] over ``--iterations`` calls after a warm-up, on a smooth
 actuator trajectory (new inputs every call). See ``docs/performance.md`` for the table and how to
 reproduce it.
+
+Its actions: ``bench qp-solvers`` (every QP solver on the QPs of the closed loop,
+:mod:`kangaroo_wbc_tools.bench.qp_solvers`) and ``bench peer-env`` (create, update or check the peer
+library's environment, :mod:`kangaroo_wbc_tools.bench.peer_env`; ``make peer-env``).
 """
 
 from __future__ import annotations
 
 import argparse
 
+from kangaroo_wbc.progress import Progress
 from kangaroo_wbc_tools.cli.common import (
+    BEHAVIOURS_HELP,
     add_json_flag,
+    add_optional_actions,
+    add_progress_flag,
+    behaviour,
     existing_folder,
     kangaroo_folder,
     number_in,
+    output_folder,
     print_json,
     python_interpreter,
+    seed,
 )
 
 QUICK_ITERATIONS = 50
@@ -23,6 +34,11 @@ QUICK_PEER_ITERATIONS = 3
 #: Timed calls per benchmark at most (2000 is the default; a million takes hours), peer samples at most.
 MAX_ITERATIONS = 1_000_000
 MAX_PEER_ITERATIONS = 10_000
+#: Closed-loop seconds ``bench qp-solvers`` records at most: every QP is kept in memory (a second
+#: is a thousand problems) and solved again by every solver.
+MAX_QP_DURATION_S = 10.0
+#: ... and at least: the controller solves its first QP once the estimators are ready (about 0.2 s).
+MIN_QP_DURATION_S = 0.5
 
 
 def _fmt(t: dict | None) -> str:
@@ -86,6 +102,76 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _qp_solvers(args: argparse.Namespace) -> int:
+    from kangaroo_wbc_tools.bench import qp_solvers
+
+    display = Progress.from_args(args)
+
+    def progress(ticks, total=None, desc=""):  # the loop's ticks, named for what they are here
+        return display(ticks, total=total, desc=f"recording the QPs of {args.behaviour}")
+
+    res = qp_solvers.run(args.duration, args.behaviour, args.seed, progress=progress)
+    display.note(f"solved {res['meta']['qps']} QPs with {len(res['solvers'])} solvers")
+    if args.json:
+        print_json(res)
+        return 0
+    m = res["meta"]
+    print(f"{m['qps']} QPs ({m['n']} variables, {m['n_eq']} equalities, {m['n_in']} inequalities + box) from "
+          f"{m['duration_s']:g} s of '{m['behaviour']}'; KKT tolerance {m['kkt_tolerance']:g}")
+    print(qp_solvers.table(res))
+    print(f"fastest within tolerance: {res['fastest']}; default: {res['default']}")
+    return 0
+
+
+def _peer_env(args: argparse.Namespace) -> int:
+    from kangaroo_wbc_tools.bench import peer_env
+
+    if args.check:
+        env = peer_env.find(args.venv)
+    else:
+        env = peer_env.ensure(args.venv, log=Progress.from_args(args).note)
+    if args.json:
+        print_json({"ok": env.python is not None, **env.as_dict()})
+    elif env.python:
+        note = f" ({env.reason})" if env.reason else ""
+        print(f"peer environment {env.state}: {env.python} (pinocchio {env.pinocchio}, "
+              f"toolbox-parallel-robots {env.toolbox_version}){note}")
+    else:
+        print(f"peer environment {env.state}: {env.reason}")
+    return 0 if env.python else 1
+
+
+def _register_actions(p: argparse.ArgumentParser) -> None:
+    actions = add_optional_actions(p, "bench_command")
+    q = actions.add_parser("qp-solvers", help="every QP solver on the QPs the controller solves in the closed loop",
+                           description="Record the QPs the whole-body controller solves in the in-process closed "
+                                       "loop, then solve them with every solver: per solver the median / p99 / "
+                                       "maximum time, the largest KKT residual and the failures (docs/"
+                                       "performance.md, \"QP solvers\"). Set OPENBLAS_NUM_THREADS=1 as the node "
+                                       "does.")
+    q.add_argument("--duration", type=number_in(MIN_QP_DURATION_S, MAX_QP_DURATION_S, unit=" s"), default=1.5,
+                   metavar="S", help=f"closed-loop seconds recorded, {MIN_QP_DURATION_S:g} <= S <= "
+                                     f"{MAX_QP_DURATION_S:g} (default 1.5)")
+    q.add_argument("--behaviour", type=behaviour, default="sway", metavar="NAME",
+                   help=f"{BEHAVIOURS_HELP} (default sway)")
+    q.add_argument("--seed", type=seed, default=0, help="seed of the closed loop (default 0)")
+    add_json_flag(q)
+    add_progress_flag(q)
+    q.set_defaults(func=_qp_solvers)
+    e = actions.add_parser("peer-env", help="create, update or check the peer library's environment (make peer-env)",
+                           description="Create or update the peer library's virtual environment (pinocchio 3 and "
+                                       "the pins of requirements-peer.txt) and print its interpreter; exit 1 if it "
+                                       "is not usable.")
+    e.add_argument("--venv", type=output_folder, default=None, metavar="DIR",
+                   help="folder of the environment (default $KANGAROO_WBC_PEER_VENV, else "
+                        "~/.cache/kangaroo_wbc/peer-venv)")
+    e.add_argument("--check", action="store_true",
+                   help="only say whether the environment is usable (create or change nothing; exit 1 if not)")
+    add_json_flag(e)
+    add_progress_flag(e)
+    e.set_defaults(func=_peer_env)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="timings of the closure FK, dynamics, pipeline stages and a peer library")
     p.add_argument("--iterations", type=number_in(1, MAX_ITERATIONS, kind=int), default=None, metavar="N",
@@ -108,3 +194,4 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="folder with kangaroo.urdf and kangaroo_closures.yaml (default: the repository's urdf/)")
     add_json_flag(p)
     p.set_defaults(func=_run)
+    _register_actions(p)

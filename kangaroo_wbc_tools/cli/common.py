@@ -107,6 +107,33 @@ class CliParser(argparse.ArgumentParser):
             parser = sub.choices[name]
 
 
+class OptionalActions(argparse._SubParsersAction):
+    """The actions of a command that also runs by itself (``bench`` and ``bench qp-solvers``,
+    ``analyze`` and ``analyze ankle-window``): an option of the command given before the action's
+    name (``bench --quick qp-solvers``) would be silently ignored, so it is refused, naming it.
+    Made by :func:`add_optional_actions`."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        name = values[0] if values else ""
+        for action in parser._actions:
+            if not action.option_strings or action.dest in ("help", "version"):
+                continue
+            if getattr(namespace, action.dest, action.default) != action.default:
+                parser.error(f"{action.option_strings[0]} is an option of '{parser.prog}', not of "
+                             f"'{parser.prog} {name}' (see {parser.prog} {name} --help)")
+        super().__call__(parser, namespace, values, option_string)
+
+
+def add_optional_actions(parser: argparse.ArgumentParser, dest: str) -> argparse._SubParsersAction:
+    """Actions of ``parser`` (``parser ACTION ...``) that the command may also go without: the
+    command's own options keep working (``kangaroo-wbc bench --quick``); ``dest`` is None without one."""
+    sub = parser.add_subparsers(dest=dest, metavar="[ACTION]", action=OptionalActions, title="actions",
+                                description=f"without an ACTION, {parser.prog} runs itself with the options below; "
+                                            f"an ACTION takes its own options: {parser.prog} ACTION --help")
+    sub.required = False
+    return sub
+
+
 # ---------------------------------------------------------------------------- argument types
 
 
@@ -616,7 +643,7 @@ def print_result(obj: dict, json_mode: bool) -> None:
 
 
 # ------------------------------------------------------------------------------------ progress
-# The display itself (Progress) is kangaroo_wbc.progress: the library's `python -m` studies use it too.
+# The display itself (Progress) is kangaroo_wbc.progress: the library's loops take it as a parameter.
 
 
 def add_progress_flag(parser: argparse.ArgumentParser) -> None:

@@ -15,7 +15,8 @@ four processes of the separate deployment compile the same kernels side by side 
 * :func:`build`: runs the one-process loop (:class:`~kangaroo_wbc_tools.pipeline.closed_loop.ClosedLoopRun`)
   for :data:`BUILD_DURATION_S` of simulated time, which calls every kernel the nodes call, then
   writes the stamp. Kernels already cached are loaded, not compiled.
-* ``python -m kangaroo_wbc_tools.pipeline.compile_cache [--check]``: ``setup.py`` runs it after
+* ``python -m kangaroo_wbc_tools.pipeline.compile_cache [--check]``, an internal tool (the one ``python -m``
+  left beside ``kangaroo-wbc``, not a user command): ``setup.py`` runs it after
   ``colcon build`` installs the package, and ``kangaroo_wbc.launch.py`` before the nodes when
   :func:`state` says the cache is not built (one log line with the estimate first).
 """

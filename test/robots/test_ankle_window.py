@@ -19,14 +19,21 @@ from kangaroo_wbc.analysis.ankle_window import (
     common_mode_map,
     dead_point_margins,
     knee_window,
-    main,
     planar_scan,
     planar_search,
     rod_pitch_limits,
     scan,
     search,
     solve,
+    study,
 )
+from kangaroo_wbc.errors import InputError
+from kangaroo_wbc_tools.cli import main as cli_main
+
+
+def main(argv: list[str]) -> int:
+    """``kangaroo-wbc analyze ankle-window ARGV --json`` in-process."""
+    return cli_main(["analyze", "ankle-window", *argv, "--json"])
 
 
 def _deg(x: float) -> float:
@@ -155,10 +162,10 @@ def test_command_line_prints_one_json_line_and_rejects_bad_windows(capsys):
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["committed"]["failures"] == 0 and out["committed"]["crank_deg"] == pytest.approx([-26.0, 44.0])
     for argv in (["--pitch-window", "30", "-30"], ["--search", "--generations", "0"]):
-        with pytest.raises(SystemExit) as e:
-            main(argv)
-        assert e.value.code == 2
+        assert main(argv) == 2
         assert "error:" in capsys.readouterr().err
+    with pytest.raises(InputError, match="generations"):
+        study(search_design=True, generations=0)
 
 
 def test_stage_read_from_the_model_equals_the_parameters(kangaroo, params, stage):
@@ -242,10 +249,10 @@ def test_planar_study_rejects_bad_input(capsys):
         planar_search((0.0, 10.0))
     for argv in (["--planar", "femur", "--margin", "nan"], ["--planar", "femur", "--pitch-window", "0", "10"],
                  ["--planar", "hip"]):
-        with pytest.raises(SystemExit) as e:
-            main(argv)
-        assert e.value.code == 2
+        assert main(argv) == 2
         assert "error:" in capsys.readouterr().err
+    with pytest.raises(InputError, match="standing pitch"):
+        study((0.0, 10.0), planar="femur")
 
 
 def test_planar_command_line_reports_the_design_and_whether_it_meets_the_window(capsys):

@@ -26,10 +26,10 @@ def test_committed_files_match_the_generator(tmp_path):
     assert {"urdf", "closures", "sdf", "serial_urdf"} <= set(paths)
     for key, path in paths.items():
         committed = URDF_DIR / FILE_NAMES[key]
-        assert committed.is_file(), f"{committed.name} missing; run python -m kangaroo_wbc.robots.kangaroo urdf"
+        assert committed.is_file(), f"{committed.name} missing; run kangaroo-wbc model generate urdf"
         assert path.read_bytes() == committed.read_bytes(), (
             f"urdf/{committed.name} drifted from the generator; regenerate with "
-            f"python -m kangaroo_wbc.robots.kangaroo urdf")
+            f"kangaroo-wbc model generate urdf")
 
 
 def test_generated_files_carry_no_machine_paths():

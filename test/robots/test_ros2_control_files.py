@@ -25,7 +25,7 @@ def texts() -> dict[str, str]:
 
 def test_committed_files_are_the_generated_ones(texts):
     stale = [rel for rel, text in texts.items() if not (ROOT / rel).is_file() or (ROOT / rel).read_text() != text]
-    assert not stale, f"regenerate with: python -m kangaroo_wbc.robots.kangaroo.ros2_control ({stale})"
+    assert not stale, f"regenerate with: kangaroo-wbc model ros2-control ({stale})"
 
 
 @pytest.mark.parametrize("space", ["actuator", "serial"])
@@ -157,10 +157,11 @@ def test_gazebo_files_from_the_share_and_with_an_override(tmp_path):
 
 
 def test_cli_writes_a_urdf_for_another_hardware_plugin(tmp_path):
-    from kangaroo_wbc.robots.kangaroo.ros2_control import main
+    from kangaroo_wbc_tools.cli import main
 
     out = tmp_path / "robot.urdf"
-    assert main(["--hardware-plugin", "robot_control/RobotControl", "--joint-space", "serial", "--out", str(out)]) == 0
+    assert main(["model", "ros2-control", "--hardware-plugin", "robot_control/RobotControl", "--joint-space", "serial",
+                 "--out", str(out)]) == 0
     robot, block = _block(out.read_text())
     assert block.find("hardware/plugin").text == "robot_control/RobotControl"
     assert block.find("joint").get("name") == "leg_left_1_joint"

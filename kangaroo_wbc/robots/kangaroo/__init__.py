@@ -6,7 +6,7 @@
     generate("urdf")                  # kangaroo.urdf, kangaroo_closures.yaml, kangaroo.sdf,
                                       # kangaroo_serial.urdf (+ kangaroo.xml when the MJCF exporter exists)
 
-or ``python -m kangaroo_wbc.robots.kangaroo urdf``. See ``urdf/README.md`` for the design and the
+or ``kangaroo-wbc model generate``. See ``urdf/README.md`` for the design and the
 origin of every number, and :mod:`kangaroo_wbc.robots.kangaroo.generator` for the topology.
 """
 

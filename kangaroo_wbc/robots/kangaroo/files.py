@@ -42,7 +42,7 @@ FILE_NAMES = {
 HEADER = """\
 Kangaroo lower body ({what}), GENERATED - do not edit.
 Source: kangaroo_wbc/robots/kangaroo/params.yaml; regenerate with
-  python -m kangaroo_wbc.robots.kangaroo urdf
+  kangaroo-wbc model generate
 Design and origin of the numbers: urdf/README.md. Mass {mass:.3f} kg{cage}.
 """
 

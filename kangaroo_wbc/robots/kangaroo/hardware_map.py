@@ -53,7 +53,7 @@ def ankle_ft_sensors() -> dict[str, dict[str, str]]:
 HEADER = """\
 # Kangaroo hardware map: the joints a ros2_control driver exposes and how each maps onto the model.
 # GENERATED from kangaroo_wbc/robots/kangaroo/params.yaml - do not edit; regenerate with
-#   python -m kangaroo_wbc.robots.kangaroo.ros2_control
+#   kangaroo-wbc model ros2-control
 # Override it with a file of the same structure (mappings merge key by key): e.g. select the
 # joint space, rename joints (joint_spaces.<space>.rename: {generated name: driver's name}), give a
 # serial joint's sign and zero (scale, offset: hardware = scale * model + offset) or an actuator's

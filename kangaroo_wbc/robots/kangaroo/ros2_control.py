@@ -1,6 +1,6 @@
 """The Kangaroo's ros2_control files, generated from ``params.yaml`` (committed; a test regenerates them).
 
-``python -m kangaroo_wbc.robots.kangaroo.ros2_control [ROOT]`` writes, under the package root, for
+``kangaroo-wbc model ros2-control [ROOT]`` (:func:`write`) writes, under the package root, for
 the two joint spaces of the hardware map (``<s>`` = ``""`` for ``actuator``, ``_serial`` for ``serial``):
 
 * ``config/hardware_map.yaml``: the hardware map (:mod:`kangaroo_wbc.robots.kangaroo.hardware_map`);
@@ -23,9 +23,7 @@ actuators' ``max_force_n`` can produce over a sample of the reachable set, with 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import sys
 from functools import lru_cache
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
@@ -173,7 +171,7 @@ def ros2_control_urdf(prm: KangarooParams, hw: HardwareMap, plugin: str = GAZEBO
     limits = {j.name: j.effort for j in desc.joints if j.name in hw.commanded()} if hw.joint_space == "serial" else {}
     header = MODEL_HEADER.format(what=f"URDF with the <ros2_control> block of the {hw.joint_space!r} joint space",
                                  mass=desc.total_mass, cage=", without torso cage").replace(
-        "python -m kangaroo_wbc.robots.kangaroo urdf", "python -m kangaroo_wbc.robots.kangaroo.ros2_control")
+        "kangaroo-wbc model generate", "kangaroo-wbc model ros2-control")
     text = write_urdf(desc, header)
     return text.replace("</robot>\n", ros2_control_block(hw, plugin, plugin_params, limits) + "\n</robot>\n")
 
@@ -185,7 +183,7 @@ def gazebo_sdf(prm: KangarooParams, hw: HardwareMap, controllers_file: str) -> s
     desc = hardware_description(prm, hw)
     header = MODEL_HEADER.format(what=f"SDF for Gazebo with gz_ros2_control, {hw.joint_space!r} joint space",
                                  mass=desc.total_mass, cage=", without torso cage").replace(
-        "python -m kangaroo_wbc.robots.kangaroo urdf", "python -m kangaroo_wbc.robots.kangaroo.ros2_control")
+        "kangaroo-wbc model generate", "kangaroo-wbc model ros2-control")
     text = write_sdf(desc, header)
     root = desc.links[0].name
     sensor = (f"      <sensor name={quoteattr(hw.imu.sensor_name)} type=\"imu\">"
@@ -312,33 +310,16 @@ def write(root: str | Path = ROOT, prm: KangarooParams | None = None) -> list[Pa
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kangaroo_wbc.robots.kangaroo.ros2_control",
-                                     description="Generate the Kangaroo's ros2_control files from params.yaml.")
-    parser.add_argument("root", nargs="?", default=str(ROOT), help="package root (default: the source tree)")
-    parser.add_argument("--params", default=None, help="parameter file (default: the packaged params.yaml)")
-    parser.add_argument("--hardware-plugin", default=None,
-                        help=f"write only a URDF with this hardware plugin (e.g. the robot's own) to --out "
-                             f"(default: {GAZEBO_PLUGIN} for every file)")
-    parser.add_argument("--joint-space", choices=sorted(SUFFIX), default="actuator", help="with --hardware-plugin")
-    parser.add_argument("--hardware-map", default=None, help="with --hardware-plugin: an override of the map")
-    parser.add_argument("--out", default=None, help="with --hardware-plugin: the URDF file to write")
-    args = parser.parse_args(argv)
-    prm = load_params(args.params)
-    if args.hardware_plugin:
-        if not args.out:
-            parser.error("--hardware-plugin needs --out")
-        doc = hardware_map_document(prm)
-        if args.hardware_map:
-            doc = merge_documents(doc, read_document(args.hardware_map))
-        hw = parse_hardware_map(doc, args.hardware_map or "config/hardware_map.yaml", joint_space=args.joint_space)
-        Path(args.out).write_text(ros2_control_urdf(prm, hw, args.hardware_plugin))
-        print(args.out)
-        return 0
-    for path in write(args.root, prm):
-        print(path)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def write_hardware_urdf(out: str | Path, plugin: str, prm: KangarooParams | None = None,
+                        joint_space: str = "actuator", hardware_map: str | Path | None = None) -> Path:
+    """Write to ``out`` the URDF of :func:`ros2_control_urdf` with the hardware plugin ``plugin`` (the
+    robot's own driver, say) in ``joint_space``, the map generated from ``prm`` merged with the
+    override file ``hardware_map`` if given (``kangaroo-wbc model ros2-control --hardware-plugin``)."""
+    prm = prm if prm is not None else load_params()
+    doc = hardware_map_document(prm)
+    if hardware_map is not None:
+        doc = merge_documents(doc, read_document(hardware_map))
+    hw = parse_hardware_map(doc, str(hardware_map or "config/hardware_map.yaml"), joint_space=joint_space)
+    path = Path(out)
+    path.write_text(ros2_control_urdf(prm, hw, plugin))
+    return path
