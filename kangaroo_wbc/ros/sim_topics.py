@@ -14,6 +14,10 @@ listeners get) and the command subscriptions that hand the commands to the node
   behaviour). A second publisher on a command topic (the graph shows a node other than
   ``command_source``) is an ERROR naming the topic and the publishers, and that topic's commands
   are refused while it lasts (the controller keeps its last one; the simulator's watchdog acts).
+  It also stands for the controller manager: ``controller_manager/switch_controller`` and
+  ``list_controllers`` (:func:`~kangaroo_wbc.ros.controller_switch.offer_controller_manager`); the
+  effort controllers are inactive at boot (their commands not applied) and the robot is held until
+  a switch makes them all active.
 
 :class:`GroundTruthPublisher` publishes the simulator's truth (``sim/ground_truth/*``, TF
 ``odom → ground_truth/base_link``, the bench's plate), only to subscribed topics.
@@ -22,6 +26,7 @@ listeners get) and the command subscriptions that hand the commands to the node
 from __future__ import annotations
 
 import math
+import threading
 import time
 from typing import Any
 
@@ -130,6 +135,14 @@ class Ros2ControlFace:
                                          qos.SENSOR_STATE)
             if source:
                 node.watch_single_writer(topic, source)
+        from kangaroo_wbc.ros.controller_switch import offer_controller_manager
+
+        self._lock = threading.Lock()  # the switch (executor) and the commands (composed: the loop thread)
+        self.services = offer_controller_manager(node, system, self._switched, self._lock)
+
+    def _switched(self) -> None:
+        """After a switch: the robot is held (crane, hold PD) until every effort controller is active."""
+        self.node.set_controller_ready(self.system.effort_active)
 
     def publish(self, act: ActuatorSample, enc: EncoderSample, imu: ImuSample | None) -> tuple:
         state = self.system.broadcast(act, enc, imu, self.node.robot.encoder_offsets)
@@ -152,7 +165,8 @@ class Ros2ControlFace:
         why = self.guards[controller].admit(max(node.writer_count(topic), 1 + len(others)), others)
         if why:
             return node.report_events(self.system.refuse(controller, why))
-        cmd, events = self.system.on_command(controller, data, node.awaited_stamp_s)
+        with self._lock:
+            cmd, events = self.system.on_command(controller, data, node.awaited_stamp_s)
         node.report_events(events)
         if cmd is not None:
             node.submit_command(cmd, wall)
