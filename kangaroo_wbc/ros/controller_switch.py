@@ -108,16 +108,22 @@ def offer_controller_manager(node: Any, system: Any, switched: Callable[[], None
     log = node.get_logger()
 
     def on_switch(request: Any, response: Any) -> Any:
-        with lock:
-            ok, message = system.switch(list(request.activate_controllers), list(request.deactivate_controllers),
-                                        int(request.strictness))
+        try:
+            with lock:
+                ok, message = system.switch(list(request.activate_controllers),
+                                            list(request.deactivate_controllers), int(request.strictness))
+            if ok:
+                switched()
+        except Exception as exc:  # noqa: BLE001 - an answer, never a dead executor
+            ok, message = False, f"switch failed: {exc!r}"
         response.ok, response.message = ok, message
         text = (f"switch_controller: activate {list(request.activate_controllers)}, deactivate "
                 f"{list(request.deactivate_controllers)}, strictness {request.strictness}: "
                 f"{'ok' if ok else 'refused'}{': ' + message if message else ''}")
-        (log.info if ok else log.error)(text)
         if ok:
-            switched()
+            log.info(text)
+        else:
+            log.error(text)
         return response
 
     def on_list(request: Any, response: Any) -> Any:

@@ -17,7 +17,11 @@ from kangaroo_wbc.components.ros2_control.hand_over import (
     HandOverPlan,
     SwitchRequester,
 )
-from kangaroo_wbc.components.ros2_control.settings import controllers_file, hand_over_plan, load_hardware
+from kangaroo_wbc.components.ros2_control.settings import (
+    controllers_file,
+    hand_over_plan,
+    load_hardware,
+)
 from kangaroo_wbc.components.samples import Level
 from kangaroo_wbc.errors import ConfigError
 
