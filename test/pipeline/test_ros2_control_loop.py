@@ -102,3 +102,22 @@ def test_a_refused_broadcast_is_reported_and_skipped():
     assert summary["interrupted"] is False and run.estimation.stats["rejected"] == 1
     assert "joint_state_broadcaster/joint_states" in run.estimation.last_error
     assert "left_hip_yaw_actuator" in run.estimation.last_error and "missing" in run.estimation.last_error
+
+
+def test_a_failed_switch_withholds_the_commands(isolated_domain, tmp_path):
+    """No controller manager where the controller looks for it: after ``switch_timeout_s`` an
+    ERROR, the effort commands withheld, nothing crashes; the robot stays held (the simulator's
+    effort controllers are never switched in)."""
+    pytest.importorskip("rclpy")
+    from kangaroo_wbc_tools.graph.processes import run_graph
+
+    summary = run_graph(processes="separate", duration_s=2.0, behaviour="stand", interface="ros2_control",
+                        joint_space="actuator", wall_timeout_s=300.0, log_dir=tmp_path,
+                        controller_params={"controller_manager": "no_such_manager", "switch_timeout_s": 0.5})
+    assert summary["exit_codes"] == {n: 0 for n in summary["exit_codes"]}, summary["logs"]
+    sim, wbc = ((tmp_path / f"{n}.log").read_text(errors="replace") for n in ("sim", "whole_body_controller"))
+    assert "hand-over: calling no_such_manager/switch_controller" in wbc, wbc[-3000:]
+    assert ("switch to the effort controllers failed: the service is not offered within 0.5 s; effort commands "
+            "withheld, the position controllers hold") in wbc, wbc[-3000:]
+    assert "switch_controller" not in sim and "crane released at" not in sim, sim[-3000:]
+    assert summary["fell"] is False
