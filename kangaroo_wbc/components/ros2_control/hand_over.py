@@ -7,8 +7,8 @@ driver's hold PD. Meanwhile the state estimator calibrates the relative encoders
 broadcaster's joint states and the controller computes its commands, but :class:`CommandGate`
 lets none of them out until the controller first says it is ready (``wbc/ready``: calibrated state,
 ``ready_ticks`` ticks in control). From then on every command goes out, safe-mode ones included:
-the effort controllers (switched in by the controller manager at ``wbc/ready``, see
-``docs/ros2_control.md``) then hold the last one until the next. A command therefore never reaches
+the effort controllers (switched in by the controller manager at the controller's request,
+:class:`SwitchRequester`, ``docs/ros2_control.md``) then hold the last one until the next. A command therefore never reaches
 an uncalibrated robot, and the effort controllers' topics carry nothing stale at the switch.
 
 The switch itself (``controller_manager_msgs/srv/SwitchController``, semantics of ros2_control's
