@@ -8,8 +8,9 @@ broadcaster's joint states and the controller computes its commands, but :class:
 lets none of them out until the controller first says it is ready (``wbc/ready``: calibrated state,
 ``ready_ticks`` ticks in control). From then on every command goes out, safe-mode ones included:
 the effort controllers (switched in by the controller manager at the controller's request,
-:class:`SwitchRequester`, ``docs/ros2_control.md``) then hold the last one until the next. A command therefore never reaches
-an uncalibrated robot, and the effort controllers' topics carry nothing stale at the switch.
+:class:`SwitchRequester`, ``docs/ros2_control.md``) then hold the last one until the next. A
+command therefore never reaches an uncalibrated robot, and the effort controllers' topics carry
+nothing stale at the switch.
 
 The switch itself (``controller_manager_msgs/srv/SwitchController``, semantics of ros2_control's
 ``controller_manager.cpp``, Kilted):
@@ -145,7 +146,7 @@ class ControllerManagerModel:
         """One request: ``(ok, message, newly active controllers)``."""
         ok, message, started = self._switch(list(activate), list(deactivate), int(strictness))
         if ok:
-            self.switches += bool(started) or message == ""
+            self.switches += message == ""  # something switched ("" from the manager then)
         else:
             self.refusals += 1
         self.last_message = message
