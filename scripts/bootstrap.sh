@@ -27,7 +27,7 @@ for arg in "$@"; do
     --runtime-only) DEV=0 ;;
     --force) FORCE=1 ;;
     -h | --help)
-      sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
