@@ -12,7 +12,7 @@ BENCH_ARGS ?= --json
 .PHONY: help setup test lint ruff mypy demo bench peer-env model-files clean distclean
 
 help:
-	@echo "make setup   create/update .venv (pinned requirements, editable install, tf2_msgs)"
+	@echo "make setup   create/update .venv (pinned requirements, editable install, tf2_msgs, controller_manager_msgs)"
 	@echo "make test    setup, ruff, the import contract (lint-imports) and mypy, then the test suite (pytest -q test)"
 	@echo "make lint    ruff, the import contract (lint-imports) and mypy"
 	@echo "make demo    setup, then the closed-loop simulation demo (report + bag in reports/demo, replaced each run)"

@@ -10,7 +10,11 @@
 #   3. pinned requirements.txt (+ requirements-dev.txt unless --runtime-only), then `pip install -e .`
 #   4. tf2_msgs (TFMessage) built into the venv by scripts/build_tf2_msgs.sh; a failure there is
 #      reported and does not fail the bootstrap (TF then falls back at run time)
-# --force reinstalls the requirements and rebuilds tf2_msgs.
+#   5. controller_manager_msgs (SwitchController, ListControllers) built into the venv from
+#      scripts/controller_manager_msgs/ by scripts/build_controller_manager_msgs.sh; a failure is
+#      reported and does not fail the bootstrap (the nodes on ros2_control then stop with an error
+#      naming it)
+# --force reinstalls the requirements and rebuilds tf2_msgs and controller_manager_msgs.
 # Environment: PYTHON (interpreter to use), KANGAROO_WBC_VENV (venv location, default <repo>/.venv).
 set -euo pipefail
 
@@ -24,7 +28,7 @@ for arg in "$@"; do
     --runtime-only) DEV=0 ;;
     --force) FORCE=1 ;;
     -h | --help)
-      sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -191,6 +195,26 @@ else
     say "tf2_msgs: built"
   else
     say "WARNING: tf2_msgs could not be built; continuing without it (TF falls back at run time)."
+  fi
+fi
+
+# 5. controller_manager_msgs --------------------------------------------------------------------
+switch_works() {
+  (
+    # shellcheck disable=SC1091
+    source "$ROOT/scripts/env.sh" >/dev/null 2>&1 && python -c 'from controller_manager_msgs.srv import SwitchController'
+  ) >/dev/null 2>&1
+}
+if [ "$FORCE" = 0 ] && switch_works; then
+  say "controller_manager_msgs: SwitchController importable (already built)"
+else
+  say "controller_manager_msgs: building SwitchController into the venv (about 20 s)"
+  force_flag=()
+  [ "$FORCE" = 1 ] && force_flag=(--force)
+  if bash "$ROOT/scripts/build_controller_manager_msgs.sh" "${force_flag[@]}" "$VENV"; then
+    say "controller_manager_msgs: built"
+  else
+    say "WARNING: controller_manager_msgs could not be built; the nodes on ros2_control need it."
   fi
 fi
 

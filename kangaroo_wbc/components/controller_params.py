@@ -221,6 +221,16 @@ class WholeBodyControllerParams:
     joint_space: str = joint_space_parameter()
     hardware_map: str = hardware_map_parameter()
     ros2_controllers: str = ros2_controllers_parameter()
+    switch_controllers: bool = parameter(
+        True, "ros2_control: at the first ready, call <controller_manager>/switch_controller (STRICT) to activate "
+        "the effort controllers and deactivate their fallback_controllers (the position controllers holding the "
+        "legs); false: the operator switches (docs/ros2_control.md)", read_only=True)
+    controller_manager: str = parameter(
+        "controller_manager", "ros2_control: the controller manager's node name (relative: in this node's "
+        "namespace)", read_only=True)
+    switch_timeout_s: float = parameter(
+        5.0, "ros2_control: the switch fails (ERROR, effort commands withheld) without an answer in this long "
+        "[s, steady clock]", bounds=(0.1, 60.0), read_only=True)
 
     def __post_init__(self) -> None:
         if self.interface == "ros2_control" and self.rig:

@@ -8,8 +8,10 @@ the robot's driver would, per the ``interface`` parameter (:mod:`kangaroo_wbc.ro
 ``imu_sensor_broadcaster`` publish in the hardware map's ``joint_space``; applies the effort
 controllers' ``<controller>/commands`` as they do); also ``/clock``, the ground truth
 (``sim/ground_truth/*``, only to subscribers) and, once per wall second, ``sim/command_latency``.
-It follows ``wbc/ready`` (on ros2_control the crane and the hold stand for the position controllers
-holding the robot until the hand-over, ``docs/ros2_control.md``). ``faults`` and ``payloads`` change
+It follows ``wbc/ready`` (native); on ros2_control it offers the controller manager's
+``switch_controller`` and ``list_controllers`` instead, and the crane and the hold stand for the
+position controllers holding the robot until the effort controllers are switched in
+(``docs/ros2_control.md``). ``faults`` and ``payloads`` change
 the robot and tell no other node; ``rig`` simulates the test bench (``rig/plate_wrench``). See
 ``docs/sim.md``; parameters: :class:`~kangaroo_wbc.components.sim_params.SimParams`.
 
@@ -105,7 +107,8 @@ class SimNode(KangarooNode):
         self._failure: str | None = None
         self._events = threading.Event()  # set on a notable event: publish /diagnostics soon
         steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self.create_subscription(Bool, "wbc/ready", lambda m: self.set_controller_ready(m.data), qos.LATCHED)
+        if p.interface != "ros2_control":  # ros2_control: the controller manager's switch (the face)
+            self.create_subscription(Bool, "wbc/ready", lambda m: self.set_controller_ready(m.data), qos.LATCHED)
         self.create_timer(0.1, self._flush_events, clock=steady)
         self.create_timer(1.0, self._publish_latency, clock=steady)
         self._running = True
@@ -117,7 +120,8 @@ class SimNode(KangarooNode):
         self.get_logger().info(
             f"sim: {sim.n_actuators} actuators, {len(sim.joint_names)} joints, {p.rate_hz:g} Hz ({self._mode()}), "
             f"interface {p.interface}" + (f" ({p.joint_space} joints)" if p.interface == "ros2_control" else "")
-            + f", on the crane until wbc/ready (+{p.release_delay_s:g} s), controller {p.controller}")
+            + f", on the crane until {'the switch' if p.interface == 'ros2_control' else 'wbc/ready'}"
+            f" (+{p.release_delay_s:g} s), controller {p.controller}")
 
     def _mode(self) -> str:
         p = self.params

@@ -7,8 +7,8 @@ Event-driven on ``joint_states`` paired with ``estimation/base_odometry`` of its
 :class:`~kangaroo_wbc.control.supervisor.WbcSupervisor`) and publishes ``actuators/command``
 (JointState, ``effort`` = axial force [N], stamped with the state sample, ``frame_id`` = this node's
 name: the source tag the simulator checks; with ``interface: ros2_control`` the effort controllers'
-``<controller>/commands`` instead, from the first ready on:
-:class:`~kangaroo_wbc.ros.ros2_control_topics.EffortCommandOutput`), ``wbc/ready`` (latched: the
+``<controller>/commands`` instead, from the first ready on, and asks the controller manager to
+switch to them: :class:`~kangaroo_wbc.ros.ros2_control_topics.EffortCommandOutput`), ``wbc/ready`` (latched: the
 start-up handshake), optionally
 ``actuators/command_array``, at ``timing_rate_hz`` ``wbc/timing`` and ``wbc/com_target``, a walk's
 ``wbc/footsteps``, and ``/diagnostics``. When ``joint_states`` stop for longer than
@@ -331,6 +331,11 @@ class WholeBodyControllerNode(KangarooNode):
             self._footstep_plan = walk.plan_count
             self._pub_footsteps.publish(footsteps_msg(walk.footstep_boxes(), self.contacts, stamp_s,
                                                       self.params.odom_frame))
+
+    def diagnostic_statuses(self) -> list:
+        """The component's statuses; on ros2_control also the hand-over's (gate, switch)."""
+        extra = self.to_diagnostics(self.effort.statuses()) if self.effort is not None else []
+        return super().diagnostic_statuses() + extra
 
     # ------------------------------------------------------------------ shutdown
     def on_shutdown(self) -> None:

@@ -14,6 +14,9 @@ controllers' commands out, through the boundary
   work at the configuration the forces were computed at), behind the hand-over gate
   (:class:`~kangaroo_wbc.components.ros2_control.hand_over.CommandGate`: nothing before the
   controller's first ready); a command the boundary refuses is not published (throttled error).
+  With ``switch_controllers`` it asks the controller manager for the switch at that first ready
+  (:class:`~kangaroo_wbc.ros.controller_switch.SwitchClient`); if the switch fails the commands are
+  withheld again (ERROR ``controller_switch``).
 """
 
 from __future__ import annotations
@@ -85,6 +88,15 @@ class EffortCommandOutput:
     def __init__(self, node: Any, boundary: Ros2ControlBoundary) -> None:
         self.node, self.boundary = node, boundary
         self.gate = CommandGate()
+        p = node.params
+        self.switch = None  # the hand-over's switch client (switch_controllers)
+        if getattr(p, "switch_controllers", False):
+            from kangaroo_wbc.components.ros2_control.hand_over import SwitchRequester
+            from kangaroo_wbc.components.ros2_control.settings import hand_over_plan
+            from kangaroo_wbc.ros.controller_switch import SwitchClient
+
+            requester = SwitchRequester(hand_over_plan(p, boundary.config), p.switch_timeout_s)
+            self.switch = SwitchClient(node, requester, p.controller_manager)
         topics = {c: t.lstrip("/") for c, t in boundary.config.command_topics().items()}
         self._pub = {c: node.create_stream_publisher(Float64MultiArray, t, qos.COMMAND) for c, t in topics.items()}
         for topic in topics.values():  # a second source on an effort controller's topic is an ERROR
@@ -94,7 +106,9 @@ class EffortCommandOutput:
     def publish(self, force_n: np.ndarray, q: np.ndarray | None, ready: bool, stamp_s: float) -> None:
         """The forces [N] (model order) computed at ``q`` (the state's configuration), once the
         controller was ready."""
-        if not self.gate.admit(ready, stamp_s):
+        if self.switch is not None:
+            self.switch.on_ready(ready)
+        if not self.gate.admit(ready, stamp_s) or self.withholds:
             return
         if self.gate.opened_at_s == stamp_s:
             self.node.get_logger().info(f"hand-over: effort commands out from t = {stamp_s:.3f} s")
@@ -111,9 +125,18 @@ class EffortCommandOutput:
             msg.data = data[controller].tolist()
             self._pub[controller].publish(msg)
 
+    @property
+    def withholds(self) -> bool:
+        """The switch failed: no effort command goes out (the position controllers hold)."""
+        return self.switch is not None and self.switch.requester.withholds
+
+    def statuses(self) -> list:
+        """The ``hand_over`` and ``controller_switch`` diagnostic statuses."""
+        return [self.gate.status()] + ([self.switch.requester.status()] if self.switch is not None else [])
+
     def zero(self) -> None:
         """Zero effort on every controller (shutdown), if the commands were handed over."""
-        if self.gate.open:
+        if self.gate.open and not self.withholds:
             for controller, joints in self.boundary.hw.controllers.items():
                 self._pub[controller].publisher.publish(Float64MultiArray(data=[0.0] * len(joints)))
 

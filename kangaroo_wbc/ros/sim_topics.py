@@ -17,6 +17,10 @@ listeners get) and the command subscriptions that hand the commands to the node
   With ankle F/T sensors in both files, each one's ``<broadcaster>/wrench`` as
   ``force_torque_sensor_broadcaster`` publishes it (:mod:`kangaroo_wbc.sim.ankle_ft`: the wrench
   the foot exerts on the leg, in the sensor frame; only while somebody subscribes).
+  It also stands for the controller manager: ``controller_manager/switch_controller`` and
+  ``list_controllers`` (:func:`~kangaroo_wbc.ros.controller_switch.offer_controller_manager`); the
+  effort controllers are inactive at boot (their commands not applied) and the robot is held until
+  a switch makes them all active.
 
 :class:`GroundTruthPublisher` publishes the simulator's truth (``sim/ground_truth/*``, TF
 ``odom → ground_truth/base_link``, the bench's plate), only to subscribed topics.
@@ -25,6 +29,7 @@ listeners get) and the command subscriptions that hand the commands to the node
 from __future__ import annotations
 
 import math
+import threading
 import time
 from typing import Any
 
@@ -146,6 +151,14 @@ class Ros2ControlFace:
                                          qos.SENSOR_STATE)
             if source:
                 node.watch_single_writer(topic, source)
+        from kangaroo_wbc.ros.controller_switch import offer_controller_manager
+
+        self._lock = threading.Lock()  # the switch (executor) and the commands (composed: the loop thread)
+        self.services = offer_controller_manager(node, system, self._switched, self._lock)
+
+    def _switched(self) -> None:
+        """After a switch: the robot is held (crane, hold PD) until every effort controller is active."""
+        self.node.set_controller_ready(self.system.effort_active)
 
     def publish(self, act: ActuatorSample, enc: EncoderSample, imu: ImuSample | None) -> tuple:
         state = self.system.broadcast(act, enc, imu, self.node.robot.encoder_offsets)
@@ -172,7 +185,8 @@ class Ros2ControlFace:
         why = self.guards[controller].admit(max(node.writer_count(topic), 1 + len(others)), others)
         if why:
             return node.report_events(self.system.refuse(controller, why))
-        cmd, events = self.system.on_command(controller, data, node.awaited_stamp_s)
+        with self._lock:
+            cmd, events = self.system.on_command(controller, data, node.awaited_stamp_s)
         node.report_events(events)
         if cmd is not None:
             node.submit_command(cmd, wall)

@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("mujoco", reason="the simulator needs mujoco")
 
-from kangaroo_wbc.components.ros2_control.hand_over import CommandGate  # noqa: E402
+from kangaroo_wbc.components.ros2_control.hand_over import STRICT, CommandGate  # noqa: E402
 from kangaroo_wbc.components.ros2_control.link import Ros2ControlLink  # noqa: E402
 from kangaroo_wbc.components.ros2_control.settings import build_boundary, build_system  # noqa: E402
 from kangaroo_wbc.components.ros2_control.system import JOINT_STATE_FRAME_ID  # noqa: E402
@@ -47,6 +47,13 @@ def link(clm, robot, space: str) -> Ros2ControlLink:
     p = SimpleNamespace(joint_space=space, hardware_map="", ros2_controllers="")
     return Ros2ControlLink(build_boundary(clm, p), build_system(clm, p, robot.actuator_names,
                                                                 robot.passive_encoder_names))
+
+
+def active(lk: Ros2ControlLink):
+    """The link's system with its effort controllers switched in (the hand-over's request)."""
+    plan = lk.system.plan
+    assert lk.system.switch(plan.effort, plan.hold, STRICT) == (True, "")
+    return lk.system
 
 
 def test_actuator_space_broadcast_is_the_native_sample(clm, robot):
@@ -107,7 +114,7 @@ def test_nothing_goes_out_before_the_controller_is_ready(clm, robot):
 
 
 def test_a_command_needs_every_controller(clm, robot):
-    system = link(clm, robot, "actuator").system
+    system = active(link(clm, robot, "actuator"))
     cmd, events = system.on_command(LEFT, np.ones(6))
     assert cmd is None and not events
     cmd, _ = system.on_command(LEFT, np.full(6, 2.0))  # the same controller again: still waits for the other
@@ -119,7 +126,7 @@ def test_a_command_needs_every_controller(clm, robot):
 
 
 def test_wrong_size_is_refused_and_the_last_command_kept(clm, robot):
-    system = link(clm, robot, "actuator").system
+    system = active(link(clm, robot, "actuator"))
     system.on_command(LEFT, np.ones(6))
     system.on_command(RIGHT, np.ones(6))
     cmd, events = system.on_command(LEFT, np.ones(5))
@@ -133,7 +140,7 @@ def test_wrong_size_is_refused_and_the_last_command_kept(clm, robot):
 
 
 def test_non_finite_command_is_dropped(clm, robot):
-    system = link(clm, robot, "actuator").system
+    system = active(link(clm, robot, "actuator"))
     system.on_command(LEFT, np.ones(6))
     system.on_command(RIGHT, np.ones(6))
     bad = np.ones(6)
@@ -147,7 +154,7 @@ def test_non_finite_command_is_dropped(clm, robot):
 
 
 def test_unknown_controller_and_second_publisher_are_refused(clm, robot):
-    system = link(clm, robot, "actuator").system
+    system = active(link(clm, robot, "actuator"))
     cmd, events = system.on_command("leg_left_position_controller", np.ones(6))
     assert cmd is None and events[0].level == Level.ERROR and LEFT in events[0].message
     events = system.refuse(LEFT, "other publishers ['/teleop'] than 'whole_body_controller'")

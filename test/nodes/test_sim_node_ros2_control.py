@@ -4,7 +4,10 @@ With ``interface: ros2_control`` the node publishes what joint_state_broadcaster
 imu_sensor_broadcaster publish (topics from ``config/ros2_controllers*.yaml``: ``use_local_topics``,
 names in the ``<ros2_control>`` block's order, three interfaces, frame ids, QoS) and takes the
 effort controllers' ``<controller>/commands`` with their behaviour on bad messages; a second
-publisher on a command topic is reported and refused. Isolation: ``test/integration/ros_harness.py``.
+publisher on a command topic is reported and refused. It stands for the controller manager: the
+effort controllers are inactive at boot (their commands not applied) until a
+``controller_manager/switch_controller`` request activates them; a wrong request is refused.
+Isolation: ``test/integration/ros_harness.py``.
 """
 
 from __future__ import annotations
@@ -34,6 +37,44 @@ MAP = ROOT / "config" / "hardware_map.yaml"
 JOINT_STATES = "/joint_state_broadcaster/joint_states"  # use_local_topics: true in the generated files
 IMU = "/imu_sensor_broadcaster/imu"
 LEFT = "/leg_left_effort_controller/commands"
+EFFORT = ["leg_left_effort_controller", "leg_right_effort_controller"]
+HOLD = ["leg_left_position_controller", "leg_right_position_controller"]
+STRICT = 2
+
+
+def call(harness: RosHarness, service: str, request, timeout_s: float = 20.0):
+    """One service call from the probe node (its client created once per service)."""
+    from controller_manager_msgs import srv
+
+    kind = {"/controller_manager/switch_controller": srv.SwitchController,
+            "/controller_manager/list_controllers": srv.ListControllers}[service]
+    node = harness.probe.node
+    clients = node.__dict__.setdefault("_test_clients", {})
+    client = clients.get(service) or clients.setdefault(service, node.create_client(kind, service))
+    deadline = time.monotonic() + timeout_s
+    while not client.service_is_ready():
+        assert time.monotonic() < deadline, f"{service} not offered"
+        harness.check_alive()
+        time.sleep(0.05)
+    future = client.call_async(request)
+    while not future.done():
+        assert time.monotonic() < deadline, f"{service}: no answer"
+        time.sleep(0.01)
+    return future.result()
+
+
+def states(harness: RosHarness) -> dict[str, str]:
+    from controller_manager_msgs.srv import ListControllers
+
+    return {c.name: c.state for c in call(harness, "/controller_manager/list_controllers",
+                                          ListControllers.Request()).controller}
+
+
+def switch(harness: RosHarness, activate: list[str], deactivate: list[str], strictness: int = STRICT):
+    from controller_manager_msgs.srv import SwitchController
+
+    return call(harness, "/controller_manager/switch_controller", SwitchController.Request(
+        activate_controllers=activate, deactivate_controllers=deactivate, strictness=strictness))
 
 
 @pytest.fixture(scope="module")
@@ -82,10 +123,40 @@ def matched_publisher(harness: RosHarness, topic: str):
     return pub
 
 
+def test_commands_apply_only_once_switched_and_a_wrong_switch_is_refused(harness: RosHarness) -> None:
+    proc = start(harness, "actuator", controller="pd", command_source="''")  # empty: any publisher
+    diag = DiagnosticsWatch(harness)
+    boot = states(harness)
+    assert {boot[c] for c in EFFORT} == {"inactive"}
+    assert {boot[c] for c in [*HOLD, "joint_state_broadcaster", "imu_sensor_broadcaster"]} == {"active"}
+    pub = matched_publisher(harness, LEFT)
+    diag.mark()
+    pub.publish(Float64MultiArray(data=[0.0] * 5))  # an inactive controller does not even look at it
+    text = diag.wait("effort_controllers", lambda level, t: level == Level.OK)
+    assert "5 values" not in text
+    # STRICT: an unknown name, or deactivating what is not active, switches nothing
+    res = switch(harness, [*EFFORT, "leg_middle_effort_controller"], HOLD)
+    assert not res.ok and "leg_middle_effort_controller" in res.message
+    res = switch(harness, EFFORT, [*HOLD, EFFORT[0]])
+    assert not res.ok and "not active" in res.message
+    assert states(harness) == boot
+    res = switch(harness, EFFORT, HOLD)
+    assert res.ok, res.message
+    after = states(harness)
+    assert {after[c] for c in EFFORT} == {"active"} and {after[c] for c in HOLD} == {"inactive"}
+    res = switch(harness, EFFORT, HOLD)  # the same again: already active
+    assert not res.ok and "already active" in res.message
+    diag.mark()
+    pub.publish(Float64MultiArray(data=[0.0] * 5))  # now the active controller refuses it
+    text = diag.wait("effort_controllers", lambda level, t: level == Level.ERROR and "5 values" in t)
+    assert harness.stop(proc) == 0
+
+
 def test_wrong_size_and_non_finite_commands_are_reported(harness: RosHarness) -> None:
     proc = start(harness, "actuator", controller="pd", command_source="''")  # empty: any publisher
     diag = DiagnosticsWatch(harness)
     pub = matched_publisher(harness, LEFT)
+    assert switch(harness, EFFORT, HOLD).ok
     diag.mark()
     pub.publish(Float64MultiArray(data=[0.0] * 5))
     text = diag.wait("effort_controllers", lambda level, t: level == Level.ERROR and "5 values" in t)

@@ -54,17 +54,28 @@ def test_one_process_loop_over_ros2_control(native, space):
 
 @pytest.mark.ros
 @pytest.mark.parametrize("processes", ["separate", "composed"])
-def test_graph_over_ros2_control_stands(processes, isolated_domain):
+def test_graph_over_ros2_control_stands(processes, isolated_domain, tmp_path):
     """The node graph with the sim node as the ros2_control system (serial joints) and the nodes'
-    interface parameter: the loop closes over the broadcasters' and effort controllers' topics."""
+    interface parameter: the loop closes over the broadcasters' and effort controllers' topics.
+    The hand-over: the whole_body_controller calls the simulator's
+    ``controller_manager/switch_controller`` (STRICT, effort controllers in, position controllers
+    out) at its first ready, and the robot stays held until that switch."""
     pytest.importorskip("rclpy")
     if processes == "composed" and importlib.util.find_spec("kangaroo_wbc.nodes.composed_node") is None:
         pytest.skip("the composed executable is not installed")
     from kangaroo_wbc_tools.graph.processes import run_graph
 
     summary = run_graph(processes=processes, duration_s=1.5, behaviour="stand", interface="ros2_control",
-                        joint_space="serial", wall_timeout_s=300.0)
+                        joint_space="serial", wall_timeout_s=300.0, log_dir=tmp_path)
     assert summary["exit_codes"] == {n: 0 for n in summary["exit_codes"]}, summary["logs"]
+    logs = {f.stem: f.read_text(errors="replace") for f in tmp_path.glob("*.log")}
+    sim = logs["composed" if processes == "composed" else "sim"]
+    wbc = logs["composed" if processes == "composed" else "whole_body_controller"]
+    switched = ("switch_controller: activate ['leg_left_effort_controller', 'leg_right_effort_controller'], "
+                "deactivate ['leg_left_position_controller', 'leg_right_position_controller'], strictness 2: ok")
+    assert sim.count(switched) == 1, sim[-3000:]  # one request, answered ok
+    assert "hand-over: controller_manager/switch_controller: effort controllers active" in wbc, wbc[-3000:]
+    assert "crane released at" in sim and sim.index(switched) < sim.index("crane released at")  # held until it
     assert summary["fell"] is False and summary["controller_stayed_ready"], summary["logs"]
     assert summary["safe_mode_entries"] == 0, summary["safe_mode_reasons"]
     rates = summary["topic_rates_hz"]
@@ -91,3 +102,22 @@ def test_a_refused_broadcast_is_reported_and_skipped():
     assert summary["interrupted"] is False and run.estimation.stats["rejected"] == 1
     assert "joint_state_broadcaster/joint_states" in run.estimation.last_error
     assert "left_hip_yaw_actuator" in run.estimation.last_error and "missing" in run.estimation.last_error
+
+
+def test_a_failed_switch_withholds_the_commands(isolated_domain, tmp_path):
+    """No controller manager where the controller looks for it: after ``switch_timeout_s`` an
+    ERROR, the effort commands withheld, nothing crashes; the robot stays held (the simulator's
+    effort controllers are never switched in)."""
+    pytest.importorskip("rclpy")
+    from kangaroo_wbc_tools.graph.processes import run_graph
+
+    summary = run_graph(processes="separate", duration_s=2.0, behaviour="stand", interface="ros2_control",
+                        joint_space="actuator", wall_timeout_s=300.0, log_dir=tmp_path,
+                        controller_params={"controller_manager": "no_such_manager", "switch_timeout_s": 0.5})
+    assert summary["exit_codes"] == {n: 0 for n in summary["exit_codes"]}, summary["logs"]
+    sim, wbc = ((tmp_path / f"{n}.log").read_text(errors="replace") for n in ("sim", "whole_body_controller"))
+    assert "hand-over: calling no_such_manager/switch_controller" in wbc, wbc[-3000:]
+    assert ("switch to the effort controllers failed: the service is not offered within 0.5 s; effort commands "
+            "withheld, the position controllers hold") in wbc, wbc[-3000:]
+    assert "switch_controller" not in sim and "crane released at" not in sim, sim[-3000:]
+    assert summary["fell"] is False

@@ -58,7 +58,22 @@ class Ros2ControlLink:
         data; None while the hand-over gate withholds them (``ready``: the controller's)."""
         if not self.gate.admit(ready, stamp_s):
             return None
+        if self.gate.opened_at_s == stamp_s and self.system is not None:  # the switch, in-process
+            self._switch()
         return self.boundary.commands(force_n, q)
+
+    def _switch(self) -> None:
+        """The hand-over's one STRICT switch on the owned system's controller manager (a direct
+        call where the nodes call ``switch_controller``); a refusal is an ERROR event."""
+        from kangaroo_wbc.components.ros2_control.hand_over import STRICT
+        from kangaroo_wbc.components.samples import Level
+
+        assert self.system is not None
+        plan = self.system.plan
+        ok, message = self.system.switch(plan.effort, plan.hold, STRICT)
+        if not ok:
+            self.events.append(Event(Level.ERROR, "controller_switch", f"switch to the effort controllers "
+                                     f"refused: {message}"))
 
     def step_samples(self, act: ActuatorSample, enc: EncoderSample, imu: ImuSample | None,
                      encoder_offset: np.ndarray | None = None) -> tuple:

@@ -128,7 +128,23 @@ def build_system(clm: Any, p: Any, actuator_names: list[str], encoder_names: lis
 
     hw, config = load_hardware(p)
     Ros2ControlBoundary(hw, clm, config)  # the same checks of the controllers' file against the map
-    return SimulatedRos2ControlSystem(hw, clm, actuator_names, encoder_names, config)
+    return SimulatedRos2ControlSystem(hw, clm, actuator_names, encoder_names, config, hand_over_plan(p, config))
+
+
+def hand_over_plan(p: Any, config: Any) -> Any:
+    """The :class:`~kangaroo_wbc.components.ros2_control.hand_over.HandOverPlan` of parameters ``p``
+    (the controllers' file) and its effort controllers (``config``).
+
+    Raises:
+        ConfigError: the file does not list them (named with the parameter).
+    """
+    from kangaroo_wbc.components.ros2_control.hand_over import HandOverPlan
+
+    path = controllers_file(p.joint_space, p.ros2_controllers)
+    try:
+        return HandOverPlan.from_file(path, list(config.controllers))
+    except (KangarooWbcError, OSError) as exc:
+        raise ConfigError(f"parameter 'ros2_controllers' ({path}): {exc}") from exc
 
 
 def ankle_ft_sensors(hw: HardwareMap, config: Any) -> list[Any]:
@@ -155,4 +171,5 @@ def ankle_ft_sensors(hw: HardwareMap, config: Any) -> list[Any]:
 
 
 __all__ = ["ankle_ft_sensors", "INTERFACES", "interface_parameter", "joint_space_parameter", "hardware_map_parameter",
-           "ros2_controllers_parameter", "controllers_file", "load_hardware", "build_boundary", "build_system"]
+           "ros2_controllers_parameter", "controllers_file", "load_hardware", "build_boundary", "build_system",
+           "hand_over_plan"]

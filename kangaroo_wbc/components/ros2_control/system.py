@@ -19,6 +19,9 @@ block (:meth:`~SimulatedRos2ControlSystem.broadcast`), and the ``data`` of the
   chain's outputs at the homed actuator readings (closure FK, exact maps of
   :class:`~kangaroo_wbc.model.serial_map.SerialJointMap`): ``y = S q``, ``\dot y = A \dot\theta_a``,
   ``\tau_y = A^{-T} \bar\tau``.
+* **the controller manager**: at boot the effort controllers are inactive (the position
+  controllers hold, :mod:`~kangaroo_wbc.components.ros2_control.hand_over`); a message to an
+  inactive one is not applied; :meth:`~SimulatedRos2ControlSystem.switch` activates them.
 * **commands**: one ``data`` per controller, in its ``joints`` order. A message of the wrong size
   is refused with an error and the controller keeps its last command (forward_command_controller:
   the update logs an error and writes nothing); a non-finite one is dropped with a warning (Jazzy
@@ -39,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kangaroo_wbc.components.ros2_control.boundary import Ros2ControlConfig
+from kangaroo_wbc.components.ros2_control.hand_over import ControllerManagerModel, HandOverPlan
 from kangaroo_wbc.components.samples import (
     ActuatorCommand,
     ActuatorSample,
@@ -82,17 +86,25 @@ class SimulatedRos2ControlSystem:
         clm: the closed-chain model (checked against ``hw``).
         actuator_names, encoder_names: the simulator's actuator and passive-encoder order.
         config: the controller manager's file (default: ``hw``'s own controllers and IMU).
+        plan: the controllers of that file and the hand-over (default: the effort controllers
+            alone); at boot all but the effort controllers are active (:attr:`manager`).
 
     Raises:
         ConfigError: the map does not fit the model or the simulator's names.
     """
 
     def __init__(self, hw: HardwareMap, clm: ClosedLoopModel, actuator_names: Sequence[str],
-                 encoder_names: Sequence[str], config: Ros2ControlConfig | None = None) -> None:
+                 encoder_names: Sequence[str], config: Ros2ControlConfig | None = None,
+                 plan: HandOverPlan | None = None) -> None:
         check_against_model(hw, clm)
         self.hw, self.clm = hw, clm
         self.imu_frame_id = config.imu_frame_id if config is not None else hw.imu.frame_id
         self.controllers = dict(hw.controllers)
+        if plan is None:
+            plan = HandOverPlan(dict.fromkeys(self.controllers, "effort_controllers/JointGroupEffortController"),
+                                tuple(self.controllers), ())
+        #: the controller manager's switch bookkeeping: an inactive effort controller applies nothing
+        self.plan, self.manager = plan, ControllerManagerModel(plan.boot_states())
         commanded = hw.commanded()
         #: the joint state's names: the commanded joints, then the state-only ones (the block's order)
         self.names = commanded + [j.name for j in hw.joints if j.name not in commanded]
@@ -143,7 +155,7 @@ class SimulatedRos2ControlSystem:
         #: last force vector was formed
         self._data: dict[str, np.ndarray | None] = dict.fromkeys(self.controllers)
         self._answered: set[str] = set()
-        self.counts = {"valid": 0, "refused": 0, "dropped": 0}
+        self.counts = {"valid": 0, "refused": 0, "dropped": 0, "inactive": 0}
         self._problem: Event | None = None  # the latest refusal since the last status()
 
     # ------------------------------------------------------------------ state
@@ -197,11 +209,28 @@ class SimulatedRos2ControlSystem:
         self._problem = event
         return [event]
 
+    def switch(self, activate: Sequence[str], deactivate: Sequence[str], strictness: int) -> tuple[bool, str]:
+        """The controller manager's ``switch_controller`` (:class:`ControllerManagerModel`): an
+        effort controller activated starts with no command (forward_command_controller resets its
+        buffer on activation)."""
+        ok, message, started = self.manager.switch(activate, deactivate, strictness)
+        for c in started:
+            if c in self._data:
+                self._data[c] = None
+                self._answered.discard(c)
+        return ok, message
+
+    @property
+    def effort_active(self) -> bool:
+        """Every effort controller is active (the position controllers' hold is handed over)."""
+        return all(self.manager.active(c) for c in self.controllers)
+
     def status(self) -> Status:
         """The ``effort_controllers`` diagnostic status: the commands taken, refused and dropped,
         and the latest refusal since the previous call."""
         problem, self._problem = self._problem, None
-        values = {**self.counts, "controllers": ", ".join(self.controllers), "joint_space": self.hw.joint_space}
+        values = {**self.counts, "controllers": ", ".join(self.controllers), "joint_space": self.hw.joint_space,
+                  "active": ", ".join(c for c in self.controllers if self.manager.active(c))}
         if problem is not None:
             return Status("effort_controllers", problem.level, problem.message, values)
         return Status("effort_controllers", Level.OK, f"{len(self.controllers)} effort controllers", values)
@@ -213,6 +242,9 @@ class SimulatedRos2ControlSystem:
         if joints is None:
             return None, [Event(Level.ERROR, f"{topic}.unknown", f"{topic}: no such effort controller; the "
                                 f"controllers are {sorted(self.controllers)}")]
+        if not self.manager.active(controller):  # an inactive controller's update does not run
+            self.counts["inactive"] += 1
+            return None, []
         try:
             values = np.asarray(data, dtype=float).reshape(-1)
         except (TypeError, ValueError):
