@@ -122,7 +122,7 @@ class WholeBodyControllerNode(KangarooNode):
         if p.rig and not chained:  # the bench's force plate (composed: in-process, on_plate_force)
             sub(WrenchStamped, "rig/plate_wrench", self._on_plate, qos.SENSOR_LATEST)
         self.references = ReferenceInputs(self, self.component, p.sole_frames)  # references, cmd_vel
-        self.services = BehaviourServices(self, list(BEHAVIOURS), self._select, self.supervisor.reset)
+        self.behaviour_services = BehaviourServices(self, list(BEHAVIOURS), self._select, self.supervisor.reset)
         self.create_timer(WATCHDOG_PERIOD_S, self._watchdog, clock=self._steady)
         self.get_logger().info(
             f"whole_body_controller: {p.formulation} QP, {type(self.controller).__name__}, "
