@@ -42,23 +42,18 @@ from std_msgs.msg import Bool, Float64MultiArray  # noqa: E402
 from kangaroo_wbc.components.assembly import build_control, configure_control, select_behaviour  # noqa: E402
 from kangaroo_wbc.components.controller_params import (  # noqa: E402
     BEHAVIOUR_PARAMETERS,
-    WholeBodyControllerParams,  # noqa: E402
+    WholeBodyControllerParams,
 )
 from kangaroo_wbc.components.ros2_control.settings import build_boundary  # noqa: E402
 from kangaroo_wbc.components.samples import ActuatorCommand, ActuatorSample  # noqa: E402
-from kangaroo_wbc.control.behaviours import (
-    BEHAVIOURS,  # noqa: E402
-    )
+from kangaroo_wbc.control.behaviours import BEHAVIOURS  # noqa: E402
 from kangaroo_wbc.errors import InputError  # noqa: E402
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.controller_inputs import BehaviourServices, ReferenceInputs  # noqa: E402
 from kangaroo_wbc.ros.controller_outputs import ControllerOutputs  # noqa: E402
 from kangaroo_wbc.ros.conversions import JointIndexMap, seconds_to_time_msg, time_msg_to_seconds  # noqa: E402
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for  # noqa: E402
-from kangaroo_wbc.ros.node_support import (  # noqa: E402
-    load_node_model,
-    subscribe_sole_wrenches,
-)
+from kangaroo_wbc.ros.node_support import load_node_model, subscribe_sole_wrenches  # noqa: E402
 from kangaroo_wbc.ros.operator_word import OperatorWord  # noqa: E402
 from kangaroo_wbc.ros.ros2_control_topics import EffortCommandOutput  # noqa: E402
 from kangaroo_wbc.ros.serialized import joint_state_writer  # noqa: E402
@@ -92,7 +87,6 @@ class WholeBodyControllerNode(KangarooNode):
         #: joint_states + odometry → the state of one time
         self.pairing = StatePairing(clm, lambda q, v, stamp_s, stamp, source: self.process(q, v, stamp_s, stamp),
                                     self.throttled.warning, p.odometry_max_lag_s)
-        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._msg_cmd = JointState()
         # preserialised; frame_id names the source (a simulator or driver accepts this node's only)
         self._w_cmd = joint_state_writer(clm.actuated_joint_names, ("effort",), frame_id=self.get_name())
@@ -123,7 +117,7 @@ class WholeBodyControllerNode(KangarooNode):
             sub(WrenchStamped, "rig/plate_wrench", self._on_plate, qos.SENSOR_LATEST)
         self.references = ReferenceInputs(self, self.component, p.sole_frames)  # references, cmd_vel
         self.behaviour_services = BehaviourServices(self, list(BEHAVIOURS), self._select, self.supervisor.reset)
-        self.create_timer(WATCHDOG_PERIOD_S, self._watchdog, clock=self._steady)
+        self.create_timer(WATCHDOG_PERIOD_S, self._watchdog, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
             f"whole_body_controller: {p.formulation} QP, {type(self.controller).__name__}, "
             f"{self.controller.layout.describe() if hasattr(self.controller, 'layout') else ''}, "
@@ -172,9 +166,6 @@ class WholeBodyControllerNode(KangarooNode):
         self.component.on_actuator_sample(ActuatorSample(arr.position, arr.velocity, arr.effort, arr.stamp_s),
                                           self.shared_commands())
 
-    def _now_s(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
-
     # ------------------------------------------------------------------ one state sample
     def process(self, q: np.ndarray, v: np.ndarray, stamp_s: float, stamp=None, prepared: bool = False,
                 now_s: float | None = None):
@@ -183,7 +174,7 @@ class WholeBodyControllerNode(KangarooNode):
         (:meth:`WholeBodyControl.prepare`, composed deployment). ``now_s``: the current time [s]
         when the caller knows it (composed with the simulator: the sample's stamp), else the
         node's clock. Returns the command."""
-        now = self._now_s() if now_s is None else now_s
+        now = self.references.now_s() if now_s is None else now_s
         self._last_state = time.monotonic()
         self.apply_pending()
         self._q_state = q

@@ -1,11 +1,6 @@
-"""The whole-body controller's operator inputs besides the state: the external references
-(``wbc/com_reference``, ``wbc/<sole>/pose_reference``), the walk's ``cmd_vel`` and the behaviour
-services (``wbc/behaviour/<name>``, ``wbc/reset``). Topics and services: ``docs/interface.md``.
-
-Each input goes to the controller component (:class:`~kangaroo_wbc.components.control.WholeBodyControl`
-or the like) stamped with the node's clock; a malformed one is refused with a clear reason and the
-last valid reference stays.
-"""
+"""The whole-body controller's inputs besides the state: the references (``wbc/com_reference``,
+``wbc/<sole>/pose_reference``, stamped with the node's clock; a malformed one is refused and the last
+stays), the walk's ``cmd_vel`` and the behaviour services (``docs/interface.md``)."""
 
 from __future__ import annotations
 
@@ -25,19 +20,10 @@ from kangaroo_wbc.ros.conversions import (
     xyzw_to_pin_quaternion,
 )
 
-#: Period [s] of the check for several ``cmd_vel`` publishers (steady clock).
-CMD_VEL_CHECK_PERIOD_S = 1.0
-
 
 class ReferenceInputs:
-    """Subscribes the external references and ``cmd_vel`` of ``node`` and hands them to ``component``.
-
-    Args:
-        node: the controller node (a :class:`~kangaroo_wbc.ros.node_base.KangarooNode`).
-        component: what takes the references (``set_com_reference``, ``set_foot_reference``,
-            ``set_velocity_command``, ``refused``).
-        sole_frames: the soles whose pose references are subscribed.
-    """
+    """The references of ``sole_frames`` and ``cmd_vel`` to the controller ``node``'s ``component``
+    (``set_com_reference``, ``set_foot_reference``, ``set_velocity_command``, ``refused``)."""
 
     def __init__(self, node: Any, component: Any, sole_frames: Sequence[str]) -> None:
         self._node, self._component = node, component
@@ -48,8 +34,7 @@ class ReferenceInputs:
         sub(PointStamped, "wbc/com_reference", self.on_com_reference, qos.SENSOR_STATE)
         # the walk's velocity command (teleop_twist_keyboard, a joystick's teleop_twist_joy, nav2...)
         sub(Twist, "cmd_vel", self.on_cmd_vel, qos.SENSOR_STATE)
-        node.create_timer(CMD_VEL_CHECK_PERIOD_S, self.check_cmd_vel_sources,
-                          clock=Clock(clock_type=ClockType.STEADY_TIME))
+        node.create_timer(1.0, self.check_cmd_vel_sources, clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     def now_s(self) -> float:
         """The node's clock [s]: the time a reference is received at."""
@@ -96,15 +81,9 @@ class ReferenceInputs:
 
 
 class BehaviourServices:
-    """The ``std_srvs/Trigger`` services ``wbc/behaviour/<name>`` (start a behaviour) and ``wbc/reset``
-    (leave a latched safe mode) of ``node``.
-
-    Args:
-        node: the controller node.
-        names: the behaviours offered.
-        select: ``(name, how) -> None`` starts behaviour ``name`` (InputError if it cannot start).
-        reset: clears the safe-mode latch.
-    """
+    """``node``'s ``std_srvs/Trigger`` services ``wbc/behaviour/<name>`` for each of ``names``
+    (``select(name, how)`` starts it, InputError if it cannot) and ``wbc/reset`` (``reset()`` clears
+    the safe-mode latch)."""
 
     def __init__(self, node: Any, names: Sequence[str], select: Callable[[str, str], None],
                  reset: Callable[[], None]) -> None:
@@ -130,4 +109,4 @@ class BehaviourServices:
         return response
 
 
-__all__ = ["ReferenceInputs", "BehaviourServices", "CMD_VEL_CHECK_PERIOD_S"]
+__all__ = ["ReferenceInputs", "BehaviourServices"]

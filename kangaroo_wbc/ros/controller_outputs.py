@@ -55,14 +55,8 @@ def pose_stamped(position: np.ndarray, rotation: np.ndarray, frame: str, stamp_s
 
 
 class ControllerOutputs:
-    """The messages above, published by ``node`` (its ``params``: ``timing_rate_hz``, ``odom_frame``,
-    ``rig``, ``rig_leg``) after each command, rate-limited by the state stamps.
-
-    Args:
-        node: the controller node.
-        component: the controller component (``supervisor``: the references and the behaviour).
-        contacts: the controller's contacts (the footsteps' soles).
-    """
+    """The messages above of ``node``'s controller ``component`` (its ``contacts``: the footsteps'
+    soles), at the node's ``timing_rate_hz`` of state time."""
 
     def __init__(self, node: Any, component: Any, contacts: list) -> None:
         self._node, self._component, self._contacts = node, component, contacts

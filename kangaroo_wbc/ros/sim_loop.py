@@ -1,12 +1,5 @@
-"""The ``sim`` node's simulation loop: its pacing against the wall clock and the controller's commands
-(``docs/sim.md``), run in a thread of its own.
-
-Lockstep once the controller is ready: publish, wait for the answer, step. Otherwise (realtime,
-free-running, lockstep before ready) pipelined: MuJoCo steps in its worker thread while the
-in-process listeners (composed deployment) compute the next command from the samples just
-published, which drives the step after (the one-tick delay of separate processes); then paced to the
-wall clock.
-"""
+"""The ``sim`` node's simulation loop, in a thread of its own: its pacing against the wall clock and
+the controller's commands (``docs/sim.md``)."""
 
 from __future__ import annotations
 
@@ -29,14 +22,9 @@ CONTROLLER_WAIT_S = 0.5
 
 
 class SimLoop:
-    """The loop of the simulated ``robot`` (module docstring).
-
-    Args:
-        host: the node: ``params`` (read each tick), ``throttled``, ``tick_count``,
-            ``report_events(events)`` and ``publish_samples() -> samples`` (publishes the current
-            state, returns what the sample listeners get).
-        robot: the :class:`~kangaroo_wbc.components.simulated_robot.SimulatedRobot`.
-    """
+    """The loop of the simulated ``robot`` (a :class:`~kangaroo_wbc.components.simulated_robot.SimulatedRobot`)
+    for ``host``, the node: its ``params`` (read each tick), ``throttled``, ``tick_count``,
+    ``report_events(events)`` and ``publish_samples()`` (the current state out; returns the samples)."""
 
     def __init__(self, host: Any, robot: Any) -> None:
         self._host, self._robot = host, robot
@@ -71,7 +59,11 @@ class SimLoop:
         self._answered.set()
 
     def run(self) -> None:
-        """The loop, until :meth:`stop` (module docstring)."""
+        """Until :meth:`stop`. Lockstep once the controller is ready: publish, wait for the answer, step.
+        Otherwise (realtime, free-running, lockstep before ready) pipelined: MuJoCo steps in its
+        worker thread while the in-process listeners (composed deployment) compute the next command
+        from the samples just published, which drives the step after (the one-tick delay of separate
+        processes); then paced to the wall clock."""
         host, robot, stats = self._host, self._robot, self.stats
         period = robot.period_s
         sender = publication_thread()  # this thread's messages leave where it waits (flush)
