@@ -6,7 +6,9 @@ A thin adapter around :class:`~kangaroo_wbc.components.contact_wrench.ContactWre
 ``estimation/base_odometry``; publishes ``contact/<sole>/wrench`` (ground on sole, sole frame),
 ``contact/<sole>/cop`` (sole frame, while loaded), ``zmp`` (odom, while in contact) and, decimated,
 ``contact/markers``, every output with the actuator sample's stamp. Topics: ``docs/interface.md``.
-A ``joint_states`` sample is used once odometry of the same time (within ``max_input_age_s``) came.
+The state is paired by :class:`~kangaroo_wbc.ros.state_pairing.StatePairing` (``wait=False``): a
+``joint_states`` sample carries the stamp of its base's odometry when that is older by more than
+``max_input_age_s``.
 The actuator modes the controller publishes on the latched ``actuators/modes`` (a locked or limp
 actuator, ``docs/morphology.md``) are applied before the next sample, in every deployment, and so
 are the payloads it publishes on the latched ``model/payloads`` (the model's inertias). With
@@ -46,17 +48,13 @@ from kangaroo_wbc.estimation.payload_identification import (
 )
 from kangaroo_wbc.ros import qos
 from kangaroo_wbc.ros.ankle_ft_topics import subscribe_ankle_ft
-from kangaroo_wbc.ros.conversions import (
-    JointIndexMap,
-    array_to_point_msg,
-    odometry_msg_to_arrays,
-    seconds_to_time_msg,
-)
+from kangaroo_wbc.ros.conversions import JointIndexMap, array_to_point_msg, seconds_to_time_msg
 from kangaroo_wbc.ros.diagnostics import actuator_modes_from_msg
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for
-from kangaroo_wbc.ros.node_support import joint_indices, load_node_model
+from kangaroo_wbc.ros.node_support import load_node_model
 from kangaroo_wbc.ros.payloads import PayloadFollower
 from kangaroo_wbc.ros.serialized import point_stamped_writer, wrench_stamped_writer
+from kangaroo_wbc.ros.state_pairing import StatePairing
 
 #: the latched topic of the identified payload (module docstring)
 IDENTIFIED_PAYLOAD_TOPIC = "payload/identified"
@@ -75,16 +73,14 @@ class ContactWrenchNode(KangarooNode):
         super().__init__("contact_wrench_estimator", ContactWrenchParams)
         p = self.params
         self.clm = clm = clm or load_node_model(p.urdf_dir, p.rig, p.rig_leg)
-        m = clm.model
-        self.component = build_wrench(clm, p)  # on a bench: the actuated rows, its one sole
+        self.component = component = build_wrench(clm, p)  # on a bench: the actuated rows, its one sole
         #: the soles estimated (the parameter's, or the bench's one)
-        self.sole_frames = soles = list(self.component.settings.sole_frames)
-        self._idx_q, self._idx_v = joint_indices(m, clm.joint_names)
+        self.sole_frames = soles = list(component.settings.sole_frames)
         self._act = JointIndexMap(clm.actuated_joint_names, what="actuator")
-        self._joints = JointIndexMap(clm.joint_names, allow_extra=True)
-        self._q, self._v = clm.q_ref.copy(), np.zeros(m.nv)
-        self._odom_stamp: float | None = None
-        self._joint_stamp: float | None = None
+        #: joint_states + odometry → the newest state, stamped with the oldest of its inputs
+        self.pairing = StatePairing(clm, lambda q, v, stamp_s, _, source: component.on_state(q, v, stamp_s, source),
+                                    self.throttled.warning, p.max_input_age_s, ("position",), wait=False,
+                                    reject=component.reject, in_order=component.in_order)
         self._next_marker = 0.0
         pub, stream = self.create_publisher, self.create_stream_publisher
         self._pub_w = [stream(WrenchStamped, f"contact/{s}/wrench", qos.SENSOR_STATE) for s in soles]
@@ -101,8 +97,8 @@ class ContactWrenchNode(KangarooNode):
         if not chained:
             sub = self.create_subscription
             sub(JointState, "actuators/state", self._on_actuators, qos.SENSOR_LATEST)
-            sub(JointState, "joint_states", self._on_joints, qos.SENSOR_LATEST)
-            sub(Odometry, "estimation/base_odometry", self._on_odometry, qos.SENSOR_LATEST)
+            sub(JointState, "joint_states", self.pairing.on_joints, qos.SENSOR_LATEST)
+            sub(Odometry, "estimation/base_odometry", self.pairing.on_odometry, qos.SENSOR_LATEST)
             sub(Bool, "wbc/ready", lambda msg: apply_ready(msg.data, bool(p.rig), wrench=self.component), qos.LATCHED)
         #: the modes of actuators/modes not applied yet (applied in the thread that runs the component)
         self._pending_modes: dict[str, str] | None = None
@@ -115,36 +111,6 @@ class ContactWrenchNode(KangarooNode):
                                f", ankle F/T {ft_topics or 'off'}")
 
     # ------------------------------------------------------------------ messages → samples
-    def _on_joints(self, msg: JointState) -> None:
-        try:
-            arr = self._joints.from_joint_state(msg, required=("position",))
-        except InputError as exc:
-            return self.component.reject("joint_states", exc)
-        if not self.component.in_order("joint_states", arr.stamp_s):
-            return
-        self._q[self._idx_q] = arr.position
-        self._v[self._idx_v] = 0.0 if arr.velocity is None else arr.velocity
-        self._joint_stamp = arr.stamp_s
-        stamp, source = arr.stamp_s, "joint_states"
-        odom = -float("inf") if self._odom_stamp is None else self._odom_stamp
-        if self.clm.floating_base and odom < stamp - self.params.max_input_age_s:
-            stamp, source = odom, "estimation/base_odometry"  # the state is as old as its base
-        self.component.on_state(self._q, self._v, stamp, source)
-
-    def _on_odometry(self, msg: Odometry) -> None:
-        try:
-            odom = odometry_msg_to_arrays(msg)
-        except InputError as exc:
-            return self.component.reject("estimation/base_odometry", exc)
-        if not self.component.in_order("estimation/base_odometry", odom.stamp_s):
-            return
-        if self.clm.floating_base:
-            self._q[:3], self._q[3:7] = odom.position, odom.quaternion_xyzw  # a unit quaternion
-            self._v[:3], self._v[3:6] = odom.linear, odom.angular
-        self._odom_stamp = odom.stamp_s
-        if odom.stamp_s == self._joint_stamp:  # the base of the joint sample already passed on
-            self.component.on_state(self._q, self._v, odom.stamp_s)
-
     def _on_actuators(self, msg: JointState) -> None:
         try:
             arr = self._act.from_joint_state(msg, required=("effort",))
@@ -235,6 +201,7 @@ class ContactWrenchNode(KangarooNode):
         return arr
 
     def on_parameters_changed(self, params: ContactWrenchParams, changed: set[str]) -> None:
+        self.pairing.max_lag_s = params.max_input_age_s
         if "odom_frame" in changed:
             self._w_zmp = point_stamped_writer(params.odom_frame)
 

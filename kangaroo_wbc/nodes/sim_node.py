@@ -50,20 +50,11 @@ from kangaroo_wbc.ros.conversions import seconds_to_time_msg  # noqa: E402
 from kangaroo_wbc.ros.diagnostics import LOG_LEVELS  # noqa: E402
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for  # noqa: E402
 from kangaroo_wbc.ros.node_support import add_parameter_check  # noqa: E402
-from kangaroo_wbc.ros.publication import publication_thread  # noqa: E402
+from kangaroo_wbc.ros.sim_loop import CONTROLLER_WAIT_S, SimLoop  # noqa: E402,F401 - the wait, re-exported
 from kangaroo_wbc.ros.sim_topics import GroundTruthPublisher, make_face  # noqa: E402
 
 #: A lockstep timeout shows in /diagnostics for this long [s] (wall clock).
 EVENT_HOLD_S = 2.0
-#: Realtime pacing: a loop late by up to this [s] catches up (simulated time keeps to the wall
-#: clock on average); later than that it restarts its schedule (an overrun, in the diagnostics).
-MAX_CATCH_UP_S = 0.02
-#: Realtime: when the controller's last command arrived more than half the watchdog's timeout ago
-#: (simulated time), the loop waits for the next one, up to this long [s, wall clock], rather than
-#: simulate on without it: a controller process that the host starves for a moment (a busy
-#: machine, a burst of DDS discovery when graph introspection starts a participant) does not trip
-#: the watchdog; one that stays silent longer does, as before.
-CONTROLLER_WAIT_S = 0.5
 
 
 class SimNode(KangarooNode):
@@ -93,17 +84,9 @@ class SimNode(KangarooNode):
         self._clock_msg = ClockMsg(clock=self._stamp)
         self._pub_clock = self.create_stream_publisher(ClockMsg, "/clock", qos.SENSOR_STATE)
         self._latency_pub = self.create_publisher(Float64MultiArray, "sim/command_latency", qos.VISUALIZATION)
-        self._listeners: list[Callable] = []
         self._drop_rng = random.Random(p.seed)
-        self._loop_stats = {"overruns": 0, "lockstep_timeouts": 0, "dropped_commands": 0, "max_gap_s": 0.0,
-                            "controller_waits": 0}
-        self._last_arrival_s: float | None = None  # simulated time of the last command received
-        self._arrived = threading.Event()  # a command arrived (realtime: the loop may wait for one)
-        self._gave_up_waiting = False  # realtime: waited CONTROLLER_WAIT_S in vain since the last command
-        self._last_timeout = -float("inf")  # wall time of the last lockstep timeout
-        #: lockstep: stamp of the latest published sample (a command answering it lets the loop step)
-        self.awaited_stamp_s = 0.0
-        self._answered = threading.Event()
+        #: the simulation's pacing (:mod:`kangaroo_wbc.ros.sim_loop`), run in its own thread
+        self.loop = SimLoop(self, robot)
         self._failure: str | None = None
         self._events = threading.Event()  # set on a notable event: publish /diagnostics soon
         steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -111,7 +94,6 @@ class SimNode(KangarooNode):
             self.create_subscription(Bool, "wbc/ready", lambda m: self.set_controller_ready(m.data), qos.LATCHED)
         self.create_timer(0.1, self._flush_events, clock=steady)
         self.create_timer(1.0, self._publish_latency, clock=steady)
-        self._running = True
         self._thread = threading.Thread(target=self._loop, name="sim_loop", daemon=True)
         # composed: the loop starts with the first sample listener (add_sample_listener), so the
         # hosted estimator sees the boot from t = 0, as in the one-process loop
@@ -153,8 +135,8 @@ class SimNode(KangarooNode):
         :class:`~kangaroo_wbc.components.ros2_control.system.BroadcastState`), while MuJoCo computes
         the next step in its worker thread (in lockstep once ready: before waiting for the answer);
         a command it submits drives the step after (composed deployment)."""
-        self._listeners.append(fn)
-        if not self._thread.is_alive() and self._running:
+        self.loop.listeners.append(fn)
+        if not self._thread.is_alive() and self.loop.running:
             self._thread.start()
 
     def submit_command(self, cmd: ActuatorCommand, receive_wall_s: float | None = None) -> None:
@@ -162,118 +144,36 @@ class SimNode(KangarooNode):
         wall = time.monotonic() if receive_wall_s is None else receive_wall_s
         p = self.params
         if p.drop_ratio > 0.0 and self._drop_rng.random() < p.drop_ratio:
-            self._loop_stats["dropped_commands"] += 1
+            self.loop.stats["dropped_commands"] += 1
             return
         self.report_events(self.robot.submit(cmd, wall))
-        self._last_arrival_s, self._gave_up_waiting = self.robot.time, False
-        self._arrived.set()
-        self._answer(cmd.stamp_s)
+        self.loop.command_arrived(cmd.stamp_s)
 
     def reject_command(self, reason: str, receive_wall_s: float, stamp_s: float | None = None) -> None:
         """A command refused before it could be read (``stamp_s``: the sample it answers, if known)."""
         self.report_events(self.robot.reject(reason, receive_wall_s))
         if stamp_s is not None:
-            self._answer(stamp_s)
+            self.loop.answer(stamp_s)
 
     def set_controller_ready(self, ready: bool) -> None:
         """The controller's ``wbc/ready`` (the crane releases ``release_delay_s`` after True)."""
         self.report_events(self.robot.set_controller_ready(bool(ready)))
 
-    def _answer(self, stamp_s: float) -> None:
-        """Lockstep: a command stamped with the latest sample (or unstamped) lets the loop step."""
-        if stamp_s <= 0.0 or stamp_s >= self.awaited_stamp_s - 1e-7:
-            self._answered.set()
+    @property
+    def awaited_stamp_s(self) -> float:
+        """Lockstep: stamp of the latest published sample (a command answering it lets the loop step)."""
+        return self.loop.awaited_stamp_s
 
     # ------------------------------------------------------------------ simulation loop (own thread)
     def _loop(self) -> None:
         try:
-            self._run_loop()
+            self.loop.run()
         except Exception as exc:  # noqa: BLE001 - reported, not swallowed: the node stays up to say so
             self._failure = f"simulation loop stopped: {exc!r}"
             self.get_logger().fatal(self._failure)
             self._events.set()
 
-    def _run_loop(self) -> None:
-        """Lockstep once the controller is ready: publish, wait for the answer, step. Otherwise
-        (realtime, free-running, lockstep before ready) pipelined: MuJoCo steps in its worker
-        thread while the in-process listeners (composed deployment) compute the next command
-        from the samples just published, which drives the step after (the one-tick delay of
-        separate processes); then paced to the wall clock."""
-        robot, stats = self.robot, self._loop_stats
-        period = robot.period_s
-        sender = publication_thread()  # this thread's messages leave where it waits (flush)
-        if sender is not None:
-            sender.defer_wakeups()
-        flush = sender.flush if sender is not None else (lambda: None)
-        next_t = last = time.perf_counter()
-        samples = self._publish()
-        while self._running:
-            p = self.params
-            now = time.perf_counter()
-            stats["max_gap_s"], last = max(stats["max_gap_s"], now - last), now
-            if p.lockstep and robot.controller_ready:
-                self._notify(samples)
-                flush()
-                if not self._answered.wait(p.lockstep_timeout_s):
-                    stats["lockstep_timeouts"] += 1
-                    self._last_timeout = time.monotonic()
-                    self.throttled.warning("lockstep_timeout", f"lockstep: no command answered the sample of "
-                                           f"t = {robot.time:.3f} s within {p.lockstep_timeout_s * 1e3:.0f} ms: "
-                                           "stepping with the last one")
-                self.report_events(robot.step())
-                next_t = time.perf_counter()
-            else:
-                if p.realtime and not p.lockstep and not self._listeners and self._wait_for_controller():
-                    next_t = time.perf_counter()  # the schedule restarts: no burst of steps after
-                self.report_events(robot.start_step())
-                try:
-                    self._notify(samples)
-                finally:
-                    flush()
-                    self.report_events(robot.finish_step())
-                if p.realtime or p.lockstep:  # paced; a late tick is caught up by the next ones,
-                    next_t += period         # later than MAX_CATCH_UP_S the schedule restarts from now
-                    now = time.perf_counter()
-                    flush()
-                    if now < next_t:
-                        time.sleep(next_t - now)
-                    elif now - next_t > MAX_CATCH_UP_S:
-                        stats["overruns"] += 1
-                        next_t = now
-            self.awaited_stamp_s = robot.time
-            self._answered.clear()
-            samples = self._publish()
-            self.tick_count += 1
-            if not self._listeners:  # separate processes: the samples leave now (composed: with
-                flush()              # the chain's messages, while MuJoCo steps)
-
-    def _wait_for_controller(self) -> bool:
-        """Realtime, controller ready, in its own process: while its last command is older than
-        half the watchdog's timeout (simulated time), wait for the next one, up to
-        :data:`CONTROLLER_WAIT_S` (wall clock) per silence. Returns True if it waited."""
-        robot = self.robot
-        if not robot.controller_ready or self._last_arrival_s is None or self._gave_up_waiting:
-            return False
-        limit = 0.5 * robot.config.watchdog_timeout_s
-        if robot.time - self._last_arrival_s <= limit:
-            return False
-        self._loop_stats["controller_waits"] += 1
-        deadline = time.monotonic() + CONTROLLER_WAIT_S
-        while self._running and robot.time - self._last_arrival_s > limit:
-            left = deadline - time.monotonic()
-            if left <= 0.0:
-                self._gave_up_waiting = True  # the watchdog's turn
-                break
-            self._arrived.clear()
-            if robot.time - self._last_arrival_s > limit:
-                self._arrived.wait(min(left, 0.01))
-        return True
-
-    def _notify(self, samples: tuple) -> None:
-        for fn in self._listeners:
-            fn(*samples)
-
-    def _publish(self) -> tuple:
+    def publish_samples(self) -> tuple:
         """Publish the current state through the face (and the clock, the ground truth); returns
         what the sample listeners get."""
         act, enc, imu = self.robot.samples(wall_s=time.monotonic())
@@ -296,7 +196,7 @@ class SimNode(KangarooNode):
             self.publish_diagnostics()
 
     def diagnostic_statuses(self) -> list:
-        p, s, now = self.params, self._loop_stats, time.monotonic()
+        p, s, now = self.params, self.loop.stats, time.monotonic()
         loop = {"mode": self._mode(), "overruns": s["overruns"], "max_tick_gap_ms": 1e3 * s["max_gap_s"],
                 "lockstep_timeouts": s["lockstep_timeouts"], "dropped_commands": s["dropped_commands"],
                 "controller_waits": s["controller_waits"]}
@@ -307,7 +207,7 @@ class SimNode(KangarooNode):
         if self._failure:
             statuses[0] = replace(statuses[0], level=Level.ERROR, message=self._failure)
         if p.lockstep:
-            late = now - self._last_timeout < EVENT_HOLD_S
+            late = now - self.loop.last_timeout < EVENT_HOLD_S
             text = "steps with the last command after timeouts" if late else "one step per command"
             values = {"timeouts": s["lockstep_timeouts"], "timeout_s": p.lockstep_timeout_s,
                       "controller_ready": self.robot.controller_ready}
@@ -325,8 +225,9 @@ class SimNode(KangarooNode):
         super().destroy_node()
 
     def _stop_loop(self) -> None:
-        self._running = False
-        self._answered.set()
+        loop = getattr(self, "loop", None)  # None: the node failed before its loop was made
+        if loop is not None:
+            loop.stop()
         thread = getattr(self, "_thread", None)
         if thread is not None and thread.is_alive() and threading.current_thread() is not thread:
             thread.join(timeout=2.0)

@@ -33,45 +33,30 @@ import time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small matrices: BLAS threads only add latency
 
 import numpy as np  # noqa: E402
-from geometry_msgs.msg import PointStamped, PoseStamped, Twist, WrenchStamped  # noqa: E402
+from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.clock import Clock, ClockType  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Bool, Float64MultiArray  # noqa: E402
-from std_srvs.srv import Trigger  # noqa: E402
-from visualization_msgs.msg import MarkerArray  # noqa: E402
 
 from kangaroo_wbc.components.assembly import build_control, configure_control, select_behaviour  # noqa: E402
 from kangaroo_wbc.components.controller_params import (  # noqa: E402
     BEHAVIOUR_PARAMETERS,
-    WholeBodyControllerParams,  # noqa: E402
+    WholeBodyControllerParams,
 )
-from kangaroo_wbc.components.rig import sole_target_in_base  # noqa: E402
 from kangaroo_wbc.components.ros2_control.settings import build_boundary  # noqa: E402
 from kangaroo_wbc.components.samples import ActuatorCommand, ActuatorSample  # noqa: E402
-from kangaroo_wbc.control.behaviours import (
-    BEHAVIOURS,  # noqa: E402
-    )
-from kangaroo_wbc.control.wbc import FrameReference  # noqa: E402
+from kangaroo_wbc.control.behaviours import BEHAVIOURS  # noqa: E402
 from kangaroo_wbc.errors import InputError  # noqa: E402
 from kangaroo_wbc.ros import qos  # noqa: E402
-from kangaroo_wbc.ros.controller_outputs import footsteps_msg, pose_stamped, timing_msg  # noqa: E402
-from kangaroo_wbc.ros.conversions import (  # noqa: E402
-    JointIndexMap,
-    pose_msg_to_arrays,
-    seconds_to_time_msg,
-    time_msg_to_seconds,
-    vector3_msg_to_array,
-    xyzw_to_pin_quaternion,
-)
+from kangaroo_wbc.ros.controller_inputs import BehaviourServices, ReferenceInputs  # noqa: E402
+from kangaroo_wbc.ros.controller_outputs import ControllerOutputs  # noqa: E402
+from kangaroo_wbc.ros.conversions import JointIndexMap, seconds_to_time_msg, time_msg_to_seconds  # noqa: E402
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for  # noqa: E402
-from kangaroo_wbc.ros.node_support import (  # noqa: E402
-    load_node_model,
-    subscribe_sole_wrenches,
-)
+from kangaroo_wbc.ros.node_support import load_node_model, subscribe_sole_wrenches  # noqa: E402
 from kangaroo_wbc.ros.operator_word import OperatorWord  # noqa: E402
 from kangaroo_wbc.ros.ros2_control_topics import EffortCommandOutput  # noqa: E402
-from kangaroo_wbc.ros.serialized import joint_state_writer, point_stamped_writer  # noqa: E402
+from kangaroo_wbc.ros.serialized import joint_state_writer  # noqa: E402
 from kangaroo_wbc.ros.state_pairing import StatePairing  # noqa: E402
 
 #: Period [s] of the joint_states watchdog (steady clock).
@@ -100,15 +85,13 @@ class WholeBodyControllerNode(KangarooNode):
         self.operator = OperatorWord(self, self.component, clm, p)  # actuator modes, payloads
         self._act = JointIndexMap(clm.actuated_joint_names, what="actuator")
         #: joint_states + odometry → the state of one time
-        self.pairing = StatePairing(clm, lambda *state: self.process(*state), self.throttled.warning,
-                                    p.odometry_max_lag_s)
-        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.pairing = StatePairing(clm, lambda q, v, stamp_s, stamp, source: self.process(q, v, stamp_s, stamp),
+                                    self.throttled.warning, p.odometry_max_lag_s)
         self._msg_cmd = JointState()
         # preserialised; frame_id names the source (a simulator or driver accepts this node's only)
         self._w_cmd = joint_state_writer(clm.actuated_joint_names, ("effort",), frame_id=self.get_name())
         self._last_state: float | None = None  # time.monotonic() [s] of the latest state
         self._ready: bool | None = None
-        self._next_timing = -float("inf")  # stamp [s] from which the next wbc/timing goes out
         #: composed deployment: called with every command (:class:`ActuatorCommand`)
         self.command_listener = None
         #: ros2_control: the effort controllers' topics instead of actuators/command
@@ -119,11 +102,8 @@ class WholeBodyControllerNode(KangarooNode):
         self.watch_single_writer("actuators/command", self.get_name())  # a second source is an ERROR
         self._pub_arr = (pub(Float64MultiArray, "actuators/command_array", qos.COMMAND)
                          if p.publish_command_array else None)
-        self._pub_timing = pub(Float64MultiArray, "wbc/timing", qos.VISUALIZATION)
-        self._pub_com = pub(PointStamped, "wbc/com_target", qos.VISUALIZATION)
-        self._pub_footsteps = pub(MarkerArray, "wbc/footsteps", qos.VISUALIZATION)
-        self._footstep_plan = 0  # the walk's plan count of the last footsteps published
-        self._w_com = point_stamped_writer(p.odom_frame)
+        #: wbc/timing, wbc/com_target, wbc/footsteps, rig/sole_target
+        self.outputs = ControllerOutputs(self, self.component, self.contacts)
         self._pub_ready = pub(Bool, "wbc/ready", qos.LATCHED)
         self._publish_ready(False)
         sub = self.create_subscription
@@ -133,22 +113,11 @@ class WholeBodyControllerNode(KangarooNode):
             sub(JointState, "joint_states", self.pairing.on_joints, qos.SENSOR_LATEST)
             sub(Odometry, "estimation/base_odometry", self.pairing.on_odometry, qos.SENSOR_LATEST)
             subscribe_sole_wrenches(self, self.component.settings.sole_frames)
-        if p.rig:  # the bench's force plate (composed: in-process, on_plate_force)
-            if not chained:
-                sub(WrenchStamped, "rig/plate_wrench", self._on_plate, qos.SENSOR_LATEST)
-            self._pub_sole_target = pub(PoseStamped, "rig/sole_target", qos.VISUALIZATION)
-        for sole in p.sole_frames:
-            sub(PoseStamped, f"wbc/{sole}/pose_reference", lambda msg, s=sole: self._on_foot_reference(s, msg),
-                qos.SENSOR_STATE)
-        sub(PointStamped, "wbc/com_reference", self._on_com_reference, qos.SENSOR_STATE)
-        # the walk's velocity command (teleop_twist_keyboard, a joystick's teleop_twist_joy, nav2...)
-        sub(Twist, "cmd_vel", self._on_cmd_vel, qos.SENSOR_STATE)
-        self.create_timer(1.0, self._check_cmd_vel_sources, clock=self._steady)
-        for name in BEHAVIOURS:
-            self.create_service(Trigger, f"wbc/behaviour/{name}",
-                                lambda req, res, n=name: self._on_behaviour_service(n, res))
-        self.create_service(Trigger, "wbc/reset", self._on_reset)
-        self.create_timer(WATCHDOG_PERIOD_S, self._watchdog, clock=self._steady)
+        if p.rig and not chained:  # the bench's force plate (composed: in-process, on_plate_force)
+            sub(WrenchStamped, "rig/plate_wrench", self._on_plate, qos.SENSOR_LATEST)
+        self.references = ReferenceInputs(self, self.component, p.sole_frames)  # references, cmd_vel
+        self.behaviour_services = BehaviourServices(self, list(BEHAVIOURS), self._select, self.supervisor.reset)
+        self.create_timer(WATCHDOG_PERIOD_S, self._watchdog, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
             f"whole_body_controller: {p.formulation} QP, {type(self.controller).__name__}, "
             f"{self.controller.layout.describe() if hasattr(self.controller, 'layout') else ''}, "
@@ -197,55 +166,6 @@ class WholeBodyControllerNode(KangarooNode):
         self.component.on_actuator_sample(ActuatorSample(arr.position, arr.velocity, arr.effort, arr.stamp_s),
                                           self.shared_commands())
 
-    def _on_behaviour_service(self, name: str, response: Trigger.Response) -> Trigger.Response:
-        try:
-            self._select(name, " (service)")
-        except InputError as exc:
-            response.success, response.message = False, str(exc)
-            return response
-        response.success, response.message = True, f"behaviour {name} starts at the next state sample"
-        return response
-
-    def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        self.supervisor.reset()
-        response.success, response.message = True, "safe-mode latch cleared"
-        return response
-
-    # ------------------------------------------------------------------ inputs
-    def _on_com_reference(self, msg: PointStamped) -> None:
-        try:
-            point = vector3_msg_to_array(msg.point)
-        except InputError as exc:  # also the subscription guard's WARN (inputs status, log)
-            self.component.refused("wbc/com_reference", f"{exc}: the last reference stays")
-            raise
-        self.component.set_com_reference(point, self._now_s())
-
-    def _on_cmd_vel(self, msg: Twist) -> None:
-        try:
-            self.component.set_velocity_command(msg.linear.x, msg.linear.y, msg.angular.z, self._now_s())
-        except InputError as exc:
-            self.throttled.warning("cmd_vel", f"cmd_vel skipped: {exc}")
-
-    def _check_cmd_vel_sources(self) -> None:
-        """Two cmd_vel publishers fight over the walk: say so (a twist_mux picks one)."""
-        n = self.count_publishers(self.resolve_topic_name("cmd_vel"))
-        if n > 1:
-            self.throttled.warning("cmd_vel sources", f"cmd_vel has {n} publishers: their commands interleave; "
-                                   "use one source (e.g. twist_mux)")
-
-    def _on_foot_reference(self, sole: str, msg: PoseStamped) -> None:
-        try:
-            position, quat = pose_msg_to_arrays(msg.pose)
-        except InputError as exc:
-            self.component.refused(f"wbc/{sole}/pose_reference", f"{exc}: the last reference stays")
-            self.throttled.warning("pose_reference", f"wbc/{sole}/pose_reference skipped: {exc}")
-            return
-        R = xyzw_to_pin_quaternion(quat).toRotationMatrix()
-        self.component.set_foot_reference(sole, FrameReference(position=position, rotation=R), self._now_s())
-
-    def _now_s(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
-
     # ------------------------------------------------------------------ one state sample
     def process(self, q: np.ndarray, v: np.ndarray, stamp_s: float, stamp=None, prepared: bool = False,
                 now_s: float | None = None):
@@ -254,7 +174,7 @@ class WholeBodyControllerNode(KangarooNode):
         (:meth:`WholeBodyControl.prepare`, composed deployment). ``now_s``: the current time [s]
         when the caller knows it (composed with the simulator: the sample's stamp), else the
         node's clock. Returns the command."""
-        now = self._now_s() if now_s is None else now_s
+        now = self.references.now_s() if now_s is None else now_s
         self._last_state = time.monotonic()
         self.apply_pending()
         self._q_state = q
@@ -306,31 +226,7 @@ class WholeBodyControllerNode(KangarooNode):
         if self._pub_arr is not None:
             self._pub_arr.publish(self._act.to_float64_multi_array(cmd.tau_a))
         self._after()
-        if not stamp_s >= self._next_timing:  # rate-limited by the stamps (NaN: no timing)
-            return
-        self._next_timing = stamp_s + 1.0 / self.params.timing_rate_hz - 1e-9
-        self._pub_timing.publish(timing_msg(cmd.output))
-        ref = self.component.supervisor.last_references
-        if cmd.mode == "control" and ref is not None and ref.com_position is not None:
-            self._pub_com.publish(self._w_com.write(stamp_s, point=ref.com_position))
-        if self.rig:
-            self._publish_sole_target(stamp_s)
-        self._publish_footsteps(stamp_s)
-
-    def _publish_sole_target(self, stamp_s: float) -> None:
-        """``rig/sole_target``: the bench sole's reference in the estimated pelvis frame (``base_link``),
-        while the behaviour gives one (the circle and the descent; not the press)."""
-        target = sole_target_in_base(self.component, self.params.rig_leg)
-        if target is not None:
-            self._pub_sole_target.publish(pose_stamped(*target, "base_link", stamp_s))
-
-    def _publish_footsteps(self, stamp_s: float) -> None:
-        """``wbc/footsteps`` at each new plan of a walk (``Walk.footstep_boxes``)."""
-        walk = self.component.supervisor.behaviour
-        if hasattr(walk, "footstep_boxes") and walk.plan_count != self._footstep_plan:
-            self._footstep_plan = walk.plan_count
-            self._pub_footsteps.publish(footsteps_msg(walk.footstep_boxes(), self.contacts, stamp_s,
-                                                      self.params.odom_frame))
+        self.outputs.publish(cmd, stamp_s)
 
     def diagnostic_statuses(self) -> list:
         """The component's statuses; on ros2_control also the hand-over's (gate, switch)."""

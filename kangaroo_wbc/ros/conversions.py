@@ -17,6 +17,8 @@ Conventions (see ``docs/interface.md``):
   expressed in ``child_frame_id`` (REP 105), i.e. ``linear`` = v_base_in_base.
 - **Time.** Float seconds (``float64`` resolves ~0.24 µs at Unix-epoch magnitudes).
 
+The messages the nodes publish at their sample rate are written by :mod:`kangaroo_wbc.ros.serialized`
+(one encoder per message type); here are the decoders and the encoders of the occasional messages.
 The functions here allocate small numpy arrays; a full actuator-state conversion takes a few µs,
 well below the 1 ms budget of a 1 kHz loop.
 """
@@ -38,7 +40,6 @@ from geometry_msgs.msg import (
     Twist,
     Vector3,
     Wrench,
-    WrenchStamped,
 )
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Imu, JointState
@@ -53,11 +54,8 @@ __all__ = [
     "JointIndexMap",
     "JointStateArrays",
     "OdometryArrays",
-    "arrays_to_imu_msg",
-    "arrays_to_odometry_msg",
     "arrays_to_pose_msg",
     "arrays_to_transform_stamped",
-    "arrays_to_twist_msg",
     "array_to_point_msg",
     "array_to_vector3_msg",
     "check_stamp_fresh",
@@ -72,8 +70,6 @@ __all__ = [
     "to_seconds",
     "twist_msg_to_arrays",
     "vector3_msg_to_array",
-    "vector_to_wrench_msg",
-    "vector_to_wrench_stamped",
     "wrench_msg_to_vector",
     "xyzw_to_pin_quaternion",
     "xyzw_to_quaternion_msg",
@@ -392,14 +388,6 @@ def twist_msg_to_arrays(msg: Twist) -> tuple[np.ndarray, np.ndarray]:
     return vector3_msg_to_array(msg.linear), vector3_msg_to_array(msg.angular)
 
 
-def arrays_to_twist_msg(linear: Any, angular: Any, msg: Twist | None = None) -> Twist:
-    """(linear [m/s], angular [rad/s]) → geometry_msgs/Twist."""
-    msg = Twist() if msg is None else msg
-    array_to_vector3_msg(linear, msg.linear)
-    array_to_vector3_msg(angular, msg.angular)
-    return msg
-
-
 def arrays_to_transform_stamped(
     translation: Any,
     quaternion_xyzw: Any,
@@ -454,43 +442,6 @@ def odometry_msg_to_arrays(msg: Odometry) -> OdometryArrays:
     )
 
 
-def _covariance(cov: Any, what: str) -> array.array:
-    c = np.asarray(cov, dtype=float).reshape(-1)
-    if c.size != 36:
-        raise InputError(f"{what}: a 6x6 covariance has 36 entries, got {c.size}")
-    return _double_array(c)
-
-
-def arrays_to_odometry_msg(
-    position: Any,
-    quaternion_xyzw: Any,
-    linear: Any,
-    angular: Any,
-    *,
-    frame_id: str,
-    child_frame_id: str,
-    stamp: Time,
-    pose_covariance: Any = None,
-    twist_covariance: Any = None,
-    msg: Odometry | None = None,
-) -> Odometry:
-    """Arrays → nav_msgs/Odometry; ``linear``/``angular`` expressed in ``child_frame_id``.
-
-    Covariances are 6x6 (or 36-vectors) ordered (x, y, z, rot_x, rot_y, rot_z).
-    """
-    msg = Odometry() if msg is None else msg
-    msg.header.stamp = stamp
-    msg.header.frame_id = frame_id
-    msg.child_frame_id = child_frame_id
-    arrays_to_pose_msg(position, quaternion_xyzw, msg.pose.pose)
-    arrays_to_twist_msg(linear, angular, msg.twist.twist)
-    if pose_covariance is not None:
-        msg.pose.covariance = _covariance(pose_covariance, "pose_covariance")
-    if twist_covariance is not None:
-        msg.twist.covariance = _covariance(twist_covariance, "twist_covariance")
-    return msg
-
-
 # --------------------------------------------------------------------------------------------
 # wrenches
 
@@ -499,26 +450,6 @@ def wrench_msg_to_vector(msg: Wrench) -> np.ndarray:
     """geometry_msgs/Wrench → ``[f_x, f_y, f_z, tau_x, tau_y, tau_z]`` ([N], [N·m]), linear first."""
     f, t = msg.force, msg.torque
     return _vector((f.x, f.y, f.z, t.x, t.y, t.z), 6, "wrench")
-
-
-def vector_to_wrench_msg(wrench: Any, msg: Wrench | None = None) -> Wrench:
-    """Linear-first 6-vector ([N], [N·m]) → geometry_msgs/Wrench."""
-    w = _vector(wrench, 6, "wrench")
-    msg = Wrench() if msg is None else msg
-    array_to_vector3_msg(w[:3], msg.force)
-    array_to_vector3_msg(w[3:], msg.torque)
-    return msg
-
-
-def vector_to_wrench_stamped(
-    wrench: Any, *, frame_id: str, stamp: Time, msg: WrenchStamped | None = None
-) -> WrenchStamped:
-    """Linear-first 6-vector expressed in ``frame_id`` → geometry_msgs/WrenchStamped."""
-    msg = WrenchStamped() if msg is None else msg
-    msg.header.stamp = stamp
-    msg.header.frame_id = frame_id
-    vector_to_wrench_msg(wrench, msg.wrench)
-    return msg
 
 
 # --------------------------------------------------------------------------------------------
@@ -550,32 +481,6 @@ def imu_msg_to_arrays(msg: Imu) -> ImuArrays:
         msg.header.frame_id,
         time_msg_to_seconds(msg.header.stamp),
     )
-
-
-def arrays_to_imu_msg(
-    angular_velocity: Any,
-    linear_acceleration: Any,
-    *,
-    frame_id: str,
-    stamp: Time,
-    quaternion_xyzw: Any = None,
-    msg: Imu | None = None,
-) -> Imu:
-    """Arrays → sensor_msgs/Imu; without ``quaternion_xyzw`` the orientation is marked absent."""
-    msg = Imu() if msg is None else msg
-    msg.header.stamp = stamp
-    msg.header.frame_id = frame_id
-    array_to_vector3_msg(angular_velocity, msg.angular_velocity)
-    array_to_vector3_msg(linear_acceleration, msg.linear_acceleration)
-    if quaternion_xyzw is None:
-        msg.orientation = Quaternion(x=0.0, y=0.0, z=0.0, w=1.0)
-        cov = np.zeros(9)
-        cov[0] = -1.0
-        msg.orientation_covariance = _double_array(cov)
-    else:
-        xyzw_to_quaternion_msg(quaternion_xyzw, msg.orientation)
-        msg.orientation_covariance = _double_array(np.zeros(9))
-    return msg
 
 
 # --------------------------------------------------------------------------------------------

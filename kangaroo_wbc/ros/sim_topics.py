@@ -54,7 +54,6 @@ from kangaroo_wbc.ros.conversions import (
     arrays_to_transform_stamped,
     quaternion_wxyz_to_xyzw,
     time_msg_to_seconds,
-    vector_to_wrench_stamped,
 )
 from kangaroo_wbc.ros.serialized import (
     imu_writer,
@@ -237,9 +236,9 @@ class GroundTruthPublisher:
         self._pub_js = stream(JointState, "sim/ground_truth/joint_states", qos.SENSOR_STATE)
         self._pub_odom = stream(Odometry, "sim/ground_truth/base_odometry", qos.SENSOR_STATE)
         self._pub_w = {s: pub(WrenchStamped, f"sim/ground_truth/{s}/wrench", qos.SENSOR_STATE) for s in sim.sole_names}
-        self._msg = {s: WrenchStamped() for s in sim.sole_names}
+        self._w_wrench = {s: wrench_stamped_writer(s) for s in sim.sole_names}
         self._plate_pub = pub(WrenchStamped, "rig/plate_wrench", qos.SENSOR_STATE) if p.rig else None
-        self._plate_msg = WrenchStamped()
+        self._w_plate = wrench_stamped_writer("force_plate")
         self._tf = make_tf_broadcaster(node) if p.tf_rate_hz > 0 else None
         self._next_tf = 0.0
         self._wrench_listened = False
@@ -253,8 +252,7 @@ class GroundTruthPublisher:
         if self._plate_pub is not None:  # the rig's force plate: what the bench's load cell reads
             force = sim.plate_force()
             self.plate_reading = (force, stamp_s)
-            self._plate_pub.publish(vector_to_wrench_stamped(np.concatenate([force, np.zeros(3)]),
-                                                             frame_id="force_plate", stamp=stamp, msg=self._plate_msg))
+            self._plate_pub.publish(self._w_plate.write(stamp_s, wrench=np.concatenate([force, np.zeros(3)])))
         if ticks % 100 == 0:
             self._wrench_listened = any(w.get_subscription_count() for w in self._pub_w.values())
         if not p.publish_ground_truth or ticks % p.ground_truth_decimation:
@@ -276,9 +274,8 @@ class GroundTruthPublisher:
                     d.qpos[0:3], quat_xyzw, parent_frame="odom", child_frame="ground_truth/base_link", stamp=stamp))
         if self._wrench_listened:
             for sole, c in sim.contact_wrenches().items():
-                self._pub_w[sole].publish(vector_to_wrench_stamped(
-                    np.concatenate([c.force_in_sole, c.torque_in_sole]), frame_id=sole, stamp=stamp,
-                    msg=self._msg[sole]))
+                self._pub_w[sole].publish(self._w_wrench[sole].write(
+                    t, wrench=np.concatenate([c.force_in_sole, c.torque_in_sole])))
 
 
 __all__ = ["NativeFace", "Ros2ControlFace", "GroundTruthPublisher", "make_face"]

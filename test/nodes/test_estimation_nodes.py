@@ -27,13 +27,12 @@ from kangaroo_wbc.model import projected_dynamics  # noqa: E402
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.conversions import (  # noqa: E402
     JointIndexMap,
-    arrays_to_imu_msg,
-    arrays_to_odometry_msg,
     seconds_to_time_msg,
     wrench_msg_to_vector,
 )
 from test.estimation.conftest import KANGAROO_SOLES, model  # noqa: E402
 from test.integration.ros_harness import ros_environment, ros_harness  # noqa: E402,F401 - fixtures
+from test.ros.messages import arrays_to_imu_msg, arrays_to_odometry_msg  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.integration, pytest.mark.slow]
 

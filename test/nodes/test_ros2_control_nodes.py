@@ -24,9 +24,10 @@ from std_msgs.msg import Header  # noqa: E402
 
 from kangaroo_wbc.model.hardware_map import load_hardware_map  # noqa: E402
 from kangaroo_wbc.ros import qos  # noqa: E402
-from kangaroo_wbc.ros.conversions import JointIndexMap, arrays_to_imu_msg, seconds_to_time_msg  # noqa: E402
+from kangaroo_wbc.ros.conversions import JointIndexMap, seconds_to_time_msg  # noqa: E402
 from test.integration.ros_harness import ros_environment, ros_harness  # noqa: E402,F401 - fixtures
 from test.nodes.test_sim_node import ROOT  # noqa: E402
+from test.ros.messages import arrays_to_imu_msg  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.integration, pytest.mark.slow]
 

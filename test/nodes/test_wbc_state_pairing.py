@@ -17,9 +17,10 @@ pytest.importorskip("rclpy", reason="rclpy is not importable (ROS 2 not sourced)
 
 from sensor_msgs.msg import JointState  # noqa: E402
 
-from kangaroo_wbc.ros.conversions import arrays_to_odometry_msg, seconds_to_time_msg  # noqa: E402
+from kangaroo_wbc.ros.conversions import seconds_to_time_msg  # noqa: E402
 from test.control.conftest import KANGAROO_DIR  # noqa: E402
 from test.integration.ros_harness import ros_environment  # noqa: E402,F401 - fixture
+from test.ros.messages import arrays_to_odometry_msg  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (KANGAROO_DIR / "kangaroo.urdf").is_file(), reason="Kangaroo not generated")
 

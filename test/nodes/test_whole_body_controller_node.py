@@ -22,9 +22,10 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from kangaroo_wbc.ros import qos  # noqa: E402
-from kangaroo_wbc.ros.conversions import JointIndexMap, arrays_to_odometry_msg, seconds_to_time_msg  # noqa: E402
+from kangaroo_wbc.ros.conversions import JointIndexMap, seconds_to_time_msg  # noqa: E402
 from test.control.conftest import KANGAROO_DIR  # noqa: E402
 from test.integration.ros_harness import ros_environment, ros_harness  # noqa: E402,F401 - fixtures
+from test.ros.messages import arrays_to_odometry_msg  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.integration, pytest.mark.slow,
               pytest.mark.skipif(not (KANGAROO_DIR / "kangaroo.urdf").is_file(), reason="Kangaroo not generated")]

@@ -30,9 +30,10 @@ from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.parameter import Parameter, parameter_value_to_python
 from sensor_msgs.msg import JointState
 
-from kangaroo_wbc.ros.conversions import arrays_to_odometry_msg, seconds_to_time_msg
+from kangaroo_wbc.ros.conversions import seconds_to_time_msg
 from kangaroo_wbc.ros.diagnostics import Level
 from test.integration.ros_harness import RosEnvironment, RosHarness
+from test.ros.messages import arrays_to_odometry_msg
 
 START_TIMEOUT_S = 90.0  # node start-up (model loading) on a loaded machine
 DIAG_TIMEOUT_S = 8.0  # a few periods of the 1 Hz /diagnostics timer, with margin for load

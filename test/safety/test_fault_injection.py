@@ -110,7 +110,8 @@ def test_sim_rejects_or_clamps_bad_commands_and_keeps_stepping(ros_harness):
 
 def test_state_estimator_skips_bad_inputs_and_keeps_publishing(ros_harness):
     from kangaroo_wbc.robots.kangaroo.robot import load_kangaroo, standing_configuration
-    from kangaroo_wbc.ros.conversions import JointIndexMap, arrays_to_imu_msg
+    from kangaroo_wbc.ros.conversions import JointIndexMap
+    from test.ros.messages import arrays_to_imu_msg
 
     clm = load_kangaroo()
     q = standing_configuration(clm)

@@ -80,7 +80,8 @@ def _stand(g) -> None:
     """The state estimator's word: the Kangaroo standing still, stamped now (the node's clock)."""
     from sensor_msgs.msg import JointState
 
-    from kangaroo_wbc.ros.conversions import arrays_to_odometry_msg, seconds_to_time_msg
+    from kangaroo_wbc.ros.conversions import seconds_to_time_msg
+    from test.ros.messages import arrays_to_odometry_msg
 
     wbc, clm, q = g["nodes"]["whole_body_controller"], g["clm"], g["q"]
     m = clm.model

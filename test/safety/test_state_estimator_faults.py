@@ -25,11 +25,11 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.conversions import (  # noqa: E402
     JointIndexMap,
-    arrays_to_imu_msg,
     seconds_to_time_msg,
     time_msg_to_seconds,
 )
 from test.integration.ros_harness import ros_environment  # noqa: E402,F401 - fixture
+from test.ros.messages import arrays_to_imu_msg  # noqa: E402
 from test.safety.dds_faults import (  # noqa: E402
     ERROR,
     OK,
