@@ -26,8 +26,8 @@ from kangaroo_wbc.estimation.contact_wrench import paper_screws  # noqa: E402
 from kangaroo_wbc.ros import qos  # noqa: E402
 from kangaroo_wbc.ros.conversions import JointIndexMap  # noqa: E402
 from test.integration.ros_harness import ros_environment, ros_harness  # noqa: E402,F401 - fixtures
-from test.ros.messages import arrays_to_odometry_msg, vector_to_wrench_stamped  # noqa: E402
 from test.nodes.test_estimation_nodes import DT, _actuators, _stamp, standing  # noqa: E402,F401 - fixture
+from test.ros.messages import arrays_to_odometry_msg, vector_to_wrench_stamped  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.integration, pytest.mark.slow]
 

@@ -10,7 +10,12 @@ import numpy as np
 from rclpy.serialization import deserialize_message
 
 from kangaroo_wbc.ros.conversions import time_msg_to_seconds
-from kangaroo_wbc.ros.serialized import SerializedWriter, imu_writer, odometry_writer, wrench_stamped_writer
+from kangaroo_wbc.ros.serialized import (
+    SerializedWriter,
+    imu_writer,
+    odometry_writer,
+    wrench_stamped_writer,
+)
 
 
 @cache
