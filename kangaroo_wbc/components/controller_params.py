@@ -155,8 +155,8 @@ class WholeBodyControllerParams:
         _C.max_state_age_s, "State older than this (node clock) triggers the safe mode [s]",
         bounds=(0.0, None))
     state_timeout_s: float = parameter(
-        0.5, "No joint_states for longer than this (steady clock): safe mode (stale state), the "
-        "behaviour restarts from the next state [s]", bounds=(0.01, 60.0))
+        0.5, "No joint_states for longer than this (steady clock; simulated while use_sim_time): safe mode "
+        "(stale state), the behaviour restarts from the next state [s]", bounds=(0.01, 60.0))
     # the node's choice: WbcSettings' 0 stops only at an exactly singular J_l,u
     min_jlu_pivot_ratio: float = parameter(
         1e-3,

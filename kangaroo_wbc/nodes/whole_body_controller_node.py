@@ -12,8 +12,10 @@ switch to them: :class:`~kangaroo_wbc.ros.ros2_control_topics.EffortCommandOutpu
 start-up handshake), optionally
 ``actuators/command_array``, at ``timing_rate_hz`` ``wbc/timing`` and ``wbc/com_target``, a walk's
 ``wbc/footsteps``, and ``/diagnostics``. When ``joint_states`` stop for longer than
-``state_timeout_s`` (steady clock) the node reports the safe mode and publishes nothing (the
-actuators' own command watchdog acts).
+``state_timeout_s`` (the steady clock; while the node follows a simulated clock, that clock, so
+that a stalled simulation is not a lost state, unless the steady clock went 2 s without a state:
+:func:`~kangaroo_wbc.ros.node_support.state_silence_s`) the node reports the safe mode and
+publishes nothing (the actuators' own command watchdog acts).
 
 Behaviours: parameter ``behaviour`` or the ``std_srvs/Trigger`` services ``wbc/behaviour/<name>``;
 ``wbc/reset`` leaves a latched safe mode. External references ``wbc/com_reference`` and
@@ -53,7 +55,7 @@ from kangaroo_wbc.ros.controller_inputs import BehaviourServices, ReferenceInput
 from kangaroo_wbc.ros.controller_outputs import ControllerOutputs  # noqa: E402
 from kangaroo_wbc.ros.conversions import JointIndexMap, seconds_to_time_msg, time_msg_to_seconds  # noqa: E402
 from kangaroo_wbc.ros.node_base import KangarooNode, main_for  # noqa: E402
-from kangaroo_wbc.ros.node_support import load_node_model, subscribe_sole_wrenches  # noqa: E402
+from kangaroo_wbc.ros.node_support import load_node_model, state_silence_s, subscribe_sole_wrenches  # noqa: E402
 from kangaroo_wbc.ros.operator_word import OperatorWord  # noqa: E402
 from kangaroo_wbc.ros.ros2_control_topics import EffortCommandOutput  # noqa: E402
 from kangaroo_wbc.ros.serialized import joint_state_writer  # noqa: E402
@@ -90,7 +92,8 @@ class WholeBodyControllerNode(KangarooNode):
         self._msg_cmd = JointState()
         # preserialised; frame_id names the source (a simulator or driver accepts this node's only)
         self._w_cmd = joint_state_writer(clm.actuated_joint_names, ("effort",), frame_id=self.get_name())
-        self._last_state: float | None = None  # time.monotonic() [s] of the latest state
+        #: the latest state's time [s]: steady clock, and simulated clock (None: not followed)
+        self._last_state: tuple[float, float | None] | None = None
         self._ready: bool | None = None
         #: composed deployment: called with every command (:class:`ActuatorCommand`)
         self.command_listener = None
@@ -175,7 +178,7 @@ class WholeBodyControllerNode(KangarooNode):
         when the caller knows it (composed with the simulator: the sample's stamp), else the
         node's clock. Returns the command."""
         now = self.references.now_s() if now_s is None else now_s
-        self._last_state = time.monotonic()
+        self._last_state = self._watchdog_clock()
         self.apply_pending()
         self._q_state = q
         age = now - stamp_s if stamp_s == stamp_s else float("inf")
@@ -189,13 +192,19 @@ class WholeBodyControllerNode(KangarooNode):
         self._publish(cmd, stamp, stamp_s)
         return cmd
 
+    def _watchdog_clock(self) -> tuple[float, float | None]:
+        """The watchdog's times [s]: the steady clock, and the simulated clock while the node follows
+        one (``/clock``, or set in-process by the composed executable), else None."""
+        clock = self.get_clock()
+        return time.monotonic(), clock.now().nanoseconds * 1e-9 if clock.ros_time_is_active else None
+
     def _watchdog(self) -> None:
-        """Safe mode while no state arrives for longer than ``state_timeout_s`` (steady clock); the
-        operator's modes and payloads are applied here while no tick runs."""
+        """Safe mode while no state arrives for longer than ``state_timeout_s`` (:meth:`_watchdog_clock`);
+        the operator's modes and payloads are applied here while no tick runs."""
         if self._last_state is None:
             self.apply_pending()
             return
-        silent = time.monotonic() - self._last_state
+        silent = state_silence_s(self._watchdog_clock(), self._last_state, self.params.state_timeout_s)
         if silent > self.params.state_timeout_s:
             self.apply_pending()
             self.component.stale(silent)

@@ -106,3 +106,21 @@ def unknown_names(values: Sequence[str], valid: Sequence[str], what: str) -> str
 
 __all__ = ["load_model", "load_node_model", "joint_indices", "subscribe_sole_wrenches", "add_parameter_check",
            "unknown_names"]
+
+
+#: With a simulated clock, a state silent this long [s] on the steady clock is stale whatever the
+#: simulated time says (the simulator stopped; a loaded machine stalls it well below this).
+STALLED_CLOCK_S = 2.0
+
+
+def state_silence_s(now: tuple[float, float | None], last: tuple[float, float | None], timeout_s: float) -> float:
+    """How long [s] no state has come, for a state watchdog: ``now`` and ``last`` (the latest
+    state's) are ``(steady clock, simulated clock or None)`` [s]. On the steady clock; while both
+    have a simulated time, on the simulated clock (a simulation stalled by a busy machine is not a
+    lost state), unless the steady clock has gone ``max(timeout_s, STALLED_CLOCK_S)`` without a
+    state (the simulator itself stopped)."""
+    (wall, sim), (wall_0, sim_0) = now, last
+    silent = wall - wall_0
+    if sim is None or sim_0 is None or silent > max(timeout_s, STALLED_CLOCK_S):
+        return silent
+    return sim - sim_0

@@ -218,3 +218,16 @@ def test_unexpected_writers(publishers, expected) -> None:
     from kangaroo_wbc.ros.node_base import unexpected_writers
 
     assert unexpected_writers(publishers, "whole_body_controller") == expected
+
+
+@pytest.mark.parametrize(("now", "last", "expected"), [
+    ((10.0, None), (9.0, None), 1.0),  # steady clock only
+    ((10.0, 5.1), (9.0, 5.0), 0.1),  # simulated: a stalled simulation is not a silent state
+    ((10.0, 5.9), (9.9, 5.0), 0.9),  # simulated time ran on without a state: silent
+    ((12.5, 5.0), (10.0, 5.0), 2.5),  # the simulation stopped for longer than STALLED_CLOCK_S
+    ((10.0, 5.1), (9.0, None), 1.0),  # the clocks changed: the steady one
+])
+def test_state_silence(now, last, expected) -> None:
+    from kangaroo_wbc.ros.node_support import state_silence_s
+
+    assert state_silence_s(now, last, 0.5) == pytest.approx(expected)
