@@ -1,7 +1,7 @@
 """``kangaroo-wbc analyze``: the mechanism analysis of the paper's Sections IV-V, as a report.
 
 ``kangaroo-wbc analyze ankle-window``: the design study of the ankle's lower stage
-(:mod:`kangaroo_wbc.analysis.ankle_window`): how wide the ankle pitch window can be before a rod
+(:mod:`kangaroo_wbc_tools.analysis.ankle_window`): how wide the ankle pitch window can be before a rod
 reaches a dead point, for the committed stage and, on request, a searched design.
 """
 
@@ -38,9 +38,6 @@ MAX_MARGIN_DEG = 45.0
 def _analyze(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from kangaroo_wbc.analysis.ankle_window import RodStage
-    from kangaroo_wbc.analysis.report import run_analysis
-    from kangaroo_wbc.analysis.talos import TALOS_NOMINAL_LEG
     from kangaroo_wbc.robots.kangaroo.robot import (
         configuration_from_outputs,
         leg_spec,
@@ -48,6 +45,9 @@ def _analyze(args: argparse.Namespace) -> int:
         output_joint_names,
         standing_configuration,
     )
+    from kangaroo_wbc_tools.analysis.ankle_window import RodStage
+    from kangaroo_wbc_tools.analysis.report import run_analysis
+    from kangaroo_wbc_tools.analysis.talos import TALOS_NOMINAL_LEG
 
     clm = load_kangaroo(floating_base=False, urdf_dir=args.urdf_dir)
     q = standing_configuration(clm)
@@ -80,7 +80,7 @@ def _validate(args: argparse.Namespace) -> None:
 
 
 def _ankle_window(args: argparse.Namespace) -> int:
-    from kangaroo_wbc.analysis.ankle_window import TABLE_II_PITCH_DEG, study
+    from kangaroo_wbc_tools.analysis.ankle_window import TABLE_II_PITCH_DEG, study
 
     display = Progress.from_args(args)
     bars: list = []

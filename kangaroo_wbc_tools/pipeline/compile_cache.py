@@ -35,8 +35,8 @@ from pathlib import Path
 
 #: The package folder (the sources numba caches beside).
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
-#: Subpackages holding the kernels the nodes run (``analysis`` has kernels of its own, never run
-#: by a node).
+#: Subpackages holding the kernels the nodes run (the tools' ``analysis`` has kernels of its own,
+#: never run by a node).
 RUNTIME_PACKAGES = ("model", "sim", "estimation", "control")
 #: A source file holds kernels when its text has one of these.
 KERNEL_MARKERS = ("@compiled", "compiled(", "numba.njit", "@njit")

@@ -1,4 +1,4 @@
-"""Unit tests of the QP IK of eq. (IV) (:func:`kangaroo_wbc.analysis.mechanism.joint_limit_shape`) with
+"""Unit tests of the QP IK of eq. (IV) (:func:`kangaroo_wbc_tools.analysis.mechanism.joint_limit_shape`) with
 the passive joints' limits as rows, on the generated Kangaroo model (fixed base)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kangaroo_wbc.analysis.mechanism import joint_limit_shape
+from kangaroo_wbc_tools.analysis.mechanism import joint_limit_shape
 
 #: the QP IK's rows are linearised through J_m: the closure FK after a step may overshoot a
 #: margined limit by the second-order term of the step [rad]
@@ -54,7 +54,7 @@ def test_no_shape_point_is_past_a_margined_passive_limit(kangaroo):
     """Every passive joint at every boundary point of the hip and ankle shapes is inside its URDF
     limits moved in by the margin (up to the linearisation)."""
     clm, q, leg = kangaroo
-    from kangaroo_wbc.analysis import mechanism
+    from kangaroo_wbc_tools.analysis import mechanism
 
     limits = clm.passive_joint_limits(0.02)
     seen = []

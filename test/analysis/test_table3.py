@@ -6,19 +6,19 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from kangaroo_wbc.analysis.table3 import (
+from kangaroo_wbc.errors import ModelError
+from kangaroo_wbc_tools.analysis.table3 import (
     PAPER_TABLE3,
     inertia_report,
     serial_model,
     table3,
     table3_error,
 )
-from kangaroo_wbc.errors import ModelError
 
 
 @pytest.fixture(scope="module")
 def talos():
-    from kangaroo_wbc.analysis.talos import talos_lower_body
+    from kangaroo_wbc_tools.analysis.talos import talos_lower_body
 
     try:
         return talos_lower_body()

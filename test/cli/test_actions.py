@@ -112,7 +112,7 @@ def test_the_commands_own_invocations_are_unchanged(tmp_path):
 
 def test_the_runtime_modules_have_no_python_m_entry_points():
     """Unit: the mains moved to the command line; none is left in the modules they came from."""
-    for rel in ("kangaroo_wbc/robots/kangaroo/ros2_control.py", "kangaroo_wbc/analysis/ankle_window.py",
+    for rel in ("kangaroo_wbc/robots/kangaroo/ros2_control.py", "kangaroo_wbc_tools/analysis/ankle_window.py",
                 "kangaroo_wbc_tools/bench/peer_env.py", "kangaroo_wbc_tools/bench/qp_solvers.py"):
         text = (REPO / rel).read_text()
         assert "__main__" not in text and "argparse" not in text, rel
@@ -165,7 +165,7 @@ def test_model_ros2_control_writes_the_committed_files_and_a_urdf_for_another_pl
 def test_ankle_window_prints_the_committed_stage_scan(workdir):
     """``analyze ankle-window --json``: the committed stage scanned over Table II's window, and a
     narrower window asked for is the one scanned."""
-    from kangaroo_wbc.analysis.ankle_window import TABLE_II_PITCH_DEG
+    from kangaroo_wbc_tools.analysis.ankle_window import TABLE_II_PITCH_DEG
 
     proc = run_cli("analyze", "ankle-window", "--json", cwd=workdir, timeout=180)
     assert proc.returncode == 0, proc.stderr

@@ -1,4 +1,4 @@
-"""The reduced model of the ankle's lower stage (``kangaroo_wbc.analysis.ankle_window``) against the
+"""The reduced model of the ankle's lower stage (``kangaroo_wbc_tools.analysis.ankle_window``) against the
 full model, the dead-point law that bounds the ankle pitch window, and the planar study of what
 giving up the exact invariance costs (urdf/README.md).
 
@@ -12,7 +12,8 @@ import json
 import numpy as np
 import pytest
 
-from kangaroo_wbc.analysis.ankle_window import (
+from kangaroo_wbc.errors import InputError
+from kangaroo_wbc_tools.analysis.ankle_window import (
     SEARCH_BOUNDS,
     PlanarStage,
     RodStage,
@@ -27,7 +28,6 @@ from kangaroo_wbc.analysis.ankle_window import (
     solve,
     study,
 )
-from kangaroo_wbc.errors import InputError
 from kangaroo_wbc_tools.cli import main as cli_main
 
 

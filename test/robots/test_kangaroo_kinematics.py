@@ -262,10 +262,10 @@ def test_knee_generator_shapes_the_squat_force(params, tmp_path):
     ankle roll +-27 deg at its standing knee (wider ankle chains). The knee turns ~40 rad per metre of stroke near the
     straight leg: closure FK reaches far strokes from the zero configuration by continuation only.
     """
-    from kangaroo_wbc.analysis.mechanism import transmission_sweep
     from kangaroo_wbc.model import ClosedLoopModel
     from kangaroo_wbc.robots.kangaroo import generate
     from kangaroo_wbc.robots.kangaroo.robot import leg_spec
+    from kangaroo_wbc_tools.analysis.mechanism import transmission_sweep
     from test.robots.conftest import Leg
 
     prm = params.with_overrides(FIG15_OVERRIDES)

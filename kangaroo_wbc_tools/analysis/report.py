@@ -8,22 +8,22 @@ from pathlib import Path
 
 import numpy as np
 
-from kangaroo_wbc.analysis.mechanism import (
+from kangaroo_wbc.model import ClosedLoopModel
+from kangaroo_wbc.model.leg import LegSpec
+from kangaroo_wbc_tools.analysis.mechanism import (
     joint_limit_shape,
     manipulability_map,
     singularity_scan,
     transmission_sweep,
 )
-from kangaroo_wbc.analysis.table3 import (
+from kangaroo_wbc_tools.analysis.table3 import (
     PAPER_TABLE3,
     inertia_report,
     serial_model,
     table3,
     table3_error,
 )
-from kangaroo_wbc.analysis.talos import talos_lower_body
-from kangaroo_wbc.model import ClosedLoopModel
-from kangaroo_wbc.model.leg import LegSpec
+from kangaroo_wbc_tools.analysis.talos import talos_lower_body
 
 
 def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out: Path,
@@ -34,7 +34,7 @@ def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out:
 
     ``q_table3`` is the closed configuration used for Table III (default ``q_nominal``) and
     ``output_joints`` the serial joints in which Kangaroo's CAMM is expressed. With an
-    ``ankle_stage`` (:class:`~kangaroo_wbc.analysis.ankle_window.RodStage`) and the knee angle of
+    ``ankle_stage`` (:class:`~kangaroo_wbc_tools.analysis.ankle_window.RodStage`) and the knee angle of
     ``q_nominal``, the reached ankle pitch window and Table II's are checked against the rods' dead
     points over the knee stroke (urdf/README.md, "Design trade-off — ankle pitch").
     """
@@ -91,7 +91,7 @@ def run_analysis(clm: ClosedLoopModel, q_nominal: np.ndarray, leg: LegSpec, out:
     save(fig, "joint_limit_shapes.png", "Joint-limit shapes of hip and ankle (analogues of Figs. 7 and 11)")
 
     if ankle_stage is not None:
-        from kangaroo_wbc.analysis.ankle_window import (
+        from kangaroo_wbc_tools.analysis.ankle_window import (
             KNEE_DEG,
             TABLE_II_PITCH_DEG,
             dead_point_margins,
@@ -200,7 +200,7 @@ def _ankle_window_text(s: dict) -> str:
 Knee-dependent ankle pitch window along the common mode (both ankle actuators alike): the cranks'
 range over the ankle strokes ({w['crank_deg'][0]}…{w['crank_deg'][1]}° w.r.t. the femur) cut by the lower
 rods' pitch limits ({w['rod_pitch_limits_deg'][0]}…{w['rod_pitch_limits_deg'][1]}°),
-`kangaroo_wbc.analysis.ankle_window` (urdf/README.md, "Ankle window: knee-dependent limits").
+`kangaroo_wbc_tools.analysis.ankle_window` (urdf/README.md, "Ankle window: knee-dependent limits").
 Smallest distance to the rods' dead points over the knee stroke, below / above the window:
 {w['dead_point_margin_deg'][0]}° / {w['dead_point_margin_deg'][1]}°.
 Table II's −36…34° inside the window at the standing knee: {w['table_ii_at_standing_knee']}.
