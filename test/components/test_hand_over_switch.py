@@ -34,10 +34,12 @@ def test_plan_of_the_package_files(space):
     p = SimpleNamespace(joint_space=space, hardware_map="", ros2_controllers="")
     plan = hand_over_plan(p, load_hardware(p)[1])
     assert plan.effort == (LEFT, RIGHT) and list(plan.hold) == HOLD
-    assert set(plan.controllers) == {"joint_state_broadcaster", "imu_sensor_broadcaster", LEFT, RIGHT, *HOLD}
+    broadcasters = ["joint_state_broadcaster", "imu_sensor_broadcaster", "leg_left_ft_sensor_broadcaster",
+                    "leg_right_ft_sensor_broadcaster"]  # the ankle F/T broadcasters are in the file too
+    assert set(plan.controllers) == {*broadcasters, LEFT, RIGHT, *HOLD}
     boot = plan.boot_states()
     assert boot[LEFT] == boot[RIGHT] == "inactive"
-    assert all(boot[c] == "active" for c in ["joint_state_broadcaster", "imu_sensor_broadcaster", *HOLD])
+    assert all(boot[c] == "active" for c in [*broadcasters, *HOLD])
 
 
 def test_plan_refuses_a_file_without_the_effort_controllers(tmp_path):
