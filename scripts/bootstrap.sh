@@ -8,12 +8,11 @@
 #      and running as root on Debian/Ubuntu)
 #   2. .venv created with `python3 -m venv`
 #   3. pinned requirements.txt (+ requirements-dev.txt unless --runtime-only), then `pip install -e .`
-#   4. tf2_msgs (TFMessage) built into the venv by scripts/build_tf2_msgs.sh; a failure there is
+#   4. tf2_msgs (TFMessage) built into the venv by scripts/build_interfaces.sh; a failure there is
 #      reported and does not fail the bootstrap (TF then falls back at run time)
 #   5. controller_manager_msgs (SwitchController, ListControllers) built into the venv from
-#      scripts/controller_manager_msgs/ by scripts/build_controller_manager_msgs.sh; a failure is
-#      reported and does not fail the bootstrap (the nodes on ros2_control then stop with an error
-#      naming it)
+#      scripts/controller_manager_msgs/ by scripts/build_interfaces.sh; a failure is reported and
+#      does not fail the bootstrap (the nodes on ros2_control then stop with an error naming it)
 # --force reinstalls the requirements and rebuilds tf2_msgs and controller_manager_msgs.
 # Environment: PYTHON (interpreter to use), KANGAROO_WBC_VENV (venv location, default <repo>/.venv).
 set -euo pipefail
@@ -172,50 +171,40 @@ else
   echo "$want_stamp" >"$STAMP"
 fi
 
-# 4. tf2_msgs ----------------------------------------------------------------------------------
-tf_message_works() {
+# 4-5. the interface packages no wheel provides ---------------------------------------------------
+# tf2_msgs (a failure is reported, TF then falls back at run time) and controller_manager_msgs (a
+# failure is reported, the nodes on ros2_control then stop with an error naming it), both built by
+# scripts/build_interfaces.sh.
+interface_works() {
   (
     # shellcheck disable=SC1091
-    source "$ROOT/scripts/env.sh" >/dev/null 2>&1 && python -c 'from tf2_msgs.msg import TFMessage; TFMessage()'
+    source "$ROOT/scripts/env.sh" >/dev/null 2>&1 && python -c "$2"
   ) >/dev/null 2>&1
 }
-if [ "$FORCE" = 0 ] && tf_message_works; then
-  say "tf2_msgs: TFMessage importable (already built)"
-else
-  missing=()
-  for tool in cmake make g++; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
-  [ ${#missing[@]} = 0 ] || apt_install "${missing[@]}" || true
-  if [ "$("$VPY" -c 'import os, sysconfig; print(os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))')" != True ]; then
-    apt_install python3-dev || true
+build_tools_checked=0
+for entry in "tf2_msgs|TFMessage|from tf2_msgs.msg import TFMessage; TFMessage()|TF falls back at run time" \
+  "controller_manager_msgs|SwitchController|from controller_manager_msgs.srv import SwitchController|the nodes on ros2_control need it"; do
+  IFS='|' read -r package what check consequence <<<"$entry"
+  if [ "$FORCE" = 0 ] && interface_works "$package" "$check"; then
+    say "$package: $what importable (already built)"
+    continue
   fi
-  say "tf2_msgs: building TFMessage into the venv (about 20 s)"
+  if [ "$build_tools_checked" = 0 ]; then
+    build_tools_checked=1
+    missing=()
+    for tool in cmake make g++; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
+    [ ${#missing[@]} = 0 ] || apt_install "${missing[@]}" || true
+    if [ "$("$VPY" -c 'import os, sysconfig; print(os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))')" != True ]; then
+      apt_install python3-dev || true
+    fi
+  fi
+  say "$package: building $what into the venv (about 20 s)"
   force_flag=()
   [ "$FORCE" = 1 ] && force_flag=(--force)
-  if bash "$ROOT/scripts/build_tf2_msgs.sh" "${force_flag[@]}" "$VENV"; then
-    say "tf2_msgs: built"
+  if bash "$ROOT/scripts/build_interfaces.sh" "$package" "${force_flag[@]}" "$VENV"; then
+    say "$package: built"
   else
-    say "WARNING: tf2_msgs could not be built; continuing without it (TF falls back at run time)."
+    say "WARNING: $package could not be built; continuing without it ($consequence)."
   fi
-fi
-
-# 5. controller_manager_msgs --------------------------------------------------------------------
-switch_works() {
-  (
-    # shellcheck disable=SC1091
-    source "$ROOT/scripts/env.sh" >/dev/null 2>&1 && python -c 'from controller_manager_msgs.srv import SwitchController'
-  ) >/dev/null 2>&1
-}
-if [ "$FORCE" = 0 ] && switch_works; then
-  say "controller_manager_msgs: SwitchController importable (already built)"
-else
-  say "controller_manager_msgs: building SwitchController into the venv (about 20 s)"
-  force_flag=()
-  [ "$FORCE" = 1 ] && force_flag=(--force)
-  if bash "$ROOT/scripts/build_controller_manager_msgs.sh" "${force_flag[@]}" "$VENV"; then
-    say "controller_manager_msgs: built"
-  else
-    say "WARNING: controller_manager_msgs could not be built; the nodes on ros2_control need it."
-  fi
-fi
-
+done
 say "done in $(($(date +%s) - START)) s. Use it with: source scripts/env.sh   (or: make test / make demo)"

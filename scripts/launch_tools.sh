@@ -45,7 +45,7 @@ VENV=$(cd "$VENV" 2>/dev/null && pwd) || fail "no venv at $VENV (run scripts/boo
 PY="$VENV/bin/python"
 [ -x "$PY" ] || fail "no Python in $VENV (run scripts/bootstrap.sh first)"
 [ -d "$VENV/share/rosidl_default_generators" ] \
-  || fail "the rosidl build tools are not in $VENV (run scripts/build_tf2_msgs.sh first)"
+  || fail "the rosidl build tools are not in $VENV (run scripts/build_interfaces.sh tf2_msgs first)"
 for tool in cmake make c++ git; do
   command -v "$tool" >/dev/null 2>&1 || fail "'$tool' not found"
 done

@@ -205,7 +205,7 @@ def _tf_message_or_skip():
         from tf2_msgs.msg import TFMessage
     except ImportError as exc:
         pytest.skip(
-            f"tf2_msgs is not installed ({exc}); scripts/build_tf2_msgs.sh builds it into .venv "
+            f"tf2_msgs is not installed ({exc}); scripts/build_interfaces.sh tf2_msgs builds it into .venv "
             "(needs cmake, make, g++ and the Python headers). Without it TF falls back at run time."
         )
     return TFMessage

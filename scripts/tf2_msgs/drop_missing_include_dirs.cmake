@@ -1,4 +1,4 @@
-# Injected with -DCMAKE_PROJECT_INCLUDE=<this file> by scripts/build_tf2_msgs.sh.
+# Injected with -DCMAKE_PROJECT_INCLUDE=<this file> by scripts/build_interfaces.sh tf2_msgs.
 #
 # The CMake targets exported by the ROS 2 interface wheels (geometry_msgs, std_msgs, ...) carry the
 # include directories of the interpreter the wheels were built with (for example the Python and NumPy

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy is not importable (ROS 2 not sourced)")
-pytest.importorskip("tf2_msgs.msg", reason="tf2_msgs is not built (scripts/build_tf2_msgs.sh)")
+pytest.importorskip("tf2_msgs.msg", reason="tf2_msgs is not built (scripts/build_interfaces.sh tf2_msgs)")
 
 import pinocchio as pin  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402

@@ -1,14 +1,18 @@
-"""scripts/build_controller_manager_msgs.sh: the interfaces built into the venv (``make setup``) have
-the fields of the Kilted distribution's controller_manager_msgs, which the hand-over's request and
-the simulator's stand-in of the controller manager use (docs/ros2_control.md)."""
+"""scripts/build_interfaces.sh: the interface packages no wheel provides, built into the venv by
+``make setup``. controller_manager_msgs has the fields of the Kilted distribution's package, which
+the hand-over's request and the simulator's stand-in of the controller manager use
+(docs/ros2_control.md); the script refuses a package it does not know."""
 
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
-SCRIPT = REPO / "scripts" / "build_controller_manager_msgs.sh"
+SCRIPT = REPO / "scripts" / "build_interfaces.sh"
 
 
 def test_the_switch_service_has_the_kilted_fields():
@@ -40,4 +44,18 @@ def test_the_list_service_carries_the_controller_states():
 
 def test_the_script_says_what_it_does():
     out = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=30)
-    assert out.returncode == 0 and "SwitchController" in out.stdout and "Usage" in out.stdout
+    assert out.returncode == 0 and "SwitchController" in out.stdout and "TFMessage" in out.stdout
+    assert "Usage" in out.stdout
+
+
+def test_an_unknown_or_missing_package_is_a_usage_error_naming_the_known_ones():
+    for args in (["geometry_msgs"], [], ["--frobnicate", "tf2_msgs"]):
+        out = subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=30)
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        assert "tf2_msgs" in out.stderr or "--help" in out.stderr, (args, out.stderr)
+
+
+def test_a_package_already_built_is_left_alone():
+    pytest.importorskip("tf2_msgs.msg", reason="tf2_msgs is not built in this environment")
+    out = subprocess.run(["bash", str(SCRIPT), "tf2_msgs", sys.prefix], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "nothing to do" in out.stdout, out.stdout + out.stderr
