@@ -229,6 +229,22 @@ def _pivot_ratios(LU, sizes, out):
         out[b] = lo / hi if hi > 0.0 else 0.0
 
 
+@compiled
+def _worst_pivot(LU, sizes):
+    """``(ratio, block)`` of the block with the smallest :func:`_pivot_ratios` ratio."""
+    worst, where = np.inf, -1
+    for b in range(sizes.shape[0]):
+        lo, hi = np.inf, 0.0
+        for k in range(sizes[b]):
+            d = abs(LU[b, k, k])
+            lo = min(lo, d)
+            hi = max(hi, d)
+        r = lo / hi if hi > 0.0 else 0.0
+        if r < worst:
+            worst, where = r, b
+    return worst, where
+
+
 class BlockLU:
     """Block-diagonal LU of a square matrix with a fixed block structure (see the module docstring).
 
@@ -262,6 +278,7 @@ class BlockLU:
         if self.factor(wide[:, :n]) and self.factor(warm):
             self.solve(np.ones((n, 1)))
             self.pivot_ratios()
+            self.worst_pivot()
             # J_la is a column slice of the closure Jacobian in its users (non-contiguous layout)
             idx = np.arange(n, dtype=np.int64)
             self.project_through(np.ones((1, n)), np.ones(n), idx, idx[:1], np.ones((n, 2))[:, 1:], np.zeros((1, 1)),
@@ -313,6 +330,12 @@ class BlockLU:
         singular it is about ``1 / cond``, within a small factor)."""
         _pivot_ratios(self.LU, self.sizes, self._ratios)
         return self._ratios
+
+    def worst_pivot(self) -> tuple[float, int]:
+        """``(ratio, block)``: the smallest of :meth:`pivot_ratios` and its block, in one compiled pass
+        (what a per-tick conditioning check needs)."""
+        ratio, block = _worst_pivot(self.LU, self.sizes)
+        return float(ratio), int(block)
 
     def solve(self, B: np.ndarray, transpose: bool = False) -> np.ndarray:
         """``A^{-1} B`` or ``A^{-T} B`` for ``B`` of shape (n,) or (n, k) (after a successful :meth:`factor`)."""

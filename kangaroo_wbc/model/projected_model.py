@@ -262,18 +262,18 @@ class ProjectedModel:
         nu = np.asarray(nu, dtype=float)
         return nu.shape == self.nu.shape and nu.tobytes() == self.nu.tobytes()
 
-    def _check_pivots(self, ratios: np.ndarray) -> None:
-        """ModelError naming the worst block of ``J_lu`` (one ratio per block of the block LU) if its
+    def _check_pivots(self) -> None:
+        """ModelError naming the worst block of ``J_lu`` (of the block LU just factorised) if its
         pivot ratio is below ``min_pivot_ratio``."""
-        b = int(np.argmin(ratios))
-        if ratios[b] >= self.min_pivot_ratio:
-            return
         blu, m = self._block_lu, self.model
+        ratio, b = blu.worst_pivot()
+        if ratio >= self.min_pivot_ratio:
+            return
         columns = blu.cols[b, :blu.sizes[b]]
         joint_of_v = {m.joints[j].idx_v + k: j for j in range(1, m.njoints) for k in range(m.joints[j].nv)}
         joints = list(dict.fromkeys(m.names[joint_of_v[int(v)]] for v in self._idx_u[columns]))
         shown = ", ".join(joints[:3]) + (", ..." if len(joints) > 3 else "")
-        raise ModelError(f"J_lu ill-conditioned: LU pivot ratio {ratios[b]:.1e} < {self.min_pivot_ratio:.1e} in the "
+        raise ModelError(f"J_lu ill-conditioned: LU pivot ratio {ratio:.1e} < {self.min_pivot_ratio:.1e} in the "
                          f"sub-mechanism of {len(joints)} passive joints ({shown}): near a kinematic singularity "
                          "(dead point)")
 
@@ -291,7 +291,7 @@ class ProjectedModel:
         if not ok:
             raise ModelError("J_lu is singular: the mechanism is at a kinematic singularity")
         if self.min_pivot_ratio > 0.0:
-            self._check_pivots(blu.pivot_ratios())
+            self._check_pivots()
         self.frame_rotations, self.frame_positions = kernel.R, kernel.p
         self.J_l, self.J_m, self.bias_l, self._Jf = kernel.J_l, J_m, kernel.bias_l.copy(), self._Jf_buf
         return twist, drift

@@ -80,6 +80,11 @@ def test_pivot_ratios_per_block_match_the_dense_factors() -> None:
         u = np.abs(np.diag(lu(A[np.ix_(rows, cols)])[2]))
         assert ratios[b] == pytest.approx(u.min() / u.max(), rel=1e-12)
     assert min(ratios) < 1e-5 < max(ratios)
+    worst, block = blu.worst_pivot()  # the per-tick check's one call: the smallest ratio and its block
+    assert block == int(np.argmin(ratios)) and worst == ratios[block]
+    A[:2, :2] = 2.0 * np.eye(2)  # now the second block is the worse one
+    assert blu.factor(A)
+    assert blu.worst_pivot() == (pytest.approx(min(blu.pivot_ratios())), 1)
 
 
 def test_factor_and_map_gives_the_mapping_jacobian_from_the_closure_jacobian() -> None:
