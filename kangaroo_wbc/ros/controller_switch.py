@@ -25,8 +25,8 @@ def _srv() -> Any:
         from controller_manager_msgs import srv
     except ImportError as exc:
         raise ConfigError("controller_manager_msgs is not installed (make setup builds it: "
-                          "scripts/build_interfaces.sh controller_manager_msgs); with the robot's ROS 2 installation use its "
-                          "ros-<distro>-controller-manager-msgs") from exc
+                          "scripts/build_interfaces.sh controller_manager_msgs); with the robot's ROS 2 "
+                          "installation use its ros-<distro>-controller-manager-msgs") from exc
     return srv
 
 
