@@ -159,6 +159,9 @@ class SimulatedRobot:
     """
 
     def __init__(self, config: SimulatedRobotConfig | None = None, sim=None) -> None:
+        from kangaroo_wbc.sim import clamp_forces
+
+        self._clamp_forces = clamp_forces  # the command's check and clamp, compiled
         cfg = config or SimulatedRobotConfig()
         if cfg.controller not in ("none", "pd"):
             raise InputError(f"controller must be 'none' or 'pd', got {cfg.controller!r}")
@@ -370,11 +373,11 @@ class SimulatedRobot:
         n = self.sim.n_actuators
         if forces.shape != (n,):
             return self.reject(f"{forces.size} forces, expected {n} ({self.actuator_names})", receive_wall_s)
-        if not np.all(np.isfinite(forces)):
+        clamped = np.empty(n)
+        n_clamped = self._clamp_forces(forces, self.sim.force_limits, clamped)  # compiled: finiteness and clamp
+        if n_clamped < 0:
             bad = [name for name, f in zip(self.sim.actuator_names, forces) if not math.isfinite(f)]
             return self.reject(f"non-finite force for {bad}", receive_wall_s)
-        limits = self.sim.force_limits
-        clamped = np.clip(forces, -limits, limits)
         events = []
         entry = _Command(clamped, self.sim.time, float(command.stamp_s))
         with self._lock:
@@ -384,7 +387,7 @@ class SimulatedRobot:
             if sent is not None:
                 self._latency[self._n_latency % self._latency.size] = 1e3 * (receive_wall_s - sent)
                 self._n_latency += 1
-            if np.any(clamped != forces):
+            if n_clamped:
                 names = [name for name, a, b in zip(self.sim.actuator_names, clamped, forces) if a != b]
                 self.counts["clamped"] += 1
                 self._last_clamp = (receive_wall_s, names)

@@ -178,7 +178,7 @@ class WholeBodyControllerNode(KangarooNode):
         when the caller knows it (composed with the simulator: the sample's stamp), else the
         node's clock. Returns the command."""
         now = self.references.now_s() if now_s is None else now_s
-        self._last_state = self._watchdog_clock()
+        self._last_state = self._watchdog_clock(now_s)
         self.apply_pending()
         self._q_state = q
         age = now - stamp_s if stamp_s == stamp_s else float("inf")
@@ -192,11 +192,17 @@ class WholeBodyControllerNode(KangarooNode):
         self._publish(cmd, stamp, stamp_s)
         return cmd
 
-    def _watchdog_clock(self) -> tuple[float, float | None]:
+    def _watchdog_clock(self, now_s: float | None = None) -> tuple[float, float | None]:
         """The watchdog's times [s]: the steady clock, and the simulated clock while the node follows
-        one (``/clock``, or set in-process by the composed executable), else None."""
+        one (``/clock``, or set in-process by the composed executable), else None. ``now_s``: the
+        simulated time of the tick, taken instead of reading the clock when the hosting process
+        sets the clock from those same times (composed with the simulator)."""
         clock = self.get_clock()
-        return time.monotonic(), clock.now().nanoseconds * 1e-9 if clock.ros_time_is_active else None
+        if not clock.ros_time_is_active:
+            return time.monotonic(), None
+        if now_s is not None and self.time_set_in_process:
+            return time.monotonic(), now_s
+        return time.monotonic(), clock.now().nanoseconds * 1e-9
 
     def _watchdog(self) -> None:
         """Safe mode while no state arrives for longer than ``state_timeout_s`` (:meth:`_watchdog_clock`);

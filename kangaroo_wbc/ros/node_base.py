@@ -221,6 +221,8 @@ class KangarooNode(Node):
         self.tick_count = 0
         self._in_diagnostics = False
         self.report_process = True
+        #: the clock is set by the process that hosts the node (:meth:`use_time_set_in_process`)
+        self.time_set_in_process = False
         self._cpu_mark = (time.process_time(), time.monotonic(), 0)
         self.throttled = ThrottledLogger(self.get_logger(), THROTTLE_PERIOD_S)
         self.input_faults = InputFaults()
@@ -317,6 +319,7 @@ class KangarooNode(Node):
         time_source = TimeSource()
         time_source.attach_clock(clock)
         time_source.ros_time_is_active = True
+        self.time_set_in_process = True
         return clock
 
     def destroy_node(self) -> None:

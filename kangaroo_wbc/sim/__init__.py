@@ -16,11 +16,17 @@ from kangaroo_wbc.sim.sensors import (
     SensorReadings,
     SensorSuite,
 )
-from kangaroo_wbc.sim.simulator import ClosedChainSim, CommandReport, ContactWrench, GroundTruth
+from kangaroo_wbc.sim.simulator import (
+    ClosedChainSim,
+    CommandReport,
+    ContactWrench,
+    GroundTruth,
+    clamp_forces,
+)
 
 __all__ = [
     "BaselinePd", "hold_position", "model_gravity_compensation",
     "classify_closure", "export_mjcf", "parse_urdf",
     "ImuReading", "SensorConfig", "SensorReadings", "SensorSuite",
-    "ClosedChainSim", "CommandReport", "ContactWrench", "GroundTruth",
+    "ClosedChainSim", "CommandReport", "ContactWrench", "GroundTruth", "clamp_forces",
 ]

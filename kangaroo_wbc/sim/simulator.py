@@ -53,7 +53,7 @@ _INTEGRATORS = {int(mujoco.mjtIntegrator.mjINT_EULER): mujoco.mj_Euler,
 
 
 @compiled
-def _clamp(req, limits, applied):
+def clamp_forces(req, limits, applied):
     """``applied = min(max(req, -limits), limits)``; returns how many entries were clamped, or -1
     (nothing written) if ``req`` holds a non-finite value."""
     for i in range(req.shape[0]):
@@ -662,7 +662,7 @@ class ClosedChainSim:
                 raise InputError(f"command has {req.size} values, expected {self.n_actuators} "
                                  f"({self.actuator_names})")
         applied = np.empty(req.shape)
-        n_clamped = _clamp(req, self.force_limits, applied)  # compiled: a dozen actuators
+        n_clamped = clamp_forces(req, self.force_limits, applied)  # compiled: a dozen actuators
         if n_clamped < 0:
             bad = [n for n, v in zip(self.actuator_names, req) if not math.isfinite(v)]
             raise InputError(f"non-finite command for {bad}; command unchanged")
