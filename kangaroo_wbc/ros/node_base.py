@@ -263,6 +263,25 @@ class KangarooNode(Node):
         name = self.resolve_topic_name(topic)
         return super().create_subscription(msg_type, topic, self._guarded(name, callback), qos_profile, **kwargs)
 
+    def create_joint_state_subscription(self, topic: str, callback: Callable[[Any], Any], qos_profile: Any) -> Any:
+        """A ``sensor_msgs/JointState`` subscription whose messages are read from their serialised
+        form (:class:`~kangaroo_wbc.ros.serialized.JointStateReader`): ``callback`` gets a
+        :class:`~kangaroo_wbc.ros.serialized.JointStateView` (``name``, ``position``, ``velocity``,
+        ``effort``, ``header.stamp``, ``header.frame_id``) instead of the message, without rclpy's
+        per-name conversion (the 1 kHz streams). Guarded as :meth:`create_subscription`; a typed
+        subscription when the reader's self-check fails on this middleware."""
+        from sensor_msgs.msg import JointState
+
+        from kangaroo_wbc.ros.serialized import JointStateReader
+
+        try:
+            reader = JointStateReader()
+        except ConfigError as exc:
+            self.get_logger().warning(f"{topic}: {exc}; subscribing to the typed message")
+            return self.create_subscription(JointState, topic, callback, qos_profile)
+        read = reader.read
+        return self.create_subscription(JointState, topic, lambda raw: callback(read(raw)), qos_profile, raw=True)
+
     def _guarded(self, topic: str, callback: Callable[..., Any]) -> Callable[..., Any]:
         """``callback`` (taking the message, or the message and its info) behind the guard."""
         try:

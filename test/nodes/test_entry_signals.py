@@ -5,17 +5,22 @@ process in an isolated ROS environment and sent SIGINT (or SIGTERM) once it has 
 and 1.0 s of CPU: the first two land while numpy / pinocchio / rclpy are being imported, the last
 one around rclpy's initialisation or the node's construction. Every run must end with exit code 0
 and no Python traceback. The moments are counted in the process's own CPU time, not wall time: on
-a busy machine a wall-clock delay could land in the interpreter's own start-up (its first ~30 ms
+a busy machine a wall-clock delay could land in the interpreter's own start-up (its first ~30-45 ms
 of CPU, before any code of the package runs), which is outside what a package can handle and not
-tested.
+tested: the first moment is measured on the machine (:func:`_interpreter_start_cpu_s`, the CPU an
+interpreter of the same environment uses to start and import the entry module) and the signal
+comes after it.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
+import resource
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -52,6 +57,27 @@ def _interrupt(cmd: list[str], env: dict[str, str], delay_s: float, sig: signal.
         out, err = proc.communicate()
         pytest.fail(f"{cmd}: still running {EXIT_TIMEOUT_S} s after {sig.name}")
     return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+@functools.lru_cache(maxsize=1)
+def _interpreter_start_cpu_s(env_items: tuple) -> float:
+    """CPU time [s] an interpreter of this environment uses to start (site, the editable install's
+    finder) and import the entry module, before any handler of the package can be in place: the
+    most of three runs, measured as the children's CPU time."""
+    most = 0.0
+    for _ in range(3):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([sys.executable, "-c", "import kangaroo_wbc.nodes.entry"], env=dict(env_items),  # noqa: S603
+                       check=True, capture_output=True, timeout=60)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        most = max(most, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return most
+
+
+def _after_start(delay_s: float, env: dict[str, str]) -> float:
+    """``delay_s``, or later when this machine's interpreter start-up alone takes that long (the
+    signal must land in the package's own imports, not before them)."""
+    return max(delay_s, _interpreter_start_cpu_s(tuple(sorted(env.items()))) + 0.02)
 
 
 def _cpu_s(pid: int) -> float | None:
@@ -91,8 +117,8 @@ def test_sigint_during_startup_exits_zero(executable, delay_s, ros_environment) 
 
     if importlib.util.find_spec(NODE_MODULES[executable]) is None:
         pytest.skip(f"{NODE_MODULES[executable]} is not part of this tree yet")
-    code, out, err = _interrupt(node_command(executable), ros_environment.env, delay_s,
-                                signal.SIGINT)
+    code, out, err = _interrupt(node_command(executable), ros_environment.env,
+                                _after_start(delay_s, ros_environment.env), signal.SIGINT)
     assert "Traceback" not in err + out, err
     assert code == 0, f"exit code {code}\n{err}"
 

@@ -94,3 +94,81 @@ def test_tf_message_writer_stamps_every_transform() -> None:
         assert (t.header.stamp.sec, t.header.stamp.nanosec) == (12, 250_000_000)
         tr, rot = t.transform.translation, t.transform.rotation
         assert [tr.x, tr.y, tr.z, rot.x, rot.y, rot.z, rot.w] == list(pose)
+
+
+# ---------------------------------------------------------------------- JointStateReader
+def _joint_state(names, fields, frame="odom", sec=17, nanosec=250_000_000):
+    msg = JointState(name=list(names))
+    msg.header.frame_id, msg.header.stamp.sec, msg.header.stamp.nanosec = frame, sec, nanosec
+    for field in fields:
+        setattr(msg, field, list(RNG.normal(size=len(names))))
+    return msg
+
+
+@pytest.mark.parametrize("fields", [("position",), ("position", "velocity"), ("velocity", "effort"),
+                                    ("position", "velocity", "effort"), ()])
+@pytest.mark.parametrize("names", [["j"], ["a", "bb", "ccc", "dddd"], [f"leg_joint_{i}" for i in range(76)]])
+def test_reader_reads_what_rclpy_serialises(names, fields) -> None:
+    """Every name length (string padding), every combination of empty and filled fields (the
+    alignment of the doubles after an empty sequence), twice (decoded, then from the kept names)."""
+    from rclpy.serialization import serialize_message
+
+    from kangaroo_wbc.ros.serialized import JointStateReader
+
+    reader = JointStateReader()
+    for _ in range(2):
+        msg = _joint_state(names, fields)
+        view = reader.read(serialize_message(msg))
+        assert view.name == tuple(names) and view.header.frame_id == "odom"
+        assert view.header.stamp == msg.header.stamp
+        for field in ("position", "velocity", "effort"):
+            np.testing.assert_array_equal(getattr(view, field), np.asarray(getattr(msg, field), dtype=float))
+
+
+def test_reader_follows_a_change_of_names_or_frame() -> None:
+    from rclpy.serialization import serialize_message
+
+    from kangaroo_wbc.ros.serialized import JointStateReader
+
+    reader = JointStateReader()
+    first = reader.read(serialize_message(_joint_state(["a", "b"], ("position",))))
+    second = reader.read(serialize_message(_joint_state(["b", "a"], ("position",))))
+    third = reader.read(serialize_message(_joint_state(["b", "a"], ("position",), frame="base_link")))
+    assert (first.name, second.name, third.name) == (("a", "b"), ("b", "a"), ("b", "a"))
+    assert third.header.frame_id == "base_link"
+
+
+@pytest.mark.parametrize("cut", [0, 1, 5, 13, 40, -9, -13])
+def test_reader_refuses_truncated_or_corrupt_bytes_with_an_input_error(cut) -> None:
+    from rclpy.serialization import serialize_message
+
+    from kangaroo_wbc.errors import InputError
+    from kangaroo_wbc.ros.serialized import JointStateReader
+
+    raw = serialize_message(_joint_state(["a", "bb", "ccc"], ("position", "velocity")))
+    reader = JointStateReader()
+    with pytest.raises(InputError, match="malformed serialised JointState"):
+        reader.read(raw[:cut])
+    corrupt = bytearray(raw)
+    corrupt[24:28] = (10**9).to_bytes(4, "little")  # the name count (after "odom"): none could fit
+    with pytest.raises(InputError):
+        JointStateReader().read(bytes(corrupt))
+    big_endian = b"\x00\x00" + raw[2:]
+    with pytest.raises(InputError, match="not little-endian"):
+        reader.read(big_endian)
+
+
+def test_the_joint_index_map_reads_a_view_as_it_reads_the_message() -> None:
+    """What the nodes do with it: the same arrays, in the expected order, as from the message."""
+    from rclpy.serialization import serialize_message
+
+    from kangaroo_wbc.ros.conversions import JointIndexMap
+    from kangaroo_wbc.ros.serialized import JointStateReader
+
+    names = [f"j{i}" for i in range(12)]
+    msg = _joint_state(names, ("position", "velocity", "effort"))
+    joints = JointIndexMap(names[::-1])
+    ours = joints.from_joint_state(JointStateReader().read(serialize_message(msg)), required=("effort",))
+    theirs = joints.from_joint_state(msg, required=("effort",))
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a, b)
