@@ -334,7 +334,7 @@ class WholeBodyControl(Component):
         try:
             behaviour.command(*(np.zeros(3) if stale else v))
         except InputError as exc:  # the behaviour's own limits were checked when it was selected
-            self._refused("cmd_vel", str(exc))
+            self.refused("cmd_vel", f"{exc}: the command in use stays")
 
     # ------------------------------------------------------------------ tick
     def prepare(self, q: np.ndarray, v: np.ndarray) -> bool:

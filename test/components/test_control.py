@@ -272,6 +272,28 @@ def test_a_clipped_or_refused_cmd_vel_is_a_warning_with_the_value_and_the_bound(
     assert "cmd_vel clipped" in references.message  # the clipped command still in use
 
 
+def test_a_cmd_vel_the_walk_refuses_is_a_warning_not_a_failed_tick(standing, monkeypatch):
+    """Unit: the walk refusing a velocity command (its ``command`` raising InputError) leaves the
+    tick whole (a control command, no exception) and says so in the ``references`` status."""
+    clm, q, v = standing
+    c = _control(clm, ready_ticks=1, behaviour_delay_s=0.0)
+    c.select("walk", cmd_vel=(0.1, 0.0, 0.0))
+    c.step(0.0, q, v, 0.0)
+    c.step(DT, q, v, 0.0)
+    walk = c.supervisor.behaviour
+
+    def refuse(*_):
+        raise InputError("the gait cannot take that now")
+
+    monkeypatch.setattr(walk, "command", refuse)
+    c.set_velocity_command(0.05, 0.0, 0.0, 2 * DT)
+    cmd = c.step(2 * DT, q, v, 0.0)
+    assert cmd.mode == "control" and np.all(np.isfinite(cmd.tau_a))
+    references = c.statuses()[1]
+    assert references.level == Level.WARN and "cmd_vel refused" in references.message
+    assert "the gait cannot take that now" in references.message
+
+
 def test_a_non_finite_com_reference_is_refused_with_a_warning(standing):
     clm, q, v = standing
     c = _control(clm)
