@@ -334,7 +334,7 @@ class Ros2ControlBoundary:
         return ImuSample(q / norm, arrays["angular_velocity"], arrays["linear_acceleration"], float(stamp_s))
 
     # ------------------------------------------------------------------ commands
-    def commands(self, force_n: Sequence[float], q: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    def commands(self, force_n: Sequence[float] | np.ndarray, q: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """The controller's actuator forces [N] (model actuator order) as each effort controller's
         ``data`` (its ``joints`` order, the map's units).
 
