@@ -33,11 +33,14 @@ import sys
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kangaroo_wbc.errors import ConfigError, InputError, KangarooWbcError
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")  # parameter classes are dataclasses
 
 _METADATA_KEY = "kangaroo_wbc.ros"
 
