@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import cast
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small matrices: BLAS threads only add latency
 
@@ -166,7 +167,11 @@ class WholeBodyControllerNode(KangarooNode):
         except InputError as exc:
             self.throttled.warning("actuators/state", f"actuators/state skipped by the fault detector: {exc}")
             return
-        self.component.on_actuator_sample(ActuatorSample(arr.position, arr.velocity, arr.effort, arr.stamp_s),
+        assert arr.velocity is not None  # required: from_joint_state raised otherwise
+        # the position is not required and may be None (the fault detector reads the velocity and
+        # effort); ActuatorSample types it as an array
+        position = cast(np.ndarray, arr.position)
+        self.component.on_actuator_sample(ActuatorSample(position, arr.velocity, arr.effort, arr.stamp_s),
                                           self.shared_commands())
 
     # ------------------------------------------------------------------ one state sample
@@ -196,7 +201,7 @@ class WholeBodyControllerNode(KangarooNode):
         """The watchdog's times [s]: the steady clock, and the simulated clock while the node follows
         one (``/clock``, or set in-process by the composed executable), else None."""
         clock = self.get_clock()
-        return time.monotonic(), clock.now().nanoseconds * 1e-9 if clock.ros_time_is_active else None
+        return time.monotonic(), clock.now().nanoseconds * 1e-9 if clock.ros_time_is_active else None  # type: ignore[attr-defined]  # rclpy: a node's clock is a ROSClock
 
     def _watchdog(self) -> None:
         """Safe mode while no state arrives for longer than ``state_timeout_s`` (:meth:`_watchdog_clock`);
