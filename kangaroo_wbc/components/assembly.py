@@ -254,7 +254,7 @@ def contact_specs(clm: ClosedLoopModel, p: WholeBodyControllerParams | None = No
     m, contacts = clm.model, []
     for sole in p.sole_frames:
         corners = [sole + s for s in p.corner_suffixes]
-        kw = dict(mu=p.friction_coefficient, normal_force_min_n=p.min_normal_force_n)
+        kw: dict[str, Any] = dict(mu=p.friction_coefficient, normal_force_min_n=p.min_normal_force_n)
         try:
             if corners and all(m.existFrame(c) for c in corners):
                 contacts.append(ContactSpec.from_corner_frames(m, sole, sole, corners, **kw))

@@ -265,6 +265,7 @@ class ContactWrenchEstimation(Component):
         """One tick of the payload identification; at its first confident estimate the torque bias
         stops learning (module docstring) and an event says so; a newly identified payload is an event."""
         pid = self.payload
+        assert pid is not None  # called with the identification on only
         before = pid.identified
         est = pid.update(self.estimator, self._q, self._v, stamp_s)
         if not est.confident or before is not None and abs(est.mass_kg - before.mass_kg) < pid.config.max_mass_drift_kg:
@@ -318,6 +319,7 @@ class ContactWrenchEstimation(Component):
         """The ``payload`` status: OK while nothing unmodelled is identified, WARN for an identified
         payload above ``min_mass_for_com_kg`` (the model should be told: ``add_payload``)."""
         pid = self.payload
+        assert pid is not None  # called with the identification on only
         est, found = pid.estimate, pid.identified
         values = {k: v for k, v in est.as_dict().items() if k != "stamp_s"}
         values["bias_frozen"] = self._bias_frozen

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -185,7 +186,7 @@ class WholeBodyControl(Component):
         """A test bench's force plate: its normal force [N] at ``stamp_s`` [s] to the ``rig`` behaviour
         (the press's loop); ignored by the other behaviours."""
         behaviour = self.supervisor.behaviour
-        if hasattr(behaviour, "measure_normal_force"):
+        if behaviour is not None and hasattr(behaviour, "measure_normal_force"):
             behaviour.measure_normal_force(normal_force_n, stamp_s)
 
     @property
@@ -316,7 +317,7 @@ class WholeBodyControl(Component):
     def _forward_velocity_command(self, now_s: float) -> None:
         """The velocity command to a walking behaviour (module docstring)."""
         behaviour = self.supervisor.behaviour
-        if self._cmd_vel is None or not hasattr(behaviour, "command"):
+        if self._cmd_vel is None or behaviour is None or not hasattr(behaviour, "command"):
             return
         stamp, v = self._cmd_vel
         stale = now_s - stamp > self.settings.cmd_vel_timeout_s
@@ -463,7 +464,7 @@ class WholeBodyControl(Component):
             binding = [f"{n} ({kind.removesuffix('_limits').replace('_', ' ')})"
                        for kind, names in active_limits().items() for n in names]
             values["active_limits"] = ", ".join(binding) or "none"
-        behaviour = sv.behaviour
+        behaviour: Any = sv.behaviour  # duck-typed below
         if hasattr(behaviour, "velocity_command"):  # a walk: the command in use and the gait phase
             values.update(cmd_vel=behaviour.velocity_command.round(3).tolist(), gait_phase=behaviour.phase,
                           cmd_vel_source="topic" if self._cmd_vel is not None else "parameter",

@@ -33,11 +33,18 @@ import sys
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from kangaroo_wbc.errors import ConfigError, InputError, KangarooWbcError
 
-T = TypeVar("T")
+
+class _DataclassInstance(Protocol):
+    """A dataclass instance (what ``dataclasses.replace`` takes)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+
+T = TypeVar("T", bound=_DataclassInstance)  # parameter classes are dataclasses
 
 _METADATA_KEY = "kangaroo_wbc.ros"
 

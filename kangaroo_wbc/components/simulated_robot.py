@@ -184,9 +184,9 @@ class SimulatedRobot:
         self._pending: OrderedDict[int, float] = OrderedDict()  # sample stamp [ns] -> hand-out wall time [s]
         self.counts = {"valid": 0, "rejected": 0, "clamped": 0, "ticks": 0, "resets": 0, "watchdog_trips": 0}
         self._last_reject = (-math.inf, "")  # (wall time, reason)
-        self._last_clamp = (-math.inf, [])
+        self._last_clamp: tuple[float, list[str]] = (-math.inf, [])
         self._busy = [0.0, 0.0]  # wall and thread CPU time spent in step() [s]
-        self._window = None  # at the last statuses(): wall, sim time, ticks, busy, cpu
+        self._window: tuple[float, ...] | None = None  # at the last statuses(): wall, sim time, ticks, busy, cpu
         self._closure_m = 0.0
         self._stepping = False  # a step begun by start_step() is under way
         self._faults_applied: set[str] = set()  # the fault texts applied (each once)
@@ -428,6 +428,7 @@ class SimulatedRobot:
         cmd = self._command
         fresh = cmd is not None and sim.time - cmd.arrival_s <= cfg.watchdog_timeout_s + 1e-9
         if fresh and (self._released or self._ready):  # the driver holds until the controller is ready
+            assert cmd is not None  # fresh implies a command
             return cmd.forces, "command"
         if not self._released:
             r = self._read()

@@ -312,9 +312,12 @@ class StateEstimation(Component):
             self.event(Level.WARN, "imu", "imu/data missing or stale: base odometry not updated")
         self._last_stamp = stamp
         passive, base = self.passive, self.base
+        calibration = self.calibration
+        assert calibration is not None  # step() estimates only once calibrated
         try:
-            passive.update(self.calibration.correct(sample.position), sample.velocity, dt)
+            passive.update(calibration.correct(sample.position), sample.velocity, dt)
             if imu_ok:
+                assert imu is not None  # imu_ok implies a sample
                 fresh = stamp - self._force_stamp <= cfg.contact_timeout_s
                 contact = self.contacts.update(self._normal_force) if fresh.all() else np.ones(len(fresh), bool)
                 q = passive.q_at_sample

@@ -270,7 +270,8 @@ class ContactWrenchEstimator:
         self._F = np.zeros((6 * c, 2))  # wrenches from the factored map: raw, filtered
         self._res = np.zeros(2)  # residuals of the actuated and base rows
         self._empty = np.zeros(0)
-        self._pm = None  # the last projected model: its frames checked, the soles' rows in _sole_rows, _sole_users
+        # the last projected model: its frames checked, the soles' rows in _sole_rows, _sole_users
+        self._pm: ProjectedModel | None = None
         self._sole_rows = np.zeros(c, dtype=np.int64)  # the soles' rows of its placements
         self._sole_users = np.zeros(c, dtype=np.int64)  # the soles' rows of its frame Jacobians
         # sole placements from the closure kernel's joint placements (parent joint, fixed placement)

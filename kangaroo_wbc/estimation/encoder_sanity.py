@@ -290,7 +290,9 @@ class EncoderSanityChecker:
                       unexplained: np.ndarray) -> EncoderVerdict:
         self.rejected_in_a_row += 1
         names = tuple(self.names[k] for k in np.flatnonzero(jumped))
-        moved = float(pos[i] - self._ref[i])
+        ref = self._ref
+        assert ref is not None  # update() sets the reference before any jump check
+        moved = float(pos[i] - ref[i])
         detail = (f"{self.names[i]} moved {self._scaled(i, moved)} in {dt * 1e3:.1f} ms, "
                   f"{self._scaled(i, unexplained[i])} more than its reported velocity explains (implied "
                   f"speed {unexplained[i] / dt:.3g}/s > bound {self.speed_bound[i]:.3g}/s)")
@@ -303,7 +305,9 @@ class EncoderSanityChecker:
 
     def _accept(self, pos: np.ndarray, vel: np.ndarray, stamp_s: float) -> None:
         """Make the sample the reference (its time never goes back)."""
-        self._ref[:] = pos
+        ref = self._ref
+        assert ref is not None  # update() sets the reference on the first sample, before any call here
+        ref[:] = pos
         self._v_ref[:] = vel
         self._t_ref = max(self._t_ref, stamp_s)
         self.rejected_in_a_row = 0

@@ -143,7 +143,9 @@ class PassiveStateEstimator:
         _correction_rhs(scratch, z, z, 1.0, 1.0, e, J_la)
         _velocities(scratch, np.zeros((n_u, 2)), z, 1e-3)
         if self._fused:  # on the model's reference configuration (the closure terms there, as evaluate() wrote)
-            _passive_tick(scratch, kin.kernel.tree, kin.kernel.loops, True, True, z, z, 1.0, 1.0, 1e-3)
+            kernel = kin.kernel
+            assert kernel is not None  # _fused implies the compiled kernel
+            _passive_tick(scratch, kernel.tree, kernel.loops, True, True, z, z, 1.0, 1.0, 1e-3)
 
     def reset(self, q0: np.ndarray, v0: np.ndarray | None = None) -> None:
         """Restart from ``q0`` (e.g. the calibrated configuration) with velocity ``v0`` (default 0)."""
@@ -195,7 +197,9 @@ class PassiveStateEstimator:
         buf, q = self._buffers, self.q
         if self._fused:  # eq. (35)-(40) but the integration in one compiled call
             # what another user (the wrench model terms) evaluated or factorised at theta_k is reused
-            ok, self.closure_error_norm = _passive_tick(buf, kin.kernel.tree, kin.kernel.loops, not kin.evaluated,
+            kernel = kin.kernel
+            assert kernel is not None  # _fused implies the compiled kernel
+            ok, self.closure_error_norm = _passive_tick(buf, kernel.tree, kernel.loops, not kin.evaluated,
                                                         not kin.factorised, theta_a, theta_dot_a, alpha, beta, dt)
             kin.mark_evaluated(bool(ok))  # e_l, J_l at theta_k; the factors of J_lu too if it is regular
         else:  # the same steps with the closure terms and the LU of ClosureKinematics

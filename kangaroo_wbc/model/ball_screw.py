@@ -217,7 +217,7 @@ class BallScrewActuators:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_entries(cls, names: Sequence[str], is_linear: Sequence[bool],
+    def from_entries(cls, names: Sequence[str], is_linear: Sequence[bool] | np.ndarray,
                      entries: Mapping[str, Mapping[str, float]], *, default_screw_lead_m: float,
                      default_screw_efficiency: float, source: str = "actuators") -> BallScrewActuators:
         """From per-actuator mappings (a closure file's ``actuators`` section): keys of

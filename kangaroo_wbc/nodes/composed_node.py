@@ -84,7 +84,7 @@ class ComposedChain(KangarooNode):
         if link_tf is not None:
             self._link_q = joint_indices(clm.model, link_tf.joint_names)[0]
         self._stats = {"ticks": 0, "total": 0.0, "max": 0.0}
-        self._reported = 0
+        self._reported: float = 0  # the ticks count of _stats (typed with its float values)
         for node in (sim, estimator, wrench, controller, link_tf):  # one process: its CPU is reported here
             if node is not None:
                 node.report_process = False
@@ -140,7 +140,7 @@ class ComposedChain(KangarooNode):
             self._ticks_since_clocks = 0  # (the chain itself runs on the samples' stamps)
             now = Time(nanoseconds=round(stamp_s * 1e9), clock_type=ClockType.ROS_TIME)
             for clock in self._clocks:
-                clock.set_ros_time_override(now)
+                clock.set_ros_time_override(now)  # type: ignore[union-attr]  # rclpy: nodes' clocks are ROSClocks
 
     def _to_sim(self, cmd: ActuatorCommand) -> None:
         self.sim.submit_command(ActuatorCommand(self._cmd(cmd.force), cmd.stamp_s))
@@ -150,6 +150,7 @@ class ComposedChain(KangarooNode):
         chain, and its command through the boundary to the simulated effort controllers."""
         from kangaroo_wbc.components.ros2_control.boundary import BoundaryInputError
 
+        assert self._link is not None  # the listener is registered with the link only
         self._set_clocks(state.stamp_s)
         try:
             try:

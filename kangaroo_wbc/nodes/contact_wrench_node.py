@@ -28,6 +28,8 @@ Its ``payload`` status reaches ``/diagnostics``. The robot floating only (not on
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import InertiaStamped, PointStamped, WrenchStamped
@@ -117,7 +119,10 @@ class ContactWrenchNode(KangarooNode):
         except InputError as exc:
             self.component.reject("actuators/state", exc)
             return self.log_events(self.component)
-        self.process(ActuatorSample(arr.position, arr.velocity, arr.effort, arr.stamp_s), msg.header.stamp)
+        # only the effort is required: the position and velocity may be None (the component's estimate
+        # stands in for missing velocities); ActuatorSample types them as arrays
+        position, velocity = cast(np.ndarray, arr.position), cast(np.ndarray, arr.velocity)
+        self.process(ActuatorSample(position, velocity, arr.effort, arr.stamp_s), msg.header.stamp)
 
     def _on_modes(self, msg: DiagnosticStatus) -> None:
         try:
@@ -127,6 +132,7 @@ class ContactWrenchNode(KangarooNode):
 
     def _apply_modes(self) -> None:
         modes, self._pending_modes = self._pending_modes, None
+        assert modes is not None  # called with modes pending only
         changed = {n: m for n, m in modes.items() if self._modes.get(n) != m}
         for name, mode in changed.items():  # only what changed: one call per actuator and change
             try:
@@ -152,6 +158,7 @@ class ContactWrenchNode(KangarooNode):
         found = self.component.identified_payload
         if found is not None and found is not self.payload_published:  # a new confident estimate
             self.payload_published = found
+            assert self._pub_payload is not None  # an identified payload implies the identification is on
             self._pub_payload.publish(self._payload_msg(found))
         self.log_events(self.component)
         return out

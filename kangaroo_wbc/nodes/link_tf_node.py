@@ -159,7 +159,7 @@ class LinkTfNode(KangarooNode):
             return
         self._last_s = stamp_s
         if self._follow_stamps:
-            self.get_clock().set_ros_time_override(RosTime(nanoseconds=round(stamp_s * 1e9),
+            self.get_clock().set_ros_time_override(RosTime(  # type: ignore[attr-defined]  # rclpy: a node's clock is a ROSClocknanoseconds=round(stamp_s * 1e9),
                                                            clock_type=ClockType.ROS_TIME))
         if self._tf is not None:
             self._tf(stamp_s, poses)
@@ -177,6 +177,7 @@ class LinkTfNode(KangarooNode):
             self.throttled.warning("joint_states", f"joint_states sample skipped: {exc}")
             return
         stamp = msg.header.stamp
+        assert position is not None  # required by default: from_joint_state raised otherwise
         self.on_positions(position, stamp.sec + 1e-9 * stamp.nanosec)
 
     def diagnostic_statuses(self):

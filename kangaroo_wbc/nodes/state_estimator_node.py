@@ -107,6 +107,7 @@ class StateEstimatorNode(KangarooNode):
             arr = self._enc.from_joint_state(msg)
         except InputError as exc:
             return self.component.reject("passive_encoders/state", exc)
+        assert arr.position is not None  # required by default: from_joint_state raised otherwise
         self.component.on_encoders(EncoderSample(arr.position, arr.stamp_s))
 
     def _on_imu(self, msg: Imu) -> None:
@@ -125,6 +126,7 @@ class StateEstimatorNode(KangarooNode):
         except InputError as exc:
             self.component.reject("actuators/state", exc)
             return self.log_events(self.component)
+        assert arr.position is not None and arr.velocity is not None  # required: from_joint_state raised otherwise
         self.process(ActuatorSample(arr.position, arr.velocity, arr.effort, arr.stamp_s), msg.header.stamp)
 
     # ------------------------------------------------------------------ one sample

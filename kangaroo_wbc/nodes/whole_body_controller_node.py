@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import cast
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small matrices: BLAS threads only add latency
 
@@ -166,7 +167,11 @@ class WholeBodyControllerNode(KangarooNode):
         except InputError as exc:
             self.throttled.warning("actuators/state", f"actuators/state skipped by the fault detector: {exc}")
             return
-        self.component.on_actuator_sample(ActuatorSample(arr.position, arr.velocity, arr.effort, arr.stamp_s),
+        assert arr.velocity is not None  # required: from_joint_state raised otherwise
+        # the position is not required and may be None (the fault detector reads the velocity and
+        # effort); ActuatorSample types it as an array
+        position = cast(np.ndarray, arr.position)
+        self.component.on_actuator_sample(ActuatorSample(position, arr.velocity, arr.effort, arr.stamp_s),
                                           self.shared_commands())
 
     # ------------------------------------------------------------------ one state sample
@@ -198,7 +203,7 @@ class WholeBodyControllerNode(KangarooNode):
         simulated time of the tick, taken instead of reading the clock when the hosting process
         sets the clock from those same times (composed with the simulator)."""
         clock = self.get_clock()
-        if not clock.ros_time_is_active:
+        if not clock.ros_time_is_active:  # type: ignore[attr-defined]  # rclpy: a node's clock is a ROSClock
             return time.monotonic(), None
         if now_s is not None and self.time_set_in_process:
             return time.monotonic(), now_s

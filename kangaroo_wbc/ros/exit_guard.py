@@ -47,7 +47,7 @@ def _compile():
     end = libc["_exit"]
     end.argtypes, end.restype = (ctypes.c_int,), None
 
-    @numba.cfunc(types.voidptr(types.voidptr), nopython=True)
+    @numba.cfunc(types.voidptr(types.voidptr), nopython=True)  # type: ignore[call-arg]  # stub lacks nopython
     def main(arg):  # pragma: no cover - runs in the native thread (tested through its effect)
         ctl = numba.carray(arg, (5,), np.int64)
         while ctl[_STEPS] > 0:

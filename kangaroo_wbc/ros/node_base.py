@@ -336,7 +336,7 @@ class KangarooNode(Node):
             self.set_parameters([Parameter("use_sim_time", Parameter.Type.BOOL, False)])
         clock = self.get_clock()
         time_source = TimeSource()
-        time_source.attach_clock(clock)
+        time_source.attach_clock(clock)  # type: ignore[arg-type]  # rclpy types get_clock() as Clock; a node's is a ROSClock
         time_source.ros_time_is_active = True
         self.time_set_in_process = True
         return clock

@@ -59,7 +59,7 @@ def _compile(rcl: Any, rcutils: Any, libc: Any):
     wait = libc.sem_wait
     wait.argtypes, wait.restype = (ctypes.c_uint64,), ctypes.c_int
 
-    @numba.cfunc(types.voidptr(types.voidptr), nopython=True)
+    @numba.cfunc(types.voidptr(types.voidptr), nopython=True)  # type: ignore[call-arg]  # stub lacks nopython
     def main(arg):  # pragma: no cover - runs in the native thread (tested through its effects)
         ctl = numba.carray(arg, (_WORDS,), np.uint64)
         one = np.uint64(1)
@@ -105,6 +105,7 @@ class PublicationThread:
         # sem_post as a PYFUNCTYPE (PyDLL's calling flags): a ctypes call through CDLL releases the
         # interpreter lock, and taking it back from a busy thread costs up to a switch interval
         sem_post = ctypes.cast(libc.sem_post, ctypes.c_void_p).value
+        assert sem_post is not None  # the address of a function libc exports
         self._post = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(sem_post)
         self._sem = ctypes.c_void_p(int(ctl[_SEM]))
         libc.sem_init.argtypes, libc.sem_init.restype = (ctypes.c_void_p, ctypes.c_int, ctypes.c_uint), ctypes.c_int

@@ -48,7 +48,7 @@ class SerializedWriter:
         ConfigError: a slot is not ``n`` contiguous doubles, or the self-check failed.
     """
 
-    def __init__(self, prototype: Any, slots: dict[str, tuple[int, Callable[[Any, Sequence[float]], None]]],
+    def __init__(self, prototype: Any, slots: dict[str, tuple[int, Callable[[Any, np.ndarray], None]]],
                  stamp: Callable[[Any], Any] | None = None) -> None:
         from rclpy.serialization import serialize_message
 

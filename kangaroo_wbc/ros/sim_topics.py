@@ -114,6 +114,7 @@ class NativeFace:
             forces = self._act_map.from_joint_state(msg, required=("effort",)).effort
         except InputError as exc:
             return node.reject_command(str(exc), wall, stamp)
+        assert forces is not None  # required: from_joint_state raised otherwise
         node.submit_command(ActuatorCommand(forces, stamp), wall)
 
     def statuses(self) -> list:
@@ -270,6 +271,7 @@ class GroundTruthPublisher:
                                                           twist=twist))
             if tf_due:
                 self._next_tf = sim.time + 1.0 / p.tf_rate_hz - 1e-9
+                assert self._tf is not None  # tf_due implies a broadcaster
                 self._tf.sendTransform(arrays_to_transform_stamped(
                     d.qpos[0:3], quat_xyzw, parent_frame="odom", child_frame="ground_truth/base_link", stamp=stamp))
         if self._wrench_listened:

@@ -47,7 +47,7 @@ class StatePairing:
         in_order: ``(topic, stamp_s) -> bool``: False skips the message (an older stamp).
     """
 
-    def __init__(self, clm: Any, on_state: Callable[..., Any], warn: Callable[[str, str], None], max_lag_s: float,
+    def __init__(self, clm: Any, on_state: Callable[..., Any], warn: Callable[[str, str], object], max_lag_s: float,
                  required: Sequence[str] = ("position", "velocity"), *, wait: bool = True,
                  reject: Callable[[str, Exception], None] | None = None,
                  in_order: Callable[[str, float], bool] | None = None) -> None:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kangaroo_wbc.sim.simulator import ClosedChainSim
 
 
-def _as_gain(value: float | Sequence[float], n: int, name: str) -> np.ndarray:
+def _as_gain(value: float | Sequence[float] | np.ndarray, n: int, name: str) -> np.ndarray:
     g = np.broadcast_to(np.asarray(value, dtype=float), (n,)).copy()
     if not np.all(np.isfinite(g)) or np.any(g < 0):
         raise InputError(f"{name} must be finite and >= 0, got {value!r}")
@@ -56,7 +56,7 @@ class BaselinePd:
     kp: float | Sequence[float]
     kd: float | Sequence[float]
     n_actuators: int
-    force_limits: Sequence[float] | None = None
+    force_limits: Sequence[float] | np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = int(self.n_actuators)

@@ -236,9 +236,9 @@ class SensorSuite:
         c = self.config
         n = len(self.actuator_names)
         imu_ok = imu_quat_wxyz is not None and imu_gyro is not None and imu_accel is not None
-        stds = (c.actuator_position_noise_std, c.actuator_velocity_noise_std, c.motor_torque_noise_std,
-                c.passive_encoder_noise_std)
-        sizes = (n, n, n, len(passive_positions))
+        stds: tuple[float, ...] = (c.actuator_position_noise_std, c.actuator_velocity_noise_std,
+                                   c.motor_torque_noise_std, c.passive_encoder_noise_std)
+        sizes: tuple[int, ...] = (n, n, n, len(passive_positions))
         if imu_ok:
             stds += (c.imu_orientation_noise_std, c.gyro_noise_std, c.accel_noise_std)
             sizes += (3, 3, 3)

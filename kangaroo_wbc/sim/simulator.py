@@ -24,6 +24,7 @@ import time as _time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -260,7 +261,8 @@ class ClosedChainSim:
         self._initial_theta = self._theta_from(initial_actuator_positions)
         self._wall_time = 0.0
         self._sim_time_stepped = 0.0
-        self._async: tuple | None = None  # start_step's worker: (go, done, [error])
+        # start_step's worker: (go, done, [error])
+        self._async: tuple[threading.Lock, threading.Lock, list[BaseException | None]] | None = None
         self._async_busy = False
         self._async_t0 = 0.0
         self._switch_interval = sys.getswitchinterval()
@@ -278,8 +280,10 @@ class ClosedChainSim:
         MuJoCo's actuators then take the drives' force plus a velocity gain (affine bias) and no
         longer clamp (the drives limit the motor torque)."""
         m, cfg = self.model, self.sensors.config
-        entries = {n: {k: self._nums[f"{k}:{n}"] for k in BALL_SCREW_KEYS if f"{k}:{n}" in self._nums}
-                   for n in self.actuator_names}
+        # values: numbers, or None where the metadata has no entry (from_entries then takes the default)
+        entries: dict[str, dict[str, Any]] = {
+            n: {k: self._nums[f"{k}:{n}"] for k in BALL_SCREW_KEYS if f"{k}:{n}" in self._nums}
+            for n in self.actuator_names}
         for n, lead, eff in zip(self.actuator_names, leads, effs):
             entries[n].update(screw_lead_m=None if np.isnan(lead) else lead, screw_efficiency=None if np.isnan(eff)
                               else eff)
@@ -513,7 +517,7 @@ class ClosedChainSim:
         self._command = np.zeros(m.nu)
         d.ctrl[:] = 0.0
         mujoco.mj_forward(m, d)
-        self._fwd_state = None  # the next step runs a full mj_step
+        self._fwd_state: tuple[bytes, bytes, bytes] | None = None  # the next step runs a full mj_step
         self.sensors.boot(self.rng)
         if self.drives is not None:
             self.drives.boot(self.rng)
@@ -748,6 +752,7 @@ class ClosedChainSim:
                 mujoco.mj_checkVel(m, d)
                 mujoco.mj_forwardSkip(m, d, mujoco.mjtStage.mjSTAGE_VEL, 1)
                 mujoco.mj_checkAcc(m, d)
+                assert integrate is not None  # fresh implies an integrator
                 integrate(m, d)
             else:
                 mujoco.mj_step(m, d)
@@ -778,12 +783,14 @@ class ClosedChainSim:
         self._async_t0 = _time.perf_counter()
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(ASYNC_SWITCH_INTERVAL_S)
+        assert self._async is not None  # prepare_step_worker started the worker
         self._async[0].release()
 
     def wait_step(self) -> None:
         """Wait for the step begun by :meth:`start_step` (no-op if none); raises as :meth:`step`."""
         if not self._async_busy:
             return
+        assert self._async is not None  # a step is under way: start_step started the worker
         go, done, error = self._async
         done.acquire()
         self._async_busy = False
@@ -812,6 +819,7 @@ class ClosedChainSim:
             threading.Thread(target=self._step_worker, name="mujoco-step", daemon=True).start()
 
     def _step_worker(self) -> None:
+        assert self._async is not None  # started by prepare_step_worker after setting it
         go, done, error = self._async
         m, d = self.model, self.data
         while True:

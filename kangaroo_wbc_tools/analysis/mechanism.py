@@ -146,7 +146,7 @@ def joint_limit_shape(clm: ClosedLoopModel, q_nominal: np.ndarray, actuators: li
         q = q_nominal.copy()
         for _ in range(max_steps):
             J_m = clm.mapping_jacobian(q)
-            A = J_m[np.ix_(sel, idx)]
+            A = J_m[np.ix_(sel, idx)]  # type: ignore[arg-type]  # numpy's ix_ stub rejects lists of ints
             th = q[clm.idx_q_a]
             G, g_lo, g_hi = np.zeros((0, len(idx))), np.zeros(0), np.zeros(0)
             if limits is not None:

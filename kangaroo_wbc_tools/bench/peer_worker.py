@@ -41,6 +41,7 @@ import sys
 import time
 import traceback
 import types
+from typing import Any
 
 import numpy as np
 import pinocchio as pin
@@ -65,6 +66,8 @@ class _WarmStart(np.ndarray):
 
 class _PinocchioView(types.ModuleType):
     """pinocchio, plus a placeholder ``casadi.Model`` when pinocchio has no casadi bindings."""
+
+    casadi: Any  # the placeholder, set when pinocchio has no casadi bindings
 
     def __getattr__(self, name):
         return getattr(pin, name)
@@ -92,7 +95,7 @@ def _import_toolbox() -> tuple[dict, dict]:
         pkg = types.ModuleType(PKG)
         pkg.__path__ = list(spec.submodule_search_locations or [])
         sys.modules[PKG] = pkg
-    mods = {}
+    mods: dict[str, Any] = {}  # modules, given attributes below
     for name in ("actuation", "actuation_model", "constraints", "forward_kinematics", "mounting",
                  "freeze_joints", "jacobian"):
         mods[name] = importlib.import_module(f"{PKG}.{name}")

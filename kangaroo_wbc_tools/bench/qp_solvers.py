@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +51,8 @@ class RecordingSolver:
 
 def copy_problem(problem: QpProblem) -> QpProblem:
     """A :class:`QpProblem` with copies of ``problem``'s arrays."""
-    return QpProblem(**{f: None if getattr(problem, f) is None else getattr(problem, f).copy() for f in _FIELDS})
+    arrays: dict[str, Any] = {f: None if getattr(problem, f) is None else getattr(problem, f).copy() for f in _FIELDS}
+    return QpProblem(**arrays)
 
 
 def record_closed_loop(duration_s: float = 1.5, behaviour: str = "sway", seed: int = 0,
@@ -77,7 +79,8 @@ def compare(problems: Sequence[QpProblem], solvers: Iterable[str] = tuple(SOLVER
     out: dict[str, dict] = {}
     for name in solvers:
         solver = make_solver(name, settings)
-        times, primal, kkt, failures, methods = [], [], [], 0, {}
+        methods: dict[str, int] = {}
+        times, primal, kkt, failures = [], [], [], 0
         for p in problems:
             t0 = time.perf_counter()
             try:

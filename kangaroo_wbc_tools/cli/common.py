@@ -79,7 +79,7 @@ class CliParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = self.NEGATIVE_VALUE
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         raise UsageError(f"{self.prog}: error: {message}")
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
@@ -113,7 +113,7 @@ class OptionalActions(argparse._SubParsersAction):
     name (``bench --quick qp-solvers``) would be silently ignored, so it is refused, naming it.
     Made by :func:`add_optional_actions`."""
 
-    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+    def __call__(self, parser, namespace, values, option_string=None):
         name = values[0] if values else ""
         for action in parser._actions:
             if not action.option_strings or action.dest in ("help", "version"):

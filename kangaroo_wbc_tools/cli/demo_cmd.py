@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from typing import cast
 
 from kangaroo_wbc.progress import Progress
 from kangaroo_wbc_tools.cli.common import (
@@ -104,7 +105,9 @@ def _body_masses() -> dict[str, float]:
     parent = {}  # child link -> parent link across a fixed joint
     for joint in root.findall("joint"):
         if joint.get("type") == "fixed":
-            parent[str(joint.find("child").get("link"))] = str(joint.find("parent").get("link"))
+            # a URDF joint has a child and a parent element
+            child, par = cast(ET.Element, joint.find("child")), cast(ET.Element, joint.find("parent"))
+            parent[str(child.get("link"))] = str(par.get("link"))
 
     def body(link: str) -> str:
         while link in parent:
@@ -112,8 +115,8 @@ def _body_masses() -> dict[str, float]:
         return link
 
     totals: dict[str, float] = {}
-    for link, m in mass.items():
-        totals[body(link)] = totals.get(body(link), 0.0) + m
+    for name, kg in mass.items():
+        totals[body(name)] = totals.get(body(name), 0.0) + kg
     return {link: totals[body(link)] for link in mass}
 
 
@@ -268,7 +271,7 @@ def _demo_graph(args: argparse.Namespace) -> int:
                                 when_ready=lambda: setattr(stop, "phase", "run"), **_hardware(args),
                                 **_payload_options(args))
         except (GraphStartError, Interrupted) as exc:
-            what = (f"interrupted ({signal.Signals(stop.signum).name}) before the controller was ready"
+            what = (f"interrupted ({signal.Signals(cast(int, stop.signum)).name}) before the controller was ready"
                     if stop.interrupted else str(exc))
             fail(f"kangaroo-wbc demo: error: {what}", args.json)
             if out is not None:  # what there is: the graph never became ready
@@ -290,6 +293,7 @@ def _demo_graph(args: argparse.Namespace) -> int:
             summary["report_files"] = ["summary.json", "logs"]
     print_result(summary, args.json)
     if stop.interrupted:
+        assert stop.exit_code is not None  # interrupted: an exit code
         return stop.exit_code
     if args.rig is not None:  # the bench cannot fall (its pelvis is clamped)
         return 0
@@ -311,7 +315,7 @@ def _demo_rig(args: argparse.Namespace) -> int:
             write_json(args.out / "summary.json", summary)
             summary["report_files"] = ["summary.json"]
     print_result(summary, args.json)
-    return stop.exit_code if stop.interrupted else 0
+    return cast(int, stop.exit_code) if stop.interrupted else 0  # interrupted: an exit code
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -346,6 +350,7 @@ def _demo(args: argparse.Namespace) -> int:
             write_json(out / "summary.json", summary)
     print_result(summary, args.json)
     if stop.interrupted:
+        assert stop.exit_code is not None  # interrupted: an exit code
         return stop.exit_code
     return 1 if summary["fell"] else 0
 

@@ -72,6 +72,7 @@ def _run(args: argparse.Namespace) -> int:
         stop.record(report)
     print_result(report, args.json)
     if stop.interrupted:
+        assert stop.exit_code is not None  # interrupted: an exit code
         return stop.exit_code
     return 0 if ok else 1
 

@@ -88,6 +88,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import yaml
@@ -154,7 +155,7 @@ def _params(behaviour: str, lockstep: bool, drop_ratio: float, seed: int, contro
             rig: str = "", rig_leg: str = "left", ideal_actuators: bool = False,
             payload_identification: bool = False, interface: str = "native", joint_space: str = "actuator") -> dict:
     # the ground truth only feeds the fall detection here: 100 Hz (its contact wrenches cost most)
-    sim = {"lockstep": lockstep, "realtime": True, "drop_ratio": float(drop_ratio), "seed": int(seed),
+    sim: dict[str, Any] = {"lockstep": lockstep, "realtime": True, "drop_ratio": float(drop_ratio), "seed": int(seed),
            "ground_truth_decimation": 10, "ideal_actuators": bool(ideal_actuators)}
     sim.update(hardware_overrides(interface, joint_space)["sim"])  # the simulator as that hardware
     if faults:  # the simulator counts from the crane's release (at ready), the faults from the behaviour's start
@@ -279,7 +280,7 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
     log_dir.mkdir(parents=True, exist_ok=True)
     params_file = log_dir / "params.yaml"
     faults = [(mode, name, float(at)) for mode, name, at in faults]
-    bad = [f for f in faults if f[0] not in ("locked", "limp") or not f[2] >= 0.0]
+    bad: list[tuple[str | float, str, float]] = [f for f in faults if f[0] not in ("locked", "limp") or not f[2] >= 0.0]
     if bad:
         raise ValueError(f"faults: (mode locked or limp, actuator, t >= 0 s after the behaviour starts), got {bad}")
     from kangaroo_wbc.components.simulated_robot import MAX_PAYLOAD_KG, payload_link
@@ -333,7 +334,7 @@ def run_graph(processes: str = "separate", duration_s: float = 5.0, behaviour: s
         exc.exit_codes = _stop(procs, STARTUP_STOP_TIMEOUT_S)
         raise
     except BaseException as exc:  # an abort (a signal's exception) waits no longer than a start-up
-        exc.exit_codes = _stop(procs, 15.0 if isinstance(exc, Exception) else STARTUP_STOP_TIMEOUT_S)
+        cast(Any, exc).exit_codes = _stop(procs, 15.0 if isinstance(exc, Exception) else STARTUP_STOP_TIMEOUT_S)
         raise
     exit_codes = _stop(procs)
     if any(code != 0 for code in exit_codes.values()):  # a node that failed: the controller's word is void

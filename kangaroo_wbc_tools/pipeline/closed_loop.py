@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pinocchio as pin
@@ -196,7 +197,7 @@ class ClosedLoopRun:
         self.safe_mode_ticks = 0
         self.fell = False
         self.interrupted = False  # run() stopped early by its stop() callable
-        self.last_state = None  # (q, v, references) the controller got at the last tick
+        self.last_state: tuple | None = None  # (q, v, references) the controller got at the last tick
         #: the last tick's torque sample (model order) and state estimate, or None if the estimator
         #: gave none (for estimators run beside the loop's, e.g. ``evaluate estimation``)
         self.last_inputs: tuple | None = None
@@ -261,6 +262,7 @@ class ClosedLoopRun:
         # ---- the chain (components.assembly), on the sample mapped by name as the nodes' conversion does
         if self.link is None:
             act_ = self._act
+            assert act.effort is not None  # the simulated robot's samples carry the motor torques
             sample = ActuatorSample(act_(act.position), act_(act.velocity), act_(act.effort), act.stamp_s)
             encoders = EncoderSample(self._enc(enc.position), enc.stamp_s)
         else:  # through the simulated broadcasters and the state estimator's boundary
@@ -274,6 +276,7 @@ class ClosedLoopRun:
         t0, t1, tm, t2, t3 = step.marks
         self.last_inputs = None if est is None else (sample, est)
         if est is not None:
+            assert cmd is not None  # the chain's controller answers every estimate
             q, v = est.q.copy(), est.v.copy()
             self.last_state = (q, v, self.control.supervisor.last_references)
             if cmd.mode != "control":
@@ -287,6 +290,7 @@ class ClosedLoopRun:
         elif self.link is None:
             command = ActuatorCommand(self._cmd(cmd.tau_a), act.stamp_s)
         else:  # the controller's boundary, behind the hand-over gate, and the simulated effort controllers
+            assert est is not None  # a command comes with its estimate
             command = self.link.command(cmd.tau_a, est.q, self.control.ready, act.stamp_s)
             self.link.drain_events()
         if cfg.pipelined:
@@ -344,6 +348,7 @@ class ClosedLoopRun:
         gives ``(None, None, None)``."""
         from kangaroo_wbc.components.ros2_control.boundary import BoundaryInputError
 
+        assert self.link is not None  # called through the ros2_control link only
         try:
             return self.link.step_samples(act, enc, imu, self.robot.encoder_offsets)
         except BoundaryInputError as exc:
@@ -405,7 +410,7 @@ class ClosedLoopRun:
         v_true[3:6] = gt.base_angular_velocity_in_base
         truth_in_sole = [np.r_[gt.contacts[s].force_in_sole, gt.contacts[s].torque_in_sole] for s in self.soles]
         no_imu = np.full(3, np.nan)
-        behaviour = self.control.supervisor.behaviour
+        behaviour: Any = self.control.supervisor.behaviour  # duck-typed below
         payload = self.wrench.payload_estimate
         if payload is not None:  # the identification's confident estimates (NaN otherwise)
             ok = payload.confident

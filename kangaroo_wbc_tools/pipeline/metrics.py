@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 
@@ -14,7 +16,7 @@ def _rmse(x: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.sum(x**2, axis=-1)))) if x.size else float("nan")
 
 
-def unwrapped_yaw(quat_xyzw: np.ndarray) -> np.ndarray:
+def unwrapped_yaw(quat_xyzw: np.ndarray | Sequence[Sequence[float]]) -> np.ndarray:
     """Heading [rad] of each orientation (rows ``x y z w``), unwrapped over the rows."""
     x, y, z, w = np.asarray(quat_xyzw, dtype=float).T
     return np.unwrap(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y**2 + z**2)))

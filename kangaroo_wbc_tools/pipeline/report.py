@@ -76,7 +76,7 @@ def walk_figure(run, summary: dict) -> Figure:
     q = log.array("q_true").reshape(t.size, -1)
     fig = Figure(figsize=(12, 6.5), layout="constrained")
     top = fig.subfigures(1, 2, width_ratios=(1.3, 1.0))
-    ax = top[0].subplots()
+    ax = top[0].subplots()  # type: ignore[index]  # matplotlib: subfigures(1, 2) is an array
     size = {c.name: np.ptp(c.corners, axis=0) for c in run.wbc.contacts}
     for k, (_, step, _) in enumerate(walk.touchdowns):
         lx, ly = size[step.side][:2]
@@ -99,7 +99,7 @@ def walk_figure(run, summary: dict) -> Figure:
     ax.legend(fontsize=7, loc="upper left")
     ax.set_title(f"{summary.get('distance_m', 0):.2f} m in {summary.get('steps', 0)} steps, footstep error "
                  f"{1e3 * summary.get('footstep_error_m_mean', float('nan')):.1f} mm (mean)", fontsize=9)
-    vx_ax, wz_ax = top[1].subplots(2, 1, sharex=True)
+    vx_ax, wz_ax = top[1].subplots(2, 1, sharex=True)  # type: ignore[index]  # matplotlib: an array here
     n = max(int(round(2 * walk.gait.step_s / max(run.dt, 1e-9))), 1)
     if t.size > n:
         yaw = unwrapped_yaw(q[:, 3:7])
@@ -283,7 +283,7 @@ def timing_histogram(ax: Axes, series: dict[str, tuple[np.ndarray, str]]) -> Non
             if not v.size:
                 continue
             p50, p99 = np.percentile(v, [50, 99])
-            ax.hist(v, bins=bins, alpha=0.6, color=colour,
+            ax.hist(v, bins=bins, alpha=0.6, color=colour,  # type: ignore[arg-type]  # matplotlib takes array bins
                     label=f"{name}: p50 {p50:.3g}, p99 {p99:.3g}, max {v.max():.3g} ms")
             ax.axvline(p50, color=colour, ls="--", lw=1.0)
             ax.axvline(p99, color=colour, ls=":", lw=1.2)

@@ -117,6 +117,7 @@ class RigRun:
         robot = self.robot
         t = robot.time
         act, enc, imu = robot.samples(wall_s=time.perf_counter())
+        assert act.effort is not None  # the simulated robot's samples carry the motor torques
         sample = ActuatorSample(self._act(act.position), self._act(act.velocity), self._act(act.effort), act.stamp_s)
         plate = self.sim.plate_force()  # the rig's force plate closes the press's loop
         step = self.chain.tick(sample, EncoderSample(self._enc(enc.position), enc.stamp_s), imu,

@@ -244,8 +244,9 @@ class Ros2ControlBoundary:
                                      f"(a state interface missing, or the hardware's value)")
         return values
 
-    def state(self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
-              effort: Sequence[float] | None, stamp_s: float) -> NativeState:
+    def state(self, names: Sequence[str], position: Sequence[float] | np.ndarray,
+              velocity: Sequence[float] | np.ndarray, effort: Sequence[float] | np.ndarray | None,
+              stamp_s: float) -> NativeState:
         """A joint_state_broadcaster message's arrays as native samples.
 
         Positions and velocities of every mapped joint must be finite (the encoders' velocities
@@ -263,6 +264,7 @@ class Ros2ControlBoundary:
         self._finite("position", f["position"], hw_names)
         moving = [i for i, n in enumerate(hw_names) if self.hw.joint(n).role != "encoder"]
         self._finite("velocity", f["velocity"][moving], [hw_names[i] for i in moving])
+        eff: np.ndarray | None  # None: no efforts reported
         eff = f["effort"][moving]
         if np.isnan(eff).all():
             eff = None
@@ -302,8 +304,9 @@ class Ros2ControlBoundary:
                            EncoderSample(s.q[self._enc_idx_q].copy(), stamp_s), s.q)
 
     # ------------------------------------------------------------------ IMU
-    def imu(self, frame_id: str, orientation_xyzw: Sequence[float], angular_velocity: Sequence[float],
-            linear_acceleration: Sequence[float], stamp_s: float,
+    def imu(self, frame_id: str, orientation_xyzw: Sequence[float] | np.ndarray,
+            angular_velocity: Sequence[float] | np.ndarray, linear_acceleration: Sequence[float] | np.ndarray,
+            stamp_s: float,
             orientation_covariance0: float = 0.0) -> ImuSample:
         """An imu_sensor_broadcaster message's fields as an :class:`ImuSample`.
 
@@ -334,7 +337,7 @@ class Ros2ControlBoundary:
         return ImuSample(q / norm, arrays["angular_velocity"], arrays["linear_acceleration"], float(stamp_s))
 
     # ------------------------------------------------------------------ commands
-    def commands(self, force_n: Sequence[float], q: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    def commands(self, force_n: Sequence[float] | np.ndarray, q: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """The controller's actuator forces [N] (model actuator order) as each effort controller's
         ``data`` (its ``joints`` order, the map's units).
 

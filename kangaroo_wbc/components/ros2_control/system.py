@@ -172,6 +172,7 @@ class SimulatedRos2ControlSystem:
         if self.serial:
             theta = self._to_model(act.position - (0.0 if encoder_offset is None else encoder_offset))
             s = self.map.to_serial(theta, self._to_model(act.velocity), self.q)
+            assert s.A is not None  # to_serial always returns the map's Jacobian
             self.q, self._A = s.q, s.A  # one assignment each: the commands' thread reads them
             position[:] = self._scale * s.y + self._offset
             velocity[:] = self._scale * s.y_dot
@@ -186,12 +187,12 @@ class SimulatedRos2ControlSystem:
             position[self._enc_rows] = reading
             last = self._last_enc
             dt = t - last[0] if last is not None else 0.0
-            velocity[self._enc_rows] = (reading - last[1]) / dt if dt > 0.0 else 0.0
+            velocity[self._enc_rows] = (reading - last[1]) / dt if last is not None and dt > 0.0 else 0.0
             self._last_enc = (t, reading)
         return BroadcastState(t, self.names, position, velocity, effort, imu, self.imu_frame_id)
 
     # ------------------------------------------------------------------ commands
-    def on_command(self, controller: str, data: Sequence[float], stamp_s: float = 0.0
+    def on_command(self, controller: str, data: Sequence[float] | np.ndarray, stamp_s: float = 0.0
                    ) -> tuple[ActuatorCommand | None, list[Event]]:
         """One message of ``<controller>/commands``; returns the actuator forces (simulator order,
         stamped ``stamp_s``) once every controller answered with a valid command (else None), and
@@ -235,7 +236,7 @@ class SimulatedRos2ControlSystem:
             return Status("effort_controllers", problem.level, problem.message, values)
         return Status("effort_controllers", Level.OK, f"{len(self.controllers)} effort controllers", values)
 
-    def _on_command(self, controller: str, data: Sequence[float], stamp_s: float
+    def _on_command(self, controller: str, data: Sequence[float] | np.ndarray, stamp_s: float
                     ) -> tuple[ActuatorCommand | None, list[Event]]:
         topic = f"{controller}/commands"
         joints = self.controllers.get(controller)

@@ -35,6 +35,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import mujoco
 import numpy as np
@@ -64,12 +65,14 @@ PLATE_SIZE_M = (0.40, 0.30, 0.04)
 PLATE_NAME = "force_plate"
 
 
-def _removed_links(root: ET.Element, side: str) -> set[str]:
+def _removed_links(root: ET.Element, side: str) -> set[str | None]:
     """Links of the ``side`` leg: the subtrees below the joints from ``base_link`` named ``<side>_*``."""
-    children: dict[str, list[str]] = {}
-    roots = []
+    children: dict[str | None, list[str | None]] = {}
+    roots: list[str | None] = []
     for j in root.iter("joint"):
-        parent, child = j.find("parent").get("link"), j.find("child").get("link")
+        # a URDF joint has a parent and a child element
+        parent = cast(ET.Element, j.find("parent")).get("link")
+        child = cast(ET.Element, j.find("child")).get("link")
         children.setdefault(parent, []).append(child)
         if parent == "base_link" and str(j.get("name")).startswith(f"{side}_"):
             roots.append(child)
@@ -101,7 +104,7 @@ def one_leg_texts(keep: str = "left", urdf_dir: str | Path | None = None) -> dic
     removed = _removed_links(root, drop)
     removed_joints = set()
     for j in list(root.findall("joint")):
-        if j.find("child").get("link") in removed:
+        if cast(ET.Element, j.find("child")).get("link") in removed:
             removed_joints.add(str(j.get("name")))
             root.remove(j)
     for link in list(root.findall("link")):
@@ -228,7 +231,7 @@ def add_force_plate(mjcf: str, center_xy_m: tuple[float, float], top_z_m: float,
     """``mjcf`` with a static box (the force plate) in the world: top face at ``top_z_m`` [m],
     centred at ``center_xy_m`` [m], colliding with the robot as the floor does."""
     root = ET.fromstring(mjcf)
-    world = root.find("worldbody")
+    world = cast(ET.Element, root.find("worldbody"))  # an MJCF has a worldbody
     floor = next((g for g in world.findall("geom") if g.get("name") == "floor"), None)
     if floor is None:
         raise ModelError("the MJCF has no floor geometry to copy the plate's contact settings from")
@@ -236,8 +239,9 @@ def add_force_plate(mjcf: str, center_xy_m: tuple[float, float], top_z_m: float,
     attrs = {"name": PLATE_NAME, "type": "box", "size": f"{lx / 2:g} {wy / 2:g} {tz / 2:g}",
              "pos": f"{center_xy_m[0]:g} {center_xy_m[1]:g} {top_z_m - tz / 2:g}", "rgba": "0.3 0.5 0.8 1"}
     for key in ("contype", "conaffinity", "friction"):
-        if floor.get(key) is not None:
-            attrs[key] = floor.get(key)
+        value = floor.get(key)
+        if value is not None:
+            attrs[key] = value
     world.insert(list(world).index(floor) + 1, ET.Element("geom", attrs))
     return ET.tostring(root, encoding="unicode")
 
@@ -251,6 +255,7 @@ def make_rig(name: str = "one_leg", leg: str = "left", urdf_dir: str | Path | No
     if name not in RIGS:
         raise InputError(f"unknown rig {name!r}; rigs are {list(RIGS)}." + suggest(name, list(RIGS)))
     clm, xml = _load_and_export(one_leg_texts(leg, urdf_dir), leg, mjcf=True)
+    assert xml is not None  # mjcf=True exports it
     initial, sole_in_base = rig_pose(leg)
     missing = [n for n in clm.actuated_joint_names if n not in initial]
     if missing:

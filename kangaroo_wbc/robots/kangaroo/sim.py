@@ -82,7 +82,9 @@ def _pose_in_common_body(tree: UrdfTree, corner: str, sole: str) -> np.ndarray |
     corner_pose = _pose_in_ancestor(tree, corner, body)
     if corner_pose is None:
         return None
-    p, R = _pose_in_ancestor(tree, sole, body)
+    sole_pose = _pose_in_ancestor(tree, sole, body)
+    assert sole_pose is not None  # body was reached from the sole over fixed joints only
+    p, R = sole_pose
     return R.T @ (corner_pose[0] - p)
 
 
