@@ -230,19 +230,14 @@ def _pivot_ratios(LU, sizes, out):
 
 
 @compiled
-def _worst_pivot(LU, sizes):
-    """``(ratio, block)`` of the block with the smallest :func:`_pivot_ratios` ratio."""
-    worst, where = np.inf, -1
-    for b in range(sizes.shape[0]):
-        lo, hi = np.inf, 0.0
-        for k in range(sizes[b]):
-            d = abs(LU[b, k, k])
-            lo = min(lo, d)
-            hi = max(hi, d)
-        r = lo / hi if hi > 0.0 else 0.0
-        if r < worst:
-            worst, where = r, b
-    return worst, where
+def _worst_pivot(LU, sizes, out):
+    """``(ratio, block)`` of the block with the smallest :func:`_pivot_ratios` ratio (``out``: its buffer)."""
+    _pivot_ratios(LU, sizes, out)
+    where = 0
+    for b in range(1, sizes.shape[0]):
+        if out[b] < out[where]:
+            where = b
+    return out[where], where
 
 
 class BlockLU:
@@ -334,7 +329,7 @@ class BlockLU:
     def worst_pivot(self) -> tuple[float, int]:
         """``(ratio, block)``: the smallest of :meth:`pivot_ratios` and its block, in one compiled pass
         (what a per-tick conditioning check needs)."""
-        ratio, block = _worst_pivot(self.LU, self.sizes)
+        ratio, block = _worst_pivot(self.LU, self.sizes, self._ratios)
         return float(ratio), int(block)
 
     def solve(self, B: np.ndarray, transpose: bool = False) -> np.ndarray:
