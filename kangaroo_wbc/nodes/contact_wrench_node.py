@@ -98,8 +98,8 @@ class ContactWrenchNode(KangarooNode):
         self._w_zmp = point_stamped_writer(p.odom_frame)
         if not chained:
             sub = self.create_subscription
-            sub(JointState, "actuators/state", self._on_actuators, qos.SENSOR_LATEST)
-            sub(JointState, "joint_states", self.pairing.on_joints, qos.SENSOR_LATEST)
+            self.create_joint_state_subscription("actuators/state", self._on_actuators, qos.SENSOR_LATEST)
+            self.create_joint_state_subscription("joint_states", self.pairing.on_joints, qos.SENSOR_LATEST)
             sub(Odometry, "estimation/base_odometry", self.pairing.on_odometry, qos.SENSOR_LATEST)
             sub(Bool, "wbc/ready", lambda msg: apply_ready(msg.data, bool(p.rig), wrench=self.component), qos.LATCHED)
         #: the modes of actuators/modes not applied yet (applied in the thread that runs the component)

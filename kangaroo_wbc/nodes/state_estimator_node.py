@@ -90,8 +90,8 @@ class StateEstimatorNode(KangarooNode):
             if self.boundary is not None:  # the broadcasters' topics, converted to the native samples
                 self.hardware = BroadcasterInput(self, self.boundary, self.process)
             else:
-                sub(JointState, "actuators/state", self._on_actuators, qos.SENSOR_LATEST)
-                sub(JointState, "passive_encoders/state", self._on_encoders, qos.SENSOR_LATEST)
+                self.create_joint_state_subscription("actuators/state", self._on_actuators, qos.SENSOR_LATEST)
+                self.create_joint_state_subscription("passive_encoders/state", self._on_encoders, qos.SENSOR_LATEST)
                 sub(Imu, "imu/data", self._on_imu, qos.SENSOR_LATEST)
             subscribe_sole_wrenches(self, self.component.config.sole_frames)
             sub(Bool, "wbc/ready", lambda msg: apply_ready(msg.data, bool(p.rig), estimation=self.component),

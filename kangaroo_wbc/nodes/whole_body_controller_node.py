@@ -113,8 +113,8 @@ class WholeBodyControllerNode(KangarooNode):
         sub = self.create_subscription
         if not chained:  # newest sample wins: an overrun tick skips to the latest state
             if p.fault_detection:  # the motor torques for the fault detector (composed: chained in)
-                sub(JointState, "actuators/state", self._on_actuators, qos.SENSOR_LATEST)
-            sub(JointState, "joint_states", self.pairing.on_joints, qos.SENSOR_LATEST)
+                self.create_joint_state_subscription("actuators/state", self._on_actuators, qos.SENSOR_LATEST)
+            self.create_joint_state_subscription("joint_states", self.pairing.on_joints, qos.SENSOR_LATEST)
             sub(Odometry, "estimation/base_odometry", self.pairing.on_odometry, qos.SENSOR_LATEST)
             subscribe_sole_wrenches(self, self.component.settings.sole_frames)
         if p.rig and not chained:  # the bench's force plate (composed: in-process, on_plate_force)

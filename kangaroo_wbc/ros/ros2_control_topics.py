@@ -50,7 +50,7 @@ class BroadcasterInput:
         cfg = boundary.config
         self.joint_states_topic = cfg.joint_states_topic().lstrip("/")  # the controller manager's namespace
         self.imu_topic = cfg.imu_topic().lstrip("/")
-        node.create_subscription(JointState, self.joint_states_topic, self._on_joint_states, qos.SENSOR_LATEST)
+        node.create_joint_state_subscription(self.joint_states_topic, self._on_joint_states, qos.SENSOR_LATEST)
         node.create_subscription(Imu, self.imu_topic, self._on_imu, qos.SENSOR_LATEST)
         names = boundary.clm.actuated_joint_names
         self._writer = joint_state_writer(names)

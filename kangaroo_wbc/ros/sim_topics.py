@@ -84,7 +84,7 @@ class NativeFace:
         self._act_map = JointIndexMap(robot.actuator_names, what="actuator")
         self.guard = SingleWriterGuard("actuators/command")
         if not chained:
-            node.create_subscription(JointState, "actuators/command", self._on_command, qos.COMMAND)
+            node.create_joint_state_subscription("actuators/command", self._on_command, qos.COMMAND)
         if node.params.command_source:  # composed: no subscription, but another publisher is still reported
             node.watch_single_writer("actuators/command", node.params.command_source)
 

@@ -78,6 +78,7 @@ def graph(ros_environment):  # noqa: F811
 
 def _stand(g) -> None:
     """The state estimator's word: the Kangaroo standing still, stamped now (the node's clock)."""
+    from rclpy.serialization import serialize_message
     from sensor_msgs.msg import JointState
 
     from kangaroo_wbc.ros.conversions import seconds_to_time_msg
@@ -92,9 +93,10 @@ def _stand(g) -> None:
                         position=[float(q[m.joints[m.getJointId(n)].idx_q]) for n in clm.joint_names],
                         velocity=[0.0] * len(clm.joint_names))
     joints.header.stamp = stamp
-    callbacks = {s.topic_name: s.callback for s in wbc.subscriptions}
-    callbacks["/estimation/base_odometry"](odom)
-    callbacks["/joint_states"](joints)
+    subs = {s.topic_name: s for s in wbc.subscriptions}
+    for topic, msg in (("/estimation/base_odometry", odom), ("/joint_states", joints)):
+        sub = subs[topic]  # a raw subscription (the 1 kHz JointState streams) takes the bytes
+        sub.callback(serialize_message(msg) if sub.raw else msg)
 
 
 def _assert_safe(g, since: int) -> None:
