@@ -18,6 +18,7 @@ from kangaroo_wbc.components.parameters import (
     parameter,
     rig_leg_parameter,
     rig_parameter,
+    sim_clock_parameter,
     urdf_dir_parameter,
 )
 from kangaroo_wbc.components.ros2_control.settings import (
@@ -217,6 +218,7 @@ class WholeBodyControllerParams:
         "watchdog's damping) [s]", bounds=(0.0, 60.0))
     rig: str = rig_parameter()
     rig_leg: str = rig_leg_parameter()
+    sim_clock: str = sim_clock_parameter()
     interface: str = interface_parameter()
     joint_space: str = joint_space_parameter()
     hardware_map: str = hardware_map_parameter()

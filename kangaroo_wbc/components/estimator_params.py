@@ -13,6 +13,7 @@ from kangaroo_wbc.components.parameters import (
     parameter,
     rig_leg_parameter,
     rig_parameter,
+    sim_clock_parameter,
     urdf_dir_parameter,
 )
 from kangaroo_wbc.components.ros2_control.settings import (
@@ -136,6 +137,7 @@ class StateEstimatorParams:
         bounds=(0.0, None))
     rig: str = rig_parameter()
     rig_leg: str = rig_leg_parameter()
+    sim_clock: str = sim_clock_parameter()
     interface: str = interface_parameter()
     joint_space: str = joint_space_parameter()
     hardware_map: str = hardware_map_parameter()

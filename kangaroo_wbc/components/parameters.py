@@ -317,6 +317,18 @@ def rig_leg_parameter() -> Any:
                      check=lambda v: None if v in ("left", "right") else "left or right")
 
 
+#: ``sim_clock`` values: the simulated time from the stamps of the node's actuator samples, or ``/clock``.
+SIM_CLOCKS = ("stamps", "clock")
+
+
+def sim_clock_parameter() -> Any:
+    """The ``sim_clock`` parameter of the chain's nodes (read-only): where their simulated time
+    comes from while ``use_sim_time`` is true."""
+    return parameter("stamps", "With use_sim_time: stamps (the simulated time of the latest actuator sample, "
+                     "no /clock subscription) | clock (follow /clock)", read_only=True,
+                     check=lambda v: None if v in SIM_CLOCKS else f"must be one of {list(SIM_CLOCKS)}")
+
+
 __all__ = ["ParamSpec", "parameter", "SharedFields", "ParamField", "param_fields", "check_value", "python_value",
            "params_from_values", "params_from_yaml", "yaml_node_values", "urdf_dir_parameter", "rig_parameter",
-           "rig_leg_parameter"]
+           "rig_leg_parameter", "SIM_CLOCKS", "sim_clock_parameter"]

@@ -15,6 +15,7 @@ from kangaroo_wbc.components.parameters import (
     parameter,
     rig_leg_parameter,
     rig_parameter,
+    sim_clock_parameter,
     urdf_dir_parameter,
 )
 from kangaroo_wbc.errors import InputError
@@ -121,6 +122,7 @@ class ContactWrenchParams:
                                           "stamp is stale, not compared [s]", bounds=(0.0, None))
     rig: str = rig_parameter()
     rig_leg: str = rig_leg_parameter()
+    sim_clock: str = sim_clock_parameter()
 
     def __post_init__(self) -> None:
         if self.cutoff_hz >= self.rate_hz / 2:

@@ -99,6 +99,8 @@ class ContactWrenchNode(KangarooNode):
         if not chained:
             sub = self.create_subscription
             self.create_joint_state_subscription("actuators/state", self._on_actuators, qos.SENSOR_LATEST)
+            if p.sim_clock == "stamps":
+                self.take_clock_from_stamps("actuators/state")
             self.create_joint_state_subscription("joint_states", self.pairing.on_joints, qos.SENSOR_LATEST)
             sub(Odometry, "estimation/base_odometry", self.pairing.on_odometry, qos.SENSOR_LATEST)
             sub(Bool, "wbc/ready", lambda msg: apply_ready(msg.data, bool(p.rig), wrench=self.component), qos.LATCHED)
@@ -150,6 +152,7 @@ class ContactWrenchNode(KangarooNode):
         controller's model already updated at this state, composed deployment)."""
         if self._pending_modes is not None:
             self._apply_modes()
+        self.stamp_clock(sample.stamp_s)  # with the clock taken from the stamps
         self._payloads.apply()
         out = self.component.step(sample, projected)
         self.tick_count += 1

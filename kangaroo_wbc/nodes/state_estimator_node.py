@@ -89,7 +89,11 @@ class StateEstimatorNode(KangarooNode):
             sub = self.create_subscription
             if self.boundary is not None:  # the broadcasters' topics, converted to the native samples
                 self.hardware = BroadcasterInput(self, self.boundary, self.process)
+                if p.sim_clock == "stamps":
+                    self.take_clock_from_stamps(self.hardware.joint_states_topic)
             else:
+                if p.sim_clock == "stamps":
+                    self.take_clock_from_stamps("actuators/state")
                 self.create_joint_state_subscription("actuators/state", self._on_actuators, qos.SENSOR_LATEST)
                 self.create_joint_state_subscription("passive_encoders/state", self._on_encoders, qos.SENSOR_LATEST)
                 sub(Imu, "imu/data", self._on_imu, qos.SENSOR_LATEST)
@@ -133,6 +137,7 @@ class StateEstimatorNode(KangarooNode):
     def process(self, sample: ActuatorSample, stamp=None) -> StateEstimate | None:
         """Run the component on one actuator sample and publish its outputs (``stamp``: the
         sample's ``builtin_interfaces/Time``, made from ``sample.stamp_s`` when None)."""
+        self.stamp_clock(sample.stamp_s)  # with the clock taken from the stamps
         self._payloads.apply()
         est = self.component.step(sample)
         self.tick_count += 1

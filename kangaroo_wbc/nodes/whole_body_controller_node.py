@@ -114,6 +114,8 @@ class WholeBodyControllerNode(KangarooNode):
         if not chained:  # newest sample wins: an overrun tick skips to the latest state
             if p.fault_detection:  # the motor torques for the fault detector (composed: chained in)
                 self.create_joint_state_subscription("actuators/state", self._on_actuators, qos.SENSOR_LATEST)
+                if p.sim_clock == "stamps" and p.interface == "native":  # straight from the robot or simulator
+                    self.take_clock_from_stamps("actuators/state")
             self.create_joint_state_subscription("joint_states", self.pairing.on_joints, qos.SENSOR_LATEST)
             sub(Odometry, "estimation/base_odometry", self.pairing.on_odometry, qos.SENSOR_LATEST)
             subscribe_sole_wrenches(self, self.component.settings.sole_frames)
@@ -168,6 +170,7 @@ class WholeBodyControllerNode(KangarooNode):
             self.throttled.warning("actuators/state", f"actuators/state skipped by the fault detector: {exc}")
             return
         assert arr.velocity is not None  # required: from_joint_state raised otherwise
+        self.stamp_clock(arr.stamp_s)  # with the clock taken from the stamps
         # the position is not required and may be None (the fault detector reads the velocity and
         # effort); ActuatorSample types it as an array
         position = cast(np.ndarray, arr.position)

@@ -49,6 +49,7 @@ from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
+from rclpy.time import Time as RosTime
 from rclpy.time_source import TimeSource
 
 from kangaroo_wbc.errors import ConfigError, KangarooWbcError
@@ -63,6 +64,9 @@ from kangaroo_wbc.ros.publication import (
 
 #: What the rcl calls raise (rclpy.init: e.g. a parameter file that is not valid YAML).
 RCLError = rclpy_implementation.RCLError
+
+#: Stamps at or above this [s] do not set a clock from stamps (not a time rcl can hold: int64 ns).
+STAMP_LIMIT_S = 9.2e9
 
 EXIT_OK = 0
 EXIT_CONFIG_ERROR = 2
@@ -223,6 +227,7 @@ class KangarooNode(Node):
         self.report_process = True
         #: the clock is set by the process that hosts the node (:meth:`use_time_set_in_process`)
         self.time_set_in_process = False
+        self._stamp_clock: Clock | None = None  # set from the samples' stamps (:meth:`take_clock_from_stamps`)
         self._cpu_mark = (time.process_time(), time.monotonic(), 0)
         self.throttled = ThrottledLogger(self.get_logger(), THROTTLE_PERIOD_S)
         self.input_faults = InputFaults()
@@ -340,6 +345,30 @@ class KangarooNode(Node):
         time_source.ros_time_is_active = True
         self.time_set_in_process = True
         return clock
+
+    def take_clock_from_stamps(self, source: str) -> bool:
+        """With ``use_sim_time``, set this node's clock from the stamps of its ``source`` samples
+        (:meth:`stamp_clock`) instead of following ``/clock``: the simulator stamps them with its
+        simulated time, and a ``/clock`` message per simulated millisecond costs each node a
+        wake-up. The clock then stops when ``source`` stops, as it would when ``/clock`` stops.
+        Without ``use_sim_time``, nothing changes (the system clock).
+
+        Returns:
+            Whether the clock now follows the stamps.
+        """
+        if not self.get_parameter("use_sim_time").value:
+            return False
+        self._stamp_clock = self.use_time_set_in_process()
+        self.get_logger().info(f"simulated time from the stamps of {source} (no /clock subscription)")
+        return True
+
+    def stamp_clock(self, stamp_s: float) -> None:
+        """The simulated time [s] of a sample just taken, while the clock follows the stamps
+        (:meth:`take_clock_from_stamps`); a stamp that is not a positive finite time is ignored."""
+        clock = self._stamp_clock
+        if clock is not None and 0.0 < stamp_s < STAMP_LIMIT_S:
+            clock.set_ros_time_override(  # type: ignore[attr-defined]  # rclpy: a node's clock is a ROSClock
+                RosTime(nanoseconds=round(stamp_s * 1e9), clock_type=ClockType.ROS_TIME))
 
     def destroy_node(self) -> None:
         """Stop the process's publication thread (it keeps the stream publishers in use), then

@@ -5,7 +5,8 @@ Starts the graph with the sim backend — ``separate``: ``sim``, ``state_estimat
 ``ros2 run`` uses); ``composed``: the ``composed`` executable (``--backend sim``), the four nodes in
 one process — and observes it from this process with rclpy. Parameters go to every process in one
 temporary YAML file (``<node>: ros__parameters: {...}`` blocks, ``--params-file``); every pipeline
-node runs on the simulator's ``/clock`` (``use_sim_time: true``) in both simulator modes.
+node runs on the simulator's time (``use_sim_time: true``; the chain's nodes take it from the stamps of
+``actuators/state``, ``sim_clock: stamps``) in both simulator modes.
 
 The run starts when the controller says it is ready (``wbc/ready``): the robot then hangs on the
 crane, calibrated, and the simulator releases it ``release_delay_s`` later. Measured from there:

@@ -149,6 +149,30 @@ def test_node_without_parameters(rclpy_context) -> None:
     node.destroy_node()
 
 
+@pytest.mark.parametrize("sim_time", [True, False])
+def test_clock_taken_from_stamps(rclpy_context, sim_time: bool) -> None:
+    """With use_sim_time, the clock follows the stamps given to stamp_clock and the node does not
+    subscribe to /clock; stamps that are no time leave it where it is. Without, nothing changes."""
+    node = KangarooNode("stamped_node", diagnostics_period_s=0.0, context=rclpy_context,
+                        parameter_overrides=[Parameter("use_sim_time", Parameter.Type.BOOL, sim_time)])
+    try:
+        assert sim_time == bool(node.get_subscriptions_info_by_topic("/clock"))  # rclpy's TimeSource
+        assert node.take_clock_from_stamps("actuators/state") is sim_time
+        node.stamp_clock(12.5)
+        if not sim_time:
+            assert node.get_clock().now().nanoseconds * 1e-9 > 1e9  # the system clock
+            return
+        assert not node.get_subscriptions_info_by_topic("/clock")
+        assert node.get_clock().now().nanoseconds == 12_500_000_000
+        for bad in (float("nan"), float("inf"), -1.0, 0.0, 1e300):
+            node.stamp_clock(bad)
+            assert node.get_clock().now().nanoseconds == 12_500_000_000, bad
+        node.stamp_clock(3.0)  # a simulator that restarted: its clock goes back, so does the node's
+        assert node.get_clock().now().nanoseconds == 3_000_000_000
+    finally:
+        node.destroy_node()
+
+
 SCRIPT = textwrap.dedent(
     '''
     import dataclasses, sys

@@ -80,6 +80,13 @@ class Diagnostics:
             arrays = [arr for _, arr in self.rec.items[self._start :]]
         return [s for arr in arrays for s in arr.status if s.name == name]
 
+    def stamps(self, node: str) -> list[float]:
+        """The stamps [s] (the node's clock) of the arrays of node ``node`` received since :meth:`mark`."""
+        with self.rec.lock:
+            arrays = [arr for _, arr in self.rec.items[self._start :]]
+        return [a.header.stamp.sec + a.header.stamp.nanosec * 1e-9 for a in arrays
+                if a.status and a.status[0].name.startswith(node + ":")]
+
     def wait(
         self,
         name: str,

@@ -1,7 +1,7 @@
 """The simulator dying and coming back, with the real ``sim``, ``state_estimator`` and
 ``whole_body_controller`` executables running as separate processes over real DDS.
 
-The simulator runs in lockstep (one 1 ms step per command, every node on its ``/clock``), as in
+The simulator runs in lockstep (one 1 ms step per command, every node on its simulated time), as in
 ``kangaroo-wbc demo --processes separate``; it is killed with SIGKILL while the loop runs, then a
 new one is started with another seed (other encoder boot offsets, as a rebooted robot; its clock
 starts again at 0). Expected: the controller reports its safe mode (stale state) and the estimator
