@@ -102,7 +102,8 @@ class ContactWrenchNode(KangarooNode):
             if p.sim_clock == "stamps":
                 self.take_clock_from_stamps("actuators/state")
             self.create_joint_state_subscription("joint_states", self.pairing.on_joints, qos.SENSOR_LATEST)
-            sub(Odometry, "estimation/base_odometry", self.pairing.on_odometry, qos.SENSOR_LATEST)
+            self.create_stamped_subscription(Odometry, "estimation/base_odometry", self.pairing.on_odometry,
+                                             qos.SENSOR_LATEST)
             sub(Bool, "wbc/ready", lambda msg: apply_ready(msg.data, bool(p.rig), wrench=self.component), qos.LATCHED)
         #: the modes of actuators/modes not applied yet (applied in the thread that runs the component)
         self._pending_modes: dict[str, str] | None = None

@@ -96,7 +96,7 @@ class StateEstimatorNode(KangarooNode):
                     self.take_clock_from_stamps("actuators/state")
                 self.create_joint_state_subscription("actuators/state", self._on_actuators, qos.SENSOR_LATEST)
                 self.create_joint_state_subscription("passive_encoders/state", self._on_encoders, qos.SENSOR_LATEST)
-                sub(Imu, "imu/data", self._on_imu, qos.SENSOR_LATEST)
+                self.create_stamped_subscription(Imu, "imu/data", self._on_imu, qos.SENSOR_LATEST)
             subscribe_sole_wrenches(self, self.component.config.sole_frames)
             sub(Bool, "wbc/ready", lambda msg: apply_ready(msg.data, bool(p.rig), estimation=self.component),
                 qos.LATCHED)

@@ -117,7 +117,8 @@ class WholeBodyControllerNode(KangarooNode):
                 if p.sim_clock == "stamps" and p.interface == "native":  # straight from the robot or simulator
                     self.take_clock_from_stamps("actuators/state")
             self.create_joint_state_subscription("joint_states", self.pairing.on_joints, qos.SENSOR_LATEST)
-            sub(Odometry, "estimation/base_odometry", self.pairing.on_odometry, qos.SENSOR_LATEST)
+            self.create_stamped_subscription(Odometry, "estimation/base_odometry", self.pairing.on_odometry,
+                                             qos.SENSOR_LATEST)
             subscribe_sole_wrenches(self, self.component.settings.sole_frames)
         if p.rig and not chained:  # the bench's force plate (composed: in-process, on_plate_force)
             sub(WrenchStamped, "rig/plate_wrench", self._on_plate, qos.SENSOR_LATEST)

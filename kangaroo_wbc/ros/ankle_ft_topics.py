@@ -13,7 +13,7 @@ import numpy as np
 from geometry_msgs.msg import WrenchStamped
 
 from kangaroo_wbc.ros import qos
-from kangaroo_wbc.ros.conversions import time_msg_to_seconds
+from kangaroo_wbc.ros.conversions import wrench_stamped_to_arrays
 
 
 def subscribe_ankle_ft(node: Any, component: Any) -> list[str]:
@@ -26,13 +26,12 @@ def subscribe_ankle_ft(node: Any, component: Any) -> list[str]:
     for name in comparison.sensors:
         topic = f"{name}/wrench"
 
-        def on_wrench(msg: WrenchStamped, name: str = name) -> None:
-            f, t = msg.wrench.force, msg.wrench.torque
-            comparison.on_wrench(name, msg.header.frame_id, np.array([f.x, f.y, f.z]), np.array([t.x, t.y, t.z]),
-                                 time_msg_to_seconds(msg.header.stamp))
+        def on_wrench(msg: WrenchStamped | bytes, name: str = name) -> None:
+            wrench, frame_id, stamp_s = wrench_stamped_to_arrays(msg)
+            comparison.on_wrench(name, frame_id, np.array(wrench[:3]), np.array(wrench[3:]), stamp_s)
             node.log_events(component)
 
-        node.create_subscription(WrenchStamped, topic, on_wrench, qos.SENSOR_LATEST)
+        node.create_stamped_subscription(WrenchStamped, topic, on_wrench, qos.SENSOR_LATEST)  # serialised form
         topics.append(topic)
     return topics
 

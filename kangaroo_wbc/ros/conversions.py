@@ -40,6 +40,7 @@ from geometry_msgs.msg import (
     Twist,
     Vector3,
     Wrench,
+    WrenchStamped,
 )
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Imu, JointState
@@ -65,11 +66,13 @@ __all__ = [
     "pose_msg_to_arrays",
     "quaternion_msg_to_xyzw",
     "quaternion_wxyz_to_xyzw",
+    "read_stamped",
     "seconds_to_time_msg",
     "time_msg_to_seconds",
     "to_seconds",
     "twist_msg_to_arrays",
     "vector3_msg_to_array",
+    "wrench_stamped_to_arrays",
     "wrench_msg_to_vector",
     "xyzw_to_pin_quaternion",
     "xyzw_to_quaternion_msg",
@@ -427,8 +430,24 @@ class OdometryArrays(NamedTuple):
     stamp_s: float
 
 
-def odometry_msg_to_arrays(msg: Odometry) -> OdometryArrays:
-    """nav_msgs/Odometry → :class:`OdometryArrays`. InputError on non-finite or zero quaternion."""
+def odometry_msg_to_arrays(msg: Odometry | bytes) -> OdometryArrays:
+    """nav_msgs/Odometry, or its serialised form (a raw subscription's, read by
+    :func:`~kangaroo_wbc.ros.serialized.stamped_reader`), → :class:`OdometryArrays`. InputError on
+    non-finite or zero quaternion (or malformed bytes)."""
+    if isinstance(msg, bytes):
+        view, at = read_stamped(Odometry, msg)
+        if at is None:
+            return odometry_msg_to_arrays(view)
+        v = view.values
+        return OdometryArrays(
+            _vector(v[at["pose.pose.position"]], 3, "Point"),
+            normalize_quaternion(v[at["pose.pose.orientation"]]),
+            _vector(v[at["twist.twist.linear"]], 3, "Vector3"),
+            _vector(v[at["twist.twist.angular"]], 3, "Vector3"),
+            view.frame_id,
+            view.strings[0],
+            view.stamp_s,
+        )
     position, quaternion = pose_msg_to_arrays(msg.pose.pose)
     linear, angular = twist_msg_to_arrays(msg.twist.twist)
     return OdometryArrays(
@@ -444,6 +463,41 @@ def odometry_msg_to_arrays(msg: Odometry) -> OdometryArrays:
 
 # --------------------------------------------------------------------------------------------
 # wrenches
+
+
+def read_stamped(msg_type: type, raw: bytes) -> tuple[Any, Any]:
+    """Serialised ``msg_type`` read: ``(view, slices)`` (a
+    :class:`~kangaroo_wbc.ros.serialized.StampedView` and the reader's field slices), or
+    ``(message, None)``: the message deserialised by rclpy where no reader passed its self-check.
+
+    Raises:
+        InputError: bytes that are not a well-formed message of ``msg_type``.
+    """
+    from kangaroo_wbc.ros.serialized import stamped_reader
+
+    reader = stamped_reader(msg_type)
+    if reader is not None:
+        return reader.read(raw), reader.slices
+    from rclpy.serialization import deserialize_message
+
+    try:
+        return deserialize_message(raw, msg_type), None
+    except Exception as exc:  # noqa: BLE001 - rclpy raises several kinds on bad bytes
+        raise InputError(f"malformed serialised {msg_type.__name__}: {exc}") from None
+
+
+def wrench_stamped_to_arrays(msg: WrenchStamped | bytes) -> tuple[np.ndarray, str, float]:
+    """geometry_msgs/WrenchStamped, or its serialised form, → ``(wrench, frame_id, stamp [s])``,
+    the wrench ``[f_x, f_y, f_z, tau_x, tau_y, tau_z]`` ([N], [N·m]) as received (not checked:
+    the receiver checks what it uses)."""
+    if isinstance(msg, bytes):
+        view, at = read_stamped(WrenchStamped, msg)
+        if at is None:
+            return wrench_stamped_to_arrays(view)
+        return view.values, view.frame_id, view.stamp_s
+    f, t = msg.wrench.force, msg.wrench.torque
+    return (np.array((f.x, f.y, f.z, t.x, t.y, t.z)), msg.header.frame_id,
+            time_msg_to_seconds(msg.header.stamp))
 
 
 def wrench_msg_to_vector(msg: Wrench) -> np.ndarray:
@@ -470,8 +524,22 @@ class ImuArrays(NamedTuple):
     stamp_s: float
 
 
-def imu_msg_to_arrays(msg: Imu) -> ImuArrays:
-    """sensor_msgs/Imu → :class:`ImuArrays` (angular velocity [rad/s], specific force [m/s²])."""
+def imu_msg_to_arrays(msg: Imu | bytes) -> ImuArrays:
+    """sensor_msgs/Imu, or its serialised form, → :class:`ImuArrays` (angular velocity [rad/s],
+    specific force [m/s²])."""
+    if isinstance(msg, bytes):
+        view, at = read_stamped(Imu, msg)
+        if at is None:
+            return imu_msg_to_arrays(view)
+        v = view.values
+        has = v[at["orientation_covariance"]][0] != -1.0
+        return ImuArrays(
+            normalize_quaternion(v[at["orientation"]]) if has else None,
+            _vector(v[at["angular_velocity"]], 3, "Vector3"),
+            _vector(v[at["linear_acceleration"]], 3, "Vector3"),
+            view.frame_id,
+            view.stamp_s,
+        )
     has_orientation = len(msg.orientation_covariance) == 0 or msg.orientation_covariance[0] != -1.0
     quaternion = quaternion_msg_to_xyzw(msg.orientation) if has_orientation else None
     return ImuArrays(

@@ -268,6 +268,19 @@ class KangarooNode(Node):
         name = self.resolve_topic_name(topic)
         return super().create_subscription(msg_type, topic, self._guarded(name, callback), qos_profile, **kwargs)
 
+    def create_stamped_subscription(self, msg_type: Any, topic: str, callback: Callable[[Any], Any],
+                                    qos_profile: Any) -> Any:
+        """A subscription to a 1 kHz ``WrenchStamped``, ``Imu`` or ``Odometry`` stream whose
+        ``callback`` gets the serialised bytes, which the conversions read without building the
+        nested message (:func:`~kangaroo_wbc.ros.serialized.stamped_reader`;
+        :func:`~kangaroo_wbc.ros.conversions.wrench_stamped_to_arrays`, ``imu_msg_to_arrays``,
+        ``odometry_msg_to_arrays`` take both forms). Guarded as :meth:`create_subscription`; the
+        typed message where no reader passed its self-check on this middleware."""
+        from kangaroo_wbc.ros.serialized import stamped_reader
+
+        raw = stamped_reader(msg_type) is not None
+        return self.create_subscription(msg_type, topic, callback, qos_profile, raw=raw)
+
     def create_joint_state_subscription(self, topic: str, callback: Callable[[Any], Any], qos_profile: Any) -> Any:
         """A ``sensor_msgs/JointState`` subscription whose messages are read from their serialised
         form (:class:`~kangaroo_wbc.ros.serialized.JointStateReader`): ``callback`` gets a

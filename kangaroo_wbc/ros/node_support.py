@@ -58,14 +58,15 @@ def subscribe_sole_wrenches(node: Any, sole_frames: Sequence[str]) -> None:
     from geometry_msgs.msg import WrenchStamped
 
     from kangaroo_wbc.ros import qos
-    from kangaroo_wbc.ros.conversions import time_msg_to_seconds
+    from kangaroo_wbc.ros.conversions import wrench_stamped_to_arrays
 
-    def on_wrench(i: int, msg: WrenchStamped) -> None:
-        node.component.on_sole_force(i, msg.wrench.force.z, time_msg_to_seconds(msg.header.stamp))
+    def on_wrench(i: int, msg: WrenchStamped | bytes) -> None:
+        wrench, _, stamp_s = wrench_stamped_to_arrays(msg)
+        node.component.on_sole_force(i, float(wrench[2]), stamp_s)
 
-    for i, sole in enumerate(sole_frames):
-        node.create_subscription(WrenchStamped, f"contact/{sole}/wrench",
-                                 lambda msg, i=i: on_wrench(i, msg), qos.SENSOR_LATEST)
+    for i, sole in enumerate(sole_frames):  # read from the serialised form (1 kHz)
+        node.create_stamped_subscription(WrenchStamped, f"contact/{sole}/wrench",
+                                         lambda msg, i=i: on_wrench(i, msg), qos.SENSOR_LATEST)
 
 
 def add_parameter_check(node: Any, names: Sequence[str], check: Any) -> None:

@@ -32,7 +32,7 @@ from kangaroo_wbc.components.ros2_control.boundary import BoundaryInputError, Ro
 from kangaroo_wbc.components.ros2_control.hand_over import CommandGate
 from kangaroo_wbc.components.samples import ActuatorSample
 from kangaroo_wbc.ros import qos
-from kangaroo_wbc.ros.conversions import time_msg_to_seconds
+from kangaroo_wbc.ros.conversions import read_stamped, time_msg_to_seconds
 from kangaroo_wbc.ros.serialized import joint_state_writer
 
 
@@ -51,7 +51,7 @@ class BroadcasterInput:
         self.joint_states_topic = cfg.joint_states_topic().lstrip("/")  # the controller manager's namespace
         self.imu_topic = cfg.imu_topic().lstrip("/")
         node.create_joint_state_subscription(self.joint_states_topic, self._on_joint_states, qos.SENSOR_LATEST)
-        node.create_subscription(Imu, self.imu_topic, self._on_imu, qos.SENSOR_LATEST)
+        node.create_stamped_subscription(Imu, self.imu_topic, self._on_imu, qos.SENSOR_LATEST)  # serialised form
         names = boundary.clm.actuated_joint_names
         self._writer = joint_state_writer(names)
         self._pub = node.create_stream_publisher(JointState, "actuators/state", qos.SENSOR_STATE)
@@ -72,11 +72,21 @@ class BroadcasterInput:
                                                  effort=self._nan if a.effort is None else a.effort))
         self._process(a, msg.header.stamp)
 
-    def _on_imu(self, msg: Imu) -> None:
+    def _on_imu(self, msg: Imu | bytes) -> None:
+        if isinstance(msg, bytes):  # the serialised form (1 kHz): no nested message built
+            view, at = read_stamped(Imu, msg)
+            if at is not None:
+                v = view.values
+                o, w, f = v[at["orientation"]], v[at["angular_velocity"]], v[at["linear_acceleration"]]
+                return self._imu(view.frame_id, o, w, f, view.stamp_s, float(v[at["orientation_covariance"]][0]))
+            msg = view
         o, w, f = msg.orientation, msg.angular_velocity, msg.linear_acceleration
+        self._imu(msg.header.frame_id, (o.x, o.y, o.z, o.w), (w.x, w.y, w.z), (f.x, f.y, f.z),
+                  time_msg_to_seconds(msg.header.stamp), msg.orientation_covariance[0])
+
+    def _imu(self, frame_id: str, o: Any, w: Any, f: Any, stamp_s: float, orientation_covariance_0: float) -> None:
         try:
-            imu = self.boundary.imu(msg.header.frame_id, (o.x, o.y, o.z, o.w), (w.x, w.y, w.z), (f.x, f.y, f.z),
-                                    time_msg_to_seconds(msg.header.stamp), msg.orientation_covariance[0])
+            imu = self.boundary.imu(frame_id, o, w, f, stamp_s, orientation_covariance_0)
         except BoundaryInputError as exc:
             return self.node.component.reject(self.imu_topic, exc)
         self.node.component.on_imu(imu)

@@ -172,3 +172,78 @@ def test_the_joint_index_map_reads_a_view_as_it_reads_the_message() -> None:
     theirs = joints.from_joint_state(msg, required=("effort",))
     for a, b in zip(ours, theirs):
         np.testing.assert_array_equal(a, b)
+
+
+def _random_stamped(msg_type, frame: str, child: str = ""):
+    """A message of ``msg_type`` with every float64 field random and the given frames."""
+    msg = msg_type()
+    msg.header.frame_id, msg.header.stamp.sec, msg.header.stamp.nanosec = frame, 42, 123_456_789
+
+    def fill(m) -> None:
+        for name, kind in m.get_fields_and_field_types().items():
+            if kind == "double":
+                setattr(m, name, float(RNG.normal()))
+            elif kind.startswith("double["):
+                setattr(m, name, [float(x) for x in RNG.normal(size=len(getattr(m, name)))])
+            elif hasattr(getattr(m, name), "get_fields_and_field_types") and name != "header":
+                fill(getattr(m, name))
+
+    fill(msg)
+    if child:
+        msg.child_frame_id = child
+    return msg
+
+
+@pytest.mark.parametrize("frame", ["", "a", "imu", "left_sole", "base_link_7"])
+def test_stamped_readers_convert_as_the_typed_messages(frame) -> None:
+    """Every frame-id length (the alignment of the doubles after it): the conversions give the
+    same arrays from the bytes as from the message rclpy builds."""
+    from rclpy.serialization import serialize_message
+
+    from kangaroo_wbc.ros.conversions import (
+        imu_msg_to_arrays,
+        odometry_msg_to_arrays,
+        wrench_stamped_to_arrays,
+    )
+    from kangaroo_wbc.ros.serialized import stamped_reader
+
+    for msg_type, convert in ((WrenchStamped, wrench_stamped_to_arrays), (Imu, imu_msg_to_arrays),
+                              (Odometry, odometry_msg_to_arrays)):
+        assert stamped_reader(msg_type) is not None, f"{msg_type.__name__}: the reader's self-check failed"
+        msg = _random_stamped(msg_type, frame, child="base" + frame if msg_type is Odometry else "")
+        ours, theirs = convert(serialize_message(msg)), convert(msg)
+        assert len(ours) == len(theirs)
+        for a, b in zip(ours, theirs):
+            if isinstance(b, np.ndarray):
+                np.testing.assert_array_equal(a, b)
+            else:
+                assert a == b
+    imu = _random_stamped(Imu, frame)
+    imu.orientation_covariance[0] = -1.0  # REP 145: no orientation
+    assert imu_msg_to_arrays(serialize_message(imu)).quaternion_xyzw is None
+
+
+def test_stamped_reader_refuses_truncated_or_corrupt_bytes_and_bad_values() -> None:
+    from rclpy.serialization import serialize_message
+
+    from kangaroo_wbc.errors import InputError
+    from kangaroo_wbc.ros.conversions import (
+        imu_msg_to_arrays,
+        odometry_msg_to_arrays,
+        wrench_stamped_to_arrays,
+    )
+
+    raw = serialize_message(_random_stamped(Odometry, "odom", child="base_link"))
+    for cut in (0, 3, 11, 20, len(raw) - 8):
+        with pytest.raises(InputError, match="malformed serialised Odometry"):
+            odometry_msg_to_arrays(raw[:cut])
+    with pytest.raises(InputError, match="not little-endian"):
+        wrench_stamped_to_arrays(b"\x00\x00" + serialize_message(WrenchStamped())[2:])
+    zero = Imu()  # an all-zero orientation: refused as from the typed message
+    zero.orientation.w = 0.0
+    with pytest.raises(InputError, match="zero quaternion"):
+        imu_msg_to_arrays(serialize_message(zero))
+    odom = _random_stamped(Odometry, "odom", child="base_link")
+    odom.twist.twist.angular.y = float("nan")
+    with pytest.raises(InputError, match="non-finite"):
+        odometry_msg_to_arrays(serialize_message(odom))
