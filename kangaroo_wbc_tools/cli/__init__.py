@@ -83,16 +83,24 @@ def main(argv: list[str] | None = None) -> int:
         fail(str(exc), json_mode)
         return 2
     except (KeyboardInterrupt, Interrupted) as exc:
-        abort.disarm()  # the signal reached the command line: no more repeats
-        signum = getattr(exc, "signum", signal.SIGINT)
-        fail(f"{PROG}: interrupted ({signal.Signals(signum).name})", json_mode)
-        return 128 + signum
+        return _interrupted(abort, getattr(exc, "signum", signal.SIGINT), json_mode)
     except Exception as exc:  # an unexpected failure still ends with the JSON error object
+        if abort.signum is not None:
+            # the signal's exception, turned into another on its way out: numpy's import, interrupted,
+            # raises ImportError ("Importing the numpy C-extensions failed")
+            return _interrupted(abort, abort.signum, json_mode)
         fail(f"{PROG}: internal error: {type(exc).__name__}: {exc}", json_mode)
         return 1
     finally:
         abort.__exit__(None, None, None)
         seal_output_folder(getattr(args, "out", None))  # what the run wrote, for a later --force
+
+
+def _interrupted(abort: AbortOnSignal, signum: int, json_mode: bool) -> int:
+    """The command ended by signal ``signum``: one line (and the JSON error object), 128 + signum."""
+    abort.disarm()  # the signal reached the command line: no more repeats
+    fail(f"{PROG}: interrupted ({signal.Signals(signum).name})", json_mode)
+    return 128 + signum
 
 
 if __name__ == "__main__":

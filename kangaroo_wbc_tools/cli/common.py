@@ -33,7 +33,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kangaroo_wbc.progress import LINE_INTERVAL_S
 
@@ -564,14 +564,22 @@ def add_out_options(parser: argparse.ArgumentParser, default: str, help_text: st
 # ------------------------------------------------------------------------------ JSON and tables
 
 
+def _numpy_types() -> tuple[type, ...]:
+    """numpy's array and scalar types if numpy is loaded, else none: a value can only be one of
+    them then. Never imports numpy: after a signal that interrupted numpy's own import (the
+    command's first second), importing it again fails ("cannot load module more than once"), and
+    the report of the interruption must still be written."""
+    np = sys.modules.get("numpy")
+    types = (getattr(np, "ndarray", None), getattr(np, "generic", None))
+    return tuple(t for t in types if isinstance(t, type))
+
+
 def json_safe(obj: Any, reasons: dict[str, str] | None = None, path: str = "") -> Any:
     """``obj`` with every non-finite float (NaN, ±inf: not JSON) replaced by None; ``reasons``
     (if given) receives, by dotted key, why each is null. Numpy scalars and arrays become Python
     values first."""
-    import numpy as np
-
-    if isinstance(obj, np.ndarray | np.generic):
-        obj = obj.tolist()
+    if isinstance(obj, _numpy_types()):
+        obj = cast(Any, obj).tolist()
     if isinstance(obj, float) and not math.isfinite(obj):
         if reasons is not None:
             reasons[path or "value"] = (f"not a finite number ({obj}): nothing in this run to compute it from"
@@ -601,10 +609,8 @@ def write_json(path: Path, obj: dict) -> None:
 
 def json_default(obj: Any) -> Any:
     """``json.dumps`` ``default=``: numpy scalars and arrays, paths."""
-    import numpy as np
-
-    if isinstance(obj, np.ndarray | np.generic):  # numpy scalars as their Python values
-        return obj.tolist()
+    if isinstance(obj, _numpy_types()):  # numpy scalars as their Python values
+        return cast(Any, obj).tolist()
     if isinstance(obj, Path):
         return str(obj)
     raise TypeError(f"not JSON serialisable: {type(obj)}")

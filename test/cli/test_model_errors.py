@@ -80,3 +80,42 @@ def test_info_reports_the_rod_spin_and_the_reference(folder, capsys):
 def test_cassie_mjcf_checks(capsys):
     code, obj, _ = _run(capsys, "check", str(CASSIE))
     assert code == 0 and obj["ok"] is True
+
+
+def test_a_signal_turned_into_another_exception_still_ends_as_the_signal(folder, capsys, monkeypatch):
+    """A library may turn the command line's exception for a signal into its own (numpy's
+    interrupted import raises ImportError): the command still ends as interrupted, exit 143, with
+    its JSON error object."""
+    import os
+    import signal
+    import time
+
+    import kangaroo_wbc.model.checks as checks
+    from kangaroo_wbc_tools.cli.common import Interrupted
+
+    def interrupted_inside_a_library(*args, **kwargs):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)  # the command line's handler raises Interrupted
+            time.sleep(1.0)  # the handler runs at once: never slept through
+        except Interrupted:
+            raise ImportError("Importing the numpy C-extensions failed") from None
+        raise AssertionError("the signal did not interrupt")
+
+    monkeypatch.setattr(checks, "run_checks", interrupted_inside_a_library)
+    code, obj, err = _run(capsys, "check", str(folder / "rssr.urdf"), "--closures", str(folder / "rssr_closures.yaml"))
+    assert code == 128 + signal.SIGTERM
+    assert obj == {"ok": False, "error": "kangaroo-wbc: interrupted (SIGTERM)"}
+    assert "internal error" not in err
+
+
+def test_the_json_error_never_imports_numpy():
+    """After a signal interrupted numpy's own import, importing it again fails: the report of the
+    interruption must not need it (a fresh interpreter with the command line loaded)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from kangaroo_wbc_tools.cli.common import print_json; "
+            "print_json({'ok': False, 'error': 'x', 'v': float('nan')}); assert 'numpy' not in sys.modules")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["v"] is None

@@ -81,6 +81,24 @@ def test_sigterm_ends_the_soak_with_its_report(workdir):
     assert report["interrupted"] is True and 0 < report["ticks"] < 60_000
 
 
+def _handles(pid: int, sig: signal.Signals) -> bool:
+    """True once process ``pid`` catches ``sig`` (its ``SigCgt`` mask in ``/proc``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    return False
+
+
+def _wait_until_it_handles(proc: subprocess.Popen, sig: signal.Signals, timeout_s: float = 60.0) -> None:
+    """Until the command line has installed its handler for ``sig``: before that the interpreter
+    starts (its own imports, the environment's ``.pth`` files) under the system's default action,
+    which a loaded machine stretches past any fixed delay."""
+    deadline = time.monotonic() + timeout_s
+    while not _handles(proc.pid, sig):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.005)
+
+
 def _children(pid: int) -> list[int]:
     path = Path(f"/proc/{pid}/task/{pid}/children")
     return [int(p) for p in path.read_text().split()] if path.exists() else []
@@ -267,7 +285,7 @@ def test_sigint_during_the_graphs_start_up_writes_a_summary_and_exits_promptly(t
 
 @pytest.mark.integration
 @pytest.mark.parametrize(("args", "sig", "delay_s"), [
-    (["demo", "--duration", "5", "--json", "--no-bag"], signal.SIGTERM, 0.3),  # while importing
+    (["demo", "--duration", "5", "--json", "--no-bag"], signal.SIGTERM, 0.3),  # while importing its libraries
     (["demo", "--duration", "5", "--json", "--no-bag"], signal.SIGTERM, 1.0),
     (["bench", "--quick", "--no-peers", "--json"], signal.SIGINT, 2.5),  # numba compiling
     (["bench", "--quick", "--no-peers", "--json"], signal.SIGINT, 4.0),
@@ -277,6 +295,9 @@ def test_the_first_signal_ends_the_command_at_any_moment(args, sig, delay_s, tmp
     ends the command: exit 128 + the signal, no traceback, the JSON line last (an error object, or
     the summary of what ran)."""
     proc = _start([*args, *(["--out", str(tmp_path / "D")] if args[0] == "demo" else [])], workdir)
+    # the delays count from the moment the command line takes both signals (SIGINT is caught from the
+    # interpreter's start, by Python's default handler: SIGTERM tells when the command's own are in)
+    _wait_until_it_handles(proc, signal.SIGTERM)
     time.sleep(delay_s)
     assert proc.poll() is None, proc.communicate()
     proc.send_signal(sig)

@@ -34,6 +34,7 @@ PUBLISHER = textwrap.dedent(
     """Throwaway test publisher: JointState at --rate-hz, seq in position[0]."""
     import argparse, signal, sys, time
     import rclpy
+    import rclpy.signals
     from rclpy.executors import ExternalShutdownException
     from rclpy.node import Node
     from sensor_msgs.msg import JointState
@@ -70,7 +71,9 @@ PUBLISHER = textwrap.dedent(
             self.seq += 1
 
 
-    rclpy.init(args=ros_args)
+    # Python's own SIGINT handler (KeyboardInterrupt in spin): rclpy's would also shut the context
+    # down at once, and a timer callback then publishing on it raises (seen on a loaded machine)
+    rclpy.init(args=ros_args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     if opts.ignore_sigint:
         signal.signal(signal.SIGINT, lambda *a: print("ignoring SIGINT", flush=True))
     node = Talker()
@@ -80,6 +83,7 @@ PUBLISHER = textwrap.dedent(
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     print(f"talker published {node.seq}", flush=True)
+    rclpy.try_shutdown()
     '''
 )
 
